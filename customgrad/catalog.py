@@ -1,0 +1,59 @@
+"""The gallery of example Functions: seeds, classics and find-the-bug twins."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+
+import torch
+
+from customgrad.errors import TargetError
+
+CATEGORIES = ("seed", "classic", "find-the-bug")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One gallery Function with the defaults the lesson uses."""
+
+    name: str
+    title: str
+    category: str
+    function: type[torch.autograd.Function]
+    note: str
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    constants: dict[str, object] = field(default_factory=dict)
+    init: dict[str, str] = field(default_factory=dict)
+    trained: tuple[str, ...] | None = None
+    twin_of: str | None = None
+    correct: bool = True
+
+    @property
+    def source(self) -> str:
+        """The Function's class source, for the code view."""
+        return textwrap.dedent(inspect.getsource(self.function))
+
+    @property
+    def location(self) -> tuple[str, int]:
+        """(file, first line) of the Function's class."""
+        _, first = inspect.getsourcelines(self.function)
+        return inspect.getsourcefile(self.function) or "", first
+
+
+def entries() -> list[Entry]:
+    """All gallery entries, in display order (by category, then as listed)."""
+    from customgrad.gallery import ENTRIES
+
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    return sorted(ENTRIES, key=lambda e: order[e.category])
+
+
+def get(name: str) -> Entry:
+    """The entry called ``name`` (case-insensitive); TargetError if none."""
+    wanted = name.strip().lower()
+    for entry in entries():
+        if entry.name == wanted:
+            return entry
+    known = ", ".join(e.name for e in entries())
+    raise TargetError(f"No gallery Function is called {name!r}. Known names: {known}.")

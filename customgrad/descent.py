@@ -1,0 +1,138 @@
+"""The seed's KillHead gradient-descent loop, generalised to any Function.
+
+With KillHead 3x8, n=2, lr 1.0, MSE and float32 the losses equal the seed script's bit for bit:
+target first, then inputs, from the seeded generator; ``x.sub_(eta * x.grad)`` each step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from customgrad.contract import normalize_outputs, run_user
+from customgrad.errors import SpecError
+from customgrad.inputs import TensorSpec
+
+LOSSES = ("mse", "l1", "sse")
+OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one step did: the loss before the update and each trained input's gradient norm."""
+
+    step: int
+    loss: float
+    grad_norms: dict[str, float]
+    lr: float
+
+
+def _loss(name: str):
+    if name == "mse":
+        return torch.nn.MSELoss()
+    if name == "l1":
+        return torch.nn.L1Loss()
+    if name == "sse":
+        return lambda r, y: ((r - y) ** 2).sum()
+    raise SpecError(f"loss {name!r} is unknown; use {', '.join(LOSSES)}.", field="loss")
+
+
+class Descent:
+    """Gradient descent on the trained inputs of a Function, one :meth:`step` at a time.
+
+    ``lr`` may be changed between steps without resetting the run.
+    """
+
+    def __init__(self, function: type, specs: list, args: list, targets: list[torch.Tensor],
+                 lr: float = 1.0, loss: str = "mse", optimizer: str = "sgd"):
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise SpecError(f"learning rate must be a positive number, not {lr!r}.", field="lr")
+        if optimizer not in OPTIMIZERS:
+            raise SpecError(f"optimizer {optimizer!r} is unknown; use {', '.join(OPTIMIZERS)}.",
+                            field="optimizer")
+        self.function = function
+        self.criterion = _loss(loss)
+        self.loss_name, self.optimizer_name = loss, optimizer
+        self.targets = targets
+        self.names = [s.name for s in specs]
+        self.args: list[object] = []
+        self.trained: dict[str, torch.Tensor] = {}
+        for spec, arg in zip(specs, args):
+            if isinstance(spec, TensorSpec) and spec.trained and arg.is_floating_point():
+                leaf = arg.detach().clone().requires_grad_()
+                self.trained[spec.name] = leaf
+                self.args.append(leaf)
+            else:
+                self.args.append(arg)
+        if not self.trained:
+            raise SpecError("no input is trained: tick 'trained' for at least one tensor input.",
+                            field="trained")
+        self.step_count = 0
+        self._lr = float(lr)
+        self._optimizer = None
+        if optimizer == "momentum":
+            self._optimizer = torch.optim.SGD(list(self.trained.values()), lr=lr, momentum=0.9)
+        elif optimizer == "adam":
+            self._optimizer = torch.optim.Adam(list(self.trained.values()), lr=lr)
+
+    @property
+    def lr(self) -> float:
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise SpecError(f"learning rate must be a positive number, not {value!r}.",
+                            field="lr")
+        self._lr = float(value)
+        if self._optimizer is not None:
+            for group in self._optimizer.param_groups:
+                group["lr"] = self._lr
+
+    def current_args(self) -> list[object]:
+        """forward's arguments at the current point (detached copies of trained inputs)."""
+        return [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in self.args]
+
+    def step(self) -> StepRecord:
+        """One forward, loss, backward and update; the record holds the loss before the update."""
+        fn = self.function
+        # a clone (exact) lets Functions that modify their input in place (mark_dirty) train
+        call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
+                for a in self.args]
+        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        diff = [o for o in outs if o.is_floating_point() and o.requires_grad]
+        if len(diff) != len(self.targets):
+            raise SpecError(f"{fn.__name__} returned {len(diff)} differentiable outputs at step "
+                            f"{self.step_count}, but {len(self.targets)} at the start.")
+        loss = None
+        for out, target in zip(diff, self.targets):
+            if out.shape != target.shape:
+                raise SpecError(f"{fn.__name__}'s output changed shape during descent "
+                                f"({list(target.shape)} -> {list(out.shape)}).")
+            term = self.criterion(out, target)
+            loss = term if loss is None else loss + term
+        for leaf in self.trained.values():
+            if leaf.grad is not None:
+                leaf.grad.zero_()
+        run_user(fn, "backward", loss.backward)
+        value = loss.item()
+        norms = {name: float(leaf.grad.norm()) if leaf.grad is not None else 0.0
+                 for name, leaf in self.trained.items()}
+        with torch.no_grad():
+            if self._optimizer is None:
+                for leaf in self.trained.values():
+                    if leaf.grad is not None:
+                        leaf.sub_(self._lr * leaf.grad)
+            else:
+                self._optimizer.step()
+        record = StepRecord(self.step_count, value, norms, self._lr)
+        self.step_count += 1
+        return record
+
+    def run(self, steps: int):
+        """Yield one StepRecord per step (a generator, so callers can stop between steps)."""
+        for _ in range(int(steps)):
+            yield self.step()
+

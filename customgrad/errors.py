@@ -1,0 +1,56 @@
+"""The one exception family the engine raises; every message is meant for a person."""
+
+from __future__ import annotations
+
+
+class CustomGradError(Exception):
+    """Base class: anything the engine refuses or that went wrong in the user's Function."""
+
+
+class TargetError(CustomGradError):
+    """A target (catalog name, file, import path) could not be resolved or loaded."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 details: str = ""):
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.details = details
+
+
+class SpecError(CustomGradError):
+    """A shape, constant, dtype, device or tolerance is invalid."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class FunctionError(CustomGradError):
+    """The user's Function raised or broke the autograd contract.
+
+    ``file``/``line`` point into the user's code where known; ``details`` is the
+    full traceback text, one click away in the app.
+    """
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 details: str = "", phase: str = ""):
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.details = details
+        self.phase = phase
+
+    def where(self) -> str:
+        """``file:line`` or an empty string."""
+        if self.file and self.line:
+            return f"{self.file}:{self.line}"
+        return self.file or ""
+
+
+class TooLargeError(SpecError):
+    """The Jacobian matrices would exceed the memory cap."""
+
+
+class Cancelled(CustomGradError):
+    """The computation was stopped on request."""

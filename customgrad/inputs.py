@@ -1,0 +1,285 @@
+"""Input specs derived from a Function's ``forward`` signature, and seeded tensors drawn from them.
+
+A parameter without a default is a tensor input; a parameter with an int/float/bool/None/str
+default is a constant. Annotations refine the guess, and every spec can be overridden.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from dataclasses import dataclass, replace
+
+import torch
+
+from customgrad.errors import SpecError
+
+DEFAULT_SHAPE = (3, 8)
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+MAX_ELEMENTS = 50_000_000
+_CONST_TYPES = (int, float, bool, str, type(None))
+_UNIFORM = re.compile(r"^uniform\(\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\)$")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument of ``forward``: shape, how it is drawn, whether descent trains it."""
+
+    name: str
+    shape: tuple[int, ...] = DEFAULT_SHAPE
+    init: str = "normal"
+    trained: bool = True
+
+
+@dataclass(frozen=True)
+class ConstSpec:
+    """A non-tensor argument of ``forward`` with its value."""
+
+    name: str
+    value: object = None
+
+
+Spec = TensorSpec | ConstSpec
+
+
+def is_new_style(function: type) -> bool:
+    """True when the Function defines ``setup_context`` (forward then takes no ctx)."""
+    for klass in function.__mro__:
+        if klass.__module__.startswith("torch."):
+            return False
+        if "setup_context" in vars(klass):
+            return True
+    return False
+
+
+def forward_parameters(function: type) -> list[inspect.Parameter]:
+    """The parameters of ``forward`` that ``apply`` takes (ctx removed for ctx-style Functions)."""
+    try:
+        params = list(inspect.signature(function.forward).parameters.values())
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"Cannot read the signature of {function.__name__}.forward: {exc}") from exc
+    if not is_new_style(function):
+        params = params[1:]
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise SpecError(
+                f"{function.__name__}.forward takes *{p.name}; give it named parameters "
+                "so the playground knows its inputs."
+            )
+    return params
+
+
+def _annotation_text(param: inspect.Parameter) -> str:
+    ann = param.annotation
+    if ann is inspect.Parameter.empty:
+        return ""
+    return ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+
+
+def derive_specs(function: type) -> list[Spec]:
+    """Guess the specs of ``function.forward``'s parameters from defaults and annotations."""
+    specs: list[Spec] = []
+    for p in forward_parameters(function):
+        ann = _annotation_text(p)
+        has_default = p.default is not inspect.Parameter.empty
+        if "Tensor" in ann and not (has_default and p.default is None and "None" not in ann
+                                    and "Optional" not in ann):
+            specs.append(TensorSpec(p.name))
+        elif has_default and isinstance(p.default, _CONST_TYPES):
+            specs.append(ConstSpec(p.name, p.default))
+        elif not has_default and ann in ("int", "float", "bool", "str"):
+            specs.append(ConstSpec(p.name, {"int": 1, "float": 1.0, "bool": False, "str": ""}[ann]))
+        else:
+            specs.append(TensorSpec(p.name))
+    return specs
+
+
+def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...]:
+    """``"3x8"``, ``"3,8"``, ``"[3, 8]"`` or a tuple -> ``(3, 8)``; SpecError when invalid."""
+    if isinstance(text, (tuple, list)):
+        parts = [str(p) for p in text]
+    else:
+        cleaned = str(text).strip().strip("()[]").replace("×", "x").replace("*", "x")
+        parts = [p for p in re.split(r"[x,\s]+", cleaned) if p != ""] if cleaned else []
+    if not parts:
+        raise SpecError(f"{name}: empty shape; write it like 3x8.", field=name)
+    dims = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise SpecError(f"{name}: {part!r} is not a number; write a shape like 3x8.",
+                            field=name) from None
+        if not value.is_integer():
+            raise SpecError(f"{name}: dimension {part} is not a whole number.", field=name)
+        if value <= 0:
+            raise SpecError(f"{name}: dimension {part} must be at least 1.", field=name)
+        dims.append(int(value))
+    if len(dims) > 8:
+        raise SpecError(f"{name}: {len(dims)} dimensions is more than the 8 supported.", field=name)
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise SpecError(
+            f"{name}: {'x'.join(map(str, dims))} has {math.prod(dims):,} elements, more than "
+            f"the {MAX_ELEMENTS:,} allowed.", field=name)
+    return tuple(dims)
+
+
+def format_shape(shape: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def parse_const(text: str, like: object = None, name: str = "constant") -> object:
+    """Parse a constant typed on the command line or in a form, guided by its current value."""
+    raw = str(text).strip()
+    low = raw.lower()
+    if low in ("none", "null"):
+        return None
+    try:
+        if isinstance(like, bool) or low in ("true", "false"):
+            if low in ("true", "1", "yes", "on"):
+                return True
+            if low in ("false", "0", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(like, int):
+            value = float(raw)
+            if not value.is_integer():
+                raise SpecError(f"{name}: {raw} is not a whole number.", field=name)
+            return int(value)
+        if isinstance(like, float):
+            return float(raw)
+        if isinstance(like, str):
+            return raw
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                return float(raw)
+            except ValueError:
+                return raw
+    except ValueError:
+        kind = type(like).__name__
+        raise SpecError(f"{name}: {raw!r} is not a valid {kind}.", field=name) from None
+
+
+def parse_init(text: str, name: str = "init") -> str:
+    """Validate an init: ``normal``, ``uniform(a,b)``, ``zeros`` or ``ones``."""
+    value = str(text).strip().lower().replace(" ", "")
+    if value in ("normal", "zeros", "ones"):
+        return value
+    match = _UNIFORM.match(value)
+    if match:
+        low, high = float(match.group(1)), float(match.group(2))
+        if not low < high:
+            raise SpecError(f"{name}: uniform(a, b) needs a < b.", field=name)
+        return value
+    raise SpecError(f"{name}: unknown init {text!r}; use normal, uniform(a,b), zeros or ones.",
+                    field=name)
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    try:
+        return DTYPES[str(name).replace("torch.", "")]
+    except KeyError:
+        raise SpecError(f"dtype {name!r} is not supported; use float32 or float64.",
+                        field="dtype") from None
+
+
+def available_devices() -> list[str]:
+    """The devices torch reports available here, ``cpu`` first."""
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def parse_device(name: str) -> torch.device:
+    text = str(name).strip().lower()
+    base = text.split(":")[0]
+    if base not in ("cpu", "cuda", "mps"):
+        raise SpecError(f"device {name!r} is unknown; use cpu, cuda or mps.", field="device")
+    if base not in available_devices():
+        raise SpecError(
+            f"device {text!r} is not available on this machine (available: "
+            f"{', '.join(available_devices())}).", field="device")
+    try:
+        device = torch.device(text)
+        if device.type == "cuda" and device.index is not None:
+            if device.index >= torch.cuda.device_count():
+                raise SpecError(f"device {text!r}: there are only {torch.cuda.device_count()} "
+                                "CUDA devices.", field="device")
+    except RuntimeError as exc:
+        raise SpecError(f"device {name!r}: {exc}", field="device") from None
+    return device
+
+
+def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: dict | None = None,
+                    init: dict | None = None, trained: dict | None = None) -> list[Spec]:
+    """Return ``specs`` with overrides applied; a shape turns a constant into a tensor and back."""
+    shapes, constants = dict(shapes or {}), dict(constants or {})
+    init, trained = dict(init or {}), dict(trained or {})
+    names = {s.name for s in specs}
+    for kind, table in (("shape", shapes), ("constant", constants), ("init", init),
+                        ("trained", trained)):
+        unknown = sorted(set(table) - names)
+        if unknown:
+            raise SpecError(
+                f"{kind} given for {', '.join(unknown)}, but forward's parameters are "
+                f"{', '.join(s.name for s in specs) or '(none)'}.", field=unknown[0])
+    out: list[Spec] = []
+    for spec in specs:
+        name = spec.name
+        if name in constants:
+            value = constants[name]
+            if isinstance(value, str) and isinstance(spec, ConstSpec):
+                value = parse_const(value, spec.value, name)
+            elif isinstance(value, str):
+                value = parse_const(value, None, name)
+            spec = ConstSpec(name, value)
+        if name in shapes:
+            base = spec if isinstance(spec, TensorSpec) else TensorSpec(name)
+            spec = replace(base, shape=parse_shape(shapes[name], name))
+        if isinstance(spec, TensorSpec):
+            if name in init:
+                spec = replace(spec, init=parse_init(init[name], name))
+            if name in trained:
+                spec = replace(spec, trained=bool(trained[name]))
+        out.append(spec)
+    return out
+
+
+def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.Tensor:
+    if init == "normal":
+        return tensor.normal_(generator=generator)
+    if init == "zeros":
+        return tensor.zero_()
+    if init == "ones":
+        return tensor.fill_(1.0)
+    match = _UNIFORM.match(init)
+    if match is None:
+        raise SpecError(f"unknown init {init!r}")
+    return tensor.uniform_(float(match.group(1)), float(match.group(2)), generator=generator)
+
+
+def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
+         target_shapes: list[tuple[int, ...]] = ()) -> tuple[list[torch.Tensor], list[object]]:
+    """Draw targets first, then tensor inputs in signature order, from one seeded generator.
+
+    The generator is a private CPU one seeded like ``torch.manual_seed(seed)``, so the stream
+    is the one the seed scripts see, on every device, without touching global state.
+    """
+    generator = torch.Generator().manual_seed(int(seed))
+    targets = [torch.empty(shape, dtype=dtype).normal_(generator=generator).to(device)
+               for shape in target_shapes]
+    args: list[object] = []
+    for spec in specs:
+        if isinstance(spec, TensorSpec):
+            tensor = _fill(torch.empty(spec.shape, dtype=dtype), spec.init, generator)
+            args.append(tensor.to(device))
+        else:
+            args.append(spec.value)
+    return targets, args

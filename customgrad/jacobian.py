@@ -1,0 +1,798 @@
+"""Full analytic-vs-numerical Jacobian comparison of a custom autograd Function.
+
+The analytic Jacobian comes from the Function's own ``backward`` (one vector-Jacobian product
+per output element); the numerical one from central finite differences (two ``forward`` calls
+per input element). Entries agree by gradcheck's rule ``|a - n| <= atol + rtol * |n|``.
+
+Speed: both passes call ``forward``/``backward`` directly instead of through ``apply`` and the
+autograd engine, which costs a few microseconds per call instead of tens. A few rows are
+checked against the engine first; any disagreement switches to the engine for every row.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from customgrad.contract import (
+    FakeCtx,
+    call_backward,
+    check_gradients,
+    normalize_outputs,
+    run_user,
+)
+from customgrad.errors import Cancelled, FunctionError, SpecError, TooLargeError
+from customgrad.inputs import format_shape, forward_parameters, is_new_style
+
+EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+FLOAT32_FLOOR = {"eps": 1e-3, "atol": 1e-3, "rtol": 1e-2}
+MEMORY_CAP = 1 << 30
+_CHUNK_ELEMENTS = 1 << 19
+_TILE_ELEMENTS = 1 << 16
+_PROGRESS_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One output (rows) or input (columns) of the Jacobian matrix."""
+
+    name: str
+    position: int
+    shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def index(self, flat: int) -> tuple[int, ...]:
+        """The tensor index of element ``flat`` of this axis."""
+        return tuple(int(i) for i in _unravel(flat, self.shape))
+
+    def label(self, flat: int) -> str:
+        return f"{self.name}[{', '.join(map(str, self.index(flat)))}]"
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    out = []
+    for dim in reversed(shape):
+        out.append(flat % dim)
+        flat //= dim
+    return list(reversed(out))
+
+
+@dataclass
+class Entry:
+    """One Jacobian entry, named by output/input position and element index."""
+
+    output: int
+    input: int
+    output_name: str
+    input_name: str
+    output_index: tuple[int, ...]
+    input_index: tuple[int, ...]
+    row: int
+    col: int
+    analytic: float
+    numerical: float
+
+    @property
+    def abs_error(self) -> float:
+        return abs(self.analytic - self.numerical)
+
+
+@dataclass
+class Block:
+    """Agreement statistics of one (output, input) block."""
+
+    output: Axis
+    input: Axis
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    worst_score: float = -1.0
+    worst: tuple[int, int] = (0, 0)
+
+    @property
+    def size(self) -> int:
+        return self.output.size * self.input.size
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatches == 0
+
+    @property
+    def name(self) -> str:
+        return (f"d {self.output.name} [{format_shape(self.output.shape)}] / "
+                f"d {self.input.name} [{format_shape(self.input.shape)}]")
+
+
+@dataclass
+class Progress:
+    """Handed to the progress callback: fraction done and the partially filled matrices.
+
+    Entries not computed yet are NaN. ``numerical`` is a transposed view.
+    """
+
+    fraction: float
+    phase: str
+    analytic: torch.Tensor | None
+    numerical: torch.Tensor | None
+    outputs: list[Axis] = field(default_factory=list)
+    inputs: list[Axis] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The verdict and everything needed to explain it."""
+
+    passed: bool
+    outputs: list[Axis]
+    inputs: list[Axis]
+    blocks: list[Block]
+    worst: Entry | None
+    eps: float
+    atol: float
+    rtol: float
+    numerical_dtype: torch.dtype
+    analytic_path: str
+    notes: list[str] = field(default_factory=list)
+    analytic: torch.Tensor | None = None
+    numerical: torch.Tensor | None = None
+    seconds: float = 0.0
+
+    @property
+    def mismatches(self) -> int:
+        return sum(b.mismatches for b in self.blocks)
+
+    @property
+    def total(self) -> int:
+        return sum(b.size for b in self.blocks)
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((b.max_abs_error for b in self.blocks), default=0.0)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((b.max_rel_error for b in self.blocks), default=0.0)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (sum(a.size for a in self.outputs), sum(a.size for a in self.inputs))
+
+    def difference(self) -> torch.Tensor:
+        """analytic - numerical (needs the matrices kept)."""
+        if self.analytic is None or self.numerical is None:
+            raise ValueError("the matrices were not kept (keep=False)")
+        return self.analytic - self.numerical
+
+    def mismatch_mask(self) -> torch.Tensor:
+        """True where an entry is outside tolerance (needs the matrices kept)."""
+        if self.analytic is None or self.numerical is None:
+            raise ValueError("the matrices were not kept (keep=False)")
+        return ~_agree(self.analytic, self.numerical, self.atol, self.rtol)
+
+    def summary(self) -> str:
+        verdict = "PASSED" if self.passed else "FAILED"
+        return (f"{verdict}: {self.mismatches:,} of {self.total:,} Jacobian entries outside "
+                f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
+                f"{self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+                f"(eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; NaN and infinity become None."""
+        worst = None
+        if self.worst is not None:
+            w = self.worst
+            worst = {"output": w.output, "input": w.input, "output_name": w.output_name,
+                     "input_name": w.input_name, "output_index": list(w.output_index),
+                     "input_index": list(w.input_index), "analytic": _num(w.analytic),
+                     "numerical": _num(w.numerical), "abs_error": _num(w.abs_error)}
+        return {
+            "passed": self.passed,
+            "max_abs_error": _num(self.max_abs_error),
+            "max_rel_error": _num(self.max_rel_error),
+            "mismatches": self.mismatches,
+            "entries": self.total,
+            "worst": worst,
+            "blocks": [{"output": b.output.position, "input": b.input.position,
+                        "output_name": b.output.name, "input_name": b.input.name,
+                        "output_shape": list(b.output.shape), "input_shape": list(b.input.shape),
+                        "passed": b.passed, "mismatches": b.mismatches,
+                        "max_abs_error": _num(b.max_abs_error),
+                        "max_rel_error": _num(b.max_rel_error)} for b in self.blocks],
+            "eps": self.eps, "atol": self.atol, "rtol": self.rtol,
+            "numerical_dtype": str(self.numerical_dtype).replace("torch.", ""),
+            "notes": list(self.notes),
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree."""
+    a, n = a.double(), n.double()
+    ok = (a - n).abs() <= atol + rtol * n.abs()
+    return ok | (a == n) | (a.isnan() & n.isnan())
+
+
+def estimate_bytes(rows: int, cols: int, keep: bool = True) -> int:
+    """Bytes of float64 matrices the comparison allocates (numerical always, analytic if kept)."""
+    return rows * cols * 8 * (2 if keep else 1)
+
+
+def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
+            rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
+            progress: Callable[[Progress], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> Report:
+    """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments).
+
+    Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
+    TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
+    """
+    return _Comparison(function, list(args), eps, atol, rtol, memory_cap, keep, progress,
+                       should_stop).run()
+
+
+class _Comparison:
+    def __init__(self, function, args, eps, atol, rtol, memory_cap, keep, progress, should_stop):
+        for name, value in (("eps", eps), ("atol", atol), ("rtol", rtol)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise SpecError(f"{name} must be a finite number >= 0, not {value!r}.", field=name)
+        if eps <= 0:
+            raise SpecError("eps must be greater than 0.", field="eps")
+        self.function = function
+        self.args = args
+        self.eps, self.atol, self.rtol = float(eps), float(atol), float(rtol)
+        self.memory_cap, self.keep = memory_cap, keep
+        self.progress_cb, self.should_stop = progress, should_stop
+        self.notes: list[str] = []
+        self.params = [p.name for p in forward_parameters(function)]
+        if len(args) != len(self.params):
+            raise SpecError(f"{function.__name__}.forward takes {len(self.params)} arguments "
+                            f"({', '.join(self.params)}), {len(args)} were given.")
+        self.new_style = is_new_style(function)
+        self._last_progress = 0.0
+        self.started = time.perf_counter()
+
+    # ---- setup -------------------------------------------------------------------------
+    def run(self) -> Report:
+        self._probe()
+        self._allocate()
+        self._numerical()
+        self._analytic_and_compare()
+        return self._report()
+
+    def _check_stop(self):
+        if self.should_stop is not None and self.should_stop():
+            raise Cancelled("Jacobian comparison cancelled.")
+
+    def _probe(self):
+        """One real apply + raw backward: finds outputs, inputs and contract errors early."""
+        fn, args = self.function, self.args
+        self.in_pos = [i for i, a in enumerate(args)
+                       if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and not a.is_floating_point():
+                self.notes.append(f"input {self.params[i]} ({str(a.dtype)[6:]}) is not "
+                                  "floating point: not differentiated.")
+        if not self.in_pos:
+            raise SpecError(f"{fn.__name__} has no floating-point tensor input to differentiate; "
+                            "give at least one parameter a shape.")
+        self.leaves = {i: args[i].detach().clone().requires_grad_() for i in self.in_pos}
+        call = [self.leaves[i].clone() if i in self.leaves else a for i, a in enumerate(args)]
+        raw = run_user(fn, "forward", lambda: fn.apply(*call))
+        outs = normalize_outputs(fn, raw)
+        self.out_all = outs
+        self.out_pos = []
+        for k, out in enumerate(outs):
+            oname = self._out_name(k, len(outs))
+            if not out.is_floating_point():
+                self.notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
+            elif not out.requires_grad:
+                self.notes.append(f"{oname} is marked non-differentiable (or does not depend on "
+                                  "any input): skipped.")
+            else:
+                self.out_pos.append(k)
+            if out.is_floating_point() and not torch.isfinite(out).all():
+                self.notes.append(f"{oname} contains NaN or Inf at this point.")
+        if not self.out_pos:
+            raise FunctionError(f"{fn.__name__} has no differentiable output to check.",
+                                phase="forward")
+        self.outputs, off = [], 0
+        for k in self.out_pos:
+            axis = Axis(self._out_name(k, len(outs)), k, tuple(outs[k].shape), off)
+            self.outputs.append(axis)
+            off += axis.size
+        self.inputs, off = [], 0
+        for i in self.in_pos:
+            axis = Axis(self.params[i], i, tuple(args[i].shape), off)
+            self.inputs.append(axis)
+            off += axis.size
+        self.rows, self.cols = self.shape = (sum(a.size for a in self.outputs),
+                                             sum(a.size for a in self.inputs))
+        node = outs[self.out_pos[0]].grad_fn
+        self.node = node if getattr(node, "_forward_cls", None) is fn else None
+        if self.node is not None:
+            gen = torch.Generator().manual_seed(0)
+            grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
+                     if k in self.out_pos else self._zero_grad(o) for k, o in enumerate(outs)]
+            raw_grads = call_backward(fn, self.node, grads)
+            self.notes.extend(check_gradients(fn, self.params, args, raw_grads))
+        else:
+            self.notes.append("the output's graph node is not the Function's own, so every "
+                              "row goes through the autograd engine.")
+
+    def _zero_grad(self, out: torch.Tensor):
+        materialize = getattr(self.node, "materialize_grads", True) if self.node else True
+        if not out.is_floating_point():
+            return None
+        return torch.zeros_like(out) if materialize else None
+
+    @staticmethod
+    def _out_name(k: int, count: int) -> str:
+        return "output" if count == 1 else f"output{k}"
+
+    def _allocate(self):
+        need = estimate_bytes(self.rows, self.cols, self.keep)
+        if need > self.memory_cap:
+            raise TooLargeError(
+                f"The Jacobian is {self.rows:,} x {self.cols:,}: its matrices need "
+                f"{need / 2**30:.2f} GiB, more than the {self.memory_cap / 2**30:.2f} GiB cap. "
+                "Use smaller shapes, raise the cap, or use the projected check "
+                "(v^T J u) for inputs this large.")
+        def alloc(shape):
+            # entries not computed yet show as NaN (blank) while progress is drawn
+            if self.progress_cb is None:
+                return torch.empty(shape, dtype=torch.float64)
+            return torch.full(shape, float("nan"), dtype=torch.float64)
+        # numerical is stored input-major (one contiguous row per input element)
+        self.num_t = alloc((self.cols, self.rows))
+        self.ana = alloc((self.rows, self.cols)) if self.keep else None
+
+    def _emit(self, fraction: float, phase: str, force: bool = False):
+        if self.progress_cb is None:
+            return
+        now = time.perf_counter()
+        if force or now - self._last_progress >= _PROGRESS_SECONDS:
+            self._last_progress = now
+            self.progress_cb(Progress(fraction, phase, self.ana, self.num_t.T, self.outputs,
+                                         self.inputs))
+
+    # ---- numerical ---------------------------------------------------------------------
+    def _numerical(self):
+        fn, args = self.function, self.args
+        dtype = args[self.in_pos[0]].dtype
+        self.num_dtype = dtype
+        base = [a.detach().clone() if i in self.leaves else a for i, a in enumerate(args)]
+        if dtype != torch.float64:
+            promoted = [a.double() if i in self.leaves else a for i, a in enumerate(base)]
+            try:
+                outs = self._forward_plain(promoted)
+                ok = all(outs[k].dtype == torch.float64 for k in self.out_pos)
+            except Exception:
+                ok = False
+            if ok:
+                base, self.num_dtype = promoted, torch.float64
+                self.notes.append(f"numerical Jacobian evaluated in float64 at the {str(dtype)[6:]}"
+                                  " point (the float32 rule).")
+            else:
+                self.eps = max(self.eps, FLOAT32_FLOOR["eps"])
+                self.atol = max(self.atol, FLOAT32_FLOOR["atol"])
+                self.rtol = max(self.rtol, FLOAT32_FLOOR["rtol"])
+                self.notes.append(f"{fn.__name__} does not accept float64, so the numerical "
+                                  f"Jacobian uses {str(dtype)[6:]} with eps={self.eps:g}, "
+                                  f"atol={self.atol:g}, rtol={self.rtol:g}.")
+        direct = self._choose_forward(base)
+        clone_each = self._mutates(direct, base)
+        self._vmap_forward = direct == self._forward_direct
+        for axis in self.inputs:
+            chunk = _batch(axis.size, self.rows)
+            for k0 in range(0, axis.size, chunk):
+                k1 = min(axis.size, k0 + chunk)
+                rows = self.num_t[axis.offset + k0:axis.offset + k1]
+                if not self._numerical_batched(base, axis, k0, k1, rows, clone_each):
+                    self._numerical_loop(base, axis, k0, k1, rows, direct, clone_each)
+                rows.mul_(0.5 / self.eps)
+                self._check_stop()
+                self._emit(0.5 * (axis.offset + k1) / self.cols, "numerical")
+        self._emit(0.5, "numerical", force=True)
+
+    def _numerical_loop(self, base, axis, k0, k1, rows, forward, clone_each):
+        """Columns k0:k1 of input ``axis`` one element at a time (unscaled differences)."""
+        eps, flat = self.eps, base[axis.position].view(-1)
+        host = flat.numpy() if flat.device.type == "cpu" else None
+        for k in range(k0, k1):
+            orig = float(host[k]) if host is not None else float(flat[k])
+            for sign, value in ((1, orig + eps), (-1, orig - eps)):
+                if host is not None:
+                    host[k] = value
+                else:
+                    flat[k] = value
+                call = [a.clone() if j in self.leaves else a for j, a in enumerate(base)] \
+                    if clone_each else base
+                outs = forward(call)
+                if sign > 0:
+                    plus = self._check_outputs(outs)
+                else:
+                    self._write_column(rows[k - k0], plus, self._check_outputs(outs))
+            if host is not None:
+                host[k] = orig
+            else:
+                flat[k] = orig
+
+    def _numerical_batched(self, base, axis, k0, k1, rows, clone_each) -> bool:
+        """Columns k0:k1 with one vmapped forward per sign; False when vmap cannot do it.
+
+        The first batch is checked against the element-by-element loop.
+        """
+        if not self._vmap_forward:
+            return False
+        fn, pos, size = self.function, axis.position, k1 - k0
+        x = base[pos]
+        flat = x.reshape(-1)
+        if getattr(self, "_grid_for", None) != (pos, size):
+            self._grid = flat.unsqueeze(0).expand(size, -1).clone()
+            self._grid_for = (pos, size)
+        grid = self._grid
+        ar = torch.arange(size, device=x.device)
+        vals = flat[k0:k1]
+
+        def forward(*call):
+            raw = fn.forward(*call) if self.new_style else fn.forward(FakeCtx(), *call)
+            return tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+        vmapped = torch.vmap(forward, in_dims=tuple(0 if j == pos else None
+                                                    for j in range(len(base))))
+        results = []
+        try:
+            with torch.no_grad():
+                for value in (vals + self.eps, vals - self.eps):
+                    grid[ar, ar + k0] = value
+                    call = list(base)
+                    call[pos] = (grid.clone() if clone_each else grid).view(size, *axis.shape)
+                    outs = vmapped(*call)
+                    results.append([outs[o.position].reshape(size, -1) for o in self.outputs])
+                    if any(r.shape[1] != o.size for r, o in zip(results[-1], self.outputs)):
+                        raise ValueError("batched output shape differs")
+        except Exception:
+            self._vmap_forward = False
+            return False
+        finally:
+            grid[ar, ar + k0] = vals
+        for o, p, m in zip(self.outputs, *results):
+            torch.sub(p.to("cpu", torch.float64), m.to("cpu", torch.float64),
+                      out=rows[:, o.offset:o.offset + o.size])
+        if self._vmap_forward is True:
+            self._vmap_forward = "verified"
+            probe = sorted({k0, k1 - 1})
+            check = torch.empty((len(probe), self.rows), dtype=torch.float64)
+            for t, k in enumerate(probe):
+                self._numerical_loop(base, axis, k, k + 1, check[t:t + 1],
+                                     self._forward_direct, clone_each)
+            tol = 64 * torch.finfo(x.dtype).eps
+            scale = max(1.0, float(check.abs().max().nan_to_num(0, 0, 0)))
+            if not torch.allclose(rows[[k - k0 for k in probe]], check, rtol=tol,
+                                  atol=tol * scale, equal_nan=True):
+                self._vmap_forward = False
+                return False
+        return True
+
+    def _check_outputs(self, outs):
+        """The differentiable outputs, checked to keep the shape they had at the base point."""
+        picked = []
+        for axis in self.outputs:
+            out = outs[axis.position] if axis.position < len(outs) else None
+            if not isinstance(out, torch.Tensor) or out.shape != axis.shape:
+                raise FunctionError(
+                    f"{self.function.__name__}.forward returned {_describe(out)} for "
+                    f"{axis.name} at a perturbed point, but {format_shape(axis.shape)} at the "
+                    "base point; its output shape must not depend on input values.",
+                    phase="forward")
+            picked.append(out if out.device.type == "cpu" else out.cpu())
+        return picked
+
+    def _write_column(self, dest: torch.Tensor, plus, minus):
+        """dest = f(x + eps) - f(x - eps), outputs concatenated (scaled later)."""
+        if len(plus) == 1:
+            torch.sub(plus[0].reshape(-1), minus[0].reshape(-1), out=dest)
+            return
+        for axis, p, m in zip(self.outputs, plus, minus):
+            torch.sub(p.reshape(-1), m.reshape(-1), out=dest[axis.offset:axis.offset + axis.size])
+
+    def _forward_plain(self, call):
+        fn = self.function
+        with torch.no_grad():
+            raw = run_user(fn, "forward", lambda: fn.apply(*call))
+        return normalize_outputs(fn, raw)
+
+    def _forward_direct(self, call):
+        fn = self.function
+        with torch.no_grad():
+            raw = fn.forward(*call) if self.new_style else fn.forward(FakeCtx(), *call)
+        return raw if isinstance(raw, (tuple, list)) else (raw,)
+
+    def _choose_forward(self, base):
+        """Direct forward when it reproduces apply at the base point, else apply."""
+        reference = self._forward_plain([a.clone() if i in self.leaves else a
+                                         for i, a in enumerate(base)])
+        try:
+            direct = self._forward_direct([a.clone() if i in self.leaves else a
+                                           for i, a in enumerate(base)])
+            same = len(direct) == len(reference) and all(
+                isinstance(d, torch.Tensor) and d.shape == r.shape
+                and torch.equal(d.nan_to_num(), r.nan_to_num())
+                for k, (d, r) in enumerate(zip(direct, reference)) if k in self.out_pos)
+        except Exception:
+            same = False
+        if same:
+            return self._forward_direct
+
+        def plain(call):
+            return self._forward_plain(call)
+        return plain
+
+    def _mutates(self, forward, base) -> bool:
+        """True when forward changes its inputs in place (mark_dirty) or returns a view of one:
+        then each call gets copies."""
+        versions = [base[i]._version for i in self.in_pos]
+        snapshot = [base[i].clone() for i in self.in_pos]
+        outs = forward(base)
+        storages = {base[i].untyped_storage().data_ptr() for i in self.in_pos}
+        if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+               for o in outs):
+            self.notes.append("forward returns a view of its input: finite differences use "
+                              "copies.")
+            return True
+        if [base[i]._version for i in self.in_pos] == versions:
+            return False
+        for i, saved in zip(self.in_pos, snapshot):
+            base[i].copy_(saved)
+        self.notes.append("forward modifies its input in place: finite differences use copies.")
+        return True
+
+    # ---- analytic + comparison -----------------------------------------------------------
+    def _analytic_and_compare(self):
+        self.blocks = [Block(o, i) for o in self.outputs for i in self.inputs]
+        self._grad_bufs = None
+        self.analytic_path = "direct" if self.node is not None and self._direct_matches() \
+            else "engine"
+        if self.analytic_path == "engine" and self.node is not None:
+            self.notes.append("calling backward directly disagreed with the autograd engine; "
+                              "every row went through the engine.")
+        self._vmap_backward = self.analytic_path == "direct"
+        buf = tbuf = None
+        for axis in self.outputs:
+            chunk = _batch(axis.size, self.cols)
+            for r0 in range(axis.offset, axis.offset + axis.size, chunk):
+                r1 = min(axis.offset + axis.size, r0 + chunk)
+                if buf is None or buf.shape[0] < r1 - r0:
+                    buf = torch.empty((r1 - r0, self.cols), dtype=torch.float64)
+                    tbuf = torch.empty((self.cols, r1 - r0), dtype=torch.float64)
+                rows = buf[:r1 - r0]
+                if not self._analytic_batched(axis, r0, r1, rows):
+                    for r in range(r0, r1):
+                        self._analytic_row(r, rows[r - r0])
+                if self.ana is not None:
+                    self.ana[r0:r1].copy_(rows)
+                cols = tbuf[:, :r1 - r0]
+                cols.copy_(rows.T)
+                self._compare_tile(r0, r1, cols)
+                self._check_stop()
+                self._emit(0.5 + 0.5 * r1 / self.rows, "analytic")
+        self._emit(1.0, "done", force=True)
+
+    def _analytic_batched(self, axis: Axis, r0: int, r1: int, rows: torch.Tensor) -> bool:
+        """Rows r0:r1 (all in output ``axis``) with one vmapped backward; False if vmap can't.
+
+        The first batch is checked against row-by-row direct calls.
+        """
+        if not self._vmap_backward:
+            return False
+        fn, node, size = self.function, self.node, r1 - r0
+        grads = list(self._onehots(r0))
+        self._reset_onehots()
+        onehot = torch.zeros((size, axis.size), dtype=grads[axis.position].dtype,
+                             device=grads[axis.position].device)
+        ar = torch.arange(size, device=onehot.device)
+        onehot[ar, ar + (r0 - axis.offset)] = 1
+        grads[axis.position] = onehot.view(size, *axis.shape)
+        inputs = self.inputs
+
+        def backward(*g):
+            raw = fn.backward(node, *g)
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            out = []
+            for a in inputs:
+                grad = raw[a.position] if a.position < len(raw) else None
+                if grad is None:
+                    grad = torch.zeros(a.shape, dtype=torch.float64, device=onehot.device)
+                elif grad.shape != a.shape:
+                    grad = grad.sum_to_size(a.shape)
+                out.append(grad)
+            return tuple(out)
+        vmapped = torch.vmap(backward, in_dims=tuple(0 if k == axis.position else None
+                                                     for k in range(len(grads))))
+        try:
+            with torch.no_grad():
+                got = vmapped(*grads)
+        except Exception:
+            self._vmap_backward = False
+            return False
+        for a, g in zip(inputs, got):
+            if g.dim() != len(a.shape) + 1:
+                g = g.expand(size, *a.shape)
+            rows[:, a.offset:a.offset + a.size].copy_(g.reshape(size, -1))
+        if self._vmap_backward is True:
+            self._vmap_backward = "verified"
+            check = torch.empty((1, self.cols), dtype=torch.float64)
+            for r in sorted({r0, r1 - 1}):
+                self._row_direct(r, check[0])
+                tol = 64 * torch.finfo(onehot.dtype).eps
+                scale = max(1.0, float(check.abs().max().nan_to_num(0, 0, 0)))
+                if not torch.allclose(rows[r - r0:r - r0 + 1], check, rtol=tol,
+                                      atol=tol * scale, equal_nan=True):
+                    self._vmap_backward = False
+                    return False
+        return True
+
+    def _onehots(self, r: int):
+        """Gradients for every output: a one-hot at row ``r``, zeros (or None) elsewhere.
+
+        Buffers are reused between rows; :meth:`_reset_onehots` clears the one entry set.
+        """
+        if self._grad_bufs is None:
+            self._grad_bufs = [
+                torch.zeros_like(o, memory_format=torch.contiguous_format)
+                if k in self.out_pos else self._zero_grad(o) for k, o in enumerate(self.out_all)]
+        for axis in self.outputs:
+            if axis.offset <= r < axis.offset + axis.size:
+                buf = self._grad_bufs[axis.position]
+                buf.view(-1)[r - axis.offset] = 1
+                self._set = (buf, r - axis.offset, buf._version)
+        return self._grad_bufs
+
+    def _reset_onehots(self):
+        buf, k, version = self._set
+        if buf._version != version:
+            self._grad_bufs = None
+            raise FunctionError(
+                f"{self.function.__name__}.backward modifies grad_output in place. Autograd may "
+                "reuse that tensor elsewhere, so never modify it; work on a copy.",
+                phase="backward")
+        buf.view(-1)[k] = 0
+
+    def _analytic_row(self, r: int, dest: torch.Tensor):
+        if self.analytic_path == "direct":
+            self._row_direct(r, dest)
+        else:
+            self._row_engine(r, dest)
+
+    def _row_direct(self, r: int, dest: torch.Tensor):
+        grads = self._onehots(r)
+        try:
+            with torch.no_grad():
+                raw = self.function.backward(self.node, *grads)
+            if not isinstance(raw, tuple):
+                raw = (raw,)
+            for axis in self.inputs:
+                g = raw[axis.position] if axis.position < len(raw) else None
+                seg = dest[axis.offset:axis.offset + axis.size]
+                if g is None:
+                    seg.zero_()
+                    continue
+                if g.shape != axis.shape:
+                    g = g.sum_to_size(axis.shape)
+                seg.copy_(g.reshape(-1))
+        finally:
+            self._reset_onehots()
+
+    def _row_engine(self, r: int, dest: torch.Tensor):
+        grads = [g.clone() if isinstance(g, torch.Tensor) else g for g in self._onehots(r)]
+        self._reset_onehots()
+        fn, args = self.function, self.args
+        call = [self.leaves[i].clone() if i in self.leaves else a for i, a in enumerate(args)]
+        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        pairs = [(outs[k], grads[k]) for k in self.out_pos]
+        leaves = [self.leaves[a.position] for a in self.inputs]
+        got = run_user(fn, "backward", lambda: torch.autograd.grad(
+            [o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True))
+        for axis, g in zip(self.inputs, got):
+            seg = dest[axis.offset:axis.offset + axis.size]
+            if g is None:
+                seg.zero_()
+            else:
+                seg.copy_(g.reshape(-1))
+
+    def _direct_matches(self) -> bool:
+        """Check a few rows of the direct path against the autograd engine."""
+        probe = sorted({0, self.rows // 2, self.rows - 1})
+        a = torch.empty((1, self.cols), dtype=torch.float64)
+        b = torch.empty((1, self.cols), dtype=torch.float64)
+        for r in probe:
+            try:
+                self._row_direct(r, a[0])
+            except FunctionError:
+                raise
+            except Exception:
+                return False
+            self._row_engine(r, b[0])
+            if not torch.allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True):
+                return False
+        return True
+
+    def _compare_tile(self, r0: int, r1: int, ana_t: torch.Tensor):
+        """Compare rows r0:r1, given transposed (input-major, like the numerical matrix)."""
+        num_t = self.num_t[:, r0:r1]
+        step = max(1, _TILE_ELEMENTS // max(1, r1 - r0))
+        for block in self.blocks:
+            o, i = block.output, block.input
+            lo, hi = max(r0, o.offset), min(r1, o.offset + o.size)
+            for c0 in range(i.offset, i.offset + i.size, step):
+                c1 = min(i.offset + i.size, c0 + step)
+                if lo < hi:
+                    self._compare_piece(block, lo, c0, ana_t[c0:c1, lo - r0:hi - r0],
+                                        num_t[c0:c1, lo - r0:hi - r0])
+
+    def _compare_piece(self, block: Block, row0: int, col0: int, a: torch.Tensor,
+                       n: torch.Tensor):
+        """Fold one (columns x rows) piece into ``block``'s statistics."""
+        atol, rtol = self.atol, self.rtol
+        diff = torch.sub(a, n).abs_()
+        absn = n.abs()
+        score = torch.div(diff, absn.mul(rtol).add_(atol))
+        best, flat = score.view(-1).max(0)
+        if not math.isfinite(float(best)):
+            both = (a.isnan() & n.isnan()) | (a == n)
+            score[both] = 0.0
+            diff[both] = 0.0
+            score[score.isnan()] = math.inf
+            diff[diff.isnan()] = math.inf
+            best, flat = score.view(-1).max(0)
+        best, flat = float(best), int(flat)
+        if best > 1:
+            block.mismatches += int((score > 1).sum())
+        block.max_abs_error = max(block.max_abs_error, float(diff.max()))
+        rel = diff.div_(absn.clamp_min_(max(atol, 1e-300)))
+        block.max_rel_error = max(block.max_rel_error, float(rel.max()))
+        if best > block.worst_score:
+            width = score.shape[1]
+            block.worst_score = best
+            block.worst = (row0 + flat % width, col0 + flat // width)
+
+    def _report(self) -> Report:
+        worst_block = max(self.blocks, key=lambda b: b.worst_score)
+        r, c = worst_block.worst
+        o, i = worst_block.output, worst_block.input
+        a_val = float(self.ana[r, c]) if self.ana is not None else self._entry_analytic(r, c)
+        worst = Entry(o.position, i.position, o.name, i.name, o.index(r - o.offset),
+                      i.index(c - i.offset), r, c, a_val, float(self.num_t[c, r]))
+        return Report(
+            passed=all(b.passed for b in self.blocks), outputs=self.outputs, inputs=self.inputs,
+            blocks=self.blocks, worst=worst, eps=self.eps, atol=self.atol, rtol=self.rtol,
+            numerical_dtype=self.num_dtype, analytic_path=self.analytic_path, notes=self.notes,
+            analytic=self.ana, numerical=self.num_t.T if self.keep else None,
+            seconds=time.perf_counter() - self.started)
+
+    def _entry_analytic(self, r: int, c: int) -> float:
+        row = torch.empty(self.cols, dtype=torch.float64)
+        self._analytic_row(r, row)
+        return float(row[c])
+
+
+def _batch(count: int, width: int) -> int:
+    """How many rows/columns of ``width`` entries one batch holds (about 1 MiB of float64)."""
+    return max(1, min(count, _CHUNK_ELEMENTS // max(1, width)))
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {format_shape(tuple(value.shape))}"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,164 @@
+"""Resolve a TARGET (gallery name, ``file.py[:Class]``, ``package.module:Class``) to a Function."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import itertools
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from customgrad import catalog
+from customgrad.errors import TargetError
+
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved Function with what the app and CLI show about it."""
+
+    spec: str
+    function: type[torch.autograd.Function]
+    label: str
+    entry: catalog.Entry | None = None
+    file: str | None = None
+
+    @property
+    def source(self) -> str:
+        if self.entry is not None:
+            return self.entry.source
+        try:
+            return inspect.getsource(self.function)
+        except (OSError, TypeError):
+            return f"# source of {self.label} is not available"
+
+    @property
+    def note(self) -> str:
+        if self.entry is not None:
+            return self.entry.note
+        return inspect.getdoc(self.function) or ""
+
+
+def is_function(obj: object) -> bool:
+    """True for a user subclass of ``torch.autograd.Function`` (not torch's own bases)."""
+    return (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)
+            and not obj.__module__.startswith("torch."))
+
+
+def functions_in(module: object) -> list[type]:
+    """Function subclasses defined in ``module`` itself, in source order."""
+    found = [obj for obj in vars(module).values()
+             if is_function(obj) and obj.__module__ == module.__name__]
+
+    def line(cls):
+        try:
+            return inspect.getsourcelines(cls)[1]
+        except (OSError, TypeError):
+            return 0
+    return sorted(found, key=line)
+
+
+def _user_frame(tb, path: str) -> int | None:
+    """The last traceback line inside ``path``."""
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if os.path.abspath(frame.f_code.co_filename) == os.path.abspath(path):
+            line = lineno
+    return line
+
+
+def load_file(path: str | os.PathLike) -> object:
+    """Import ``path`` under a fresh unique module name, so a reload never mixes classes."""
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise TargetError(f"File not found: {path}", file=path)
+    digest = hashlib.sha1(path.encode()).hexdigest()[:10]
+    name = f"customgrad_user_{Path(path).stem}_{digest}_{next(_counter)}"
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"Cannot read {path}: {exc}", file=path) from None
+    try:
+        code = compile(source, path, "exec")
+    except SyntaxError as exc:
+        raise TargetError(f"Syntax error in {os.path.basename(path)}, line {exc.lineno}: "
+                          f"{exc.msg}.", file=path, line=exc.lineno,
+                          details="".join(traceback.format_exception_only(exc))) from None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except KeyboardInterrupt:
+        sys.modules.pop(name, None)
+        raise
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        line = _user_frame(exc.__traceback__, path)
+        raise TargetError(
+            f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
+            file=path, line=line, details="".join(traceback.format_exception(exc))) from None
+    return module
+
+
+def _pick(functions: list[type], class_name: str | None, where: str, path: str | None) -> type:
+    if class_name:
+        for cls in functions:
+            if cls.__name__ == class_name:
+                return cls
+        names = ", ".join(c.__name__ for c in functions) or "none"
+        raise TargetError(f"{where} has no autograd Function called {class_name!r} "
+                          f"(found: {names}).", file=path)
+    if not functions:
+        raise TargetError(f"{where} defines no torch.autograd.Function subclass.", file=path)
+    if len(functions) > 1:
+        names = ", ".join(c.__name__ for c in functions)
+        raise TargetError(f"{where} defines several Functions ({names}); choose one, e.g. "
+                          f"{where}:{functions[0].__name__}.", file=path)
+    return functions[0]
+
+
+def _split(spec: str) -> tuple[str, str | None]:
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
+        return head, tail
+    return spec, None
+
+
+def resolve(spec: str) -> Target:
+    """Turn a TARGET string into a :class:`Target`; TargetError with a clear message otherwise."""
+    text = str(spec).strip()
+    if not text:
+        raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
+    where, class_name = _split(text)
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        module = load_file(where)
+        path = os.path.abspath(where)
+        cls = _pick(functions_in(module), class_name, os.path.basename(where), path)
+        return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path)
+    if class_name is not None:
+        try:
+            module = importlib.import_module(where)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
+                              details="".join(traceback.format_exception(exc))) from None
+        obj = getattr(module, class_name, None)
+        if obj is None:
+            raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")
+        if not is_function(obj):
+            raise TargetError(f"{where}:{class_name} is not a torch.autograd.Function subclass.")
+        return Target(text, obj, f"{class_name} ({where})", file=inspect.getsourcefile(obj))
+    entry = catalog.get(text)
+    return Target(entry.name, entry.function, entry.title, entry=entry,
+                  file=entry.location[0])
