@@ -1,0 +1,7 @@
+"""python -m customgrad"""
+
+import sys
+
+from customgrad.cli import main
+
+sys.exit(main())
