@@ -6,8 +6,10 @@ raises into a :class:`FunctionError` naming the user's file and line.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import textwrap
 import traceback
 from collections.abc import Callable
 
@@ -50,13 +52,75 @@ def source_file(function: type) -> str | None:
         return None
 
 
-def method_line(function: type, name: str) -> int | None:
-    """First line of ``function.<name>`` (unwrapping decorators such as once_differentiable)."""
+def _method_tree(function: type, name: str) -> tuple[ast.FunctionDef, int] | None:
+    """The parsed ``def`` of ``function.<name>`` and the file line its source starts on."""
     try:
         method = inspect.unwrap(getattr(function, name))
-        return inspect.getsourcelines(method)[1]
-    except (OSError, TypeError, AttributeError):
+        lines, first = inspect.getsourcelines(method)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, AttributeError, SyntaxError, ValueError):
         return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return node, first
+
+
+def _own_nodes(node: ast.AST):
+    """The nodes of a function body, not descending into nested functions or classes."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield child
+        yield from _own_nodes(child)
+
+
+def method_line(function: type, name: str) -> int | None:
+    """The ``def`` line of ``function.<name>`` (unwrapping decorators such as
+    once_differentiable), past any decorator lines."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    return first + node.lineno - 1
+
+
+def return_line(function: type, name: str) -> int | None:
+    """The line of ``function.<name>``'s return statement when it has exactly one (that is
+    where a wrong result is made), else its ``def`` line."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    returns = [n for n in _own_nodes(node) if isinstance(n, ast.Return)]
+    return first + (returns[0] if len(returns) == 1 else node).lineno - 1
+
+
+def mutation_line(function: type, name: str = "backward") -> int | None:
+    """The first line of ``function.<name>`` that modifies one of its gradient parameters in
+    place (``g.mul_(2)``, ``g *= 2``, ``g[0] = 1``), else its ``def`` line."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    grads = {a.arg for a in (node.args.posonlyargs + node.args.args)[1:]}  # all but ctx
+
+    def is_grad(target) -> bool:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in grads
+
+    hits = []
+    for n in _own_nodes(node):
+        if (isinstance(n, ast.AugAssign) and is_grad(n.target)) or (
+                isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Subscript) and is_grad(t) for t in n.targets)):
+            hits.append(n.lineno)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr.endswith("_") and not n.func.attr.startswith("_") \
+                and is_grad(n.func.value):
+            hits.append(n.lineno)
+    return first + (min(hits) if hits else node.lineno) - 1
 
 
 def _is_user_file(path: str) -> bool:
@@ -93,11 +157,18 @@ def run_user(function: type, phase: str, call: Callable):
         name = f"{function.__name__}.{phase}"
         message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"
         text = str(exc)
+        returned = True  # autograd refused what the method returned
         if "returned an incorrect number of gradients" in text:
             message = f"{name} returned the wrong number of gradients: {_first_line(exc)}"
         elif "returned an invalid gradient" in text:
             message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
-        raise FunctionError(message, file=file, line=line or method_line(function, phase),
+        elif "returned a gradient different than None" in text:
+            message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
+        else:
+            returned = False
+        if line is None:
+            line = return_line(function, phase) if returned else method_line(function, phase)
+        raise FunctionError(message, file=file, line=line,
                             details="".join(traceback.format_exception(exc)),
                             phase=phase) from None
 
@@ -115,11 +186,11 @@ def normalize_outputs(function: type, raw) -> tuple[torch.Tensor, ...]:
             raise FunctionError(
                 f"{function.__name__}.forward returned a {type(out).__name__} "
                 f"{'' if len(outs) == 1 else f'at position {k} '}— outputs must be tensors.",
-                file=source_file(function), line=method_line(function, "forward"),
+                file=source_file(function), line=return_line(function, "forward"),
                 phase="forward")
     if not outs:
         raise FunctionError(f"{function.__name__}.forward returned an empty tuple.",
-                            file=source_file(function), line=method_line(function, "forward"),
+                            file=source_file(function), line=return_line(function, "forward"),
                             phase="forward")
     return outs
 
@@ -135,13 +206,17 @@ def call_backward(function: type, ctx, grads: list, checked: bool = True):
     raw = run_user(function, "backward", call)
     for k, (g, v) in enumerate(zip(grads, versions)):
         if isinstance(g, torch.Tensor) and g._version != v:
-            raise FunctionError(
-                f"{function.__name__}.backward modifies grad_output"
-                f"{'' if len(grads) == 1 else f' {k}'} in place. Autograd may reuse that tensor "
-                "elsewhere, so never modify it; work on a copy (e.g. grad_output.clone()).",
-                file=source_file(function), line=method_line(function, "backward"),
-                phase="backward")
+            raise grad_mutation_error(function, k, len(grads))
     return raw
+
+
+def grad_mutation_error(function: type, k: int, count: int) -> FunctionError:
+    """The error for a backward that modified its ``k``-th grad_output (of ``count``)."""
+    return FunctionError(
+        f"{function.__name__}.backward modifies grad_output{'' if count == 1 else f' {k}'} in "
+        "place. Autograd may reuse that tensor elsewhere, so never modify it; work on a copy "
+        "(e.g. grad_output.clone()).",
+        file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
 def check_gradients(function: type, params: list[str], args: list, raw) -> list[str]:
@@ -151,7 +226,7 @@ def check_gradients(function: type, params: list[str], args: list, raw) -> list[
     argument, a non-tensor gradient, or a gradient of the wrong shape, dtype or device.
     """
     name = f"{function.__name__}.backward"
-    where = {"file": source_file(function), "line": method_line(function, "backward"),
+    where = {"file": source_file(function), "line": return_line(function, "backward"),
              "phase": "backward"}
     grads = raw if isinstance(raw, tuple) else (raw,)
     if len(grads) < len(args) or any(g is not None for g in grads[len(args):]):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from customgrad.contract import normalize_outputs, run_user
-from customgrad.errors import SpecError
+from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
 
 LOSSES = ("mse", "l1", "sse")
@@ -20,13 +20,27 @@ OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
 @dataclass(frozen=True)
+class StepDetail:
+    """One trained input during one step: its value before, its gradient, its value after."""
+
+    before: torch.Tensor
+    grad: torch.Tensor
+    after: torch.Tensor
+
+
+@dataclass(frozen=True)
 class StepRecord:
-    """What one step did: the loss before the update and each trained input's gradient norm."""
+    """What one step did: the loss before the update and each trained input's gradient norm.
+
+    ``detail`` (CPU copies of before/grad/after per trained input) is filled only while
+    :attr:`Descent.keep_detail` is on, e.g. for the app's step explainer.
+    """
 
     step: int
     loss: float
     grad_norms: dict[str, float]
     lr: float
+    detail: dict[str, StepDetail] | None = None
 
 
 def _loss(name: str):
@@ -52,6 +66,9 @@ class Descent:
         if optimizer not in OPTIMIZERS:
             raise SpecError(f"optimizer {optimizer!r} is unknown; use {', '.join(OPTIMIZERS)}.",
                             field="optimizer")
+        if not targets:
+            raise FunctionError(f"{function.__name__} has no differentiable output, so there is "
+                                "no loss to descend.", phase="forward")
         self.function = function
         self.criterion = _loss(loss)
         self.loss_name, self.optimizer_name = loss, optimizer
@@ -70,6 +87,8 @@ class Descent:
             raise SpecError("no input is trained: tick 'trained' for at least one tensor input.",
                             field="trained")
         self.step_count = 0
+        self.keep_detail = False
+        self._dirty = _modifies_inputs(function, self.args)
         self._lr = float(lr)
         self._optimizer = None
         if optimizer == "momentum":
@@ -98,9 +117,11 @@ class Descent:
     def step(self) -> StepRecord:
         """One forward, loss, backward and update; the record holds the loss before the update."""
         fn = self.function
-        # a clone (exact) lets Functions that modify their input in place (mark_dirty) train
-        call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
-                for a in self.args]
+        call = self.args
+        if self._dirty:
+            # a clone (exact) lets Functions that modify their input in place (mark_dirty) train
+            call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
+                    for a in self.args]
         outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
         diff = [o for o in outs if o.is_floating_point() and o.requires_grad]
         if len(diff) != len(self.targets):
@@ -118,8 +139,10 @@ class Descent:
                 leaf.grad.zero_()
         run_user(fn, "backward", loss.backward)
         value = loss.item()
-        norms = {name: float(leaf.grad.norm()) if leaf.grad is not None else 0.0
-                 for name, leaf in self.trained.items()}
+        norms = {name: float(torch.linalg.vector_norm(leaf.grad)) if leaf.grad is not None
+                 else 0.0 for name, leaf in self.trained.items()}
+        before = {name: leaf.detach().cpu().clone() for name, leaf in self.trained.items()} \
+            if self.keep_detail else None
         with torch.no_grad():
             if self._optimizer is None:
                 for leaf in self.trained.values():
@@ -127,7 +150,11 @@ class Descent:
                         leaf.sub_(self._lr * leaf.grad)
             else:
                 self._optimizer.step()
-        record = StepRecord(self.step_count, value, norms, self._lr)
+        detail = None
+        if before is not None:
+            detail = {name: StepDetail(before[name], _grad_copy(leaf), leaf.detach().cpu().clone())
+                      for name, leaf in self.trained.items()}
+        record = StepRecord(self.step_count, value, norms, self._lr, detail)
         self.step_count += 1
         return record
 
@@ -136,3 +163,19 @@ class Descent:
         for _ in range(int(steps)):
             yield self.step()
 
+
+def _modifies_inputs(function: type, args: list) -> bool:
+    """True when forward changes a tensor argument in place (``mark_dirty``), found by one call
+    on copies; such Functions need a non-leaf copy of the trained inputs at each step."""
+    copies = [a.detach().clone().requires_grad_().clone()
+              if isinstance(a, torch.Tensor) and a.requires_grad else a for a in args]
+    versions = [c._version if isinstance(c, torch.Tensor) else None for c in copies]
+    run_user(function, "forward", lambda: function.apply(*copies))
+    return any(isinstance(c, torch.Tensor) and c._version != v
+               for c, v in zip(copies, versions))
+
+
+def _grad_copy(leaf: torch.Tensor) -> torch.Tensor:
+    if leaf.grad is None:
+        return torch.zeros_like(leaf, device="cpu")
+    return leaf.grad.detach().cpu().clone()

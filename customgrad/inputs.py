@@ -67,7 +67,12 @@ def forward_parameters(function: type) -> list[inspect.Parameter]:
                 f"{function.__name__}.forward takes *{p.name}; give it named parameters "
                 "so the playground knows its inputs."
             )
-    return params
+        if p.kind == p.KEYWORD_ONLY and p.default is p.empty:
+            raise SpecError(
+                f"{function.__name__}.forward has the keyword-only parameter {p.name} without "
+                "a default, but apply passes arguments by position; make it positional.")
+    # apply passes arguments by position: keyword-only ones keep their defaults
+    return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
 def _annotation_text(param: inspect.Parameter) -> str:

@@ -22,6 +22,7 @@ from customgrad.contract import (
     FakeCtx,
     call_backward,
     check_gradients,
+    grad_mutation_error,
     normalize_outputs,
     run_user,
 )
@@ -144,6 +145,8 @@ class Report:
     analytic: torch.Tensor | None = None
     numerical: torch.Tensor | None = None
     seconds: float = 0.0
+    _difference: torch.Tensor | None = field(default=None, repr=False)
+    _mask: torch.Tensor | None = field(default=None, repr=False)
 
     @property
     def mismatches(self) -> int:
@@ -166,16 +169,26 @@ class Report:
         return (sum(a.size for a in self.outputs), sum(a.size for a in self.inputs))
 
     def difference(self) -> torch.Tensor:
-        """analytic - numerical (needs the matrices kept)."""
+        """analytic - numerical (needs the matrices kept); computed once, then cached."""
         if self.analytic is None or self.numerical is None:
             raise ValueError("the matrices were not kept (keep=False)")
-        return self.analytic - self.numerical
+        if self._difference is None:
+            self._difference = self.analytic - self.numerical
+        return self._difference
 
     def mismatch_mask(self) -> torch.Tensor:
-        """True where an entry is outside tolerance (needs the matrices kept)."""
+        """True where an entry is outside tolerance (needs the matrices kept); cached."""
         if self.analytic is None or self.numerical is None:
             raise ValueError("the matrices were not kept (keep=False)")
-        return ~_agree(self.analytic, self.numerical, self.atol, self.rtol)
+        if self._mask is None:
+            self._mask = ~_agree(self.analytic, self.numerical, self.atol, self.rtol)
+        return self._mask
+
+    def prepare_display(self) -> None:
+        """Compute the cached difference and mask now (call it off the GUI thread)."""
+        if self.analytic is not None and self.numerical is not None:
+            self.difference()
+            self.mismatch_mask()
 
     def summary(self) -> str:
         verdict = "PASSED" if self.passed else "FAILED"
@@ -218,10 +231,17 @@ def _num(x: float) -> float | None:
 
 
 def _agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree."""
-    a, n = a.double(), n.double()
-    ok = (a - n).abs() <= atol + rtol * n.abs()
-    return ok | (a == n) | (a.isnan() & n.isnan())
+    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree.
+
+    Computed in row chunks so big matrices need no full-size temporaries.
+    """
+    out = torch.empty(a.shape, dtype=torch.bool)
+    step = max(1, _CHUNK_ELEMENTS // max(1, a.shape[-1])) if a.dim() == 2 else a.shape[0] or 1
+    for r0 in range(0, a.shape[0], step):
+        x, y = a[r0:r0 + step].double(), n[r0:r0 + step].double()
+        ok = (x - y).abs() <= atol + rtol * y.abs()
+        out[r0:r0 + step] = ok | (x == y) | (x.isnan() & y.isnan())
+    return out
 
 
 def estimate_bytes(rows: int, cols: int, keep: bool = True) -> int:
@@ -279,11 +299,13 @@ class _Comparison:
         """One real apply + raw backward: finds outputs, inputs and contract errors early."""
         fn, args = self.function, self.args
         self.in_pos = [i for i, a in enumerate(args)
-                       if isinstance(a, torch.Tensor) and a.is_floating_point()]
+                       if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and not a.is_floating_point():
                 self.notes.append(f"input {self.params[i]} ({str(a.dtype)[6:]}) is not "
                                   "floating point: not differentiated.")
+            elif isinstance(a, torch.Tensor) and not a.numel():
+                self.notes.append(f"input {self.params[i]} is empty: not differentiated.")
         if not self.in_pos:
             raise SpecError(f"{fn.__name__} has no floating-point tensor input to differentiate; "
                             "give at least one parameter a shape.")
@@ -300,6 +322,8 @@ class _Comparison:
             elif not out.requires_grad:
                 self.notes.append(f"{oname} is marked non-differentiable (or does not depend on "
                                   "any input): skipped.")
+            elif not out.numel():
+                self.notes.append(f"{oname} is empty: skipped.")
             else:
                 self.out_pos.append(k)
             if out.is_floating_point() and not torch.isfinite(out).all():
@@ -376,7 +400,9 @@ class _Comparison:
         if dtype != torch.float64:
             promoted = [a.double() if i in self.leaves else a for i, a in enumerate(base)]
             try:
-                outs = self._forward_plain(promoted)
+                # copies: a forward that works in place must not move the base point
+                outs = self._forward_plain([a.clone() if i in self.leaves else a
+                                            for i, a in enumerate(promoted)])
                 ok = all(outs[k].dtype == torch.float64 for k in self.out_pos)
             except Exception:
                 ok = False
@@ -411,6 +437,7 @@ class _Comparison:
         eps, flat = self.eps, base[axis.position].view(-1)
         host = flat.numpy() if flat.device.type == "cpu" else None
         for k in range(k0, k1):
+            self._check_stop()
             orig = float(host[k]) if host is not None else float(flat[k])
             for sign, value in ((1, orig + eps), (-1, orig - eps)):
                 if host is not None:
@@ -545,16 +572,19 @@ class _Comparison:
         versions = [base[i]._version for i in self.in_pos]
         snapshot = [base[i].clone() for i in self.in_pos]
         outs = forward(base)
+        modified = [base[i]._version for i in self.in_pos] != versions
+        if modified:
+            # restore the base point before anything else reads it
+            for i, saved in zip(self.in_pos, snapshot):
+                base[i].copy_(saved)
         storages = {base[i].untyped_storage().data_ptr() for i in self.in_pos}
         if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
                for o in outs):
             self.notes.append("forward returns a view of its input: finite differences use "
                               "copies.")
             return True
-        if [base[i]._version for i in self.in_pos] == versions:
+        if not modified:
             return False
-        for i, saved in zip(self.in_pos, snapshot):
-            base[i].copy_(saved)
         self.notes.append("forward modifies its input in place: finite differences use copies.")
         return True
 
@@ -579,6 +609,7 @@ class _Comparison:
                 rows = buf[:r1 - r0]
                 if not self._analytic_batched(axis, r0, r1, rows):
                     for r in range(r0, r1):
+                        self._check_stop()
                         self._analytic_row(r, rows[r - r0])
                 if self.ana is not None:
                     self.ana[r0:r1].copy_(rows)
@@ -657,16 +688,14 @@ class _Comparison:
                 buf = self._grad_bufs[axis.position]
                 buf.view(-1)[r - axis.offset] = 1
                 self._set = (buf, r - axis.offset, buf._version)
+                self._set_position = axis.position
         return self._grad_bufs
 
     def _reset_onehots(self):
         buf, k, version = self._set
         if buf._version != version:
             self._grad_bufs = None
-            raise FunctionError(
-                f"{self.function.__name__}.backward modifies grad_output in place. Autograd may "
-                "reuse that tensor elsewhere, so never modify it; work on a copy.",
-                phase="backward")
+            raise grad_mutation_error(self.function, self._set_position, len(self.out_all))
         buf.view(-1)[k] = 0
 
     def _analytic_row(self, r: int, dest: torch.Tensor):
@@ -755,12 +784,14 @@ class _Comparison:
             diff[both] = 0.0
             score[score.isnan()] = math.inf
             diff[diff.isnan()] = math.inf
+            # a NaN |n| would make the relative error NaN, which max() below would drop
+            absn[absn.isnan()] = 1.0
             best, flat = score.view(-1).max(0)
         best, flat = float(best), int(flat)
         if best > 1:
             block.mismatches += int((score > 1).sum())
         block.max_abs_error = max(block.max_abs_error, float(diff.max()))
-        rel = diff.div_(absn.clamp_min_(max(atol, 1e-300)))
+        rel = diff.div_(absn.clamp_min_(max(atol, 1e-300))).nan_to_num_(math.inf, math.inf)
         block.max_rel_error = max(block.max_rel_error, float(rel.max()))
         if best > block.worst_score:
             width = score.shape[1]

@@ -54,16 +54,13 @@ def is_function(obj: object) -> bool:
 
 
 def functions_in(module: object) -> list[type]:
-    """Function subclasses defined in ``module`` itself, in source order."""
-    found = [obj for obj in vars(module).values()
-             if is_function(obj) and obj.__module__ == module.__name__]
-
-    def line(cls):
-        try:
-            return inspect.getsourcelines(cls)[1]
-        except (OSError, TypeError):
-            return 0
-    return sorted(found, key=line)
+    """Function subclasses defined in ``module`` itself, each once (an alias such as
+    ``MyFn = Fn`` is the same class), in definition order (the module dict's order)."""
+    found: list[type] = []
+    for obj in vars(module).values():
+        if is_function(obj) and obj.__module__ == module.__name__ and obj not in found:
+            found.append(obj)
+    return found
 
 
 def _user_frame(tb, path: str) -> int | None:
@@ -96,6 +93,9 @@ def load_file(path: str | os.PathLike) -> object:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.append(folder)  # the user's file may import modules next to it
     try:
         exec(code, module.__dict__)
     except KeyboardInterrupt:

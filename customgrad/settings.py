@@ -50,6 +50,12 @@ class Settings:
         if not isinstance(self.steps, int) or self.steps < 0:
             raise SpecError(f"steps must be a whole number >= 0, not {self.steps!r}.",
                             field="steps")
+        if not isinstance(self.check_every, int) or self.check_every < 0:
+            raise SpecError(f"check_every must be a whole number >= 0, not "
+                            f"{self.check_every!r}.", field="check_every")
+        if not isinstance(self.memory_cap, int) or self.memory_cap <= 0:
+            raise SpecError(f"memory_cap must be a positive number of bytes, not "
+                            f"{self.memory_cap!r}.", field="memory_cap")
         for name in ("lr", "eps"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):

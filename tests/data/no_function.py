@@ -1,0 +1,9 @@
+"""A file without any custom autograd Function of its own."""
+
+from customgrad.gallery.classic import Exp  # noqa: F401  (imported, not defined here)
+
+VALUE = 42
+
+
+def helper(x):
+    return x + 1

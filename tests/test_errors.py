@@ -1,0 +1,181 @@
+"""Faults in user code become FunctionError naming the user's file and the offending line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from customgrad import catalog, jacobian
+from customgrad.contract import method_line, mutation_line, return_line, run_user
+from customgrad.descent import Descent
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.inputs import ConstSpec, TensorSpec
+from customgrad.loader import load_file
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+DATA = Path(__file__).parent / "data"
+FILE = str((DATA / "user_functions.py").resolve())
+U = load_file(FILE)
+SOURCE = Path(FILE).read_text().splitlines()
+
+
+def marked(name: str) -> int:
+    """The line of user_functions.py carrying the ``# <- name`` marker."""
+    hits = [i + 1 for i, text in enumerate(SOURCE) if text.rstrip().endswith(f"# <- {name}")]
+    assert len(hits) == 1, name
+    return hits[0]
+
+
+def x64(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+CASES = {
+    # name: (arguments, phase, message pattern)
+    "BackwardRaises": (lambda: [x64(3, 4)], "backward", r"raised ValueError: backward is broken"),
+    "ForwardRaises": (lambda: [x64(3, 4)], "forward", r"raised RuntimeError: shape '\[7, 7\]'"),
+    "TooManyGradients": (lambda: [x64(3, 4)], "backward", r"returned 2 gradients, but forward "
+                         r"takes 1 argument \(x\)"),
+    "TooFewGradients": (lambda: [x64(3, 4), x64(3, 4)], "backward",
+                        r"returned 1 gradient, but forward takes 2 arguments \(x, y\)"),
+    "WrongShapeGradient": (lambda: [x64(3, 4)], "backward",
+                           r"gradient of shape \[5\] for x, whose shape is \[3x4\]"),
+    "WrongDtypeGradient": (lambda: [x64(3, 4)], "backward",
+                           r"gradient of x as float32, but x is float64"),
+    "GradientForConstant": (lambda: [x64(3, 4), 2], "backward",
+                            r"gradient for n \(position 1\), which is not a tensor but a int"),
+    "NonTensorOutput": (lambda: [x64(3, 4)], "forward", r"returned a float .*must be tensors"),
+    "ModifiesGradOutput": (lambda: [x64(3, 4)], "backward", r"modifies grad_output in place"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compare_reports_file_and_offending_line(name):
+    make_args, phase, pattern = CASES[name]
+    fn = getattr(U, name)
+    with pytest.raises(FunctionError) as info:
+        jacobian.compare(fn, make_args())
+    err = info.value
+    assert re.search(pattern, str(err)), str(err)
+    assert str(err).startswith(name)
+    assert err.file == FILE
+    assert err.line == marked(name)
+    assert err.phase == phase
+    assert err.where() == f"{FILE}:{marked(name)}"
+
+
+@pytest.mark.parametrize("name", ["BackwardRaises", "ForwardRaises"])
+def test_exceptions_keep_the_full_traceback_in_details(name):
+    make_args, _, _ = CASES[name]
+    with pytest.raises(FunctionError) as info:
+        jacobian.compare(getattr(U, name), make_args())
+    assert "Traceback" in info.value.details
+    assert "user_functions.py" in info.value.details
+
+
+def test_functional_linear_batch_gradient_is_no_error():
+    p = build(Settings(target="functional_linear", dtype="float64"))
+    report = p.compare()  # must not raise
+    assert any(n.startswith("shape surprise") for n in report.notes)
+
+
+def test_wrong_dtype_is_fine_when_the_dtypes_agree():
+    """The same Function is correct in float32: the dtype check is about the argument's dtype."""
+    assert jacobian.compare(U.WrongDtypeGradient, [torch.randn(2, 3)]).passed
+
+
+def test_output_shape_depending_on_values_is_an_error():
+    x = torch.tensor([[0.25, 1.0, -1.0]], dtype=torch.float64)  # 0.25 +- eps flips the mask
+    with pytest.raises(FunctionError, match="must not depend on input values"):
+        jacobian.compare(U.ShapeDependsOnValues, [x])
+
+
+# ------------------------------------------------------------------ through the autograd engine
+
+
+def descent_for(fn, args):
+    """A descent on every tensor argument, towards a zero target."""
+    specs = [TensorSpec(f"a{i}") if isinstance(a, torch.Tensor) else ConstSpec(f"a{i}", a)
+             for i, a in enumerate(args)]
+    out = fn.apply(*args)  # forward itself is fine for all the Functions used here
+    return Descent(fn, specs, args, [torch.zeros_like(out)])
+
+
+@pytest.mark.parametrize("name, message", [
+    ("TooManyGradients", "returned the wrong number of gradients"),
+    ("WrongShapeGradient", "returned a gradient of the wrong shape"),
+    ("GradientForConstant", "returned a gradient for a non-tensor argument"),
+    ("BackwardRaises", "raised ValueError: backward is broken"),
+])
+def test_descent_reports_file_and_offending_line(name, message):
+    args = CASES[name][0]()
+    descent = descent_for(getattr(U, name), args)
+    with pytest.raises(FunctionError, match=message) as info:
+        descent.step()
+    assert info.value.file == FILE
+    assert info.value.line == marked(name)
+    assert info.value.phase == "backward"
+
+
+def test_descent_forward_error():
+    descent = descent_for(U.Square, [x64(3, 4)])
+    descent.function = U.ForwardRaises
+    with pytest.raises(FunctionError) as info:
+        descent.step()
+    assert (info.value.file, info.value.line, info.value.phase) == (
+        FILE, marked("ForwardRaises"), "forward")
+
+
+def test_build_reports_a_shape_the_function_rejects():
+    with pytest.raises(FunctionError) as info:
+        build(Settings(target="killhead", shapes={"input": "5"}))  # KillHead needs 2-D
+    assert info.value.file.endswith("seeds.py")
+    assert info.value.phase == "forward"
+    fn = catalog.get("killhead").function
+    assert "result[:, 0:ctx.n] = 0" in Path(info.value.file).read_text().splitlines()[
+        info.value.line - 1]
+    assert method_line(fn, "forward") < info.value.line
+
+
+# ------------------------------------------------------------------ the helpers themselves
+
+
+def test_line_helpers():
+    square_def = SOURCE[method_line(U.Square, "backward") - 1]
+    assert square_def.strip() == "def backward(ctx, grad_output):"
+    assert return_line(U.TooManyGradients, "backward") == marked("TooManyGradients")
+    assert mutation_line(U.ModifiesGradOutput) == marked("ModifiesGradOutput")
+    # no in-place modification: the def line
+    assert mutation_line(U.Square) == method_line(U.Square, "backward")
+    assert return_line(U.ScaleNewStyle, "forward") == method_line(U.ScaleNewStyle, "forward") + 4
+    # several returns: the def line
+    nomat = catalog.get("mulconstant_nomat").function
+    assert return_line(nomat, "backward") == method_line(nomat, "backward")
+    # decorated with once_differentiable: the def line of the wrapped function
+    fn = catalog.get("numpy_tanh").function
+    path, _ = catalog.get("numpy_tanh").location
+    line = Path(path).read_text().splitlines()[method_line(fn, "backward") - 1]
+    assert line.strip().startswith("def backward(")
+
+
+def test_run_user_passes_through_engine_errors():
+    fn = U.Square
+    with pytest.raises(Cancelled):
+        run_user(fn, "forward", lambda: (_ for _ in ()).throw(Cancelled("stop")))
+    original = FunctionError("inner", file="f.py", line=3)
+    with pytest.raises(FunctionError) as info:
+        run_user(fn, "forward", lambda: (_ for _ in ()).throw(original))
+    assert info.value is original
+    with pytest.raises(FunctionError, match=r"Square.forward raised KeyError"):
+        run_user(fn, "forward", lambda: {}["missing"])
+
+
+def test_error_hierarchy():
+    assert issubclass(FunctionError, CustomGradError)
+    assert FunctionError("x").where() == ""
+    assert FunctionError("x", file="a.py").where() == "a.py"
+    assert FunctionError("x", file="a.py", line=7).where() == "a.py:7"
