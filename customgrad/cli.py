@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 from customgrad import catalog
+from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.errors import CustomGradError, FunctionError, TargetError
 from customgrad.inputs import format_shape
@@ -63,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=float, default=RTOL)
     p.add_argument("--memory-cap", type=float, default=1.0, metavar="GIB",
                    help="refuse Jacobians whose matrices exceed this many GiB (default 1)")
+    p.add_argument("--projected", type=int, nargs="?", const=8, default=0, metavar="PROBES",
+                   help="check v^T J u for random directions instead of full matrices "
+                        "(for inputs too large for them; default 8 probes)")
+    p.add_argument("--double", action="store_true",
+                   help="also check double backward (like torch's gradgradcheck)")
     p = sub.add_parser("run", help="run the gradient-descent loop and print the losses")
     _add_input_options(p)
     p.add_argument("--steps", type=int, default=5)
@@ -104,14 +110,32 @@ def cmd_check(args) -> int:
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
     settings.memory_cap = int(args.memory_cap * 2**30)
     problem = build(settings)
-    report = problem.compare(keep=False)
+    if args.projected:
+        report = projected_check(problem.function, problem.args, probes=args.projected,
+                                 seed=settings.seed, eps=args.eps, atol=args.atol,
+                                 rtol=args.rtol)
+    else:
+        report = problem.compare(keep=False)
+    double = double_backward_check(problem.function, problem.args, eps=args.eps,
+                                   atol=args.atol, rtol=args.rtol) if args.double else None
+    passed = report.passed and (double is None or not double.supported or double.passed)
     if args.json:
         data = report.to_dict()
         data["target"] = problem.target.spec
         data["function"] = problem.function.__name__
+        if double is not None:
+            data["double_backward"] = {"supported": double.supported, "passed": double.passed,
+                                       "message": double.message}
+            data["passed"] = passed
         print(json.dumps(data, indent=2, allow_nan=False))
-        return 0 if report.passed else 1
+        return 0 if passed else 1
     print(f"{problem.target.label}: {report.summary()}")
+    if double is not None:
+        print(f"double backward: {double.message}")
+    if args.projected:
+        for note in report.notes:
+            print(f"note: {note}")
+        return 0 if passed else 1
     rows = [("block", "entries", "mismatches", "max abs", "max rel", "")]
     for b in report.blocks:
         rows.append((b.name, f"{b.size:,}", f"{b.mismatches:,}", f"{b.max_abs_error:.3g}",
@@ -128,7 +152,7 @@ def cmd_check(args) -> int:
               f"difference {w.analytic - w.numerical:.3g}")
     for note in report.notes:
         print(f"note: {note}")
-    return 0 if report.passed else 1
+    return 0 if passed else 1
 
 
 def cmd_run(args) -> int:

@@ -371,8 +371,8 @@ class _Comparison:
             raise TooLargeError(
                 f"The Jacobian is {self.rows:,} x {self.cols:,}: its matrices need "
                 f"{need / 2**30:.2f} GiB, more than the {self.memory_cap / 2**30:.2f} GiB cap. "
-                "Use smaller shapes, raise the cap, or use the projected check "
-                "(v^T J u) for inputs this large.")
+                "Use smaller shapes, raise the cap (--memory-cap), or use the projected check "
+                "(v^T J u: customgrad check --projected) for inputs this large.")
         def alloc(shape):
             # entries not computed yet show as NaN (blank) while progress is drawn
             if self.progress_cb is None:

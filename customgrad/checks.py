@@ -1,0 +1,171 @@
+"""Checks beyond the full Jacobian: projected (v^T J u) for big inputs, and double backward.
+
+The projected check compares one number per probe instead of whole matrices: for random unit
+directions u (inputs) and v (outputs), ``v^T J u`` from backward (one call) against the
+directional finite difference ``v . (f(x + eps u) - f(x - eps u)) / (2 eps)`` (two calls).
+It costs three calls per probe whatever the size, so it works where full matrices cannot.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from customgrad.contract import normalize_outputs, run_user
+from customgrad.errors import FunctionError, SpecError
+from customgrad.inputs import forward_parameters
+from customgrad.jacobian import ATOL, EPS, RTOL
+
+
+@dataclass
+class Probe:
+    analytic: float
+    numerical: float
+
+    @property
+    def abs_error(self) -> float:
+        return abs(self.analytic - self.numerical)
+
+
+@dataclass
+class ProjectedReport:
+    """Verdict of the projected check, by gradcheck's rule applied to each probe."""
+
+    passed: bool
+    probes: list[Probe]
+    eps: float
+    atol: float
+    rtol: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((p.abs_error for p in self.probes), default=0.0)
+
+    def summary(self) -> str:
+        bad = sum(not _ok(p, self.atol, self.rtol) for p in self.probes)
+        verdict = "PASSED" if self.passed else "FAILED"
+        return (f"{verdict} (projected v^T J u): {bad} of {len(self.probes)} random probes "
+                f"outside |a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
+                f"{self.max_abs_error:.3g} (eps {self.eps:g}, numerical in float64)")
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "kind": "projected",
+                "max_abs_error": _finite(self.max_abs_error),
+                "probes": [{"analytic": _finite(p.analytic), "numerical": _finite(p.numerical)}
+                           for p in self.probes],
+                "eps": self.eps, "atol": self.atol, "rtol": self.rtol, "notes": self.notes}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _ok(p: Probe, atol: float, rtol: float) -> bool:
+    if math.isnan(p.analytic) and math.isnan(p.numerical):
+        return True
+    return p.analytic == p.numerical or p.abs_error <= atol + rtol * abs(p.numerical)
+
+
+def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
+                    eps: float = EPS, atol: float = ATOL, rtol: float = RTOL) -> ProjectedReport:
+    """Compare ``v^T J u`` from backward with a directional finite difference, ``probes``
+    times with random unit u, v. Finite differences run in float64 (the float32 rule)."""
+    if probes < 1:
+        raise SpecError("probes must be at least 1.", field="probes")
+    names = [p.name for p in forward_parameters(function)]
+    if len(names) != len(args):
+        raise SpecError(f"{function.__name__}.forward takes {len(names)} arguments, "
+                        f"{len(args)} were given.")
+    pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not pos:
+        raise SpecError(f"{function.__name__} has no floating-point tensor input.")
+    gen = torch.Generator().manual_seed(seed)
+    leaves = {i: args[i].detach().clone().requires_grad_() for i in pos}
+    call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
+    outs = normalize_outputs(function, run_user(function, "forward",
+                                                lambda: function.apply(*call)))
+    diff = [k for k, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+    if not diff:
+        raise FunctionError(f"{function.__name__} has no differentiable output to check.",
+                            phase="forward")
+    notes = []
+    base = [a.detach().double() if i in leaves else a for i, a in enumerate(args)]
+    results = []
+    for _ in range(probes):
+        u = {i: _unit(args[i].shape, gen) for i in pos}
+        v = {k: _unit(outs[k].shape, gen) for k in diff}
+        grads = run_user(function, "backward", lambda v=v: torch.autograd.grad(
+            [outs[k] for k in diff], [leaves[i] for i in pos],
+            [v[k].to(outs[k].dtype).to(outs[k].device) for k in diff],
+            retain_graph=True, allow_unused=True))
+        analytic = sum(float((g.double().cpu() * u[i]).sum())
+                       for i, g in zip(pos, grads) if g is not None)
+        values = []
+        for sign in (1.0, -1.0):
+            shifted = [a + sign * eps * u[i].to(a.device) if i in leaves else a
+                       for i, a in enumerate(base)]
+            with torch.no_grad():
+                res = normalize_outputs(function, run_user(
+                    function, "forward", lambda s=shifted: function.apply(*s)))
+            values.append(res)
+        numerical = sum(float(((values[0][k].double() - values[1][k].double()).cpu()
+                               * v[k]).sum()) for k in diff) / (2 * eps)
+        results.append(Probe(analytic, numerical))
+    if any(values[0][k].dtype != torch.float64 for k in diff):
+        notes.append("forward did not return float64 for float64 inputs: the finite "
+                     "differences carry its rounding.")
+    passed = all(_ok(p, atol, rtol) for p in results)
+    return ProjectedReport(passed, results, eps, atol, rtol, notes)
+
+
+def _unit(shape, gen: torch.Generator) -> torch.Tensor:
+    t = torch.randn(shape, dtype=torch.float64, generator=gen)
+    norm = float(t.norm())
+    return t / norm if norm > 0 else t
+
+
+@dataclass
+class DoubleBackwardReport:
+    supported: bool
+    passed: bool
+    message: str
+
+
+def _once_differentiable(function: type) -> bool:
+    """True when backward is wrapped by torch's @once_differentiable."""
+    backward = function.backward
+    code = getattr(backward, "__code__", None)
+    return (getattr(backward, "__wrapped__", None) is not None and code is not None
+            and code.co_filename.replace("\\", "/").endswith("torch/autograd/function.py"))
+
+
+def double_backward_check(function: type, args: list, eps: float = EPS, atol: float = ATOL,
+                          rtol: float = RTOL) -> DoubleBackwardReport:
+    """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words."""
+    if _once_differentiable(function):
+        return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
+                                    "@once_differentiable: double backward is not supported.")
+    pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    inputs = tuple(a.detach().double().requires_grad_() if i in pos else a
+                   for i, a in enumerate(args))
+    try:
+        ok = torch.autograd.gradgradcheck(function.apply, inputs, eps=eps, atol=atol, rtol=rtol,
+                                          raise_exception=True)
+    except RuntimeError as exc:
+        text = str(exc)
+        if "once_differentiable" in text or "does not require grad" in text:
+            return DoubleBackwardReport(False, False, f"{function.__name__} does not support "
+                                        "double backward (its backward is once_differentiable "
+                                        "or not differentiable).")
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        return DoubleBackwardReport(True, False, f"double backward disagrees: {first}")
+    except Exception as exc:
+        raise FunctionError(f"{function.__name__} raised {type(exc).__name__} during double "
+                            f"backward: {exc}", details="".join(traceback.format_exception(exc)),
+                            phase="backward") from None
+    return DoubleBackwardReport(True, bool(ok), "double backward agrees with finite "
+                                "differences of backward (gradgradcheck).")

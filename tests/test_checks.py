@@ -1,0 +1,57 @@
+"""The projected (v^T J u) and double-backward checks."""
+
+import pytest
+import torch
+
+from customgrad import catalog
+from customgrad.checks import double_backward_check, projected_check
+from customgrad.cli import main
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+
+@pytest.mark.parametrize("name", ["killhead", "linear", "softmax", "sincos", "sort"])
+def test_projected_passes_correct_functions(name):
+    p = build(Settings(target=name, dtype="float64"))
+    assert projected_check(p.function, p.args).passed
+
+
+@pytest.mark.parametrize("name", [e.name for e in catalog.entries()
+                                  if e.category == "find-the-bug"])
+def test_projected_fails_every_bug(name):
+    p = build(Settings(target=name, dtype="float64"))
+    report = projected_check(p.function, p.args, probes=8)
+    assert not report.passed
+    assert report.max_abs_error > 1e-3
+
+
+def test_projected_handles_inputs_too_big_for_full_matrices(capsys):
+    assert main(["check", "killhead", "--shape", "input=512x512"]) == 2
+    assert "--projected" in capsys.readouterr().err
+    assert main(["check", "killhead", "--shape", "input=512x512", "--projected", "3"]) == 0
+
+
+def test_double_backward_verdicts():
+    cube = build(Settings(target="cube_newstyle", dtype="float64"))
+    report = double_backward_check(cube.function, cube.args)
+    assert report.supported and report.passed
+    lin = build(Settings(target="functional_linear", dtype="float64"))
+    report = double_backward_check(lin.function, lin.args)
+    assert not report.supported and "once_differentiable" in report.message
+
+
+def test_double_backward_detects_a_wrong_second_derivative():
+    class BadSquare(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x.detach() ** 1.0 + 0 * x * x  # first order right, second wrong
+
+    x = torch.rand(3, 4, dtype=torch.float64) + 0.5
+    report = double_backward_check(BadSquare, [x])
+    assert report.supported and not report.passed
