@@ -11,6 +11,8 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,10 +65,221 @@ def bench_jacobian(quick: bool) -> dict:
     }
 
 
-BENCHES = {"jacobian": bench_jacobian}
+def _bare_loop_rate(seconds: float) -> float:
+    """Steps/s of the seed's own KillHead loop in plain torch."""
+    torch.manual_seed(0)
+    y = torch.empty(3, 8).normal_()
+    x = torch.empty(y.size()).normal_().requires_grad_()
+    criterion, eta = torch.nn.MSELoss(), 1.0
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        loss = criterion(KillHead.apply(x, 2), y)
+        if steps > 0:
+            x.grad.zero_()
+        loss.backward()
+        loss.item()
+        with torch.no_grad():
+            x.sub_(eta * x.grad)
+        steps += 1
+    return steps / (time.perf_counter() - start)
+
+
+class _StallMeter:
+    """Longest gap between ticks of a 5 ms GUI timer: how long the event loop was blocked."""
+
+    def __init__(self):
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer(interval=5)
+        self.timer.timeout.connect(self._tick)
+        self.last = None
+        self.worst = 0.0
+
+    def _tick(self):
+        now = time.perf_counter()
+        if self.last is not None:
+            self.worst = max(self.worst, now - self.last - 0.005)
+        self.last = now
+
+    def __enter__(self):
+        self.last, self.worst = None, 0.0
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.stop()
+
+
+def _window():
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    from playground.main_window import MainWindow
+    from playground.session import Session
+
+    window = MainWindow(Session())
+    window.resize(1440, 900)
+    window.show()
+    return app, window
+
+
+def _wait(app, condition, timeout: float = 60.0):
+    """Run the real event loop (which waits without holding the GIL) until ``condition``."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    poll = QTimer(interval=10)
+    poll.timeout.connect(lambda: condition() and loop.quit())
+    poll.start()
+    QTimer.singleShot(int(timeout * 1000), loop.quit)
+    if not condition():
+        loop.exec()
+    poll.stop()
+    if not condition():
+        raise TimeoutError("benchmark condition not reached")
+
+
+def _run_for(seconds: float):
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()
+
+
+def bench_app(quick: bool) -> dict:
+    """Loop throughput with the live plot vs the bare loop; GUI stalls while working."""
+    app, window = _window()
+    session = window.session
+    reports = []
+    session.jacobianReady.connect(reports.append)
+    session.update(steps=0)  # no step limit: play until paused
+    session.set_target("killhead")
+    _wait(app, lambda: reports)
+    seconds = 2.0 if quick else 5.0
+    rates = []
+    stall_run = 0.0
+    for _ in range(2 if quick else 3):
+        bare = _bare_loop_rate(seconds / 2)
+        session.reset()
+        _wait(app, lambda: session.step == 0 and session.descent_worker is None)
+        start_step = session.step
+        with _StallMeter() as meter:
+            session.play()
+            start = time.perf_counter()
+            _run_for(seconds)
+            session.pause()
+        rate = (session.step - start_step) / (time.perf_counter() - start)
+        stall_run = max(stall_run, meter.worst)
+        bare = (bare + _bare_loop_rate(seconds / 2)) / 2
+        rates.append(rate / bare)
+    # a 2048 x 2048 Jacobian (KillHead 32x64) computed while the window stays live
+    reports.clear()
+    with _StallMeter() as meter:
+        session.update(shapes={"input": "32x64"}, dtype="float64")
+        _wait(app, lambda: reports, 120)
+    stall_jacobian = meter.worst
+    session.shutdown(wait=1.0)
+    window.close()
+    return {
+        "loop_throughput_vs_bare": statistics.median(rates),
+        "ui_max_stall_ms_running": stall_run * 1000,
+        "ui_max_stall_ms_jacobian_2048": stall_jacobian * 1000,
+    }
+
+
+def bench_plot(quick: bool) -> dict:
+    """Event-loop stall while the loss plot holds 1,000,000 points and keeps growing."""
+    import numpy as np
+
+    app, window = _window()
+    plot = window.loss_plot
+    plot.start_run("benchmark")
+    steps = np.arange(1_000_000, dtype=np.float64)
+    plot.append(steps, 1.0 / (1.0 + steps))
+    app.processEvents()
+    with _StallMeter() as meter:
+        start, n = time.perf_counter(), 1_000_000
+        while time.perf_counter() - start < (1.5 if quick else 4.0):
+            batch = np.arange(n, n + 60, dtype=np.float64)
+            plot.append(batch, 1.0 / (1.0 + batch))
+            n += 60
+            app.processEvents()
+            time.sleep(1 / 60)
+    window.close()
+    return {"plot_1m_points_stall_ms": meter.worst * 1000}
+
+
+_STARTUP = """
+import time, sys
+t0 = time.perf_counter()
+import torch, PySide6.QtWidgets  # noqa
+t_import = time.perf_counter() - t0
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from playground.main_window import MainWindow
+from playground.session import Session
+w = MainWindow(Session())
+w.resize(1440, 900)
+w.show()
+painted = []
+w.installEventFilter(type("F", (__import__("PySide6.QtCore").QtCore.QObject,), {
+    "eventFilter": lambda self, o, e: (painted.append(1) if e.type() == e.Type.Paint else None)
+    or False})(w))
+while not painted:
+    app.processEvents()
+print(t_import, time.perf_counter() - t0)
+"""
+
+
+def bench_startup(quick: bool) -> dict:
+    """Start-up to the first painted window, minus importing torch and PySide6."""
+    overheads = []
+    for _ in range(2 if quick else 4):
+        out = subprocess.run([sys.executable, "-c", _STARTUP], capture_output=True, text=True,
+                             cwd=ROOT, check=True, env={**os.environ,
+                                                        "QT_QPA_PLATFORM": "offscreen"})
+        t_import, t_paint = (float(v) for v in out.stdout.split()[-2:])
+        overheads.append(t_paint - t_import)
+    return {"startup_overhead_s": min(overheads)}
+
+
+def bench_soak(quick: bool) -> dict:
+    """1,000,000 descent steps of KillHead 3x8 in the app: memory growth and stalls."""
+    import resource
+
+    app, window = _window()
+    session = window.session
+    reports = []
+    session.jacobianReady.connect(reports.append)
+    session.update(steps=0)
+    session.set_target("killhead")
+    _wait(app, lambda: reports)
+    target = 100_000 if quick else 1_000_000
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with _StallMeter() as meter:
+        session.play()
+        _wait(app, lambda: session.step >= target, timeout=3600)
+        session.pause()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    session.shutdown(wait=1.0)
+    window.close()
+    return {"soak_steps": float(session.step), "soak_rss_growth_mib": (rss1 - rss0) / 1024,
+            "soak_max_stall_ms": meter.worst * 1000}
+
+
+BENCHES = {"jacobian": bench_jacobian, "app": bench_app, "plot": bench_plot,
+           "startup": bench_startup, "soak": bench_soak}
+DEFAULT = ("jacobian", "app", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
+    "loop_throughput_vs_bare": ">= 0.95 (floor 0.9)",
+    "ui_max_stall_ms_running": "<= 16 (ceiling 50)",
+    "ui_max_stall_ms_jacobian_2048": "<= 16 (ceiling 50)",
+    "startup_overhead_s": "<= 0.5",
+    "plot_1m_points_stall_ms": "<= 50",
+    "soak_rss_growth_mib": "flat",
 }
 
 
@@ -87,10 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (under 2 minutes)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--only", nargs="*", choices=sorted(BENCHES), help="run only these")
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHES),
+                        help="run only these (default: all but soak)")
     args = parser.parse_args(argv)
     results: dict[str, float] = {}
-    for name in args.only or BENCHES:
+    for name in args.only or DEFAULT:
         results.update(BENCHES[name](args.quick))
     if args.json:
         print(json.dumps({"machine": machine(), **results}, indent=2))

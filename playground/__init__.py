@@ -1,0 +1,1 @@
+"""Qt desktop front end of the autograd playground."""

@@ -1,0 +1,65 @@
+"""A line edit that validates as the user types and shows the reason at the field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from customgrad.errors import SpecError
+
+INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
+
+
+class CheckedField(QWidget):
+    """Text field + reason label; ``committed(value)`` fires on Enter/focus-out when valid."""
+
+    committed = Signal(object)
+
+    def __init__(self, text: str, parse: Callable[[str], object], tooltip: str = "",
+                 parent=None):
+        super().__init__(parent)
+        self.parse = parse
+        self.edit = QLineEdit(text)
+        self.edit.setToolTip(tooltip)
+        self.reason = QLabel()
+        self.reason.setWordWrap(True)
+        self.reason.setStyleSheet("color: #d62728;")
+        self.reason.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(1)
+        layout.addWidget(self.edit)
+        layout.addWidget(self.reason)
+        self._last = text
+        self.edit.textEdited.connect(self._validate)
+        self.edit.editingFinished.connect(self._commit)
+
+    def _validate(self, text: str):
+        try:
+            value = self.parse(text)
+        except (SpecError, ValueError) as exc:
+            self.edit.setStyleSheet(INVALID_STYLE)
+            self.reason.setText(str(exc))
+            self.reason.show()
+            return None, False
+        self.edit.setStyleSheet("")
+        self.reason.hide()
+        return value, True
+
+    def _commit(self):
+        text = self.edit.text()
+        value, ok = self._validate(text)
+        if ok and text != self._last:
+            self._last = text
+            self.committed.emit(value)
+
+    @property
+    def valid(self) -> bool:
+        return self.reason.isHidden()
+
+    def set_text(self, text: str):
+        self._last = text
+        self.edit.setText(text)
+        self._validate(text)

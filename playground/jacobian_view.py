@@ -1,0 +1,1337 @@
+"""Analytic vs numerical Jacobian, side by side, with the verdict in words.
+
+Three heatmaps share zoom and pan: the Jacobian from the Function's own ``backward``
+(analytic), the one from central finite differences (numerical) and their difference.
+Analytic and numerical share one diverging colour scale; the difference has its own, with
+every entry outside tolerance outlined. Rows are the outputs' elements, columns the inputs'
+elements; block lines and axis labels show where each output and input lives.
+
+While a comparison runs, :meth:`JacobianView.show_progress` fills the heatmaps in (entries
+not computed yet are NaN and drawn transparent). Progress can arrive many times a second
+with matrices of 8192 x 8192 entries, so no call copies or scans whole matrices: colour
+levels fold in only the rows/columns finished since the last call, big matrices are drawn
+from a small strided preview (their difference too) at most a few times a second.
+:meth:`JacobianView.show_report` takes the difference and the mismatch mask from the report
+(the worker computes them before handing the report over) and reads the full matrices only
+through pyqtgraph's drawing: colour levels of big matrices come from the report's statistics
+and a strided sample.
+
+Layout: the row labels have a column of their own, so the three views are built alike and
+share the width equally; block labels shorten to the bare name (or hide, with a legend in the
+hint line) when the blocks are too narrow on screen for them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+import torch
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report
+
+#: More mismatches than this are shown as a translucent mask image instead of outlines.
+SCATTER_LIMIT = 5000
+#: While computing, matrices wider or taller than this are previewed through a strided view.
+PREVIEW_PIXELS = 768
+#: Cells stay square while square cells fill at least this fraction of the view; else they
+#: stretch along the matrix's short side just enough to fill it, ...
+FILL_TARGET = 0.75
+#: ... by at most this factor, ...
+MAX_CELL_STRETCH = 3.0
+#: ... unless the matrix would still fill less than this (a single row of 1000 entries).
+MIN_FILL = 0.5
+#: show_report reads whole matrices only up to this many entries: bigger ones get colour
+#: levels from the report's statistics and a strided sample of LEVEL_SAMPLES entries, and
+#: their mismatches outlined one by one only where the failing blocks hold at most this many
+#: entries (else the mask is laid over the difference as an image).
+SCAN_ENTRIES = 1 << 20
+LEVEL_SAMPLES = 1 << 18
+_REFRESH_ENTRIES = 1 << 20  # progress on matrices bigger than this is redrawn at most ...
+_REFRESH_SECONDS = 0.2  # ... every this many seconds
+_CHUNK = 1 << 20  # elements per pass when scanning big matrices for their largest value
+
+_PHASES = {
+    "numerical": "Finite differences (numerical)",
+    "analytic": "Your backward (analytic)",
+    "done": "Finishing",
+}
+
+# Banner colours: (background, border, text). Verdicts are also spelled out with a symbol,
+# so nothing depends on telling green from red.
+_PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
+_FAIL = ("#fde8e6", "#c0261c", "#7a110b")
+_GRID = QColor(25, 25, 25)
+_HALO = QColor(255, 255, 255, 190)
+_MISMATCH = QColor("#111111")
+_MASK = (250, 200, 0, 150)  # amber wash for masks too dense to outline one by one
+_HOVER = QColor("#00a0a0")
+
+
+@dataclass
+class _Panel:
+    """One heatmap: its plot, image and overlay items."""
+
+    key: str
+    title: str
+    plot: pg.PlotItem
+    image: pg.ImageItem
+    grid_halo: pg.PlotCurveItem
+    grid: pg.PlotCurveItem
+    hover: pg.ScatterPlotItem
+    worst_halo: pg.ScatterPlotItem
+    worst: pg.ScatterPlotItem
+    shown_title: str = ""
+
+
+@dataclass
+class _Live:
+    """What progress calls have scanned so far of one comparison's matrices."""
+
+    key: tuple
+    cols: int = 0  # numerical columns scanned
+    rows: int = 0  # analytic rows scanned
+    value_max: float = 0.0  # largest finite |entry| of both matrices so far
+    diff_max: float = 0.0  # largest finite |difference| drawn so far
+
+
+class JacobianView(QWidget):
+    """Verdict banner, tolerance editors, and the three linked heatmaps.
+
+    Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid tolerances,
+    ``checkRequested()`` and ``cancelRequested()`` from the buttons.
+    """
+
+    tolerancesChanged = Signal(float, float, float)
+    checkRequested = Signal()
+    cancelRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._computing = False
+        self._styling = False
+        self._outputs: list[Axis] = []
+        self._inputs: list[Axis] = []
+        self._layout_key: tuple | None = None
+        self._shape = (0, 0)
+        self._row_starts: list[int] = []
+        self._col_starts: list[int] = []
+        self._analytic: np.ndarray | None = None
+        self._numerical: np.ndarray | None = None
+        self._report: Report | None = None
+        self._live: _Live | None = None
+        self._mask: np.ndarray | None = None
+        self._mask_mode = ""  # how mismatches are marked: "outline", "wash" or "" (none)
+        self._tick_labels: tuple[list, list] = ([], [])
+        self._full_labels = True  # every block label shows "name [shape]"
+        self._row_text_width = 0
+        self._bar_width = 16
+        self._tick_offset = 3
+        self._title_font = QFont()
+        self._title_height = 30
+        self._title_style: dict = {}
+        self._tolerances = (EPS, ATOL, RTOL)
+        self._hover_cell: tuple[int, int] | None = None
+        self._last_refresh = -math.inf
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.timeout.connect(self._refresh_progress)
+        self._build_banner()
+        self._build_controls()
+        self._build_graphics()
+        self.hover_label = QLabel()
+        self.hover_label.setObjectName("JacobianHover")
+        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hover_label.setMinimumWidth(10)
+        self.hover_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(6)
+        layout.addWidget(self.banner)
+        layout.addLayout(self._controls)
+        layout.addWidget(self.graphics, 1)
+        layout.addWidget(self.hover_label)
+        self.set_tolerances(*self._tolerances)
+        self._restyle()
+        self.clear()
+
+    # ------------------------------------------------------------------ construction
+
+    def _build_banner(self) -> None:
+        self.banner = QFrame()
+        self.banner.setObjectName("JacobianBanner")
+        self.verdict_label = QLabel()
+        self.verdict_label.setObjectName("JacobianVerdict")
+        self.verdict_label.setWordWrap(True)
+        self.details_label = QLabel()
+        self.details_label.setWordWrap(True)
+        self.worst_label = QLabel()
+        self.worst_label.setWordWrap(True)
+        self.notes_label = QLabel()
+        self.notes_label.setWordWrap(True)
+        for label in (self.verdict_label, self.details_label, self.worst_label,
+                      self.notes_label):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        box = QVBoxLayout(self.banner)
+        box.setContentsMargins(12, 8, 12, 8)
+        box.setSpacing(3)
+        box.addWidget(self.verdict_label)
+        box.addWidget(self.details_label)
+        box.addWidget(self.worst_label)
+        box.addWidget(self.notes_label)
+
+    def _build_controls(self) -> None:
+        self.check_button = QPushButton("Check at current point")
+        self.check_button.setToolTip("Compare your backward with finite differences at the "
+                                     "current inputs")
+        self.check_button.clicked.connect(self.checkRequested)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        row.addWidget(self.check_button)
+        row.addSpacing(12)
+        tips = {
+            "eps": "Finite-difference step: (f(x + eps) − f(x − eps)) / 2·eps. Must be > 0.",
+            "atol": "Absolute tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
+            "rtol": "Relative tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
+        }
+        self._tolerance_edits: dict[str, QLineEdit] = {}
+        for name in ("eps", "atol", "rtol"):
+            label = QLabel(name)
+            label.setToolTip(tips[name])
+            edit = QLineEdit()
+            edit.setObjectName(f"tolerance_{name}")
+            edit.setToolTip(tips[name])
+            edit.setProperty("invalid", False)
+            edit.setProperty("tip", tips[name])
+            edit.textEdited.connect(self._validate_edits)
+            edit.editingFinished.connect(self._commit_tolerances)
+            label.setBuddy(edit)
+            row.addWidget(label)
+            row.addWidget(edit)
+            row.addSpacing(6)
+            self._tolerance_edits[name] = edit
+        self.eps_edit = self._tolerance_edits["eps"]
+        self.atol_edit = self._tolerance_edits["atol"]
+        self.rtol_edit = self._tolerance_edits["rtol"]
+        self.tolerance_message = QLabel()
+        self.tolerance_message.setStyleSheet("color: #b3261e;")
+        self.tolerance_message.setSizePolicy(QSizePolicy.Policy.Ignored,
+                                             QSizePolicy.Policy.Preferred)
+        row.addWidget(self.tolerance_message, 1)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setMinimumWidth(120)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the comparison")
+        self.cancel_button.clicked.connect(self.cancelRequested)
+        row.addWidget(self.progress_bar, 2)
+        row.addWidget(self.cancel_button)
+        self._controls = row
+        self.progress_bar.hide()
+        self.cancel_button.hide()
+
+    def _build_graphics(self) -> None:
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setMinimumSize(300, 160)
+        self.graphics.ci.layout.setContentsMargins(4, 4, 4, 4)
+        self.graphics.ci.layout.setHorizontalSpacing(4)
+        cmap = pg.colormap.get("CET-D1")
+        titles = (("analytic", "Analytic (backward)"),
+                  ("numerical", "Numerical (finite diff.)"),
+                  ("difference", "Difference (a − n)"))
+        # columns: row labels | analytic | numerical | colour bar | difference | colour bar
+        columns = {"analytic": 1, "numerical": 2, "difference": 4}
+        self._panels: list[_Panel] = []
+        for key, title in titles:
+            plot = pg.PlotItem()
+            self.graphics.addItem(plot, row=0, col=columns[key])
+            plot.invertY(True)
+            plot.setDefaultPadding(0.0)
+            plot.hideButtons()
+            plot.setMenuEnabled(False)
+            # no left axis: the row labels have their own column, so the three plots are
+            # built alike and the layout gives their views equal widths
+            plot.showAxes((False, False, False, True), showValues=(False, False, False, True))
+            plot.setMinimumWidth(60)
+            plot.setPreferredWidth(60)  # the same for all three: equal stretch, equal widths
+            plot.vb.disableAutoRange()
+            _ignore_text_width(plot.titleLabel)
+            image = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+            image.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
+            image.setZValue(0)
+            plot.addItem(image)
+            grid_halo = pg.PlotCurveItem(connect="pairs", antialias=False)
+            grid = pg.PlotCurveItem(connect="pairs", antialias=False)
+            grid_halo.setZValue(5)
+            grid.setZValue(6)
+            hover = pg.ScatterPlotItem(pxMode=True, symbol="s", brush=None)
+            hover.setZValue(9)
+            worst_halo = pg.ScatterPlotItem(pxMode=True, symbol="o", brush=None)
+            worst = pg.ScatterPlotItem(pxMode=True, symbol="o", brush=None)
+            worst_halo.setZValue(10)
+            worst.setZValue(11)
+            for item in (grid_halo, grid, hover, worst_halo, worst):
+                plot.addItem(item, ignoreBounds=True)
+            panel = _Panel(key, title, plot, image, grid_halo, grid, hover, worst_halo, worst)
+            self._panels.append(panel)
+        self.analytic_image = self._panels[0].image
+        self.numerical_image = self._panels[1].image
+        self.difference_image = self._panels[2].image
+        first = self._panels[0].plot
+        for panel in self._panels[1:]:
+            panel.plot.setXLink(first)
+            panel.plot.setYLink(first)
+
+        # The row labels: a plot with the same rows as the panels (title, view, bottom axis)
+        # whose view is one pixel wide and follows the analytic view's rows.
+        rows = pg.PlotItem()
+        self.graphics.addItem(rows, row=0, col=0)
+        rows.invertY(True)
+        rows.hideButtons()
+        rows.setMenuEnabled(False)
+        rows.setMouseEnabled(x=False, y=False)
+        rows.showAxes((True, False, False, True), showValues=(True, False, False, False))
+        rows.getAxis("bottom").setTicks([[], []])
+        rows.getAxis("bottom").setPen(pg.mkPen(None))
+        rows.vb.setXRange(0, 1, padding=0)
+        rows.layout.setColumnFixedWidth(1, 1)
+        rows.setYLink(first)
+        self.rows_plot = rows
+        self.row_axis = rows.getAxis("left")
+        for axis in (self.row_axis, *(p.plot.getAxis("bottom") for p in self._panels)):
+            axis.setTicks([[], []])  # block labels only, none before there are blocks
+
+        self.mismatch_markers = pg.ScatterPlotItem(pxMode=True, symbol="s", brush=None)
+        self.mismatch_markers.setZValue(7)
+        self.mismatch_overlay = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+        self.mismatch_overlay.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
+        lut = np.array([[0, 0, 0, 0]] + [list(_MASK)] * 255, dtype=np.uint8)
+        self.mismatch_overlay.setLookupTable(lut)
+        self.mismatch_overlay.setZValue(1)
+        diff_plot = self._panels[2].plot
+        diff_plot.addItem(self.mismatch_overlay, ignoreBounds=True)
+        diff_plot.addItem(self.mismatch_markers, ignoreBounds=True)
+
+        self.colorbar = pg.ColorBarItem(values=(-1.0, 1.0), colorMap=cmap, interactive=False,
+                                        colorMapMenu=False, width=16)
+        self.colorbar.setImageItem([self.analytic_image, self.numerical_image])
+        self.difference_colorbar = pg.ColorBarItem(values=(-1.0, 1.0), colorMap=cmap,
+                                                   interactive=False, colorMapMenu=False,
+                                                   width=16)
+        self.difference_colorbar.setImageItem(self.difference_image)
+        for col, bar in ((3, self.colorbar), (5, self.difference_colorbar)):
+            self.graphics.addItem(bar, row=0, col=col)
+            bar.axis.tickStrings = _compact_tick_strings
+            bar.axis.setTickDensity(0.4)
+            bar.getAxis("left").setWidth(1)
+        layout = self.graphics.ci.layout
+        for col, stretch in enumerate((0, 1, 1, 0, 1, 0)):
+            layout.setColumnStretchFactor(col, stretch)
+
+        self._auto_fit = True  # keep the whole matrix in view until the user zooms or pans
+        first.vb.sigResized.connect(self._view_resized)
+        first.vb.sigRangeChanged.connect(self._update_ticks)
+        first.vb.sigTransformChanged.connect(self._size_markers)
+        for panel in self._panels:
+            panel.plot.vb.sigRangeChangedManually.connect(self._user_zoomed)
+        self.graphics.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.graphics.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.graphics.viewport().installEventFilter(self)
+        self.graphics.installEventFilter(self)
+
+    # ------------------------------------------------------------------ public API
+
+    def set_tolerances(self, eps: float, atol: float, rtol: float) -> None:
+        """Show these tolerances in the editors (emits nothing)."""
+        self._tolerances = (float(eps), float(atol), float(rtol))
+        for edit, value in zip(self._tolerance_edits.values(), self._tolerances):
+            edit.setText(repr(value))  # shortest text that reads back as the same float
+            self._mark(edit, None)
+        self.tolerance_message.clear()
+
+    def tolerances(self) -> tuple[float, float, float]:
+        """The last committed (valid) tolerances."""
+        return self._tolerances
+
+    def start(self, message: str = "Computing…") -> None:
+        """A comparison starts: empty heatmaps, progress bar at 0, Cancel shown."""
+        self._computing = True
+        self._report = None  # its verdict is about other matrices
+        self._clear_data()
+        self.progress_bar.setValue(0)
+        self.progress_bar.setFormat(f"{message}  %p%")
+        self.progress_bar.show()
+        self.cancel_button.show()
+        self.cancel_button.setEnabled(True)
+        self.check_button.setEnabled(False)
+        self._set_banner("neutral", message, "", "", "")
+        self.hover_label.setText("Entries fill in as they are computed: finite differences "
+                                 "column by column, then your backward row by row.")
+
+    def show_progress(self, progress: Progress) -> None:
+        """Update the bar and fill the heatmaps in with the entries computed so far."""
+        if not self._computing:
+            self.start()
+        fraction = min(1.0, max(0.0, float(progress.fraction)))
+        self.progress_bar.setValue(round(fraction * 1000))
+        phase = _PHASES.get(progress.phase, progress.phase.capitalize())
+        self.progress_bar.setFormat(f"{phase}…  %p%")
+        if not progress.outputs or not progress.inputs:
+            return
+        self._set_axes(progress.outputs, progress.inputs)
+        analytic = _as_array(progress.analytic)
+        numerical = _as_array(progress.numerical)
+        if numerical is None or numerical.shape != self._shape:
+            return
+        if analytic is not None and analytic.shape != self._shape:
+            analytic = None
+        key = (_address(progress.numerical), _address(progress.analytic), self._shape)
+        if self._live is None or self._live.key != key:
+            self._live = _Live(key)
+        live = self._live
+        self._scan(live, analytic, numerical, progress.phase, fraction)
+        if progress.phase == "numerical" and live.rows == 0:
+            analytic = None  # still all NaN: nothing to draw
+        self._analytic, self._numerical = analytic, numerical
+        # big matrices are redrawn a few times a second at most; a timer draws the last state
+        wait = _REFRESH_SECONDS if numerical.size > _REFRESH_ENTRIES else 0.0
+        since = time.monotonic() - self._last_refresh
+        if since >= wait:
+            self._refresh_progress()
+        elif not self._refresh_timer.isActive():
+            self._refresh_timer.start(max(1, round((wait - since) * 1000)))
+
+    def _refresh_progress(self) -> None:
+        self._refresh_timer.stop()
+        live = self._live
+        if not self._computing or live is None:
+            return
+        self._last_refresh = time.monotonic()
+        step = _preview_step(self._shape)
+        analytic = _preview(self._analytic, step)
+        numerical = _preview(self._numerical, step)
+        difference = None
+        if analytic is not None and numerical is not None:
+            difference = analytic - numerical  # of the preview only: small
+            live.diff_max = max(live.diff_max, _absmax(difference))
+        self._show_matrix(self.analytic_image, analytic, step)
+        self._show_matrix(self.numerical_image, numerical, step)
+        self._show_matrix(self.difference_image, difference, step)
+        self._set_levels(self.colorbar, live.value_max, grow_only=True)
+        self._set_levels(self.difference_colorbar, max(live.diff_max, self._tolerances[1]),
+                         grow_only=True)
+
+    def show_report(self, report: Report) -> None:
+        """The final verdict, heatmaps, mismatches and worst entry; hides the progress UI."""
+        self._end_computing()
+        self._report = report
+        self._set_axes(report.outputs, report.inputs)
+        self._show_verdict(report)
+        self._clear_marks()
+        analytic, numerical = _as_array(report.analytic), _as_array(report.numerical)
+        if analytic is None or numerical is None or analytic.shape != self._shape:
+            self._clear_data()
+            self._mark_worst(report)  # where it is, even without the values
+            self.hover_label.setText("The matrices were not kept for this check: "
+                                     "verdict only.")
+            return
+        live = self._live
+        key = (_address(report.numerical), _address(report.analytic), self._shape)
+        if (live is not None and live.key == key and live.rows == self._shape[0]
+                and live.cols == self._shape[1]):
+            value_max = live.value_max  # progress has scanned the final matrices already
+        else:
+            value_max = max(_peak(analytic), _peak(numerical))
+        w = report.worst
+        if w is not None:  # the ringed entry is never off the scale
+            value_max = max(value_max, *(abs(v) for v in (w.analytic, w.numerical)
+                                         if math.isfinite(v)))
+        # both come from the worker (memoized there): free here
+        difference = _as_array(report.difference())
+        mask = _as_array(report.mismatch_mask()) if report.mismatches else None
+        if difference.size <= SCAN_ENTRIES or not math.isfinite(report.max_abs_error):
+            diff_max = _peak(difference)
+        else:
+            diff_max = report.max_abs_error  # the engine's exact max |a - n|
+        self._live = None
+        self._analytic, self._numerical, self._mask = analytic, numerical, mask
+        self._show_matrix(self.analytic_image, analytic, 1)
+        self._show_matrix(self.numerical_image, numerical, 1)
+        self._show_matrix(self.difference_image, difference, 1)
+        self._set_levels(self.colorbar, value_max)
+        self._set_levels(self.difference_colorbar, max(diff_max, report.atol))
+        if mask is not None:
+            self._mark_mismatches(report, mask)
+        self._mark_worst(report)
+        cell, self._hover_cell = self._hover_cell, None
+        rows, cols = self._shape
+        if cell is not None and cell[0] < rows and cell[1] < cols:
+            self._set_hover(cell)  # the mouse still rests there: show the new values
+        else:
+            self._set_hover(None)
+            self.hover_label.setText(self._hover_hint())
+
+    def show_failure(self, message: str) -> None:
+        """No verdict: hide the progress UI and say why in the banner."""
+        self._end_computing()
+        self._report = None
+        self._set_banner("neutral", f"Jacobian not computed: {message}", "", "", "")
+
+    def clear(self) -> None:
+        """Back to the empty state."""
+        self._end_computing()
+        self._report = None
+        self._clear_data()
+        self._set_banner("neutral", "No Jacobian yet",
+                         "Press “Check at current point” to compare your backward with "
+                         "finite differences.", "", "")
+        self.hover_label.setText(self._hover_hint())
+
+    def is_computing(self) -> bool:
+        return self._computing
+
+    def hover_text(self, row: int, col: int) -> str:
+        """What hovering over entry (row, col) shows; empty outside the matrix."""
+        rows, cols = self._shape
+        if not (0 <= row < rows and 0 <= col < cols) or not self._outputs:
+            return ""
+        out = self._outputs[bisect.bisect_right(self._row_starts, row) - 1]
+        inp = self._inputs[bisect.bisect_right(self._col_starts, col) - 1]
+        text = f"{_label(out, row - out.offset)}  /  {_label(inp, col - inp.offset)}"
+        a = None if self._analytic is None else float(self._analytic[row, col])
+        n = None if self._numerical is None else float(self._numerical[row, col])
+        d = None if a is None or n is None else a - n
+        for name, value in (("analytic", a), ("numerical", n), ("difference", d)):
+            if self._computing and (value is None or math.isnan(value)):
+                text += f"   {name} not computed yet"
+            elif value is not None:
+                text += f"   {name} {_number(value)}"
+        report = self._report
+        if report is not None and a is not None and n is not None:
+            bad = self._mask is not None and bool(self._mask[row, col])
+            text += "   ✘ outside tolerance" if bad else "   ✔ within tolerance"
+        return text
+
+    def apply_font(self, font: QFont) -> None:
+        """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included."""
+        self.setFont(font)
+        self._restyle()
+
+    # ------------------------------------------------------------------ Qt events
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.PaletteChange):
+            self._restyle()
+        super().changeEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.graphics.viewport() and event.type() == QEvent.Type.Leave:
+            self._set_hover(None)
+        elif watched is self.graphics and event.type() == QEvent.Type.Resize:
+            self._fit_row_axis()  # its width depends on the width there is
+            for bar in (self.colorbar, self.difference_colorbar):
+                self._fit_bar(bar, grow_only=self._computing)
+        return super().eventFilter(watched, event)
+
+    # ------------------------------------------------------------------ data
+
+    def _clear_data(self) -> None:
+        self._analytic = self._numerical = self._mask = None
+        self._live = None
+        for image in (self.analytic_image, self.numerical_image, self.difference_image):
+            image.clear()
+        for bar in (self.colorbar, self.difference_colorbar):
+            bar.setLevels((-1.0, 1.0))
+        self._clear_marks()
+        self._set_hover(None)
+
+    def _clear_marks(self) -> None:
+        self.mismatch_markers.clear()
+        self.mismatch_overlay.clear()
+        self._mask_mode = ""
+        for panel in self._panels:
+            panel.worst.clear()
+            panel.worst_halo.clear()
+
+    def _end_computing(self) -> None:
+        self._computing = False
+        self._refresh_timer.stop()
+        self._last_refresh = -math.inf
+        self.progress_bar.hide()
+        self.cancel_button.hide()
+        self.check_button.setEnabled(True)
+
+    def _scan(self, live: _Live, analytic, numerical, phase: str, fraction: float) -> None:
+        """Fold the entries finished since the last call into the colour levels.
+
+        The engine fills the numerical matrix column by column (first half of the progress),
+        then the analytic one row by row (second half); only finished parts are read.
+        """
+        rows, cols = self._shape
+        if phase == "numerical":
+            cols_done, rows_done = round(2 * fraction * cols), 0
+        elif phase == "analytic":
+            cols_done, rows_done = cols, round((2 * fraction - 1) * rows)
+        else:  # "done", or a phase this view does not know: treat everything as final
+            cols_done, rows_done = cols, rows
+        cols_done = min(cols, max(0, cols_done))
+        rows_done = min(rows, max(0, rows_done))
+        if cols_done > live.cols:
+            live.value_max = max(live.value_max, _absmax(numerical[:, live.cols:cols_done]))
+            live.cols = cols_done
+        if analytic is not None and rows_done > live.rows:
+            live.value_max = max(live.value_max, _absmax(analytic[live.rows:rows_done]))
+            live.rows = rows_done
+
+    def _show_matrix(self, image: pg.ImageItem, shown: np.ndarray | None, step: int) -> None:
+        """Show a matrix (or its preview: every step-th row and column, drawn step cells
+        wide) with cell (r, c) centred on (c, r)."""
+        if shown is None or shown.size == 0:
+            image.clear()
+            return
+        image.setImage(shown, autoLevels=False)
+        transform = pg.QtGui.QTransform().translate(-0.5, -0.5)
+        if step != 1:
+            transform.scale(step, step)
+        if image.transform() != transform:
+            image.setTransform(transform)
+
+    def _set_levels(self, bar: pg.ColorBarItem, peak: float, grow_only: bool = False) -> None:
+        peak = peak if math.isfinite(peak) and peak > 0 else 1.0
+        high = bar.levels()[1]
+        if grow_only and self._computing and high >= peak and high <= 4 * peak:
+            return
+        bar.setLevels((-peak, peak))
+        self._fit_bar(bar, grow_only=self._computing)
+
+    def _fit_bar(self, bar: pg.ColorBarItem, grow_only: bool = False) -> None:
+        """Make a colour bar's axis just wide enough for its tick labels (while computing,
+        only wider: levels that grow a few times a second should not make the views jump)."""
+        font = bar.axis.style["tickFont"] or self.font()
+        metrics = QFontMetrics(font)
+        low, high = bar.levels()
+        length = bar.axis.height() if bar.axis.height() > 40 else 300
+        texts = ["0"]
+        for size in (length, 2 * length):  # the labels at this height or a taller one
+            for spacing, values in bar.axis.tickValues(low, high, size):
+                texts += _compact_tick_strings(values, 1.0, spacing)
+        width = max(metrics.horizontalAdvance(t) for t in texts) + self._tick_offset + 6
+        if grow_only:
+            width = max(width, getattr(bar.axis, "fixedWidth", None) or 0)
+        if getattr(bar.axis, "fixedWidth", None) != width or bar.maximumWidth() != (
+                width + self._bar_width + 4):
+            bar.axis.setWidth(width)
+            bar.setFixedWidth(width + self._bar_width + 4)
+
+    def _mark_mismatches(self, report: Report, mask: np.ndarray) -> None:
+        """Outline each mismatch, or, when there are many or finding them would mean
+        scanning a big mask, lay the mask over the difference as an amber wash."""
+        count = report.mismatches
+        failing = [b for b in report.blocks if b.mismatches]
+        scan = sum(b.size for b in failing)
+        if count > SCATTER_LIMIT or scan > SCAN_ENTRIES:
+            self._mask_mode = "wash"
+            # levels (0, 1/255): zoomed out, pyqtgraph averages the mask, and any pixel with
+            # a mismatch in it still maps to the amber end of the lookup table
+            self.mismatch_overlay.setImage(mask.view(np.uint8), autoLevels=False,
+                                           levels=(0.0, 1.0 / 255))
+            return
+        self._mask_mode = "outline"
+        xs, ys = [], []
+        for block in failing:  # only the failing blocks are looked at
+            o, i = block.output, block.input
+            rows, cols = np.nonzero(mask[o.offset:o.offset + o.size, i.offset:i.offset + i.size])
+            ys.append(rows + o.offset)
+            xs.append(cols + i.offset)
+        self.mismatch_markers.setData(x=np.concatenate(xs).astype(float),
+                                      y=np.concatenate(ys).astype(float))
+
+    def _mark_worst(self, report: Report) -> None:
+        worst = report.worst
+        if worst is None:
+            return
+        for panel in self._panels:
+            for item in (panel.worst_halo, panel.worst):
+                item.setData(x=[float(worst.col)], y=[float(worst.row)])
+        self._style_worst()
+
+    # ------------------------------------------------------------------ axes, blocks
+
+    def _set_axes(self, outputs: list[Axis], inputs: list[Axis]) -> None:
+        key = (tuple((a.name, a.shape) for a in outputs), tuple((a.name, a.shape) for a in inputs))
+        if key == self._layout_key:
+            return
+        self._layout_key = key
+        self._outputs, self._inputs = list(outputs), list(inputs)
+        self._row_starts = [a.offset for a in outputs]
+        self._col_starts = [a.offset for a in inputs]
+        rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
+        self._shape = (rows, cols)
+        xs = _boundaries(inputs)
+        ys = _boundaries(outputs)
+        gx, gy = [], []
+        for x in xs:
+            gx += [x, x]
+            gy += [-0.5, rows - 0.5]
+        for y in ys:
+            gx += [-0.5, cols - 0.5]
+            gy += [y, y]
+        for panel in self._panels:
+            panel.grid_halo.setData(np.array(gx, float), np.array(gy, float))
+            panel.grid.setData(np.array(gx, float), np.array(gy, float))
+        self._fit_row_axis()
+        self._auto_fit = True
+        self._update_aspect()
+        self._refit()
+        self._update_ticks()
+
+    def _fit_row_axis(self) -> None:
+        """Width of the row-label column: the longest "name [shape]" label, unless that
+        takes more than a fifth of the width; then the longest bare name (up to the same)."""
+        metrics = QFontMetrics(_scaled(self.font(), 1.0))
+        full = [text for _, text in _block_ticks(self._outputs)] or ["output"]
+        names = [a.name for a in self._outputs] or ["output"]
+        cap = max(4 * metrics.height(), 0.2 * self.graphics.width())
+        need = max(metrics.horizontalAdvance(t) for t in full)
+        if need > cap:
+            need = min(cap, max(metrics.horizontalAdvance(t) for t in names))
+        self._row_text_width = math.ceil(need)
+        points = _point_size(self.font())
+        pad = max(3, round(points * 0.4)) + max(4, round(points * 0.5)) + 6
+        if getattr(self.row_axis, "fixedWidth", None) != self._row_text_width + pad:
+            self.row_axis.setWidth(self._row_text_width + pad)
+
+    def fit(self) -> None:
+        """Show the whole matrix (and keep it fitted while the view is resized)."""
+        self._auto_fit = True
+        self._update_aspect()
+        self._refit()
+
+    def _view_resized(self, *_args) -> None:
+        if self._auto_fit:
+            self._update_aspect()
+            self._refit()
+        self._fit_titles()
+        self._update_ticks()
+
+    def _fit_titles(self) -> None:
+        """Full titles where they all fit over their views, else the first words only
+        ("Analytic", "Numerical", "Difference")."""
+        metrics = QFontMetrics(self._title_font)
+        width = self._panels[0].plot.vb.width()  # the same for all three
+        short = width >= 2 and any(metrics.horizontalAdvance(panel.title) > width
+                                   for panel in self._panels)
+        for panel in self._panels:
+            title = panel.title.split(" (")[0] if short else panel.title
+            if title != panel.shown_title:
+                panel.shown_title = title
+                panel.plot.setTitle(title, **self._title_style)
+                # setTitle resets the title row to 30 px: back to the height of this font
+                panel.plot.titleLabel.setMaximumHeight(self._title_height)
+                panel.plot.layout.setRowFixedHeight(0, self._title_height)
+
+    def _update_aspect(self) -> None:
+        """Lock the cells' aspect (square, or stretched where square cells would leave most
+        of the view empty); the three views are linked, so they all get the same."""
+        vb = self._panels[0].plot.vb
+        rows, cols = self._shape
+        ratio = _cell_aspect(rows, cols, vb.width(), vb.height())
+        for panel in self._panels:
+            panel.plot.vb.setAspectLocked(True, ratio=ratio)
+
+    def _refit(self, *_args) -> None:
+        rows, cols = self._shape
+        if self._auto_fit and rows and cols:
+            self._panels[0].plot.vb.setRange(xRange=(-0.5, cols - 0.5),
+                                             yRange=(-0.5, rows - 0.5), padding=0.02)
+
+    def block_ticks(self) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+        """The (column, row) block labels the axes show: [(position, text), ...].
+
+        A label reads "name [shape]" where the block is wide (or tall) enough on screen,
+        else just "name"; a block too small even for that gets no label (the hint line
+        below the views then lists every block)."""
+        return self._tick_labels
+
+    def _update_ticks(self, *_args) -> None:
+        """Lay the block labels out for the current zoom and size (see block_ticks)."""
+        vb = self._panels[0].plot.vb
+        (x0, x1), (y0, y1) = vb.viewRange()
+        metrics = QFontMetrics(_scaled(self.font(), 1.0))
+        if not self.graphics.isVisible() or vb.width() < 2 or vb.height() < 2:
+            # not on screen yet: every block in full, at its centre
+            x_ticks, x_full = _block_ticks(self._inputs), True
+            y_ticks, y_full = _block_ticks(self._outputs), True
+        else:
+            x_ticks, x_full = _fit_labels(self._inputs, x0, x1, vb.width(),
+                                          metrics.horizontalAdvance, None,
+                                          gap=metrics.horizontalAdvance("  "))
+            y_ticks, y_full = _fit_labels(self._outputs, y0, y1, vb.height(),
+                                          lambda _text: metrics.height(),
+                                          lambda text: metrics.horizontalAdvance(text)
+                                          <= self._row_text_width,
+                                          gap=2, elide=(metrics, self._row_text_width))
+        if (x_ticks, y_ticks) != self._tick_labels:
+            self._tick_labels = (x_ticks, y_ticks)
+            for panel in self._panels:
+                panel.plot.getAxis("bottom").setTicks([x_ticks, []])
+            self.row_axis.setTicks([y_ticks, []])
+        full = x_full and y_full
+        if full != self._full_labels:
+            self._full_labels = full
+            if self._hover_cell is None and not self._computing:
+                self.hover_label.setText(self._hover_hint())
+
+    def _size_markers(self, *_args) -> None:
+        """Cell outlines follow the zoom, but never shrink below a visible size."""
+        vb = self._panels[0].plot.vb
+        try:
+            px, py = vb.viewPixelSize()
+        except Exception:  # not laid out yet
+            return
+        cell = min(1.0 / px, 1.0 / py) if px > 0 and py > 0 else 10.0
+        pixels = QFontMetrics(self.font()).height()
+        minimum = max(6.0, pixels * 0.45)
+        self.mismatch_markers.setSize(max(minimum, cell * 0.8))
+        for panel in self._panels:
+            panel.hover.setSize(max(minimum + 2, cell + 2))
+
+    def _user_zoomed(self, *_args) -> None:
+        self._auto_fit = False
+
+    def _mouse_clicked(self, event) -> None:
+        if event.double() and event.button() == Qt.MouseButton.LeftButton:
+            self.fit()
+            event.accept()
+
+    # ------------------------------------------------------------------ banner
+
+    def _show_verdict(self, report: Report) -> None:
+        total, bad = report.total, report.mismatches
+        if report.passed:
+            head = f"✔ PASSED: all {total:,} Jacobian entries within tolerance"
+        else:
+            head = f"✘ FAILED: {bad:,} of {total:,} Jacobian entries outside tolerance"
+        details = (f"max abs error {_number(report.max_abs_error, 3)}   ·   max rel error "
+                   f"{_number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
+                   f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
+                   f"{str(report.numerical_dtype).replace('torch.', '')}"
+                   f"   ·   {report.seconds:.2f} s")
+        lines = []
+        w = report.worst
+        if w is not None:
+            lines.append(f"worst: d {_element(w.output_name, w.output_index)} / d "
+                         f"{_element(w.input_name, w.input_index)}: analytic "
+                         f"{_number(w.analytic)}, numerical {_number(w.numerical)}")
+        failing = [b for b in report.blocks if not b.passed]
+        if failing and len(report.blocks) > 1:
+            shown = "; ".join(f"{b.name} ({b.mismatches:,} of {b.size:,})" for b in failing[:3])
+            more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
+            lines.append(f"failing blocks: {shown}{more}")
+        notes = "\n".join(f"• {note}" for note in report.notes)
+        self._set_banner("passed" if report.passed else "failed", head, details,
+                         "\n".join(lines), notes)
+
+    def _set_banner(self, state: str, head: str, details: str, worst: str, notes: str) -> None:
+        self._banner_state = state
+        self.verdict_label.setText(head)
+        for label, text in ((self.details_label, details), (self.worst_label, worst),
+                            (self.notes_label, notes)):
+            label.setText(text)
+            label.setVisible(bool(text))
+        self._style_banner()
+
+    def _style_banner(self) -> None:
+        state = getattr(self, "_banner_state", "neutral")
+        if state == "passed":
+            bg, border, fg = _PASS
+        elif state == "failed":
+            bg, border, fg = _FAIL
+        else:
+            pal = self.palette()
+            bg = pal.color(QPalette.ColorRole.AlternateBase).name()
+            border = pal.color(QPalette.ColorRole.Mid).name()
+            fg = pal.color(QPalette.ColorRole.WindowText).name()
+        self.banner.setStyleSheet(
+            f"#JacobianBanner {{ background: {bg}; border: 2px solid {border};"
+            f" border-radius: 6px; }} #JacobianBanner QLabel {{ color: {fg}; }}")
+
+    # ------------------------------------------------------------------ tolerances
+
+    def _parse(self, name: str) -> tuple[float | None, str]:
+        text = self._tolerance_edits[name].text().strip()
+        if not text:
+            return None, f"{name}: enter a number such as 1e-6"
+        try:
+            value = float(text)
+        except ValueError:
+            return None, f"{name}: “{text}” is not a number (write e.g. 1e-6)"
+        if not math.isfinite(value):
+            return None, f"{name} must be a finite number"
+        if value < 0:
+            return None, f"{name} must be ≥ 0"
+        if name == "eps" and value == 0:
+            return None, "eps must be greater than 0"
+        return value, ""
+
+    def _validate_edits(self) -> tuple[float, float, float] | None:
+        values, problems = [], []
+        for name, edit in self._tolerance_edits.items():
+            value, problem = self._parse(name)
+            self._mark(edit, problem or None)
+            values.append(value)
+            if problem:
+                problems.append(problem)
+        self.tolerance_message.setText(("✘ " + ";  ".join(problems)) if problems else "")
+        self.tolerance_message.setToolTip("\n".join(problems))
+        return None if problems else (values[0], values[1], values[2])
+
+    def _commit_tolerances(self) -> None:
+        values = self._validate_edits()
+        if values is None or values == self._tolerances:
+            return
+        self._tolerances = values
+        self.tolerancesChanged.emit(*values)
+
+    def _mark(self, edit: QLineEdit, problem: str | None) -> None:
+        edit.setProperty("invalid", bool(problem))
+        edit.setToolTip(problem or edit.property("tip"))
+        edit.setStyleSheet("QLineEdit { border: 2px solid #c0261c; background: #fde8e6;"
+                           " color: #5f0b0b; }" if problem else "")
+
+    # ------------------------------------------------------------------ hover
+
+    def _mouse_moved(self, pos: QPointF) -> None:
+        for panel in self._panels:
+            vb = panel.plot.vb
+            if vb.sceneBoundingRect().contains(pos):
+                point = vb.mapSceneToView(pos)
+                row, col = math.floor(point.y() + 0.5), math.floor(point.x() + 0.5)
+                rows, cols = self._shape
+                if 0 <= row < rows and 0 <= col < cols and self._numerical is not None:
+                    self._set_hover((row, col))
+                    return
+        self._set_hover(None)
+
+    def _set_hover(self, cell: tuple[int, int] | None) -> None:
+        if cell == self._hover_cell:
+            return
+        self._hover_cell = cell
+        for panel in self._panels:
+            if cell is None:
+                panel.hover.clear()
+            else:
+                panel.hover.setData(x=[float(cell[1])], y=[float(cell[0])])
+        if cell is None:
+            if not self._computing:
+                self.hover_label.setText(self._hover_hint())
+            return
+        self.hover_label.setText(self.hover_text(*cell))
+
+    def _hover_hint(self) -> str:
+        if self._numerical is None:
+            return "Rows are output elements, columns are input elements."
+        extra = ""
+        if self._mask_mode == "wash":
+            extra = "  Amber cells are outside tolerance; the ring marks the worst entry."
+        elif self._mask_mode == "outline":
+            extra = "  Outlined cells are outside tolerance; the ring marks the worst entry."
+        elif self._report is not None and self._report.worst is not None:
+            extra = "  The ring marks the entry closest to failing."
+        return (self._legend() + "Hover over a cell to read it: rows are output elements, "
+                "columns are input elements. Scroll to zoom, drag to pan, double-click to fit."
+                + extra)
+
+    def _legend(self) -> str:
+        """The blocks spelled out, when the axes are too short to label them all in full."""
+        if self._full_labels or not self._inputs:
+            return ""
+        columns = ", ".join(text for _, text in _block_ticks(self._inputs))
+        rows = ", ".join(text for _, text in _block_ticks(self._outputs))
+        return f"Columns: {columns}.  Rows: {rows}.  "
+
+    # ------------------------------------------------------------------ fonts, colours
+
+    def _restyle(self) -> None:
+        if self._styling:
+            return
+        self._styling = True
+        try:
+            self._restyle_now()
+        finally:
+            self._styling = False
+
+    def _restyle_now(self) -> None:
+        base = QFont(self.font())
+        points = _point_size(base)
+        big = _scaled(base, 1.4, bold=True)
+        self.verdict_label.setFont(big)
+        # explicit fonts: the banner's style sheet stops fonts from being inherited
+        for widget in (self.details_label, self.worst_label, self.tolerance_message,
+                       *self._tolerance_edits.values()):
+            widget.setFont(_scaled(base, 1.0))
+        self.notes_label.setFont(_scaled(base, 0.92))
+        hover_font = _scaled(base, 1.1)
+        self.hover_label.setFont(hover_font)
+        pal = self.palette()
+        bg = pal.color(QPalette.ColorRole.Base)
+        fg = pal.color(QPalette.ColorRole.Text)
+        self.graphics.setBackground(bg)
+        title_font = _scaled(base, 1.15, bold=True)
+        title_height = QFontMetrics(title_font).height() + 6
+        tick_font = _scaled(base, 1.0)
+        metrics = QFontMetrics(tick_font)
+        offset = max(3, round(points * 0.4))
+        self._title_font = title_font
+        self._title_height = title_height
+        self._title_style = {"size": _css_size(base, 1.15), "bold": True, "color": fg.name()}
+        for panel in self._panels:
+            plot = panel.plot
+            panel.shown_title = ""
+            plot.titleLabel.setMaximumHeight(title_height)
+            plot.layout.setRowFixedHeight(0, title_height)
+            for side in ("left", "bottom"):
+                axis = plot.getAxis(side)
+                axis.setPen(_mix(fg, bg, 0.5))
+                axis.setTextPen(fg)
+                axis.setStyle(tickFont=tick_font, tickTextOffset=offset,
+                              tickLength=-max(4, round(points * 0.5)))
+                axis.setStyle(autoExpandTextSpace=False)
+        bottom_height = metrics.height() + offset + 8
+        rows = self.rows_plot
+        rows.layout.setRowFixedHeight(0, title_height)
+        rows.getAxis("bottom").setHeight(bottom_height)
+        self.row_axis.setPen(_mix(fg, bg, 0.5))
+        self.row_axis.setTextPen(fg)
+        self.row_axis.setStyle(tickFont=tick_font, tickTextOffset=offset,
+                               tickLength=-max(4, round(points * 0.5)),
+                               autoExpandTextSpace=False)
+        # compact colour bars: the bar about one line of text wide, the axis as wide as
+        # its labels (see _fit_bar)
+        self._bar_width = max(12, metrics.height())
+        self._tick_offset = offset
+        for bar in (self.colorbar, self.difference_colorbar):
+            bar.layout.setRowFixedHeight(0, title_height)
+            bar.layout.setColumnFixedWidth(1, self._bar_width)
+            bar.axis.setStyle(tickFont=tick_font, tickTextOffset=offset)
+            bar.axis.setTextPen(fg)
+            bar.axis.setPen(_mix(fg, bg, 0.5))
+            for side in ("left", "top", "bottom"):
+                bar.getAxis(side).setPen(_mix(fg, bg, 0.5))
+            bar.getAxis("bottom").setHeight(bottom_height)
+            self._fit_bar(bar)
+        for panel in self._panels:
+            panel.plot.getAxis("bottom").setHeight(bottom_height)
+        self._fit_row_axis()
+        self._fit_titles()
+        self._update_ticks()
+        pixels = QFontMetrics(base).height()
+        grid_width = max(1.5, pixels / 9)
+        for panel in self._panels:
+            panel.grid_halo.setPen(pg.mkPen(_HALO, width=grid_width + 2.5))
+            panel.grid.setPen(pg.mkPen(_GRID, width=grid_width))
+            panel.hover.setPen(pg.mkPen(_HOVER, width=max(2.0, pixels / 7)))
+        self.mismatch_markers.setPen(pg.mkPen(_MISMATCH, width=max(1.5, pixels / 10)))
+        self._style_worst()
+        self._size_markers()
+        self._style_banner()
+        width = metrics.horizontalAdvance("0.000001") + 18
+        for edit in self._tolerance_edits.values():
+            edit.setMinimumWidth(width)
+            edit.setMaximumWidth(width * 2)
+
+    def _style_worst(self) -> None:
+        pixels = QFontMetrics(self.font()).height()
+        failed = self._report is not None and not self._report.passed
+        size = pixels * (1.5 if failed else 1.25)
+        for panel in self._panels:
+            if failed:
+                panel.worst_halo.setPen(pg.mkPen(_HALO, width=max(5.0, pixels / 3)))
+                panel.worst.setPen(pg.mkPen("#000000", width=max(2.5, pixels / 6)))
+            else:
+                panel.worst_halo.setPen(pg.mkPen(QColor(255, 255, 255, 150),
+                                                 width=max(3.0, pixels / 5)))
+                panel.worst.setPen(pg.mkPen(QColor(60, 60, 60, 200), width=1.5,
+                                            style=Qt.PenStyle.DashLine))
+            panel.worst_halo.setSize(size)
+            panel.worst.setSize(size)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _ignore_text_width(label: pg.LabelItem) -> None:
+    """Let ``label`` (a plot title) ask for no width: a long title must not make one plot
+    wider than the others (their views are linked and should have equal sizes)."""
+
+    def update_min() -> None:
+        height = label.itemRect().height()
+        label.setMinimumWidth(0)
+        label.setMinimumHeight(height)
+        label._sizeHint = {
+            Qt.SizeHint.MinimumSize: (0, height),
+            Qt.SizeHint.PreferredSize: (0, height),
+            Qt.SizeHint.MaximumSize: (-1, -1),
+            Qt.SizeHint.MinimumDescent: (0, 0),
+        }
+        label.updateGeometry()
+
+    label.updateMin = update_min
+
+
+def _as_array(tensor) -> np.ndarray | None:
+    """A NumPy view of a CPU tensor (no copy, transposed views included)."""
+    if tensor is None:
+        return None
+    if isinstance(tensor, torch.Tensor):
+        tensor = tensor.detach()
+        if tensor.device.type != "cpu":
+            tensor = tensor.cpu()
+        return np.asarray(tensor.numpy())
+    return np.asarray(tensor)
+
+
+def _address(tensor) -> int:
+    if isinstance(tensor, torch.Tensor):
+        return tensor.data_ptr()
+    return 0 if tensor is None else id(tensor)
+
+
+def _absmax(matrix: np.ndarray) -> float:
+    """Largest finite |value| (0 when there is none), in passes of bounded memory."""
+    if matrix.size == 0:
+        return 0.0
+    if matrix.ndim == 2 and matrix.strides[0] < matrix.strides[1]:
+        matrix = matrix.T  # walk along memory
+    matrix = matrix.reshape(matrix.shape[0], -1) if matrix.ndim != 2 else matrix
+    step = max(1, _CHUNK // max(1, matrix.shape[1]))
+    best = 0.0
+    for start in range(0, matrix.shape[0], step):
+        piece = np.abs(matrix[start:start + step])
+        best = max(best, float(np.max(piece, initial=0.0, where=np.isfinite(piece))))
+    return best
+
+
+def _peak(matrix: np.ndarray) -> float:
+    """Largest finite |value|: exact for matrices up to SCAN_ENTRIES entries, else from a
+    strided sample of about LEVEL_SAMPLES (for a colour scale: an outlier between the
+    samples is drawn in the colour of the scale's end)."""
+    if matrix.size <= SCAN_ENTRIES:
+        return _absmax(matrix)
+    step = math.ceil(math.sqrt(matrix.size / LEVEL_SAMPLES))
+    return _absmax(matrix[::step, ::step])
+
+
+def _cell_aspect(rows: int, cols: int, width: float, height: float) -> float:
+    """The views' locked aspect ratio (pyqtgraph's: x pixels per unit / y pixels per unit).
+
+    1 (square cells) while square cells fill at least FILL_TARGET of the view; otherwise
+    the cells stretch along the short side of the matrix just enough to fill FILL_TARGET,
+    by at most MAX_CELL_STRETCH unless that would fill less than MIN_FILL. The stretch
+    changes smoothly with the view's size: no jumps while a window is resized."""
+    if not rows or not cols or width < 2 or height < 2:
+        return 1.0
+    relative = (width / height) / (cols / rows)  # < 1: the matrix is wider than the view
+    fill = min(relative, 1 / relative)  # of the view, with square cells
+    if fill >= FILL_TARGET:
+        return 1.0
+    stretch = max(min(FILL_TARGET / fill, MAX_CELL_STRETCH), MIN_FILL / fill)
+    return 1 / stretch if relative < 1 else stretch
+
+
+def _fit_labels(axes: list[Axis], low: float, high: float, length: float, along, fits,
+                gap: float, elide: tuple[QFontMetrics, int] | None = None
+                ) -> tuple[list[tuple[float, str]], bool]:
+    """Block labels along one axis ``length`` pixels long that shows ``low``..``high``.
+
+    Each visible block gets the longest of "name [shape]", "name" (and, with ``elide``
+    (metrics, width), the name elided to that width) that ``fits`` across the axis, lies
+    inside the axis with its centre on the block's visible part, and keeps ``gap`` pixels
+    from its neighbours' labels (shifting along its block if need be); ``along(text)`` is a
+    label's extent along the axis. Where two labels clash, the widest of them (and of the
+    labels that pushed them) that has a shorter form gets it; where none has, the smaller
+    block's label goes.
+    Returns [(position, text)] and whether every visible block shows its full label."""
+    if not axes or high <= low or length <= 0:
+        return [], True
+    scale = length / (high - low)
+    items = []  # [start px, end px, forms, level (len(forms): no label)]
+    for a in axes:
+        lo, hi = max(a.offset - 0.5, low), min(a.offset + a.size - 0.5, high)
+        if hi <= lo:
+            continue
+        forms = [_block_label(a), a.name]
+        if elide is not None:
+            metrics, width = elide
+            forms.append(metrics.elidedText(a.name, Qt.TextElideMode.ElideRight, width))
+        if fits is not None:
+            forms = [f for f in forms if fits(f)]
+        items.append([(lo - low) * scale, (hi - low) * scale, list(dict.fromkeys(forms)), 0])
+
+    def place(item) -> tuple[float, float] | None:
+        p0, p1, forms, level = item
+        while level < len(forms):
+            extent = along(forms[level])
+            centre = (p0 + p1) / 2
+            start = min(max(centre - extent / 2, 0.0), length - extent)
+            if extent <= length and p0 <= start + extent / 2 <= p1:
+                item[3] = level
+                return start, start + extent
+            level += 1
+        item[3] = level
+        return None
+
+    while True:
+        placed: list[tuple[list, float, float, bool]] = []  # (item, start, end, shifted)
+        chain = None
+        for item in items:
+            span = place(item)
+            if span is None:
+                continue
+            start, end = span
+            shifted = bool(placed) and start < placed[-1][2] + gap
+            if shifted:  # too close to the previous label: shift along its own block
+                start = placed[-1][2] + gap
+                end = start + (span[1] - span[0])
+                if end > length or (start + end) / 2 > item[1]:
+                    # a clash: with the previous label and the ones that pushed it
+                    chain = [(item, *span), placed[-1][:3]]
+                    k = len(placed) - 1
+                    while k > 0 and placed[k][3]:
+                        chain.append(placed[k - 1][:3])
+                        k -= 1
+                    break
+            placed.append((item, start, end, shifted))
+        if chain is None:
+            break
+        # shorten the widest label in the chain that has a shorter form, or, when none has,
+        # drop the label of the smaller of the two clashing blocks
+        shorter = [(end - start, -k, item) for k, (item, start, end) in enumerate(chain)
+                   if item[3] + 1 < len(item[2]) and along(item[2][item[3] + 1]) < end - start]
+        if shorter:
+            max(shorter, key=lambda t: t[:2])[2][3] += 1
+        else:
+            a, b = chain[0][0], chain[1][0]
+            loser = a if a[1] - a[0] < b[1] - b[0] else b
+            loser[3] = len(loser[2])
+    ticks = [(low + (start + end) / 2 / scale, item[2][item[3]])
+             for item, start, end, _ in placed]
+    full_texts = {_block_label(a) for a in axes}
+    full = len(placed) == len(items) and all(t in full_texts for _, t in ticks)
+    return ticks, full
+
+
+def _preview(matrix: np.ndarray | None, step: int) -> np.ndarray | None:
+    """Every step-th row and column as a small contiguous copy (pyqtgraph reads an image
+    several times per render), read in the source's memory order; step 1: the matrix."""
+    if matrix is None or step == 1:
+        return matrix
+    if matrix.strides[0] < matrix.strides[1]:
+        return np.ascontiguousarray(matrix.T[::step, ::step]).T
+    return np.ascontiguousarray(matrix[::step, ::step])
+
+
+def _preview_step(shape: tuple[int, int]) -> int:
+    return max(1, math.ceil(max(shape) / PREVIEW_PIXELS))
+
+
+def _boundaries(axes: list[Axis]) -> list[float]:
+    """Lines around and between blocks, at half-integers (pixel edges)."""
+    if not axes:
+        return []
+    return [a.offset - 0.5 for a in axes] + [axes[-1].offset + axes[-1].size - 0.5]
+
+
+def _block_ticks(axes: list[Axis]) -> list[tuple[float, str]]:
+    return [(a.offset + a.size / 2 - 0.5, _block_label(a)) for a in axes]
+
+
+def _block_label(axis: Axis) -> str:
+    return f"{axis.name} [{_shape_text(axis.shape)}]"
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def _label(axis: Axis, flat: int) -> str:
+    return axis.label(flat) if axis.shape else axis.name
+
+
+def _element(name: str, index: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+def _number(value: float, digits: int = 6) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if value == 0:
+        return "0"
+    return f"{value:.{digits}g}"
+
+
+def _compact_tick_strings(values, scale, spacing) -> list[str]:
+    out = []
+    for v in values:
+        v = v * scale
+        if abs(v) < abs(spacing * scale) * 1e-6:
+            out.append("0")
+        else:
+            out.append(f"{v:.3g}".replace("-", "−"))
+    return out
+
+
+def _point_size(font: QFont) -> float:
+    size = font.pointSizeF()
+    if size > 0:
+        return size
+    app_font = QApplication.font()
+    if app_font.pointSizeF() > 0:
+        return app_font.pointSizeF()
+    return 10.0
+
+
+def _css_size(font: QFont, factor: float) -> str:
+    if font.pointSizeF() > 0:
+        return f"{font.pointSizeF() * factor:.1f}pt"
+    if font.pixelSize() > 0:
+        return f"{font.pixelSize() * factor:.0f}px"
+    return f"{_point_size(font) * factor:.1f}pt"
+
+
+def _scaled(font: QFont, factor: float, bold: bool | None = None) -> QFont:
+    out = QFont(font)
+    if font.pointSizeF() > 0:
+        out.setPointSizeF(font.pointSizeF() * factor)
+    elif font.pixelSize() > 0:
+        out.setPixelSize(max(1, round(font.pixelSize() * factor)))
+    if bold is not None:
+        out.setBold(bold)
+    return out
+
+
+def _mix(a: QColor, b: QColor, t: float) -> QColor:
+    return QColor(round(a.red() * (1 - t) + b.red() * t),
+                  round(a.green() * (1 - t) + b.green() * t),
+                  round(a.blue() * (1 - t) + b.blue() * t))

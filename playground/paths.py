@@ -1,0 +1,44 @@
+"""Where the app keeps the user's things: editor autosaves, the last session, settings.
+
+``AUTOGRAD_PLAYGROUND_HOME`` overrides the platform folders (tests point it at a temp dir).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_config_dir, user_data_dir
+
+APP = "autograd-playground"
+
+
+def _home() -> Path | None:
+    value = os.environ.get("AUTOGRAD_PLAYGROUND_HOME")
+    return Path(value) if value else None
+
+
+def data_dir() -> Path:
+    home = _home()
+    path = home / "data" if home else Path(user_data_dir(APP, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def config_dir() -> Path:
+    home = _home()
+    path = home / "config" if home else Path(user_config_dir(APP, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def editor_dir() -> Path:
+    """Functions written in the built-in editor live here, one file each."""
+    path = data_dir() / "editor"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def resources_dir() -> Path:
+    """The repository's ``resources/`` folder (icons, themes, example Functions)."""
+    return Path(__file__).resolve().parents[1] / "resources"

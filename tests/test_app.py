@@ -1,0 +1,248 @@
+"""The app end to end, offscreen: open, check, play/step/reset, errors, shutdown, screenshot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from customgrad import catalog
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+pytest.importorskip("pytestqt")
+
+from playground.main_window import MainWindow
+from playground.session import Session
+
+TIMEOUT = 20_000
+
+
+@pytest.fixture
+def window(qtbot):
+    win = MainWindow(Session())
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    yield win
+    win.session.shutdown(wait=0.5)
+
+
+def open_target(qtbot, win, name):
+    with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT) as blocker:
+        win.session.set_target(name)
+    return blocker.args[0]
+
+
+@pytest.mark.parametrize("name", [e.name for e in catalog.entries()])
+def test_opens_every_gallery_function(qtbot, window, name):
+    report = open_target(qtbot, window, name)
+    entry = catalog.get(name)
+    assert report.passed == entry.correct or name == "ste_sign"
+    assert window.windowTitle().endswith(entry.title)
+    assert entry.function.__name__ in window.code.editor.toPlainText()
+
+
+def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
+    report = open_target(qtbot, window, "killhead_bug")
+    engine = build(Settings(target="killhead_bug")).compare()
+    np.testing.assert_allclose(window.jacobian.analytic_image.image, engine.analytic.numpy())
+    np.testing.assert_allclose(window.jacobian.numerical_image.image,
+                               engine.numerical.numpy(), atol=1e-9)
+    assert report.mismatches == engine.mismatches == 6
+    text = window.jacobian.verdict_label.text()
+    assert "FAILED" in text and "6" in text
+
+
+def test_play_pause_step_reset(qtbot, window):
+    open_target(qtbot, window, "killhead")
+    s = window.session
+    s.update(steps=0)  # no step limit, so only pause() stops the run
+    with qtbot.waitSignal(s.batchReady, timeout=TIMEOUT):
+        s.step_once()
+    qtbot.waitUntil(lambda: s.step == 1, timeout=TIMEOUT)
+    first_loss = s.last_loss
+    s.play()
+    qtbot.waitUntil(lambda: s.step > 50, timeout=TIMEOUT)
+    s.pause()
+    assert window.controls.play.text().endswith("Play")
+    paused_at = s.step
+    qtbot.wait(100)
+    assert s.step <= paused_at + 1000  # at most the batch in flight
+    settled = s.step
+    qtbot.wait(100)
+    assert s.step == settled
+    s.step_once()
+    qtbot.waitUntil(lambda: s.step == settled + 1, timeout=TIMEOUT)
+    with qtbot.waitSignal(s.runReset, timeout=TIMEOUT):
+        s.reset()
+    assert s.step == 0
+    s.step_once()
+    qtbot.waitUntil(lambda: s.step == 1, timeout=TIMEOUT)
+    assert s.last_loss == first_loss  # same seed, same run
+    assert window.loss_plot.overlay_curves  # the earlier run is kept as an overlay
+
+
+def test_losses_equal_the_seed_script(qtbot, window):
+    open_target(qtbot, window, "killhead")
+    s = window.session
+    losses = []
+    s.batchReady.connect(lambda b: losses.extend(r.loss for r in b.records))
+    s.run_steps(5)
+    qtbot.waitUntil(lambda: len(losses) == 5, timeout=TIMEOUT)
+    from customgrad.gallery.seeds import KillHead
+
+    torch.manual_seed(0)
+    y = torch.empty(3, 8).normal_()
+    x = torch.empty(y.size()).normal_().requires_grad_()
+    expected = []
+    for k in range(5):
+        loss = torch.nn.MSELoss()(KillHead.apply(x, 2), y)
+        if k > 0:
+            x.grad.zero_()
+        loss.backward()
+        expected.append(loss.item())
+        with torch.no_grad():
+            x.sub_(1.0 * x.grad)
+    assert losses == expected
+
+
+def test_lr_change_mid_run_keeps_the_run(qtbot, window):
+    open_target(qtbot, window, "killhead")
+    s = window.session
+    s.run_steps(10)
+    qtbot.waitUntil(lambda: s.step == 10, timeout=TIMEOUT)
+    s.update(lr=0.5)
+    s.run_steps(1)
+    qtbot.waitUntil(lambda: s.step == 11, timeout=TIMEOUT)
+    assert s.last_record.lr == 0.5
+
+
+def test_check_at_current_point_uses_trained_values(qtbot, window):
+    open_target(qtbot, window, "sigmoid")
+    s = window.session
+    s.run_steps(30)
+    qtbot.waitUntil(lambda: s.step == 30, timeout=TIMEOUT)
+    with qtbot.waitSignal(s.jacobianReady, timeout=TIMEOUT) as blocker:
+        s.check_now()
+    moved = blocker.args[0]
+    start = s.problem.compare()
+    assert moved.passed
+    assert not np.allclose(moved.analytic.numpy(), start.analytic.numpy())
+
+
+def test_invalid_shape_marked_at_the_field(qtbot, window):
+    open_target(qtbot, window, "killhead")
+    field = window.inputs.fields["input"]
+    qtbot.keyClicks(field.edit, "x0")
+    assert not field.valid
+    assert "at least 1" in field.reason.text() or "number" in field.reason.text()
+    assert window.session.settings.shapes == {}
+
+
+def test_rejected_shape_shows_the_functions_message(qtbot, window):
+    open_target(qtbot, window, "killhead")
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+        window.session.update(shapes={"input": "8"})
+    assert window.errors.isVisible()
+    assert "IndexError" in window.errors.text()
+    assert window.inputs.fields["input"].edit.text() == "8" or \
+        window.session.settings.shapes == {"input": "8"}
+
+
+RAISING = '''
+import torch
+
+
+class Raises(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ValueError("my backward is broken")
+'''
+
+
+def test_raising_function_shows_error_panel_with_file_and_line(qtbot, window, tmp_path):
+    path = tmp_path / "raises.py"
+    path.write_text(textwrap.dedent(RAISING))
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT) as blocker:
+        window.session.set_target(str(path))
+    exc = blocker.args[0]
+    assert exc.file == str(path) and exc.line == 12
+    assert "my backward is broken" in window.errors.text()
+    assert f"{path}:12" in window.errors.text()
+    open_target(qtbot, window, "killhead")  # still usable afterwards
+
+
+HANGS = '''
+import torch
+
+
+class Hangs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        while True:
+            pass
+'''
+
+
+def test_closing_while_running_leaves_no_thread(qtbot, tmp_path):
+    win = MainWindow(Session())
+    qtbot.addWidget(win)
+    win.show()
+    open_target(qtbot, win, "killhead")
+    win.session.play()
+    qtbot.waitUntil(lambda: win.session.step > 10, timeout=TIMEOUT)
+    before = threading.active_count()
+    win.close()
+    qtbot.waitUntil(lambda: win.session.ctrl.exited, timeout=2000)
+    assert threading.active_count() <= before
+
+
+def test_cancel_a_stuck_backward(qtbot, window, tmp_path):
+    path = tmp_path / "hangs.py"
+    path.write_text(textwrap.dedent(HANGS))
+    with qtbot.waitSignal(window.session.jacobianStarted, timeout=TIMEOUT):
+        window.session.set_target(str(path))
+    job = window.session.job
+    qtbot.waitUntil(lambda: job is not None and job.thread_id is not None, timeout=TIMEOUT)
+    with qtbot.waitSignal(window.session.jacobianFailed, timeout=5000):
+        window.session.cancel_check()
+    qtbot.waitUntil(lambda: job.done, timeout=3000)
+
+
+def test_screenshot_command(tmp_path):
+    out = tmp_path / "shot.png"
+    proc = subprocess.run([sys.executable, "-m", "playground", "killhead", "--screenshot",
+                           str(out), "--steps", "20"], capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(out))
+    assert image.width() >= 1280 and image.height() >= 800
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 37)
+               for y in range(0, image.height(), 37)}
+    assert len(colours) > 20  # not blank
+
+
+def test_no_display_message(monkeypatch, capsys):
+    from playground import app
+
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert app.main([]) == 2
+    assert "xvfb-run" in capsys.readouterr().err
