@@ -25,7 +25,6 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 from PySide6.QtWidgets import (
-    QApplication,
     QLabel,
     QPlainTextEdit,
     QSizePolicy,
@@ -34,6 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from superqt.utils import CodeSyntaxHighlight
+
+from playground.fonts import point_size
 
 __all__ = ["CodeEditor", "CodeView"]
 
@@ -60,12 +61,6 @@ def _mix(a: QColor, b: QColor, t: float) -> QColor:
     )
 
 
-def _point_size(font: QFont) -> float:
-    size = font.pointSizeF()
-    if size > 0:
-        return size
-    app_size = QApplication.font().pointSizeF()
-    return app_size if app_size > 0 else 10.0
 
 
 class _LineNumberArea(QWidget):
@@ -392,7 +387,7 @@ class CodeView(QWidget):
         super().changeEvent(event)
 
     def _apply_fonts(self, font: QFont) -> None:
-        size = _point_size(font)
+        size = point_size(font)
         title = QFont(font)
         title.setPointSizeF(size * 1.35)
         title.setBold(True)

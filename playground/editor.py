@@ -30,7 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from playground import paths
-from playground.code_view import DARK_STYLE, LIGHT_STYLE, CodeEditor, _point_size
+from playground.code_view import DARK_STYLE, LIGHT_STYLE, CodeEditor
+from playground.fonts import point_size
 
 AUTOSAVE_NAME = "editor-autosave.py"
 PREVIOUS_AUTOSAVE_NAME = "editor-autosave.previous.py"
@@ -413,7 +414,7 @@ class FunctionEditor(QWidget):
     def apply_font(self, font: QFont) -> None:
         """Labels follow ``font``; the code gets a monospace font of the same size."""
         self.setFont(font)
-        size = _point_size(font)
+        size = point_size(font)
         title = QFont(font)
         title.setPointSizeF(size * 1.25)
         title.setBold(True)

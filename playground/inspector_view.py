@@ -30,7 +30,7 @@ from superqt.utils import create_worker
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import ERROR, WARNING, Inspection, Value, inspect_call, shape_text
-from playground.code_view import _point_size
+from playground.fonts import point_size
 from playground.workers import interrupt_thread
 
 # (negative, zero, positive, not finite) colours of the heatmaps
@@ -440,7 +440,7 @@ class InspectorView(QWidget):
 
     def apply_font(self, font: QFont) -> None:
         self.setFont(font)
-        size = _point_size(font)
+        size = point_size(font)
         title = QFont(font)
         title.setPointSizeF(size * 1.25)
         title.setBold(True)

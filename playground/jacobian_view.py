@@ -34,7 +34,6 @@ import torch
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import (
-    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -47,6 +46,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report
+from playground.fonts import point_size
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
 SCATTER_LIMIT = 5000
@@ -717,7 +717,7 @@ class JacobianView(QWidget):
         if need > cap:
             need = min(cap, max(metrics.horizontalAdvance(t) for t in names))
         self._row_text_width = math.ceil(need)
-        points = _point_size(self.font())
+        points = point_size(self.font())
         pad = max(3, round(points * 0.4)) + max(4, round(points * 0.5)) + 6
         if getattr(self.row_axis, "fixedWidth", None) != self._row_text_width + pad:
             self.row_axis.setWidth(self._row_text_width + pad)
@@ -984,7 +984,7 @@ class JacobianView(QWidget):
 
     def _restyle_now(self) -> None:
         base = QFont(self.font())
-        points = _point_size(base)
+        points = point_size(base)
         big = _scaled(base, 1.4, bold=True)
         self.verdict_label.setFont(big)
         # explicit fonts: the banner's style sheet stops fonts from being inherited
@@ -1302,14 +1302,6 @@ def _compact_tick_strings(values, scale, spacing) -> list[str]:
     return out
 
 
-def _point_size(font: QFont) -> float:
-    size = font.pointSizeF()
-    if size > 0:
-        return size
-    app_font = QApplication.font()
-    if app_font.pointSizeF() > 0:
-        return app_font.pointSizeF()
-    return 10.0
 
 
 def _css_size(font: QFont, factor: float) -> str:
@@ -1317,7 +1309,7 @@ def _css_size(font: QFont, factor: float) -> str:
         return f"{font.pointSizeF() * factor:.1f}pt"
     if font.pixelSize() > 0:
         return f"{font.pixelSize() * factor:.0f}px"
-    return f"{_point_size(font) * factor:.1f}pt"
+    return f"{point_size(font) * factor:.1f}pt"
 
 
 def _scaled(font: QFont, factor: float, bold: bool | None = None) -> QFont:

@@ -19,7 +19,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
     QHBoxLayout,
     QLabel,
@@ -27,6 +26,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from playground.fonts import point_size
 
 __all__ = ["LossPlot"]
 
@@ -412,7 +413,7 @@ class LossPlot(QWidget):
         super().changeEvent(event)
 
     def _apply_graphics_font(self, font: QFont) -> None:
-        size = _point_size(font)
+        size = point_size(font)
         tick_font = QFont(font)
         tick_font.setPointSizeF(size)
         label_size = f"{size * 1.1:.1f}pt"
@@ -512,11 +513,3 @@ class LossPlot(QWidget):
         self.status_label.setText(text)
 
 
-def _point_size(font: QFont) -> float:
-    size = font.pointSizeF()
-    if size > 0:
-        return size
-    app_font = QApplication.font()
-    if app_font.pointSizeF() > 0:
-        return app_font.pointSizeF()
-    return 10.0
