@@ -14,12 +14,16 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# never restore or overwrite the user's own session and preferences
+os.environ.setdefault("AUTOGRAD_PLAYGROUND_NO_RESTORE", "1")
+os.environ.setdefault("AUTOGRAD_PLAYGROUND_HOME", tempfile.mkdtemp(prefix="playground-bench-"))
 
 import torch  # noqa: E402
 
