@@ -370,7 +370,7 @@ class _Comparison:
         if need > self.memory_cap:
             raise TooLargeError(
                 f"The Jacobian is {self.rows:,} x {self.cols:,}: its matrices need "
-                f"{need / 2**30:.2f} GiB, more than the {self.memory_cap / 2**30:.2f} GiB cap. "
+                f"{_size(need)}, more than the {_size(self.memory_cap)} cap. "
                 "Use smaller shapes, raise the cap (--memory-cap), or use the projected check "
                 "(v^T J u: customgrad check --projected) for inputs this large.")
         def alloc(shape):
@@ -821,6 +821,14 @@ class _Comparison:
         row = torch.empty(self.cols, dtype=torch.float64)
         self._analytic_row(r, row)
         return float(row[c])
+
+
+def _size(nbytes: float) -> str:
+    """Bytes in words: '512 MiB', '1.5 GiB', '96 KiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} bytes"
 
 
 def _batch(count: int, width: int) -> int:

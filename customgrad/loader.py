@@ -75,6 +75,8 @@ def _user_frame(tb, path: str) -> int | None:
 def load_file(path: str | os.PathLike) -> object:
     """Import ``path`` under a fresh unique module name, so a reload never mixes classes."""
     path = os.path.abspath(os.fspath(path))
+    if os.path.isdir(path):
+        raise TargetError(f"{path} is a folder; give a .py file inside it.", file=path)
     if not os.path.isfile(path):
         raise TargetError(f"File not found: {path}", file=path)
     digest = hashlib.sha1(path.encode()).hexdigest()[:10]

@@ -465,8 +465,8 @@ class JacobianView(QWidget):
             value_max = max(_peak(analytic), _peak(numerical))
         w = report.worst
         if w is not None:  # the ringed entry is never off the scale
-            value_max = max(value_max, *(abs(v) for v in (w.analytic, w.numerical)
-                                         if math.isfinite(v)))
+            value_max = max([value_max, *(abs(v) for v in (w.analytic, w.numerical)
+                                          if math.isfinite(v))])
         # both come from the worker (memoized there): free here
         difference = _as_array(report.difference())
         mask = _as_array(report.mismatch_mask()) if report.mismatches else None
