@@ -195,13 +195,12 @@ def normalize_outputs(function: type, raw) -> tuple[torch.Tensor, ...]:
     return outs
 
 
-def call_backward(function: type, ctx, grads: list, checked: bool = True):
-    """Call the user's backward directly with ``ctx`` (the graph node) and raw ``grads``."""
+def call_backward(function: type, ctx, grads: list):
+    """Call the user's backward directly with ``ctx`` (the graph node) and raw ``grads``;
+    FunctionError if it raises or modifies a grad_output in place."""
     def call():
         with torch.no_grad():
             return function.backward(ctx, *grads)
-    if not checked:
-        return call()
     versions = [g._version if isinstance(g, torch.Tensor) else None for g in grads]
     raw = run_user(function, "backward", call)
     for k, (g, v) in enumerate(zip(grads, versions)):

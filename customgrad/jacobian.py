@@ -562,9 +562,7 @@ class _Comparison:
         if same:
             return self._forward_direct
 
-        def plain(call):
-            return self._forward_plain(call)
-        return plain
+        return self._forward_plain
 
     def _mutates(self, forward, base) -> bool:
         """True when forward changes its inputs in place (mark_dirty) or returns a view of one:

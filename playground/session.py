@@ -61,7 +61,6 @@ class Session(QObject):
         self.job: JacobianJob | None = None
         self._build_worker = None
         self._build_serial = 0
-        self._pending_check = False
         self.step = 0
         self.last_loss: float | None = None
         self.last_record = None
