@@ -12,6 +12,7 @@ checked against the engine first; any disagreement switches to the engine for ev
 from __future__ import annotations
 
 import math
+import mmap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ MEMORY_CAP = 1 << 30
 _CHUNK_ELEMENTS = 1 << 19
 _TILE_ELEMENTS = 1 << 16
 _PROGRESS_SECONDS = 0.05
+_LAZY_BYTES = 1 << 22  # matrices this big or bigger are mapped lazily
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,9 @@ class Block:
 class Progress:
     """Handed to the progress callback: fraction done and the partially filled matrices.
 
-    Entries not computed yet are NaN. ``numerical`` is a transposed view.
+    The numerical matrix is filled column by column (``columns_done`` of them so far), then
+    the analytic one row by row (``rows_done``); entries not computed yet hold no meaning
+    (zero, or NaN in matrices made by hand). ``numerical`` is a transposed view.
     """
 
     fraction: float
@@ -125,6 +129,8 @@ class Progress:
     numerical: torch.Tensor | None
     outputs: list[Axis] = field(default_factory=list)
     inputs: list[Axis] = field(default_factory=list)
+    columns_done: int | None = None
+    rows_done: int | None = None
 
 
 @dataclass
@@ -373,23 +379,27 @@ class _Comparison:
                 f"{_size(need)}, more than the {_size(self.memory_cap)} cap. "
                 "Use smaller shapes, raise the cap (--memory-cap), or use the projected check "
                 "(v^T J u: customgrad check --projected) for inputs this large.")
-        def alloc(shape):
-            # entries not computed yet show as NaN (blank) while progress is drawn
-            if self.progress_cb is None:
-                return torch.empty(shape, dtype=torch.float64)
-            return torch.full(shape, float("nan"), dtype=torch.float64)
-        # numerical is stored input-major (one contiguous row per input element)
-        self.num_t = alloc((self.cols, self.rows))
-        self.ana = alloc((self.rows, self.cols)) if self.keep else None
+        # Zero matrices whose pages the OS maps only when written: tiles that are zero in a
+        # matrix are never written, so a sparse Jacobian (most custom Functions act element by
+        # element) touches a small part of its memory.
+        self.num_t = _lazy_zeros((self.cols, self.rows))  # input-major: a row per input element
+        self.ana = _lazy_zeros((self.rows, self.cols)) if self.keep else None
+        # the tile grid: one numerical chunk is a column tile, one analytic chunk a row tile
+        self.row_tiles = _tiles(self.outputs, self.cols)
+        self.col_tiles = _tiles(self.inputs, self.rows)
+        self.num_nonzero = torch.zeros((len(self.col_tiles), len(self.row_tiles)),
+                                       dtype=torch.bool)
+        self._scratch_bufs: list[torch.Tensor] = []
 
-    def _emit(self, fraction: float, phase: str, force: bool = False):
+    def _emit(self, fraction: float, phase: str, force: bool = False,
+              columns_done: int | None = None, rows_done: int | None = None):
         if self.progress_cb is None:
             return
         now = time.perf_counter()
         if force or now - self._last_progress >= _PROGRESS_SECONDS:
             self._last_progress = now
             self.progress_cb(Progress(fraction, phase, self.ana, self.num_t.T, self.outputs,
-                                         self.inputs))
+                                      self.inputs, columns_done, rows_done))
 
     # ---- numerical ---------------------------------------------------------------------
     def _numerical(self):
@@ -420,17 +430,23 @@ class _Comparison:
         direct = self._choose_forward(base)
         clone_each = self._mutates(direct, base)
         self._vmap_forward = direct == self._forward_direct
-        for axis in self.inputs:
-            chunk = _batch(axis.size, self.rows)
-            for k0 in range(0, axis.size, chunk):
-                k1 = min(axis.size, k0 + chunk)
-                rows = self.num_t[axis.offset + k0:axis.offset + k1]
-                if not self._numerical_batched(base, axis, k0, k1, rows, clone_each):
-                    self._numerical_loop(base, axis, k0, k1, rows, direct, clone_each)
-                rows.mul_(0.5 / self.eps)
-                self._check_stop()
-                self._emit(0.5 * (axis.offset + k1) / self.cols, "numerical")
-        self._emit(0.5, "numerical", force=True)
+        scale = 0.5 / self.eps
+        scan = _TileScan(self.row_tiles)
+        diffs = torch.empty((max(c1 - c0 for c0, c1 in self.col_tiles), self.rows),
+                            dtype=torch.float64)
+        for t, (c0, c1) in enumerate(self.col_tiles):
+            axis = _axis_at(self.inputs, c0)
+            k0, k1 = c0 - axis.offset, c1 - axis.offset
+            rows = diffs[:c1 - c0]  # f(x + eps) - f(x - eps), one row per input element
+            if not self._numerical_batched(base, axis, k0, k1, rows, clone_each):
+                self._numerical_loop(base, axis, k0, k1, rows, direct, clone_each)
+            nonzero = scan(rows)
+            self.num_nonzero[t] = nonzero
+            for r0, r1 in _runs(nonzero, self.row_tiles):
+                torch.mul(rows[:, r0:r1], scale, out=self.num_t[c0:c1, r0:r1])
+            self._check_stop()
+            self._emit(0.5 * c1 / self.cols, "numerical", columns_done=c1)
+        self._emit(0.5, "numerical", force=True, columns_done=self.cols)
 
     def _numerical_loop(self, base, axis, k0, k1, rows, forward, clone_each):
         """Columns k0:k1 of input ``axis`` one element at a time (unscaled differences)."""
@@ -478,25 +494,31 @@ class _Comparison:
             return tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
         vmapped = torch.vmap(forward, in_dims=tuple(0 if j == pos else None
                                                     for j in range(len(base))))
-        results = []
         try:
             with torch.no_grad():
-                for value in (vals + self.eps, vals - self.eps):
+                for sign, value in ((1, vals + self.eps), (-1, vals - self.eps)):
                     grid[ar, ar + k0] = value
                     call = list(base)
                     call[pos] = (grid.clone() if clone_each else grid).view(size, *axis.shape)
                     outs = vmapped(*call)
-                    results.append([outs[o.position].reshape(size, -1) for o in self.outputs])
-                    if any(r.shape[1] != o.size for r, o in zip(results[-1], self.outputs)):
-                        raise ValueError("batched output shape differs")
+                    for o in self.outputs:
+                        out = outs[o.position].reshape(size, -1)
+                        if out.shape[1] != o.size:
+                            raise ValueError("batched output shape differs")
+                        out = out.to("cpu", torch.float64)
+                        dest = rows[:, o.offset:o.offset + o.size]
+                        # one output batch alive at a time: fewer big temporaries, which the
+                        # allocator would otherwise hand back to the OS and fault in again
+                        if sign > 0:
+                            dest.copy_(out)
+                        else:
+                            dest.sub_(out)
+                    del outs, out
         except Exception:
             self._vmap_forward = False
             return False
         finally:
             grid[ar, ar + k0] = vals
-        for o, p, m in zip(self.outputs, *results):
-            torch.sub(p.to("cpu", torch.float64), m.to("cpu", torch.float64),
-                      out=rows[:, o.offset:o.offset + o.size])
         if self._vmap_forward is True:
             self._vmap_forward = "verified"
             probe = sorted({k0, k1 - 1})
@@ -596,42 +618,53 @@ class _Comparison:
             self.notes.append("calling backward directly disagreed with the autograd engine; "
                               "every row went through the engine.")
         self._vmap_backward = self.analytic_path == "direct"
-        buf = tbuf = None
-        for axis in self.outputs:
-            chunk = _batch(axis.size, self.cols)
-            for r0 in range(axis.offset, axis.offset + axis.size, chunk):
-                r1 = min(axis.offset + axis.size, r0 + chunk)
-                if buf is None or buf.shape[0] < r1 - r0:
-                    buf = torch.empty((r1 - r0, self.cols), dtype=torch.float64)
-                    tbuf = torch.empty((self.cols, r1 - r0), dtype=torch.float64)
+        scan = _TileScan(self.col_tiles)
+        self._blocks_at = {(b.output.position, b.input.position): b for b in self.blocks}
+        buf = torch.empty((max(r1 - r0 for r0, r1 in self.row_tiles), self.cols),
+                          dtype=torch.float64)
+        for t, (r0, r1) in enumerate(self.row_tiles):
+            axis = _axis_at(self.outputs, r0)
+            rows = self._analytic_batched(axis, r0, r1, buf[:r1 - r0])
+            if rows is None:
                 rows = buf[:r1 - r0]
-                if not self._analytic_batched(axis, r0, r1, rows):
-                    for r in range(r0, r1):
-                        self._check_stop()
-                        self._analytic_row(r, rows[r - r0])
-                if self.ana is not None:
-                    self.ana[r0:r1].copy_(rows)
-                cols = tbuf[:, :r1 - r0]
-                cols.copy_(rows.T)
-                self._compare_tile(r0, r1, cols)
-                self._check_stop()
-                self._emit(0.5 + 0.5 * r1 / self.rows, "analytic")
-        self._emit(1.0, "done", force=True)
+                for r in range(r0, r1):
+                    self._check_stop()
+                    self._analytic_row(r, rows[r - r0])
+            nonzero = scan(rows)
+            if self.ana is not None:
+                for c0, c1 in _runs(nonzero, self.col_tiles):
+                    self.ana[r0:r1, c0:c1].copy_(rows[:, c0:c1])
+            # tiles that are zero in both matrices agree exactly: only the others are compared
+            self._compare_rows(axis, r0, r1, rows, nonzero | self.num_nonzero[:, t])
+            self._check_stop()
+            self._emit(0.5 + 0.5 * r1 / self.rows, "analytic", rows_done=r1)
+        for block in self.blocks:
+            if block.worst_score < 0:  # every entry agreed exactly
+                block.worst_score, block.worst = 0.0, (block.output.offset, block.input.offset)
+        self._emit(1.0, "done", force=True, columns_done=self.cols, rows_done=self.rows)
 
-    def _analytic_batched(self, axis: Axis, r0: int, r1: int, rows: torch.Tensor) -> bool:
-        """Rows r0:r1 (all in output ``axis``) with one vmapped backward; False if vmap can't.
+    def _analytic_batched(self, axis: Axis, r0: int, r1: int,
+                          rows: torch.Tensor) -> torch.Tensor | None:
+        """Rows r0:r1 (all in output ``axis``) with one vmapped backward, in ``rows`` or a
+        tensor of the same shape; None when vmap cannot do it.
 
         The first batch is checked against row-by-row direct calls.
         """
         if not self._vmap_backward:
-            return False
+            return None
         fn, node, size = self.function, self.node, r1 - r0
         grads = list(self._onehots(r0))
         self._reset_onehots()
-        onehot = torch.zeros((size, axis.size), dtype=grads[axis.position].dtype,
-                             device=grads[axis.position].device)
+        if getattr(self, "_onehot_for", None) != (axis.position, size):
+            # kept between batches: one big temporary less for the allocator to churn
+            self._onehot = torch.zeros((size, axis.size), dtype=grads[axis.position].dtype,
+                                       device=grads[axis.position].device)
+            self._onehot_for = (axis.position, size)
+        onehot = self._onehot
         ar = torch.arange(size, device=onehot.device)
-        onehot[ar, ar + (r0 - axis.offset)] = 1
+        cols = ar + (r0 - axis.offset)
+        onehot[ar, cols] = 1
+        version = onehot._version
         grads[axis.position] = onehot.view(size, *axis.shape)
         inputs = self.inputs
 
@@ -652,13 +685,29 @@ class _Comparison:
         try:
             with torch.no_grad():
                 got = vmapped(*grads)
+            if onehot._version != version:
+                # backward wrote into its grad_output: the row-by-row path names the error
+                raise ValueError("grad_output modified")
+            first = got[0]
+            if (len(inputs) == 1 and first.dim() == len(inputs[0].shape) + 1
+                    and first.dtype == torch.float64 and first.device.type == "cpu"
+                    and first.is_contiguous()
+                    and first.untyped_storage().data_ptr()
+                    != onehot.untyped_storage().data_ptr()):
+                rows = first.view(size, -1)  # a fresh tensor already laid out as rows: no copy
+            else:
+                for a, g in zip(inputs, got):
+                    if g.dim() != len(a.shape) + 1:
+                        g = g.expand(size, *a.shape)
+                    rows[:, a.offset:a.offset + a.size].copy_(g.reshape(size, -1))
         except Exception:
             self._vmap_backward = False
-            return False
-        for a, g in zip(inputs, got):
-            if g.dim() != len(a.shape) + 1:
-                g = g.expand(size, *a.shape)
-            rows[:, a.offset:a.offset + a.size].copy_(g.reshape(size, -1))
+            return None
+        finally:
+            if onehot._version != version:
+                self._onehot_for = None  # start from zeros again
+            else:
+                onehot[ar, cols] = 0
         if self._vmap_backward is True:
             self._vmap_backward = "verified"
             check = torch.empty((1, self.cols), dtype=torch.float64)
@@ -669,8 +718,8 @@ class _Comparison:
                 if not torch.allclose(rows[r - r0:r - r0 + 1], check, rtol=tol,
                                       atol=tol * scale, equal_nan=True):
                     self._vmap_backward = False
-                    return False
-        return True
+                    return None
+        return rows
 
     def _onehots(self, r: int):
         """Gradients for every output: a one-hot at row ``r``, zeros (or None) elsewhere.
@@ -755,31 +804,45 @@ class _Comparison:
                 return False
         return True
 
-    def _compare_tile(self, r0: int, r1: int, ana_t: torch.Tensor):
-        """Compare rows r0:r1, given transposed (input-major, like the numerical matrix)."""
-        num_t = self.num_t[:, r0:r1]
-        step = max(1, _TILE_ELEMENTS // max(1, r1 - r0))
-        for block in self.blocks:
-            o, i = block.output, block.input
-            lo, hi = max(r0, o.offset), min(r1, o.offset + o.size)
-            for c0 in range(i.offset, i.offset + i.size, step):
-                c1 = min(i.offset + i.size, c0 + step)
-                if lo < hi:
-                    self._compare_piece(block, lo, c0, ana_t[c0:c1, lo - r0:hi - r0],
-                                        num_t[c0:c1, lo - r0:hi - r0])
+    def _compare_rows(self, axis: Axis, r0: int, r1: int, rows: torch.Tensor,
+                      needed: torch.Tensor):
+        """Compare analytic rows r0:r1 (of output ``axis``) with the numerical matrix on the
+        column tiles flagged in ``needed``, in cache-sized pieces that stay inside one block."""
+        width = max(1, _TILE_ELEMENTS // (r1 - r0))
+        for lo, hi in _runs(needed, self.col_tiles):
+            for inp in self.inputs:
+                a, b = max(lo, inp.offset), min(hi, inp.offset + inp.size)
+                if a >= b:
+                    continue
+                block = self._blocks_at[(axis.position, inp.position)]
+                for c0 in range(a, b, width):
+                    c1 = min(b, c0 + width)
+                    # input-major like the numerical matrix: every operand walks memory in
+                    # order (a transposing copy in cache beats strided arithmetic)
+                    ana_t = self._scratch(3, (c1 - c0, r1 - r0))
+                    ana_t.copy_(rows[:, c0:c1].T)
+                    self._compare_piece(block, r0, c0, ana_t, self.num_t[c0:c1, r0:r1])
+
+    def _scratch(self, k: int, shape: torch.Size) -> torch.Tensor:
+        """Reusable contiguous buffer ``k`` of ``shape`` for the comparison's temporaries."""
+        count = math.prod(shape)
+        while len(self._scratch_bufs) <= k:
+            self._scratch_bufs.append(torch.empty(0, dtype=torch.float64))
+        if self._scratch_bufs[k].numel() < count:
+            self._scratch_bufs[k] = torch.empty(max(count, _TILE_ELEMENTS), dtype=torch.float64)
+        return self._scratch_bufs[k][:count].view(shape)
 
     def _compare_piece(self, block: Block, row0: int, col0: int, a: torch.Tensor,
                        n: torch.Tensor):
-        """Fold one (columns x rows) piece into ``block``'s statistics."""
+        """Fold one piece (columns x rows of the Jacobian: input-major) into ``block``'s
+        statistics."""
         atol, rtol = self.atol, self.rtol
-        diff = torch.sub(a, n).abs_()
+        diff = torch.sub(a, n, out=self._scratch(0, a.shape)).abs_()
         if float(diff.max()) == 0.0:
-            # identical pieces (often blocks of zeros): every error and score is 0
-            if block.worst_score < 0:
-                block.worst_score, block.worst = 0.0, (row0, col0)
-            return
-        absn = n.abs()
-        score = torch.div(diff, absn.mul(rtol).add_(atol))
+            return  # identical: every error and score is 0
+        absn = torch.abs(n, out=self._scratch(1, a.shape))
+        score = torch.mul(absn, rtol, out=self._scratch(2, a.shape)).add_(atol)
+        torch.div(diff, score, out=score)
         best, flat = score.view(-1).max(0)
         if not math.isfinite(float(best)):
             both = (a.isnan() & n.isnan()) | (a == n)
@@ -838,3 +901,86 @@ def _describe(value) -> str:
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {format_shape(tuple(value.shape))}"
     return f"a {type(value).__name__}"
+
+
+def _lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
+    """A float64 zero matrix in fresh anonymous memory: the OS maps (and zeroes) a page only
+    when it is first written, so parts never written cost neither time nor memory.
+
+    Small pages on purpose: with huge pages (numpy's zeros asks for them) one written entry
+    costs 2 MiB of zeroing, and the first allocation can stall on memory compaction.
+    """
+    count = math.prod(shape)
+    if count * 8 < _LAZY_BYTES:
+        return torch.zeros(shape, dtype=torch.float64)
+    memory = mmap.mmap(-1, count * 8)
+    if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    # the tensor keeps ``memory`` alive; the mapping goes when the last view of it does
+    return torch.frombuffer(memory, dtype=torch.float64, count=count).view(shape)
+
+
+def _tiles(axes: list[Axis], width: int) -> list[tuple[int, int]]:
+    """Consecutive [start, end) ranges covering ``axes`` (none crosses an axis), each about
+    ``_CHUNK_ELEMENTS`` entries of a matrix ``width`` wide."""
+    tiles = []
+    for axis in axes:
+        step = _batch(axis.size, width)
+        end = axis.offset + axis.size
+        tiles += [(k, min(end, k + step)) for k in range(axis.offset, end, step)]
+    return tiles
+
+
+class _TileScan:
+    """Which tiles (column ranges) of each chunk hold a non-zero entry.
+
+    A tile flagged by mistake only costs time, so after a chunk with every tile non-zero (a
+    dense Jacobian) the next chunks are taken as dense too, and scanned again every 8th.
+    """
+
+    def __init__(self, tiles: list[tuple[int, int]]):
+        self.starts = torch.tensor([t[0] for t in tiles], dtype=torch.int64)
+        self.ends = torch.tensor([t[1] for t in tiles], dtype=torch.int64)
+        self.dense = torch.ones(len(tiles), dtype=torch.bool)
+        self.skip = 0
+
+    def __call__(self, matrix: torch.Tensor) -> torch.Tensor:
+        if self.skip:
+            self.skip -= 1
+            return self.dense
+        flags = _nonzero_tiles(matrix, self.starts, self.ends)
+        if bool(flags.all()):
+            self.skip = 7
+        return flags
+
+
+def _nonzero_tiles(matrix: torch.Tensor, starts: torch.Tensor,
+                   ends: torch.Tensor) -> torch.Tensor:
+    """For each column range [starts[t], ends[t]): does ``matrix`` hold a non-zero (or NaN)
+    entry there?"""
+    # no full-size temporary (abs() would be one); NaN propagates, and NaN != 0
+    nonzero = matrix.amax(0).ne_(0).logical_or_(matrix.amin(0).ne_(0))
+    counts = torch.zeros(nonzero.numel() + 1, dtype=torch.int64)
+    torch.cumsum(nonzero, 0, out=counts[1:])
+    return counts[ends] > counts[starts]
+
+
+def _runs(flags: torch.Tensor, tiles: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The [start, end) ranges covered by consecutive flagged tiles."""
+    runs: list[tuple[int, int]] = []
+    for flagged, (start, end) in zip(flags.tolist(), tiles):
+        if not flagged:
+            continue
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((start, end))
+    return runs
+
+
+def _axis_at(axes: list[Axis], index: int) -> Axis:
+    """The axis holding matrix row/column ``index``."""
+    for axis in axes:
+        if axis.offset <= index < axis.offset + axis.size:
+            return axis
+    raise IndexError(index)

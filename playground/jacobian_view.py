@@ -410,7 +410,7 @@ class JacobianView(QWidget):
         if self._live is None or self._live.key != key:
             self._live = _Live(key)
         live = self._live
-        self._scan(live, analytic, numerical, progress.phase, fraction)
+        self._scan(live, analytic, numerical, progress, fraction)
         if progress.phase == "numerical" and live.rows == 0:
             analytic = None  # still all NaN: nothing to draw
         self._analytic, self._numerical = analytic, numerical
@@ -429,8 +429,9 @@ class JacobianView(QWidget):
             return
         self._last_refresh = time.monotonic()
         step = _preview_step(self._shape)
-        analytic = _preview(self._analytic, step)
-        numerical = _preview(self._numerical, step)
+        # entries not computed yet are blank (NaN draws transparent)
+        analytic = _unfinished_blank(_preview(self._analytic, step), step, rows=live.rows)
+        numerical = _unfinished_blank(_preview(self._numerical, step), step, cols=live.cols)
         difference = None
         if analytic is not None and numerical is not None:
             difference = analytic - numerical  # of the preview only: small
@@ -522,8 +523,12 @@ class JacobianView(QWidget):
         a = None if self._analytic is None else float(self._analytic[row, col])
         n = None if self._numerical is None else float(self._numerical[row, col])
         d = None if a is None or n is None else a - n
+        live = self._live if self._computing else None
+        done = {"analytic": live is None or row < live.rows,
+                "numerical": live is None or col < live.cols}
+        done["difference"] = done["analytic"] and done["numerical"]
         for name, value in (("analytic", a), ("numerical", n), ("difference", d)):
-            if self._computing and (value is None or math.isnan(value)):
+            if self._computing and (value is None or math.isnan(value) or not done[name]):
                 text += f"   {name} not computed yet"
             elif value is not None:
                 text += f"   {name} {_number(value)}"
@@ -582,14 +587,18 @@ class JacobianView(QWidget):
         self.cancel_button.hide()
         self.check_button.setEnabled(True)
 
-    def _scan(self, live: _Live, analytic, numerical, phase: str, fraction: float) -> None:
+    def _scan(self, live: _Live, analytic, numerical, progress: Progress,
+              fraction: float) -> None:
         """Fold the entries finished since the last call into the colour levels.
 
         The engine fills the numerical matrix column by column (first half of the progress),
         then the analytic one row by row (second half); only finished parts are read.
         """
         rows, cols = self._shape
-        if phase == "numerical":
+        phase = progress.phase
+        if progress.columns_done is not None or progress.rows_done is not None:
+            cols_done, rows_done = progress.columns_done or 0, progress.rows_done or 0
+        elif phase == "numerical":
             cols_done, rows_done = round(2 * fraction * cols), 0
         elif phase == "analytic":
             cols_done, rows_done = cols, round((2 * fraction - 1) * rows)
@@ -1250,6 +1259,22 @@ def _preview(matrix: np.ndarray | None, step: int) -> np.ndarray | None:
     if matrix.strides[0] < matrix.strides[1]:
         return np.ascontiguousarray(matrix.T[::step, ::step]).T
     return np.ascontiguousarray(matrix[::step, ::step])
+
+
+def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = None,
+                      cols: int | None = None) -> np.ndarray | None:
+    """A copy of ``shown`` (a matrix or its preview) with the rows from ``rows`` on or the
+    columns from ``cols`` on (in matrix entries) set to NaN; ``shown`` itself if all done."""
+    if shown is None:
+        return None
+    first_row = shown.shape[0] if rows is None else -(-rows // step)
+    first_col = shown.shape[1] if cols is None else -(-cols // step)
+    if first_row >= shown.shape[0] and first_col >= shown.shape[1]:
+        return shown
+    shown = shown.copy() if step == 1 else shown  # a preview is a copy already
+    shown[first_row:] = np.nan
+    shown[:, first_col:] = np.nan
+    return shown
 
 
 def _preview_step(shape: tuple[int, int]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -463,7 +464,8 @@ def test_progress_fractions_increase_to_one_with_partial_matrices(monkeypatch):
     seen = []
 
     def progress(p):
-        seen.append((p.fraction, p.phase, p.analytic.clone(), p.numerical.clone()))
+        seen.append((p.fraction, p.phase, p.analytic.clone(), p.numerical.clone(),
+                     p.columns_done, p.rows_done))
 
     x = torch.randn(3, 4, dtype=torch.float64)
     report = compare(U.Square, [x], progress=progress)
@@ -471,11 +473,19 @@ def test_progress_fractions_increase_to_one_with_partial_matrices(monkeypatch):
     assert len(seen) >= 20
     assert all(b >= a for a, b in itertools.pairwise(fractions))
     assert 0 < fractions[0] < 0.5 and fractions[-1] == 1.0 and seen[-1][1] == "done"
-    partial_num = [n for f, ph, a, n in seen if ph == "numerical" and f < 0.5]
-    assert partial_num and all(n.isnan().any() and not n.isnan().all() for n in partial_num)
-    partial_ana = [a for f, ph, a, n in seen if ph == "analytic" and f < 1.0]
-    assert partial_ana and all(a.isnan().any() and not a.isnan().all() for a in partial_ana)
-    assert not seen[-1][2].isnan().any() and not seen[-1][3].isnan().any()
+    # the numerical matrix fills column by column, then the analytic one row by row; what
+    # is done is final, the rest not written yet
+    partial_num = [(n, c) for f, ph, a, n, c, r in seen if ph == "numerical" and f < 0.5]
+    assert partial_num and all(0 < c < 12 for n, c in partial_num)
+    for n, c in partial_num:
+        torch.testing.assert_close(n[:, :c], report.numerical[:, :c])
+        assert not n[:, c:].any()
+    partial_ana = [(a, r) for f, ph, a, n, c, r in seen if ph == "analytic" and f < 1.0]
+    assert partial_ana and all(0 < r < 12 for a, r in partial_ana)
+    for a, r in partial_ana:
+        torch.testing.assert_close(a[:r], report.analytic[:r])
+        assert not a[r:].any()
+    assert seen[-1][4:] == (12, 12)
     torch.testing.assert_close(seen[-1][2], report.analytic)
     torch.testing.assert_close(seen[-1][3], report.numerical)
 
@@ -572,3 +582,86 @@ def test_empty_input_is_not_differentiated():
     assert [a.name for a in report.inputs] == ["x"]
     assert any("input y is empty" in n for n in report.notes)
     assert report.passed
+
+
+# ------------------------------------------------------------------ tiles and sparsity
+
+
+def _brute_force(report: jacobian.Report) -> tuple[int, float, float]:
+    """Mismatches, max abs and max rel error straight from the kept matrices."""
+    a, n = report.analytic, report.numerical
+    both = (a.isnan() & n.isnan()) | (a == n)
+    diff = (a - n).abs()
+    diff[both] = 0.0
+    rel = diff / n.abs().clamp_min(report.atol)
+    return int((scores(report) > 1).sum()), float(diff.max()), float(rel.max())
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 24, 97, 1 << 19])
+@pytest.mark.parametrize("name", ["killhead_bug", "linear_bug", "abs_uv_bug", "softmax_bug",
+                                  "linear", "sort"])
+def test_any_tile_grid_gives_the_same_report(monkeypatch, name, chunk):
+    """Tiles zero in both matrices are skipped: the grid must never change the answer."""
+    reference = problem(name).compare()
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(jacobian, "_TILE_ELEMENTS", max(1, chunk // 3))
+    report = problem(name).compare()
+    assert torch.equal(report.analytic, reference.analytic)
+    assert torch.equal(report.numerical, reference.numerical)
+    assert report.passed == reference.passed
+    assert (report.mismatches, report.max_abs_error, report.max_rel_error) == \
+        _brute_force(report)
+    assert [b.mismatches for b in report.blocks] == [b.mismatches for b in reference.blocks]
+    check_worst_is_argmax(report)
+
+
+@pytest.mark.parametrize("chunk", [8, 1 << 19])
+@pytest.mark.parametrize("name, analytic, numerical", [
+    ("StrayGradient", 1.0, 0.0),  # the tile is zero in the numerical Jacobian only
+    ("MissingCross", 0.0, 1.0),  # ... in the analytic Jacobian only
+])
+def test_error_in_a_tile_zero_in_one_jacobian_is_found(monkeypatch, chunk, name, analytic,
+                                                       numerical):
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
+    report = compare(getattr(U, name), [torch.randn(6, 8, dtype=torch.float64)])
+    assert not report.passed and report.mismatches == 1
+    w = report.worst
+    assert (w.row, w.col) == (0, 47)
+    assert w.analytic == analytic and w.numerical == pytest.approx(numerical)
+
+
+def test_all_zero_block_reports_its_first_entry_as_worst():
+    report = compare(U.IgnoresY, [torch.randn(3, 4, dtype=torch.float64),
+                                  torch.randn(3, 4, dtype=torch.float64)])
+    zero = next(b for b in report.blocks if b.input.name == "y")
+    assert zero.passed and zero.max_abs_error == 0.0
+    assert zero.worst == (zero.output.offset, zero.input.offset)
+
+
+@pytest.mark.parametrize("chunk", [16, 1 << 19])
+def test_backward_returning_its_grad_output_is_read_before_reuse(monkeypatch, chunk):
+    """The batched path hands backward one-hot rows it reuses: an aliased result must be
+    copied out before they are cleared."""
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
+    report = compare(U.IdentityAlias, [torch.randn(5, 8, dtype=torch.float64)])
+    assert report.passed
+    torch.testing.assert_close(report.analytic, torch.eye(40, dtype=torch.float64))
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
+def test_big_sparse_jacobian_touches_little_memory():
+    """A 4096 x 4096 diagonal Jacobian writes a page or so per row, not 128 MiB per matrix."""
+    x = torch.randn(64, 64, dtype=torch.float64)
+    compare(U.Square, [x[:8, :8]])  # warm up
+    before = _resident_bytes()
+    report = compare(U.Square, [x])
+    grown = _resident_bytes() - before
+    assert report.passed and report.analytic.shape == (4096, 4096)
+    assert grown < 64 << 20, f"resident memory grew {grown >> 20} MiB"
+    torch.testing.assert_close(report.analytic, torch.diag(2 * x.reshape(-1)))
+    torch.testing.assert_close(report.numerical, report.analytic)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from customgrad import jacobian
 from customgrad.jacobian import Axis, Block, Entry, Progress, Report
 from customgrad.problem import build
 from customgrad.settings import Settings
@@ -337,7 +338,8 @@ def _snapshots(target: str) -> tuple[list[Progress], Report]:
     def keep(p: Progress):
         seen.append(Progress(p.fraction, p.phase,
                              None if p.analytic is None else p.analytic.clone(),
-                             p.numerical.clone(), p.outputs, p.inputs))
+                             p.numerical.clone(), p.outputs, p.inputs, p.columns_done,
+                             p.rows_done))
     report = build(Settings(target=target)).compare(progress=keep)
     return seen, report
 
@@ -359,6 +361,37 @@ def test_progress_ui_during_computation(view, qtbot):
     assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
     assert view.check_button.isEnabled()
     assert "FAILED" in view.verdict_label.text()
+
+
+def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
+    """The engine leaves entries not computed yet at zero: the view must not draw them as
+    zeros, nor hover them as values."""
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 24)  # one column / row per batch
+    monkeypatch.setattr(jacobian, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(jacobian_view, "_REFRESH_SECONDS", 0.0)
+    seen, report = _snapshots("killhead_bug")
+    view.start()
+    numerical_steps = [p for p in seen if p.phase == "numerical" and p.columns_done < 24]
+    analytic_steps = [p for p in seen if p.phase == "analytic" and p.rows_done < 24]
+    assert numerical_steps and analytic_steps
+    for p in numerical_steps:
+        view.show_progress(p)
+        shown = view.numerical_image.image
+        c = p.columns_done
+        np.testing.assert_array_equal(shown[:, :c], report.numerical[:, :c].numpy())
+        assert np.isnan(shown[:, c:]).all()
+        assert "numerical not computed yet" in view.hover_text(0, c)
+        assert "numerical not computed yet" not in view.hover_text(0, c - 1)
+    for p in analytic_steps:
+        view.show_progress(p)
+        shown = view.analytic_image.image
+        r = p.rows_done
+        np.testing.assert_array_equal(shown[:r], report.analytic[:r].numpy())
+        assert np.isnan(shown[r:]).all()
+        assert np.isnan(view.difference_image.image[r:]).all()
+        assert "analytic not computed yet" in view.hover_text(r, 0)
+    view.show_report(report)
+    np.testing.assert_array_equal(view.analytic_image.image, report.analytic.numpy())
 
 
 def _half_done(report: Report, fraction: float) -> Progress:

@@ -316,3 +316,46 @@ class Slow(Function):
         Slow.calls += 1
         float(grad_output.sum())
         return grad_output * 2
+
+
+class IdentityAlias(Function):
+    """Identity whose backward hands its grad_output straight back (no copy): correct."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class StrayGradient(Function):
+    """2 * x element-wise; backward also leaks the first entry's gradient into the last
+    input element, far from the diagonal, where the true Jacobian is zero."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = 2 * grad_output
+        grad = grad.reshape(-1).clone()
+        grad[-1] = grad[-1] + grad_output.reshape(-1)[0]  # <- the stray entry
+        return grad.reshape(grad_output.shape)
+
+
+class MissingCross(Function):
+    """y = x, except y[0] also adds x[-1]; backward forgets that cross term, so the
+    analytic Jacobian is zero at (0, last) where the numerical one is 1."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.clone().reshape(-1)
+        y[0] = y[0] + x.reshape(-1)[-1]
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output.clone()  # <- misses d y[0] / d x[-1]
