@@ -131,6 +131,18 @@ class Progress:
     inputs: list[Axis] = field(default_factory=list)
     columns_done: int | None = None
     rows_done: int | None = None
+    value_peak: float | None = None  # largest finite |entry| computed so far, both matrices
+
+
+@dataclass(frozen=True)
+class Overview:
+    """A report's matrices pooled ``step`` x ``step`` (see :meth:`Report.overview`)."""
+
+    step: int
+    analytic: torch.Tensor
+    numerical: torch.Tensor
+    difference: torch.Tensor
+    mismatches: torch.Tensor  # bool: any mismatch in the cell
 
 
 @dataclass
@@ -153,6 +165,7 @@ class Report:
     seconds: float = 0.0
     _difference: torch.Tensor | None = field(default=None, repr=False)
     _mask: torch.Tensor | None = field(default=None, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def mismatches(self) -> int:
@@ -190,11 +203,46 @@ class Report:
             self._mask = ~_agree(self.analytic, self.numerical, self.atol, self.rtol)
         return self._mask
 
-    def prepare_display(self) -> None:
-        """Compute the cached difference and mask now (call it off the GUI thread)."""
+    def value_peak(self) -> float:
+        """Largest finite |entry| of both matrices (0 if none; needs them kept); cached."""
+        if "value_peak" not in self._cache:
+            self._cache["value_peak"] = max(finite_absmax(self._kept("analytic")),
+                                            finite_absmax(self._kept("numerical")))
+        return self._cache["value_peak"]
+
+    def difference_peak(self) -> float:
+        """Largest finite |analytic - numerical| (needs the matrices kept); cached."""
+        if "difference_peak" not in self._cache:
+            self._cache["difference_peak"] = finite_absmax(self.difference())
+        return self._cache["difference_peak"]
+
+    def overview(self, step: int) -> Overview:
+        """The matrices pooled ``step`` x ``step`` for display, keeping in each cell the entry
+        of largest magnitude (with its sign; NaN if any), and any mismatch; cached."""
+        key = ("overview", step)
+        if key not in self._cache:
+            self._cache[key] = Overview(
+                step, pool_signed(self._kept("analytic"), step),
+                pool_signed(self._kept("numerical"), step), pool_signed(self.difference(), step),
+                pool_signed(self.mismatch_mask().to(torch.float64), step) > 0)
+        return self._cache[key]
+
+    def _kept(self, name: str) -> torch.Tensor:
+        matrix = getattr(self, name)
+        if matrix is None:
+            raise ValueError("the matrices were not kept (keep=False)")
+        return matrix
+
+    def prepare_display(self, step: int = 1) -> None:
+        """Compute what a display reads (difference, mask, peaks, and the overview pooled by
+        ``step`` if above 1) now, off the GUI thread; later calls find them cached."""
         if self.analytic is not None and self.numerical is not None:
             self.difference()
             self.mismatch_mask()
+            self.value_peak()
+            self.difference_peak()
+            if step > 1:
+                self.overview(step)
 
     def summary(self) -> str:
         verdict = "PASSED" if self.passed else "FAILED"
@@ -390,6 +438,7 @@ class _Comparison:
         self.num_nonzero = torch.zeros((len(self.col_tiles), len(self.row_tiles)),
                                        dtype=torch.bool)
         self._scratch_bufs: list[torch.Tensor] = []
+        self._peak = 0.0
 
     def _emit(self, fraction: float, phase: str, force: bool = False,
               columns_done: int | None = None, rows_done: int | None = None):
@@ -399,7 +448,12 @@ class _Comparison:
         if force or now - self._last_progress >= _PROGRESS_SECONDS:
             self._last_progress = now
             self.progress_cb(Progress(fraction, phase, self.ana, self.num_t.T, self.outputs,
-                                      self.inputs, columns_done, rows_done))
+                                      self.inputs, columns_done, rows_done, self._peak))
+
+    def _note_peak(self, rows: torch.Tensor, scale: float = 1.0):
+        """Track the largest finite |entry| for progress (a display's colour scale)."""
+        if self.progress_cb is not None:
+            self._peak = max(self._peak, finite_absmax(rows) * scale)
 
     # ---- numerical ---------------------------------------------------------------------
     def _numerical(self):
@@ -441,6 +495,7 @@ class _Comparison:
             if not self._numerical_batched(base, axis, k0, k1, rows, clone_each):
                 self._numerical_loop(base, axis, k0, k1, rows, direct, clone_each)
             nonzero = scan(rows)
+            self._note_peak(rows, scale)
             self.num_nonzero[t] = nonzero
             for r0, r1 in _runs(nonzero, self.row_tiles):
                 torch.mul(rows[:, r0:r1], scale, out=self.num_t[c0:c1, r0:r1])
@@ -631,6 +686,7 @@ class _Comparison:
                     self._check_stop()
                     self._analytic_row(r, rows[r - r0])
             nonzero = scan(rows)
+            self._note_peak(rows)
             if self.ana is not None:
                 for c0, c1 in _runs(nonzero, self.col_tiles):
                     self.ana[r0:r1, c0:c1].copy_(rows[:, c0:c1])
@@ -984,3 +1040,38 @@ def _axis_at(axes: list[Axis], index: int) -> Axis:
         if axis.offset <= index < axis.offset + axis.size:
             return axis
     raise IndexError(index)
+
+
+def finite_absmax(matrix: torch.Tensor) -> float:
+    """Largest finite |entry| (0 when there is none), in passes of bounded memory."""
+    flat = matrix.reshape(-1) if matrix.is_contiguous() else None
+    if flat is None:
+        matrix = matrix.T if matrix.dim() == 2 and matrix.T.is_contiguous() else matrix
+        flat = matrix.reshape(-1)
+    best = 0.0
+    for start in range(0, flat.numel(), _CHUNK_ELEMENTS):
+        piece = flat[start:start + _CHUNK_ELEMENTS]
+        top, low = float(piece.max()), float(piece.min())
+        if math.isfinite(top) and math.isfinite(low):
+            best = max(best, top, -low)
+        else:
+            piece = piece.abs().nan_to_num_(0.0, 0.0, 0.0)
+            best = max(best, float(piece.max()))
+    return best
+
+
+def pool_signed(matrix: torch.Tensor, step: int) -> torch.Tensor:
+    """``matrix`` pooled ``step`` x ``step`` (ragged edges included): each cell keeps the
+    entry of largest magnitude, with its sign; a cell holding a NaN is NaN."""
+    if step <= 1:
+        return matrix.to(torch.float64)
+    rows = -(-matrix.shape[0] // step)
+    out = torch.empty((rows, -(-matrix.shape[1] // step)), dtype=torch.float64)
+    band = max(1, _CHUNK_ELEMENTS // max(1, matrix.shape[1] * step)) * step
+    pool = torch.nn.functional.max_pool2d
+    for r0 in range(0, matrix.shape[0], band):
+        piece = matrix[r0:r0 + band].to(torch.float64)[None, None]
+        high = pool(piece, step, ceil_mode=True)[0, 0]
+        low = pool(-piece, step, ceil_mode=True)[0, 0]
+        out[r0 // step:r0 // step + high.shape[0]] = torch.where(high >= low, high, -low)
+    return out

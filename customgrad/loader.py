@@ -10,6 +10,7 @@ import itertools
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +73,16 @@ def _user_frame(tb, path: str) -> int | None:
     return line
 
 
+def _run_directly(run: Callable[[], object], label: str) -> object:
+    return run()
+
+
+#: How user modules' top-level code runs: ``run_module_code(run, label)`` calls ``run()`` and
+#: returns its result (``label`` names the file or module). An application may replace it, for
+#: instance to keep its window live while the code runs and to stop code that never finishes.
+run_module_code: Callable[[Callable[[], object], str], object] = _run_directly
+
+
 def load_file(path: str | os.PathLike) -> object:
     """Import ``path`` under a fresh unique module name, so a reload never mixes classes."""
     path = os.path.abspath(os.fspath(path))
@@ -99,7 +110,7 @@ def load_file(path: str | os.PathLike) -> object:
     if folder not in sys.path:
         sys.path.append(folder)  # the user's file may import modules next to it
     try:
-        exec(code, module.__dict__)
+        run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path))
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise
@@ -149,7 +160,7 @@ def resolve(spec: str) -> Target:
         return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path)
     if class_name is not None:
         try:
-            module = importlib.import_module(where)
+            module = run_module_code(lambda: importlib.import_module(where), where)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from customgrad import loader
 from customgrad.errors import CustomGradError, TargetError
 from customgrad.inputs import TensorSpec, format_shape
 from customgrad.inspector import ERROR, WARNING, Inspection
@@ -129,8 +130,8 @@ def import_module(name: str, reload: bool = False):
     try:
         module = sys.modules.get(name) if reload else None
         if module is not None:
-            return importlib.reload(module)
-        return importlib.import_module(name)
+            return loader.run_module_code(lambda: importlib.reload(module), name)
+        return loader.run_module_code(lambda: importlib.import_module(name), name)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:

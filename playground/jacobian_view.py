@@ -24,6 +24,7 @@ hint line) when the blocks are too narrow on screen for them.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -59,12 +60,9 @@ FILL_TARGET = 0.75
 MAX_CELL_STRETCH = 3.0
 #: ... unless the matrix would still fill less than this (a single row of 1000 entries).
 MIN_FILL = 0.5
-#: show_report reads whole matrices only up to this many entries: bigger ones get colour
-#: levels from the report's statistics and a strided sample of LEVEL_SAMPLES entries, and
-#: their mismatches outlined one by one only where the failing blocks hold at most this many
+#: Mismatches are outlined one by one only where the failing blocks hold at most this many
 #: entries (else the mask is laid over the difference as an image).
 SCAN_ENTRIES = 1 << 20
-LEVEL_SAMPLES = 1 << 18
 _REFRESH_ENTRIES = 1 << 20  # progress on matrices bigger than this is redrawn at most ...
 _REFRESH_SECONDS = 0.2  # ... every this many seconds
 _CHUNK = 1 << 20  # elements per pass when scanning big matrices for their largest value
@@ -385,7 +383,11 @@ class JacobianView(QWidget):
         self.cancel_button.show()
         self.cancel_button.setEnabled(True)
         self.check_button.setEnabled(False)
-        self._set_banner("neutral", message, "", "", "")
+        # the banner keeps its height while computing: the heatmaps below it must not jump
+        # (nor be laid out again, which costs the GUI thread tens of milliseconds)
+        for label in (self.details_label, self.worst_label, self.notes_label):
+            label.setMinimumHeight(label.height() if label.isVisible() else 0)
+        self._set_banner("neutral", message, "", "", "", keep_space=True)
         self.hover_label.setText("Entries fill in as they are computed: finite differences "
                                  "column by column, then your backward row by row.")
 
@@ -414,6 +416,12 @@ class JacobianView(QWidget):
         if progress.phase == "numerical" and live.rows == 0:
             analytic = None  # still all NaN: nothing to draw
         self._analytic, self._numerical = analytic, numerical
+        if isinstance(progress, PreparedProgress):  # previews made by the worker
+            if progress.numerical_preview is not None:
+                self._last_refresh = time.monotonic()
+                self._draw_previews(None if live.rows == 0 else progress.analytic_preview,
+                                    progress.numerical_preview, progress.step)
+            return
         # big matrices are redrawn a few times a second at most; a timer draws the last state
         wait = _REFRESH_SECONDS if numerical.size > _REFRESH_ENTRIES else 0.0
         since = time.monotonic() - self._last_refresh
@@ -428,10 +436,13 @@ class JacobianView(QWidget):
         if not self._computing or live is None:
             return
         self._last_refresh = time.monotonic()
-        step = _preview_step(self._shape)
-        # entries not computed yet are blank (NaN draws transparent)
-        analytic = _unfinished_blank(_preview(self._analytic, step), step, rows=live.rows)
-        numerical = _unfinished_blank(_preview(self._numerical, step), step, cols=live.cols)
+        step = preview_step(self._shape)
+        self._draw_previews(*_previews(self._analytic, self._numerical, step, live.rows,
+                                       live.cols), step)
+
+    def _draw_previews(self, analytic: np.ndarray | None, numerical: np.ndarray,
+                       step: int) -> None:
+        live = self._live
         difference = None
         if analytic is not None and numerical is not None:
             difference = analytic - numerical  # of the preview only: small
@@ -457,33 +468,32 @@ class JacobianView(QWidget):
             self.hover_label.setText("The matrices were not kept for this check: "
                                      "verdict only.")
             return
-        live = self._live
-        key = (_address(report.numerical), _address(report.analytic), self._shape)
-        if (live is not None and live.key == key and live.rows == self._shape[0]
-                and live.cols == self._shape[1]):
-            value_max = live.value_max  # progress has scanned the final matrices already
-        else:
-            value_max = max(_peak(analytic), _peak(numerical))
+        # peaks, difference, mask and overview are cached on the report: the worker that
+        # made it computed them already (Report.prepare_display), so this is cheap
+        value_max = report.value_peak()
         w = report.worst
         if w is not None:  # the ringed entry is never off the scale
             value_max = max([value_max, *(abs(v) for v in (w.analytic, w.numerical)
                                           if math.isfinite(v))])
-        # both come from the worker (memoized there): free here
         difference = _as_array(report.difference())
         mask = _as_array(report.mismatch_mask()) if report.mismatches else None
-        if difference.size <= SCAN_ENTRIES or not math.isfinite(report.max_abs_error):
-            diff_max = _peak(difference)
-        else:
-            diff_max = report.max_abs_error  # the engine's exact max |a - n|
+        diff_max = report.difference_peak()
         self._live = None
         self._analytic, self._numerical, self._mask = analytic, numerical, mask
-        self._show_matrix(self.analytic_image, analytic, 1)
-        self._show_matrix(self.numerical_image, numerical, 1)
-        self._show_matrix(self.difference_image, difference, 1)
+        # big matrices are drawn pooled (largest magnitude per cell): pyqtgraph would
+        # otherwise average them down on every repaint, on this thread
+        step = preview_step(self._shape)
+        shown = report.overview(step) if step > 1 else None
+        self._show_matrix(self.analytic_image,
+                          analytic if shown is None else shown.analytic.numpy(), step)
+        self._show_matrix(self.numerical_image,
+                          numerical if shown is None else shown.numerical.numpy(), step)
+        self._show_matrix(self.difference_image,
+                          difference if shown is None else shown.difference.numpy(), step)
         self._set_levels(self.colorbar, value_max)
         self._set_levels(self.difference_colorbar, max(diff_max, report.atol))
         if mask is not None:
-            self._mark_mismatches(report, mask)
+            self._mark_mismatches(report, mask, None if shown is None else shown.mismatches)
         self._mark_worst(report)
         cell, self._hover_cell = self._hover_cell, None
         rows, cols = self._shape
@@ -606,6 +616,11 @@ class JacobianView(QWidget):
             cols_done, rows_done = cols, rows
         cols_done = min(cols, max(0, cols_done))
         rows_done = min(rows, max(0, rows_done))
+        if progress.value_peak is not None:  # the engine tracks it: no scan here
+            live.value_max = max(live.value_max, progress.value_peak)
+            live.cols = max(live.cols, cols_done)
+            live.rows = max(live.rows, rows_done if analytic is not None else 0)
+            return
         if cols_done > live.cols:
             live.value_max = max(live.value_max, _absmax(numerical[:, live.cols:cols_done]))
             live.cols = cols_done
@@ -653,18 +668,25 @@ class JacobianView(QWidget):
             bar.axis.setWidth(width)
             bar.setFixedWidth(width + self._bar_width + 4)
 
-    def _mark_mismatches(self, report: Report, mask: np.ndarray) -> None:
+    def _mark_mismatches(self, report: Report, mask: np.ndarray,
+                         pooled: torch.Tensor | None = None) -> None:
         """Outline each mismatch, or, when there are many or finding them would mean
-        scanning a big mask, lay the mask over the difference as an amber wash."""
+        scanning a big mask, lay the mask (``pooled`` by the overview's step, if given) over
+        the difference as an amber wash."""
         count = report.mismatches
         failing = [b for b in report.blocks if b.mismatches]
         scan = sum(b.size for b in failing)
         if count > SCATTER_LIMIT or scan > SCAN_ENTRIES:
             self._mask_mode = "wash"
+            step = 1 if pooled is None else preview_step(self._shape)
+            wash = mask if pooled is None else pooled.numpy()
             # levels (0, 1/255): zoomed out, pyqtgraph averages the mask, and any pixel with
             # a mismatch in it still maps to the amber end of the lookup table
-            self.mismatch_overlay.setImage(mask.view(np.uint8), autoLevels=False,
+            self.mismatch_overlay.setImage(wash.view(np.uint8), autoLevels=False,
                                            levels=(0.0, 1.0 / 255))
+            transform = pg.QtGui.QTransform().translate(-0.5, -0.5)
+            transform.scale(step, step)
+            self.mismatch_overlay.setTransform(transform)
             return
         self._mask_mode = "outline"
         xs, ys = [], []
@@ -862,13 +884,17 @@ class JacobianView(QWidget):
         self._set_banner("passed" if report.passed else "failed", head, details,
                          "\n".join(lines), notes)
 
-    def _set_banner(self, state: str, head: str, details: str, worst: str, notes: str) -> None:
+    def _set_banner(self, state: str, head: str, details: str, worst: str, notes: str,
+                    keep_space: bool = False) -> None:
+        """The verdict banner; a line without text is hidden, unless ``keep_space``."""
         self._banner_state = state
         self.verdict_label.setText(head)
         for label, text in ((self.details_label, details), (self.worst_label, worst),
                             (self.notes_label, notes)):
             label.setText(text)
-            label.setVisible(bool(text))
+            if not keep_space:
+                label.setMinimumHeight(0)
+                label.setVisible(bool(text))
         self._style_banner()
 
     def _style_banner(self) -> None:
@@ -1142,16 +1168,6 @@ def _absmax(matrix: np.ndarray) -> float:
     return best
 
 
-def _peak(matrix: np.ndarray) -> float:
-    """Largest finite |value|: exact for matrices up to SCAN_ENTRIES entries, else from a
-    strided sample of about LEVEL_SAMPLES (for a colour scale: an outlier between the
-    samples is drawn in the colour of the scale's end)."""
-    if matrix.size <= SCAN_ENTRIES:
-        return _absmax(matrix)
-    step = math.ceil(math.sqrt(matrix.size / LEVEL_SAMPLES))
-    return _absmax(matrix[::step, ::step])
-
-
 def _cell_aspect(rows: int, cols: int, width: float, height: float) -> float:
     """The views' locked aspect ratio (pyqtgraph's: x pixels per unit / y pixels per unit).
 
@@ -1261,6 +1277,50 @@ def _preview(matrix: np.ndarray | None, step: int) -> np.ndarray | None:
     return np.ascontiguousarray(matrix[::step, ::step])
 
 
+@dataclass
+class PreparedProgress(Progress):
+    """Progress whose heatmap previews were made off the GUI thread (:class:`ProgressPreparer`);
+    previews None: draw nothing new this time."""
+
+    step: int = 1
+    analytic_preview: np.ndarray | None = None
+    numerical_preview: np.ndarray | None = None
+
+
+class ProgressPreparer:
+    """Called on the worker thread with the engine's progress: makes the previews the view
+    draws (every step-th entry, unfinished ones blank), for big matrices at most every
+    ``_REFRESH_SECONDS``, so the GUI thread only hands small images to pyqtgraph."""
+
+    def __init__(self):
+        self._last = -math.inf
+
+    def __call__(self, progress: Progress) -> PreparedProgress:
+        fields = {f.name: getattr(progress, f.name) for f in dataclasses.fields(Progress)}
+        prepared = PreparedProgress(**fields)
+        numerical = _as_array(progress.numerical)
+        if numerical is None or progress.columns_done is None:
+            return prepared
+        now = time.monotonic()
+        final = progress.phase == "done"
+        if numerical.size > _REFRESH_ENTRIES and now - self._last < _REFRESH_SECONDS \
+                and not final:
+            return prepared
+        self._last = now
+        prepared.step = step = preview_step(numerical.shape)
+        prepared.analytic_preview, prepared.numerical_preview = _previews(
+            _as_array(progress.analytic), numerical, step, progress.rows_done or 0,
+            progress.columns_done)
+        return prepared
+
+
+def _previews(analytic: np.ndarray | None, numerical: np.ndarray, step: int, rows_done: int,
+              cols_done: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Previews of partly computed matrices; entries not computed yet are blank (NaN)."""
+    return (_unfinished_blank(_preview(analytic, step), step, rows=rows_done),
+            _unfinished_blank(_preview(numerical, step), step, cols=cols_done))
+
+
 def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = None,
                       cols: int | None = None) -> np.ndarray | None:
     """A copy of ``shown`` (a matrix or its preview) with the rows from ``rows`` on or the
@@ -1277,7 +1337,8 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
     return shown
 
 
-def _preview_step(shape: tuple[int, int]) -> int:
+def preview_step(shape: tuple[int, int]) -> int:
+    """Big matrices are drawn every step-th (or pooled step x step) entry."""
     return max(1, math.ceil(max(shape) / PREVIEW_PIXELS))
 
 

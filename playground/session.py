@@ -10,6 +10,7 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from customgrad import loader
 from customgrad.errors import Cancelled, CustomGradError, SpecError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
@@ -19,6 +20,7 @@ from playground.workers import (
     Batch,
     JacobianJob,
     LoopControl,
+    guarded_module_code,
     interrupt_thread,
     start_build,
     start_descent,
@@ -55,6 +57,8 @@ class Session(QObject):
         self.target: Target | None = None
         #: turns a TARGET string into a Target (the app asks which Function of a file)
         self.resolver = resolve
+        # user modules run their top level off the GUI thread, and are stopped if endless
+        loader.run_module_code = guarded_module_code
         self.problem: Problem | None = None
         self.ctrl = LoopControl(lr=self.settings.lr)
         self.descent_worker = None

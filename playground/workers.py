@@ -12,26 +12,85 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 from superqt.utils import create_worker
 
 from customgrad.descent import Descent, StepRecord
-from customgrad.errors import Cancelled
+from customgrad.errors import Cancelled, TargetError
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
+from playground.jacobian_view import ProgressPreparer, preview_step
 
 FRAME_SECONDS = 1 / 30
 
 
-def interrupt_thread(thread_id: int) -> bool:
-    """Raise :class:`Cancelled` in another thread (at its next Python bytecode).
+def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled) -> bool:
+    """Raise ``exception`` (a class) in another thread, at its next Python bytecode.
 
     Works for pure-Python loops in user code; code stuck inside C (a long torch op) stops
     only when that op returns.
     """
     result = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                                        ctypes.py_object(Cancelled))
+                                                        ctypes.py_object(exception))
     return result == 1
+
+
+#: Seconds a user module's top-level code may run before it is stopped.
+IMPORT_TIMEOUT = 10.0
+
+
+class TopLevelTooSlow(Exception):
+    """Raised inside a user module whose top-level code ran longer than IMPORT_TIMEOUT."""
+
+    def __init__(self, *args):
+        super().__init__(*args or (f"its top-level code was still running after "
+                                   f"{IMPORT_TIMEOUT:g} s (an endless loop?) and was stopped",))
+
+
+def guarded_module_code(run, label: str):
+    """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
+    runs on a helper thread while the window keeps painting (input waits); after
+    ``IMPORT_TIMEOUT`` seconds it is stopped, and the error names the line it was on."""
+    app = QCoreApplication.instance()
+    if app is None or threading.current_thread() is not threading.main_thread():
+        return run()
+    box: dict = {}
+    done = threading.Event()
+
+    def work():
+        box["thread"] = threading.get_ident()
+        try:
+            box["result"] = run()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+    threading.Thread(target=work, name=f"import {label}", daemon=True).start()
+    if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
+        _wait_live(done, IMPORT_TIMEOUT)
+        if not done.is_set():
+            interrupt_thread(box["thread"], TopLevelTooSlow)
+            _wait_live(done, 2.0)
+        if not done.is_set():
+            raise TargetError(
+                f"{label}: its top-level code was still running after {IMPORT_TIMEOUT:g} s "
+                "and could not be stopped (it is blocked outside Python); it goes on in the "
+                "background. Move long work out of the module's top level.")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _wait_live(done: threading.Event, seconds: float) -> None:
+    """Run the event loop (painting, timers; not user input) until ``done`` or ``seconds``."""
+    loop = QEventLoop()
+    poll = QTimer(interval=10)
+    poll.timeout.connect(lambda: done.is_set() and loop.quit())
+    poll.start()
+    QTimer.singleShot(round(seconds * 1000), loop.quit)
+    if not done.is_set():
+        loop.exec(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+    poll.stop()
 
 
 @dataclass
@@ -162,9 +221,20 @@ class JacobianJob:
     def _run(self, problem: Problem, args, options):
         self.thread_id = threading.get_ident()
         try:
-            report = problem.compare(args, progress=self.bridge.progress.emit,
+            prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+
+            def progress(p):
+                try:
+                    self.bridge.progress.emit(prepare(p))
+                except RuntimeError as exc:  # the window closed under us: stop quietly
+                    self.cancelled = True
+                    raise Cancelled("Jacobian comparison cancelled: the window closed.") \
+                        from exc
+            report = problem.compare(args, progress=progress,
                                      should_stop=lambda: self.cancelled, **options)
-            report.prepare_display()  # the difference and mask, here rather than in the GUI
+            # what the view reads whole (difference, mask, peaks, pooled overview): here,
+            # not on the GUI thread
+            report.prepare_display(preview_step(report.shape))
             return report
         finally:
             self.done = True

@@ -3,22 +3,24 @@ errors with file:line, autosave restore, drag-and-drop."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
 from customgrad.errors import FunctionError, TargetError
-from playground import byof, editor
+from playground import byof, editor, workers
 from playground.main_window import MainWindow
 from playground.session import Session
 
@@ -224,6 +226,28 @@ def test_load_errors_show_message_and_location(qtbot, window, tmp_path):
     missing = tmp_path / "missing.py"
     _expect_error(qtbot, window, str(missing), r"File not found", missing, None)
     assert open_target(qtbot, window, "killhead").passed
+
+
+def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, monkeypatch):
+    """Its top level runs off the GUI thread: the window keeps painting, and after the
+    timeout the code is stopped and the error names the line it was on."""
+    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 0.6)
+    endless = tmp_path / "endless.py"
+    endless.write_text("import torch\n\nn = 0\nwhile n >= 0:  # <- forever\n    n += 1\n")
+    ticks = []
+    timer = QTimer(interval=20)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.start()
+    started = time.perf_counter()
+    exc = _expect_error(qtbot, window, str(endless), r"Importing endless.py failed with "
+                        r"TopLevelTooSlow: .*still running after 0.6 s", endless, 4)
+    timer.stop()
+    assert isinstance(exc, TargetError)
+    assert time.perf_counter() - started < 5
+    during = [t for t in ticks if t < started + 0.6]
+    assert len(during) >= 10  # the event loop ran while the module did
+    assert max(b - a for a, b in itertools.pairwise(during)) < 0.3
+    assert open_target(qtbot, window, "killhead").passed  # and the app stays usable
 
 
 @pytest.mark.parametrize("name", ["NaNOutput", "NaNGradient"])

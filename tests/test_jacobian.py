@@ -665,3 +665,43 @@ def test_big_sparse_jacobian_touches_little_memory():
     assert grown < 64 << 20, f"resident memory grew {grown >> 20} MiB"
     torch.testing.assert_close(report.analytic, torch.diag(2 * x.reshape(-1)))
     torch.testing.assert_close(report.numerical, report.analytic)
+
+
+# ------------------------------------------------------------------ display helpers
+
+
+@pytest.mark.parametrize("shape, step", [((7, 10), 3), ((9, 9), 3), ((5, 4), 1), ((1, 11), 4)])
+def test_pool_signed_keeps_the_largest_magnitude_of_each_cell(shape, step):
+    m = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    m[0, 0] = math.nan
+    pooled = jacobian.pool_signed(m, step)
+    assert pooled.shape == (-(-shape[0] // step), -(-shape[1] // step))
+    for r in range(pooled.shape[0]):
+        for c in range(pooled.shape[1]):
+            cell = m[r * step:(r + 1) * step, c * step:(c + 1) * step].reshape(-1)
+            if cell.isnan().any():
+                assert math.isnan(pooled[r, c])
+            else:
+                assert pooled[r, c] == cell[cell.abs().argmax()]
+
+
+def test_finite_absmax_ignores_nan_and_infinity_and_reads_views(monkeypatch):
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 5)  # several passes
+    m = torch.tensor([[1.0, -7.0, math.nan], [math.inf, 2.0, -math.inf]], dtype=torch.float64)
+    assert jacobian.finite_absmax(m) == 7.0
+    assert jacobian.finite_absmax(m.T) == 7.0
+    assert jacobian.finite_absmax(m[:, ::2]) == 1.0  # [[1, nan], [inf, -inf]]
+    assert jacobian.finite_absmax(torch.full((3, 3), math.nan)) == 0.0
+    assert jacobian.finite_absmax(torch.empty(0, 4)) == 0.0
+
+
+def test_report_overview_and_peaks_are_cached():
+    report = problem("killhead_bug").compare()
+    report.prepare_display(2)
+    overview = report.overview(2)
+    assert overview is report.overview(2)
+    assert overview.analytic.shape == (12, 12)
+    assert overview.mismatches.sum() > 0
+    assert report.value_peak() == float(torch.maximum(report.analytic.abs(),
+                                                      report.numerical.abs()).max())
+    assert report.difference_peak() == float(report.difference().abs().max())

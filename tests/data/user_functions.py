@@ -299,25 +299,6 @@ class ArgsortOnly(Function):
         return None
 
 
-class Slow(Function):
-    """x * 2 that counts its calls and reads a value out of the tensor (so it cannot be
-    vmapped): finite differences then take one forward per element, for cancellation tests."""
-
-    calls = 0
-
-    @staticmethod
-    def forward(ctx, x):
-        Slow.calls += 1
-        float(x.sum())  # a data-dependent read: torch.vmap refuses it
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        Slow.calls += 1
-        float(grad_output.sum())
-        return grad_output * 2
-
-
 class IdentityAlias(Function):
     """Identity whose backward hands its grad_output straight back (no copy): correct."""
 
@@ -359,3 +340,22 @@ class MissingCross(Function):
     @staticmethod
     def backward(ctx, grad_output):
         return grad_output.clone()  # <- misses d y[0] / d x[-1]
+
+
+class Slow(Function):
+    """x * 2 that counts its calls and reads a value out of the tensor (so it cannot be
+    vmapped): finite differences then take one forward per element, for cancellation tests."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        Slow.calls += 1
+        float(x.sum())  # a data-dependent read: torch.vmap refuses it
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        Slow.calls += 1
+        float(grad_output.sum())
+        return grad_output * 2
