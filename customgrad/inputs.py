@@ -88,8 +88,7 @@ def derive_specs(function: type) -> list[Spec]:
     for p in forward_parameters(function):
         ann = _annotation_text(p)
         has_default = p.default is not inspect.Parameter.empty
-        if "Tensor" in ann and not (has_default and p.default is None and "None" not in ann
-                                    and "Optional" not in ann):
+        if "Tensor" in ann:  # the annotation wins, even over a None default
             specs.append(TensorSpec(p.name))
         elif has_default and isinstance(p.default, _CONST_TYPES):
             specs.append(ConstSpec(p.name, p.default))

@@ -161,6 +161,21 @@ def test_derive_specs_from_annotations_and_defaults():
     assert all(s.shape == DEFAULT_SHAPE for s in specs.values() if isinstance(s, TensorSpec))
 
 
+def test_tensor_annotation_with_none_default_is_a_tensor_input():
+    class OptionalBias(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: torch.Tensor, bias: torch.Tensor = None, scale=None):
+            return x if bias is None else x + bias
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad, None
+
+    specs = {s.name: s for s in derive_specs(OptionalBias)}
+    assert specs["bias"] == TensorSpec("bias")  # written `Tensor = None`: still a tensor
+    assert specs["scale"] == ConstSpec("scale", None)  # no annotation: the default decides
+
+
 def test_derive_specs_setup_context_style():
     assert is_new_style(U.ScaleNewStyle)
     assert not is_new_style(U.Square)
