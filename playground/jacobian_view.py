@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 import torch
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
+from PySide6.QtCore import QEvent, QObject, QPointF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -155,11 +155,10 @@ class JacobianView(QWidget):
         self._build_banner()
         self._build_controls()
         self._build_graphics()
-        self.hover_label = QLabel()
+        self.hover_label = _ElidedLabel()
         self.hover_label.setObjectName("JacobianHover")
-        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.hover_label.setMinimumWidth(10)
-        self.hover_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.hover_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(6)
@@ -994,9 +993,10 @@ class JacobianView(QWidget):
             extra = "  Outlined cells are outside tolerance; the ring marks the worst entry."
         elif self._report is not None and self._report.worst is not None:
             extra = "  The ring marks the entry closest to failing."
-        return (self._legend() + "Hover over a cell to read it: rows are output elements, "
-                "columns are input elements. Scroll to zoom, drag to pan, double-click to fit."
-                + extra)
+        # the most useful first: a line too long for the window ends in "…" (whole: tooltip)
+        return (self._legend() + extra.strip() + "  Rows are output elements, columns input "
+                "elements: hover over a cell to read it. Scroll to zoom, drag to pan, "
+                "double-click to fit.").strip()
 
     def _legend(self) -> str:
         """The blocks spelled out, when the axes are too short to label them all in full."""
@@ -1275,6 +1275,29 @@ def _preview(matrix: np.ndarray | None, step: int) -> np.ndarray | None:
     if matrix.strides[0] < matrix.strides[1]:
         return np.ascontiguousarray(matrix.T[::step, ::step]).T
     return np.ascontiguousarray(matrix[::step, ::step])
+
+
+class _ElidedLabel(QLabel):
+    """A one-line label: text too long for it ends in "…", and the tooltip shows it whole."""
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def sizeHint(self) -> QSize:
+        return QSize(10, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             rect.width())
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                         text)
 
 
 @dataclass
