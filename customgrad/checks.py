@@ -9,13 +9,12 @@ It costs three calls per probe whatever the size, so it works where full matrice
 from __future__ import annotations
 
 import math
-import traceback
 from dataclasses import dataclass, field
 
 import torch
 
 from customgrad.contract import normalize_outputs, run_user
-from customgrad.errors import FunctionError, SpecError
+from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
 from customgrad.jacobian import ATOL, EPS, RTOL
 
@@ -165,7 +164,7 @@ def double_backward_check(function: type, args: list, eps: float = EPS, atol: fl
         return DoubleBackwardReport(True, False, f"double backward disagrees: {first}")
     except Exception as exc:
         raise FunctionError(f"{function.__name__} raised {type(exc).__name__} during double "
-                            f"backward: {exc}", details="".join(traceback.format_exception(exc)),
+                            f"backward: {exc}", details=format_traceback(exc),
                             phase="backward") from None
     return DoubleBackwardReport(True, bool(ok), "double backward agrees with finite "
                                 "differences of backward (gradgradcheck).")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import traceback
+
 
 class CustomGradError(Exception):
     """Base class: anything the engine refuses or that went wrong in the user's Function."""
@@ -54,3 +57,15 @@ class TooLargeError(SpecError):
 
 class Cancelled(CustomGradError):
     """The computation was stopped on request."""
+
+
+#: Held around every ast.parse of ours, traceback formatting included (Python 3.11 parses
+#: source lines to place its ^^^ markers): two threads parsing at once can fail with
+#: "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905).
+AST_LOCK = threading.Lock()
+
+
+def format_traceback(exc: BaseException) -> str:
+    """The whole traceback of ``exc`` as text, safe to call from several threads at once."""
+    with AST_LOCK:
+        return "".join(traceback.format_exception(exc))

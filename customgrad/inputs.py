@@ -140,7 +140,9 @@ def parse_const(text: str, like: object = None, name: str = "constant") -> objec
     if low in ("none", "null"):
         return None
     try:
-        if isinstance(like, bool) or low in ("true", "false"):
+        # true/false make a bool where the constant is a bool or untyped: "false" typed
+        # for a float is an error, and for a str it is the text "false"
+        if isinstance(like, bool) or (like is None and low in ("true", "false")):
             if low in ("true", "1", "yes", "on"):
                 return True
             if low in ("false", "0", "no", "off"):

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from customgrad import catalog
-from customgrad.errors import TargetError
+from customgrad.errors import TargetError, format_traceback
 
 _counter = itertools.count()
 
@@ -119,7 +119,7 @@ def load_file(path: str | os.PathLike) -> object:
         line = _user_frame(exc.__traceback__, path)
         raise TargetError(
             f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
-            file=path, line=line, details="".join(traceback.format_exception(exc))) from None
+            file=path, line=line, details=format_traceback(exc)) from None
     return module
 
 
@@ -165,7 +165,7 @@ def resolve(spec: str) -> Target:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
-                              details="".join(traceback.format_exception(exc))) from None
+                              details=format_traceback(exc)) from None
         obj = getattr(module, class_name, None)
         if obj is None:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")

@@ -41,7 +41,8 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad import loader
-from customgrad.errors import CustomGradError, TargetError
+from customgrad.contract import parse_python
+from customgrad.errors import CustomGradError, TargetError, format_traceback
 from customgrad.inputs import TensorSpec, format_shape
 from customgrad.inspector import ERROR, WARNING, Inspection
 from customgrad.loader import Target, functions_in, is_function, load_file, resolve
@@ -137,7 +138,7 @@ def import_module(name: str, reload: bool = False):
     except BaseException as exc:
         file, line = _import_location(exc)
         raise TargetError(f"Cannot import {name!r}: {type(exc).__name__}: {exc}", file=file,
-                          line=line, details="".join(traceback.format_exception(exc))) from None
+                          line=line, details=format_traceback(exc)) from None
 
 
 def gallery_source(target: Target) -> str:
@@ -145,7 +146,7 @@ def gallery_source(target: Target) -> str:
     source = target.source
     try:
         module_source = inspect.getsource(sys.modules[target.function.__module__])
-        tree = ast.parse(module_source)
+        tree = parse_python(module_source)
         imports = [ast.get_source_segment(module_source, node) for node in tree.body
                    if isinstance(node, (ast.Import, ast.ImportFrom))]
     except (KeyError, OSError, TypeError, SyntaxError):

@@ -7,6 +7,7 @@ step records and yields at most about 60 times a second, so views redraw at scre
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,10 +68,15 @@ def guarded_module_code(run, label: str):
             done.set()
     threading.Thread(target=work, name=f"import {label}", daemon=True).start()
     if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
-        _wait_live(done, IMPORT_TIMEOUT)
-        if not done.is_set():
-            interrupt_thread(box["thread"], TopLevelTooSlow)
-            _wait_live(done, 2.0)
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.001))  # a busy module yields the GIL sooner
+        try:
+            _wait_live(done, IMPORT_TIMEOUT)
+            if not done.is_set():
+                interrupt_thread(box["thread"], TopLevelTooSlow)
+                _wait_live(done, 2.0)
+        finally:
+            sys.setswitchinterval(interval)
         if not done.is_set():
             raise TargetError(
                 f"{label}: its top-level code was still running after {IMPORT_TIMEOUT:g} s "
@@ -248,18 +254,27 @@ class JacobianJob:
 
 _warm = threading.Lock()
 _warmed = False
+_warmed_optim = False
 
 
 def _build(settings: Settings, target) -> Problem:
-    """build(), after warming autograd's lazy imports once: two workers importing them for the
-    first time at the same moment can collide inside torch."""
-    global _warmed
+    """build(), after warming torch's lazy imports once: two threads importing them for the
+    first time at the same moment can collide inside torch (a half-imported sympy)."""
+    global _warmed, _warmed_optim
     with _warm:
         if not _warmed:
             x = torch.ones(2, requires_grad=True)
             (x * 2).sum().backward()
             torch.vmap(torch.sin)(torch.ones(2, 2))
             _warmed = True
+        if settings.optimizer != "sgd" and not _warmed_optim:
+            # torch.optim's first optimizer imports torch._dynamo (and sympy): a second or
+            # two, here rather than on the GUI thread when the run starts
+            x = torch.ones(2, requires_grad=True)
+            x.grad = torch.ones(2)
+            torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
+            torch.optim.Adam([x], lr=0.1).step()
+            _warmed_optim = True
     return build(settings, target)
 
 

@@ -331,3 +331,17 @@ def test_keyword_only_parameter_without_default_is_refused():
 
     with pytest.raises(SpecError, match="keyword-only parameter scale"):
         derive_specs(NeedsKeyword)
+
+
+@pytest.mark.parametrize("text, like, expected", [
+    ("FALSE", None, False), ("true", True, True), ("false", "x", "false"), ("TRUE", "", "TRUE"),
+])
+def test_true_and_false_follow_the_constant_s_type(text, like, expected):
+    value = parse_const(text, like)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize("like", [0.0, 1])
+def test_true_or_false_for_a_number_is_an_error(like):
+    with pytest.raises(SpecError, match="not a valid"):
+        parse_const("false", like)

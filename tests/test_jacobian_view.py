@@ -148,7 +148,7 @@ def test_mouse_over_a_heatmap_updates_the_hover_label(view, qtbot):
         view._mouse_moved(scene_pos)
         assert view.hover_label.text() == view.hover_text(2, 5)
     view._mouse_moved(QPointF(-1000, -1000))
-    assert "Hover" in view.hover_label.text()
+    assert "hover over a cell" in view.hover_label.text()  # back to the hint
 
 
 def test_mismatches_are_outlined_and_worst_is_ringed(view):
