@@ -14,11 +14,12 @@ class TargetError(CustomGradError):
     """A target (catalog name, file, import path) could not be resolved or loaded."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 details: str = ""):
+                 details: str = "", choices: list | None = None):
         super().__init__(message)
         self.file = file
         self.line = line
         self.details = details
+        self.choices = choices or []  # the Functions found, when the target named none of them
 
 
 class SpecError(CustomGradError):

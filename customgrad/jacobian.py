@@ -163,9 +163,7 @@ class Report:
     analytic: torch.Tensor | None = None
     numerical: torch.Tensor | None = None
     seconds: float = 0.0
-    _difference: torch.Tensor | None = field(default=None, repr=False)
-    _mask: torch.Tensor | None = field(default=None, repr=False)
-    _cache: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)  # what display methods computed
 
     @property
     def mismatches(self) -> int:
@@ -189,19 +187,16 @@ class Report:
 
     def difference(self) -> torch.Tensor:
         """analytic - numerical (needs the matrices kept); computed once, then cached."""
-        if self.analytic is None or self.numerical is None:
-            raise ValueError("the matrices were not kept (keep=False)")
-        if self._difference is None:
-            self._difference = self.analytic - self.numerical
-        return self._difference
+        if "difference" not in self._cache:
+            self._cache["difference"] = self._kept("analytic") - self._kept("numerical")
+        return self._cache["difference"]
 
     def mismatch_mask(self) -> torch.Tensor:
         """True where an entry is outside tolerance (needs the matrices kept); cached."""
-        if self.analytic is None or self.numerical is None:
-            raise ValueError("the matrices were not kept (keep=False)")
-        if self._mask is None:
-            self._mask = ~_agree(self.analytic, self.numerical, self.atol, self.rtol)
-        return self._mask
+        if "mask" not in self._cache:
+            self._cache["mask"] = ~_agree(self._kept("analytic"), self._kept("numerical"),
+                                          self.atol, self.rtol)
+        return self._cache["mask"]
 
     def value_peak(self) -> float:
         """Largest finite |entry| of both matrices (0 if none; needs them kept); cached."""

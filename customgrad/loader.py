@@ -136,7 +136,7 @@ def _pick(functions: list[type], class_name: str | None, where: str, path: str |
     if len(functions) > 1:
         names = ", ".join(c.__name__ for c in functions)
         raise TargetError(f"{where} defines several Functions ({names}); choose one, e.g. "
-                          f"{where}:{functions[0].__name__}.", file=path)
+                          f"{where}:{functions[0].__name__}.", file=path, choices=functions)
     return functions[0]
 
 

@@ -45,7 +45,7 @@ from customgrad.contract import parse_python
 from customgrad.errors import CustomGradError, TargetError, format_traceback
 from customgrad.inputs import TensorSpec, format_shape
 from customgrad.inspector import ERROR, WARNING, Inspection
-from customgrad.loader import Target, functions_in, is_function, load_file, resolve
+from customgrad.loader import Target, functions_in, is_function, resolve
 from customgrad.problem import specs_for
 from playground import paths
 from playground.editor import FunctionEditor, RestoreOffer
@@ -365,14 +365,9 @@ class Byof(QObject):
     def _recover(self, text: str, exc: TargetError) -> Target | None:
         where, class_name = split_spec(text)
         if is_file_spec(text):
-            if class_name is not None or not exc.file or not os.path.isfile(exc.file):
-                return None
-            try:
-                module = load_file(exc.file)
-            except TargetError:
-                return None
-            functions = functions_in(module)
-            if len(functions) < 2:
+            # the loader hands over the Functions it found: no second import of the file
+            functions = exc.choices
+            if class_name is not None or not exc.file or len(functions) < 2:
                 return None
             names = [f.__name__ for f in functions]
             base = os.path.basename(exc.file)

@@ -46,7 +46,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report
+from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report, finite_absmax
 from playground.fonts import point_size
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
@@ -65,7 +65,6 @@ MIN_FILL = 0.5
 SCAN_ENTRIES = 1 << 20
 _REFRESH_ENTRIES = 1 << 20  # progress on matrices bigger than this is redrawn at most ...
 _REFRESH_SECONDS = 0.2  # ... every this many seconds
-_CHUNK = 1 << 20  # elements per pass when scanning big matrices for their largest value
 
 _PHASES = {
     "numerical": "Finite differences (numerical)",
@@ -1154,18 +1153,8 @@ def _address(tensor) -> int:
 
 
 def _absmax(matrix: np.ndarray) -> float:
-    """Largest finite |value| (0 when there is none), in passes of bounded memory."""
-    if matrix.size == 0:
-        return 0.0
-    if matrix.ndim == 2 and matrix.strides[0] < matrix.strides[1]:
-        matrix = matrix.T  # walk along memory
-    matrix = matrix.reshape(matrix.shape[0], -1) if matrix.ndim != 2 else matrix
-    step = max(1, _CHUNK // max(1, matrix.shape[1]))
-    best = 0.0
-    for start in range(0, matrix.shape[0], step):
-        piece = np.abs(matrix[start:start + step])
-        best = max(best, float(np.max(piece, initial=0.0, where=np.isfinite(piece))))
-    return best
+    """Largest finite |value| (0 when there is none): the engine's scan, on a numpy view."""
+    return finite_absmax(torch.from_numpy(matrix)) if matrix.size else 0.0
 
 
 def _cell_aspect(rows: int, cols: int, width: float, height: float) -> float:

@@ -17,7 +17,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 from superqt.utils import create_worker
 
 from customgrad.descent import Descent, StepRecord
-from customgrad.errors import Cancelled, TargetError
+from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
 from playground.jacobian_view import ProgressPreparer, preview_step
@@ -77,11 +77,11 @@ def guarded_module_code(run, label: str):
                 _wait_live(done, 2.0)
         finally:
             sys.setswitchinterval(interval)
-        if not done.is_set():
-            raise TargetError(
-                f"{label}: its top-level code was still running after {IMPORT_TIMEOUT:g} s "
-                "and could not be stopped (it is blocked outside Python); it goes on in the "
-                "background. Move long work out of the module's top level.")
+        if not done.is_set():  # the loader names the module: "Importing x failed with ..."
+            raise TopLevelTooSlow(
+                f"its top-level code was still running after {IMPORT_TIMEOUT:g} s and could "
+                "not be stopped (it is blocked outside Python); it goes on in the background. "
+                "Move long work out of the module's top level")
     if "error" in box:
         raise box["error"]
     return box["result"]
