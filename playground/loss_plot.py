@@ -149,6 +149,7 @@ class LossPlot(QWidget):
         self.plot_item.setClipToView(True)
         self.plot_item.setDownsampling(auto=True, mode="peak")
         self.legend: pg.LegendItem = self.plot_item.addLegend(offset=(-12, 12))
+        self.legend_corner = "top"  # moved to the bottom when the curve ends high (see flush)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -288,6 +289,7 @@ class LossPlot(QWidget):
         if self._follow:
             self._step_range(force=self._fresh)
             self._fresh = False
+        self._place_legend()
         if run.nonfinite != self._shown_nonfinite:
             self._refresh_legend_label(run)
         self._update_status()
@@ -456,6 +458,26 @@ class LossPlot(QWidget):
         for run in self._overlays:
             run.curve.setPen(pg.mkPen(_mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
         self.legend.update()
+
+    def _place_legend(self) -> None:
+        """Top right, unless the newest loss is in the upper half of the view (a loss that
+        barely falls, or grows): then bottom right, so the legend never hides the curve's
+        end (the view reaches past the data on the right, so the rest stays clear)."""
+        run = self._current
+        if not run.n:
+            return
+        (_x0, _x1), (y0, y1) = self.plot_item.vb.viewRange()
+        y = float(run.losses[run.n - 1])
+        if self.log_y():
+            y = math.log10(y) if y > 0 else y0
+        corner = "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
+        if corner == self.legend_corner:
+            return
+        self.legend_corner = corner
+        if corner == "top":
+            self.legend.anchor((1, 0), (1, 0), offset=(-12, 12))
+        else:
+            self.legend.anchor((1, 1), (1, 1), offset=(-12, -12))
 
     def _sync_legend(self) -> None:
         """No empty legend box before the first run."""

@@ -232,3 +232,17 @@ def test_legend_hidden_until_the_first_run(plot):
     assert not plot.legend.isVisible()
     plot.start_run("a")
     assert plot.legend.isVisible()
+
+
+def test_legend_moves_below_a_curve_that_ends_high(plot):
+    plot.start_run("falls")
+    steps = np.arange(20, dtype=np.float64)
+    plot.append(steps, 1.0 / (1.0 + steps))  # ends low: the top right is free
+    plot.flush()
+    assert plot.legend_corner == "top"
+    plot.start_run("flat")
+    plot.append(steps, 1.2 - 0.01 * steps)  # ends in the upper half of the view
+    plot.flush()
+    assert plot.legend_corner == "bottom"
+    top_left = plot.legend.mapToParent(plot.legend.boundingRect().topLeft())
+    assert top_left.y() > plot.plot_item.vb.height() / 2  # drawn in the lower half
