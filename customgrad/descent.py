@@ -28,19 +28,76 @@ class StepDetail:
     after: torch.Tensor
 
 
-@dataclass(frozen=True)
+#: Gradients up to this many elements are kept by reference and their norms computed when
+#: first read (or for a whole batch at once, see :func:`fill_norms`); larger ones at once.
+LAZY_NORM_NUMEL = 1 << 16
+
+
 class StepRecord:
     """What one step did: the loss before the update and each trained input's gradient norm.
 
     ``detail`` (CPU copies of before/grad/after per trained input) is filled only while
     :attr:`Descent.keep_detail` is on, e.g. for the app's step explainer.
+
+    ``grad_norms`` of small gradients is computed when first read: most records are only
+    plotted (their loss), and a norm costs as much as a small step's arithmetic.
     """
 
-    step: int
-    loss: float
-    grad_norms: dict[str, float]
-    lr: float
-    detail: dict[str, StepDetail] | None = None
+    __slots__ = ("_grads", "_norms", "detail", "loss", "lr", "step")
+
+    def __init__(self, step: int, loss: float, grad_norms: dict[str, float] | None = None,
+                 lr: float = 1.0, detail: dict[str, StepDetail] | None = None,
+                 grads: dict[str, torch.Tensor | None] | None = None):
+        self.step, self.loss, self.lr, self.detail = step, loss, lr, detail
+        self._norms = grad_norms
+        self._grads = grads if grad_norms is None else None
+
+    @property
+    def grad_norms(self) -> dict[str, float]:
+        if self._norms is None:
+            self._norms = {name: _norm(g) for name, g in (self._grads or {}).items()}
+            self._grads = None
+        return self._norms
+
+    def __getstate__(self):
+        return (self.step, self.loss, self.grad_norms, self.lr, self.detail)
+
+    def __setstate__(self, state):
+        self.step, self.loss, self._norms, self.lr, self.detail = state
+        self._grads = None
+
+    def __eq__(self, other):
+        if not isinstance(other, StepRecord):
+            return NotImplemented
+        return self.__getstate__() == other.__getstate__()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"StepRecord(step={self.step}, loss={self.loss!r}, "
+                f"grad_norms={self.grad_norms!r}, lr={self.lr!r})")
+
+
+def _norm(grad: torch.Tensor | None) -> float:
+    return 0.0 if grad is None else float(torch.linalg.vector_norm(grad))
+
+
+def fill_norms(records: list[StepRecord]) -> None:
+    """Compute the pending gradient norms of ``records`` with one reduction per input, not
+    one per record (before sending a batch elsewhere)."""
+    pending = [r for r in records if r._norms is None and r._grads]
+    if len(pending) < 2:
+        return
+    names = list(pending[0]._grads)
+    grads = {name: [r._grads.get(name) for r in pending] for name in names}
+    if any(r._grads.keys() != pending[0]._grads.keys() for r in pending) or any(
+            g is None or g.shape != gs[0].shape for gs in grads.values() for g in gs):
+        return  # unusual (a gradient appears or vanishes): each record computes its own
+    values = {name: torch.linalg.vector_norm(torch.stack(gs).reshape(len(gs), -1), dim=1)
+              .tolist() for name, gs in grads.items()}
+    for k, record in enumerate(pending):
+        record._norms = {name: values[name][k] for name in names}
+        record._grads = None
 
 
 def _loss(name: str):
@@ -135,12 +192,14 @@ class Descent:
             term = self.criterion(out, target)
             loss = term if loss is None else loss + term
         for leaf in self.trained.values():
-            if leaf.grad is not None:
-                leaf.grad.zero_()
+            # a fresh gradient each step (not zeroed in place), so a record can keep it
+            leaf.grad = None
         run_user(fn, "backward", loss.backward)
         value = loss.item()
-        norms = {name: float(torch.linalg.vector_norm(leaf.grad)) if leaf.grad is not None
-                 else 0.0 for name, leaf in self.trained.items()}
+        grads = {name: leaf.grad for name, leaf in self.trained.items()}
+        norms = None
+        if sum(g.numel() for g in grads.values() if g is not None) > LAZY_NORM_NUMEL:
+            norms = {name: _norm(g) for name, g in grads.items()}
         before = {name: leaf.detach().cpu().clone() for name, leaf in self.trained.items()} \
             if self.keep_detail else None
         with torch.no_grad():
@@ -154,7 +213,7 @@ class Descent:
         if before is not None:
             detail = {name: StepDetail(before[name], _grad_copy(leaf), leaf.detach().cpu().clone())
                       for name, leaf in self.trained.items()}
-        record = StepRecord(self.step_count, value, norms, self._lr, detail)
+        record = StepRecord(self.step_count, value, norms, self._lr, detail, grads)
         self.step_count += 1
         return record
 

@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,6 +31,9 @@ class Target:
     label: str
     entry: catalog.Entry | None = None
     file: str | None = None
+    #: the text that was run, for a Function loaded from a file (so that another process
+    #: can load the very same code even if the file changed since)
+    code: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def source(self) -> str:
@@ -83,18 +86,22 @@ def _run_directly(run: Callable[[], object], label: str) -> object:
 run_module_code: Callable[[Callable[[], object], str], object] = _run_directly
 
 
-def load_file(path: str | os.PathLike) -> object:
-    """Import ``path`` under a fresh unique module name, so a reload never mixes classes."""
+def load_file(path: str | os.PathLike, source: str | None = None) -> object:
+    """Import ``path`` under a fresh unique module name, so a reload never mixes classes.
+
+    ``source``: run this text as if it were the file's (default: read the file). The module's
+    ``__source__`` holds the text that ran."""
     path = os.path.abspath(os.fspath(path))
     if os.path.isdir(path):
         raise TargetError(f"{path} is a folder; give a .py file inside it.", file=path)
-    if not os.path.isfile(path):
+    if source is None and not os.path.isfile(path):
         raise TargetError(f"File not found: {path}", file=path)
     digest = hashlib.sha1(path.encode()).hexdigest()[:10]
     name = f"customgrad_user_{Path(path).stem}_{digest}_{next(_counter)}"
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        if source is None:
+            source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TargetError(f"Cannot read {path}: {exc}", file=path) from None
     try:
@@ -120,6 +127,7 @@ def load_file(path: str | os.PathLike) -> object:
         raise TargetError(
             f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
             file=path, line=line, details=format_traceback(exc)) from None
+    module.__source__ = source
     return module
 
 
@@ -147,17 +155,21 @@ def _split(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def resolve(spec: str) -> Target:
-    """Turn a TARGET string into a :class:`Target`; TargetError with a clear message otherwise."""
+def resolve(spec: str, code: str | None = None) -> Target:
+    """Turn a TARGET string into a :class:`Target`; TargetError with a clear message otherwise.
+
+    ``code``: for a file target, run this text instead of reading the file (a Target's
+    :attr:`~Target.code`, e.g. to load the same Function again in another process)."""
     text = str(spec).strip()
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
     where, class_name = _split(text)
     if where.endswith(".py") or os.sep in where or "/" in where:
-        module = load_file(where)
+        module = load_file(where, code)
         path = os.path.abspath(where)
         cls = _pick(functions_in(module), class_name, os.path.basename(where), path)
-        return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path)
+        return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path,
+                      code=module.__source__)
     if class_name is not None:
         try:
             module = run_module_code(lambda: importlib.import_module(where), where)

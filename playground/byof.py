@@ -380,7 +380,8 @@ class Byof(QObject):
                     file=exc.file, line=_class_line(functions[1])) from None
             cls = functions[names.index(choice)]
             return Target(f"{text}:{choice}", cls, f"{choice} ({base})",
-                          file=os.path.abspath(exc.file))
+                          file=os.path.abspath(exc.file),
+                          code=getattr(sys.modules.get(cls.__module__), "__source__", None))
         if class_name is not None and not exc.file and exc.details:
             import_module(where)  # raises the same failure with its file and line
         return None

@@ -15,15 +15,14 @@ from customgrad.errors import Cancelled, CustomGradError, SpecError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
 from customgrad.problem import Problem, specs_for
+from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
 from playground.workers import (
-    Batch,
     JacobianJob,
-    LoopControl,
     guarded_module_code,
-    interrupt_thread,
     start_build,
     start_descent,
+    warm_loop_process,
 )
 
 STUCK_SECONDS = 1.0
@@ -70,6 +69,7 @@ class Session(QObject):
         self.last_record = None
         self.run_index = 0
         self._explain = False
+        warm_loop_process()
 
     # ---- settings ---------------------------------------------------------------------------
     def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
@@ -124,6 +124,8 @@ class Session(QObject):
             self.ctrl.check_every = int(self.settings.check_every)
         if "steps" in changes:
             self.ctrl.max_steps = int(self.settings.steps)
+        if {"lr", "check_every", "steps"} & set(changes):
+            self.ctrl.poke()
         self.settingsChanged.emit(self.settings)
         if _REBUILD & set(changes):
             self._rebuild()
@@ -134,6 +136,7 @@ class Session(QObject):
         """Keep before/gradient/after copies in each StepRecord (for the step explainer)."""
         self._explain = bool(on)
         self.ctrl.explain = self._explain
+        self.ctrl.poke()
 
     def set_rate(self, steps_per_second: float) -> None:
         self.ctrl.rate = max(0.0, float(steps_per_second))
@@ -225,9 +228,8 @@ class Session(QObject):
         QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
 
     def _unstick(self, ctrl: LoopControl) -> None:
-        if ctrl.thread_id is not None and not ctrl.exited and \
-                ctrl.stuck_for() >= STUCK_SECONDS * 0.9:
-            interrupt_thread(ctrl.thread_id)
+        if ctrl.started and not ctrl.exited and ctrl.stuck_for() >= STUCK_SECONDS * 0.9:
+            ctrl.interrupt()
             self.notice.emit("Your Function was stuck inside forward/backward, so the loop was "
                              "stopped. Press Play to start the run over.")
 
@@ -268,9 +270,13 @@ class Session(QObject):
             self._start_job(batch.snapshot)
 
     def _on_descent_error(self, exc: Exception) -> None:
+        """The loop ended on an error, or was stopped because a step was stuck: the run cannot
+        go on, so the next Play starts it over (the broken run stays as an overlay)."""
         self.ctrl.running = False
         self.descent_worker = None
         self.runningChanged.emit(False)
+        if self.step > 0:
+            self._new_run()
         if not isinstance(exc, Cancelled):
             self.errorRaised.emit(exc)
 
@@ -286,13 +292,13 @@ class Session(QObject):
         ctrl.poke()
         worker = self.descent_worker
         if worker is not None:
-            for signal in (worker.yielded, worker.errored):
+            for signal in (worker.yielded, worker.errored, worker.finished):
                 try:
                     signal.disconnect()
                 except (RuntimeError, TypeError):
                     pass
             if wait:
-                self._wait_or_interrupt(ctrl, lambda: ctrl.exited or ctrl.thread_id is None, wait)
+                self._wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
             else:
                 QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
         self.descent_worker = None
@@ -303,8 +309,8 @@ class Session(QObject):
         deadline = time.perf_counter() + wait
         while not done() and time.perf_counter() < deadline:
             time.sleep(0.005)
-        if not done() and ctrl.thread_id is not None:
-            interrupt_thread(ctrl.thread_id)
+        if not done() and ctrl.started:
+            ctrl.interrupt()
 
     # ---- Jacobian ---------------------------------------------------------------------------
     def check_now(self) -> None:

@@ -1,40 +1,27 @@
 """Off-GUI-thread work: building a problem, the descent loop and the Jacobian comparison.
 
-Workers are superqt workers; they report through Qt signals only. The descent loop batches
-step records and yields at most about 60 times a second, so views redraw at screen rate.
+Workers are superqt workers; they report through Qt signals only. The descent loop
+(:mod:`customgrad.runner`) runs in a child process where it can, so that it and the window
+each have a core and neither waits for the other's interpreter lock; it batches step records
+about 30 times a second, so views redraw at screen rate.
 """
 
 from __future__ import annotations
 
-import ctypes
+import os
 import sys
 import threading
-import time
-from dataclasses import dataclass, field
 
 import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 from superqt.utils import create_worker
 
-from customgrad.descent import Descent, StepRecord
+from customgrad import runner
 from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
+from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
 from playground.jacobian_view import ProgressPreparer, preview_step
-
-FRAME_SECONDS = 1 / 30
-
-
-def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled) -> bool:
-    """Raise ``exception`` (a class) in another thread, at its next Python bytecode.
-
-    Works for pure-Python loops in user code; code stuck inside C (a long torch op) stops
-    only when that op returns.
-    """
-    result = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                                        ctypes.py_object(exception))
-    return result == 1
-
 
 #: Seconds a user module's top-level code may run before it is stopped.
 IMPORT_TIMEOUT = 10.0
@@ -99,106 +86,52 @@ def _wait_live(done: threading.Event, seconds: float) -> None:
     poll.stop()
 
 
-@dataclass
-class LoopControl:
-    """Thread-safe knobs the GUI turns and the descent loop reads between steps."""
-
-    running: bool = False
-    pending: int = 0
-    lr: float = 1.0
-    rate: float = 0.0  # steps per second; 0 = as fast as possible
-    max_steps: int = 0  # stop (pause) after this many steps in total; 0 = no limit
-    check_every: int = 0
-    explain: bool = False
-    stop: bool = False
-    want_snapshot: bool = False
-    wake: threading.Event = field(default_factory=threading.Event)
-    thread_id: int | None = None
-    exited: bool = False
-    in_step_since: float | None = None  # set while descent.step() (user code) runs
-
-    def stuck_for(self) -> float:
-        """Seconds the current step has been running (0 when not inside a step)."""
-        since = self.in_step_since
-        return 0.0 if since is None else time.perf_counter() - since
-
-    def poke(self):
-        self.wake.set()
+def loop_mode() -> str:
+    """Where the descent loop runs: ``process`` (a child process, the default where a fork
+    server exists) or ``thread``; ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
+    wanted = os.environ.get("AUTOGRAD_PLAYGROUND_LOOP", "").strip().lower()
+    if wanted == "thread" or not runner.process_available():
+        return "thread"
+    return "process"
 
 
-@dataclass
-class Batch:
-    """What the loop yields: the new step records, and forward's args when a snapshot was due."""
-
-    records: list[StepRecord]
-    snapshot: list | None = None
-    paused: bool = False
+def warm_loop_process() -> None:
+    """Start the fork server on a background thread (it imports torch once, off to the side),
+    so that the first Play starts at once."""
+    if loop_mode() == "process":
+        threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
 
 
-def _descent_loop(descent: Descent, ctrl: LoopControl):
+def _warm_quietly() -> None:
     try:
-        yield from _loop(descent, ctrl)
-    finally:
-        ctrl.exited = True
-
-
-def _loop(descent: Descent, ctrl: LoopControl):
-    ctrl.thread_id = threading.get_ident()
-    next_due = time.perf_counter()
-    while not ctrl.stop:
-        active = ctrl.running or ctrl.pending > 0
-        snapshot = None
-        if ctrl.want_snapshot:
-            ctrl.want_snapshot = False
-            snapshot = descent.current_args()
-        if not active:
-            if snapshot is not None:
-                yield Batch([], snapshot)
-            ctrl.wake.wait(0.1)
-            ctrl.wake.clear()
-            continue
-        records: list[StepRecord] = []
-        frame_end = time.perf_counter() + FRAME_SECONDS
-        paused = False
-        while not ctrl.stop and (ctrl.running or ctrl.pending > 0):
-            if ctrl.rate > 0:
-                wait = next_due - time.perf_counter()
-                if wait > 0:
-                    if records:
-                        break
-                    ctrl.wake.wait(min(wait, 0.05))
-                    ctrl.wake.clear()
-                    continue
-                next_due = max(next_due + 1 / ctrl.rate, time.perf_counter() - 0.1)
-            if descent.lr != ctrl.lr:
-                descent.lr = ctrl.lr
-            descent.keep_detail = ctrl.explain
-            ctrl.in_step_since = time.perf_counter()
-            try:
-                record = descent.step()
-            finally:
-                ctrl.in_step_since = None
-            records.append(record)
-            if ctrl.pending > 0:
-                ctrl.pending -= 1
-            if ctrl.check_every and descent.step_count % ctrl.check_every == 0:
-                snapshot = descent.current_args()
-            if ctrl.max_steps and descent.step_count >= ctrl.max_steps:
-                ctrl.running, ctrl.pending, paused = False, 0, True
-            if snapshot is not None or time.perf_counter() >= frame_end:
-                break
-        yield Batch(records, snapshot, paused)
+        runner.warm()
+    except Exception:  # the first run starts it again, and reports what failed
+        pass
 
 
 def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_finished):
-    """Start the loop worker for ``problem``; returns the superqt worker."""
-    descent = problem.descent()
-    worker = create_worker(_descent_loop, descent, ctrl, _start_thread=False,
-                           _ignore_errors=True)
+    """Start the loop for ``problem`` (in a process of its own where possible, else on a
+    thread); returns the superqt worker that reports its batches."""
+    remote = None
+    if loop_mode() == "process" and runner.portable(problem.target):
+        try:
+            remote = runner.RemoteLoop(problem)
+        except Exception:  # e.g. a constant that cannot be pickled: a thread will do
+            remote = None
+    if remote is not None:
+        worker = create_worker(runner.remote_loop, remote, ctrl, _start_thread=False,
+                               _ignore_errors=True)
+        ctrl.remote = remote
+    else:
+        descent = problem.descent()
+        worker = create_worker(runner.thread_loop, descent, ctrl, _start_thread=False,
+                               _ignore_errors=True)
     worker.yielded.connect(on_batch)
     worker.errored.connect(on_error)
     worker.finished.connect(on_finished)
     worker.start()
+    if ctrl.remote is not None:
+        ctrl.poke()  # the child starts with the current controls
     return worker
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +18,8 @@ from customgrad.problem import build
 from customgrad.settings import Settings
 
 pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QTimer
 
 from playground.main_window import MainWindow
 from playground.session import Session
@@ -31,6 +35,21 @@ def window(qtbot):
     win.show()
     yield win
     win.session.shutdown(wait=0.5)
+
+
+@pytest.fixture(params=["process", "thread"])
+def loop_mode(request, monkeypatch):
+    """Run the test with the descent loop in a child process, and again on a thread."""
+    from customgrad import runner
+
+    if request.param == "process" and not runner.process_available():
+        pytest.skip("no fork server on this platform")
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", request.param)
+    return request.param
+
+
+def assert_mode(session, mode):
+    assert (session.ctrl.remote is not None) == (mode == "process")
 
 
 def open_target(qtbot, win, name):
@@ -59,12 +78,13 @@ def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
     assert "FAILED" in text and "6" in text
 
 
-def test_play_pause_step_reset(qtbot, window):
+def test_play_pause_step_reset(qtbot, loop_mode, window):
     open_target(qtbot, window, "killhead")
     s = window.session
     s.update(steps=0)  # no step limit, so only pause() stops the run
     with qtbot.waitSignal(s.batchReady, timeout=TIMEOUT):
         s.step_once()
+    assert_mode(s, loop_mode)
     qtbot.waitUntil(lambda: s.step == 1, timeout=TIMEOUT)
     first_loss = s.last_loss
     s.play()
@@ -88,7 +108,7 @@ def test_play_pause_step_reset(qtbot, window):
     assert window.loss_plot.overlay_curves  # the earlier run is kept as an overlay
 
 
-def test_losses_equal_the_seed_script(qtbot, window):
+def test_losses_equal_the_seed_script(qtbot, loop_mode, window):
     open_target(qtbot, window, "killhead")
     s = window.session
     losses = []
@@ -112,7 +132,7 @@ def test_losses_equal_the_seed_script(qtbot, window):
     assert losses == expected
 
 
-def test_lr_change_mid_run_keeps_the_run(qtbot, window):
+def test_lr_change_mid_run_keeps_the_run(qtbot, loop_mode, window):
     open_target(qtbot, window, "killhead")
     s = window.session
     s.run_steps(10)
@@ -123,7 +143,7 @@ def test_lr_change_mid_run_keeps_the_run(qtbot, window):
     assert s.last_record.lr == 0.5
 
 
-def test_check_at_current_point_uses_trained_values(qtbot, window):
+def test_check_at_current_point_uses_trained_values(qtbot, loop_mode, window):
     open_target(qtbot, window, "sigmoid")
     s = window.session
     s.run_steps(30)
@@ -198,7 +218,7 @@ class Hangs(torch.autograd.Function):
 '''
 
 
-def test_closing_while_running_leaves_no_thread(qtbot, tmp_path):
+def test_closing_while_running_leaves_no_thread(qtbot, loop_mode, tmp_path):
     win = MainWindow(Session())
     qtbot.addWidget(win)
     win.show()
@@ -206,9 +226,69 @@ def test_closing_while_running_leaves_no_thread(qtbot, tmp_path):
     win.session.play()
     qtbot.waitUntil(lambda: win.session.step > 10, timeout=TIMEOUT)
     before = threading.active_count()
+    remote = win.session.ctrl.remote
+    assert_mode(win.session, loop_mode)
     win.close()
     qtbot.waitUntil(lambda: win.session.ctrl.exited, timeout=2000)
     assert threading.active_count() <= before
+    if remote is not None:
+        qtbot.waitUntil(lambda: not remote.process.is_alive(), timeout=2000)
+
+
+STUCK_WHEN_FLAGGED = '''
+import os
+
+import torch
+
+FLAG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hang.flag")
+
+
+class StuckWhenFlagged(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        while os.path.exists(FLAG):
+            pass
+        return grad * 2
+'''
+
+
+def test_pause_regains_control_from_a_stuck_step(qtbot, loop_mode, window, tmp_path):
+    """A backward stuck in an endless loop during a run: Pause stops it within about a
+    second, says so, the window stays live, and the next Play starts the run over."""
+    path = tmp_path / "stuck.py"
+    path.write_text(textwrap.dedent(STUCK_WHEN_FLAGGED))
+    open_target(qtbot, window, str(path))
+    s = window.session
+    s.update(steps=0)
+    s.run_steps(3)
+    qtbot.waitUntil(lambda: s.step == 3, timeout=TIMEOUT)
+    flag = tmp_path / "hang.flag"
+    flag.write_text("")
+    notices, resets = [], []
+    s.notice.connect(notices.append)
+    s.runReset.connect(resets.append)
+    s.play()
+    assert_mode(s, loop_mode)
+    qtbot.wait(300)  # the step is inside backward now
+    started = time.perf_counter()
+    ticks = []
+    timer = QTimer(interval=20)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.start()
+    s.pause()
+    qtbot.waitUntil(lambda: any("stuck" in n for n in notices), timeout=3000)
+    qtbot.waitUntil(lambda: s.descent_worker is None and bool(resets), timeout=3000)
+    timer.stop()
+    assert time.perf_counter() - started < 2.5
+    assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.5  # the window kept painting
+    assert s.step == 0 and not s.running
+    flag.unlink()
+    s.run_steps(2)
+    qtbot.waitUntil(lambda: s.step == 2, timeout=TIMEOUT)
 
 
 def test_cancel_a_stuck_backward(qtbot, window, tmp_path):

@@ -21,12 +21,12 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from customgrad.descent import StepRecord
+from customgrad.runner import Batch
 from customgrad.settings import Settings
 from playground import paths, sessions
 from playground.main_window import MainWindow
 from playground.session import Session
 from playground.shortcuts import ShortcutsDialog, shortcut_rows
-from playground.workers import Batch
 
 TIMEOUT = 20_000
 

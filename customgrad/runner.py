@@ -1,0 +1,464 @@
+"""The descent loop, steered by a :class:`LoopControl`: on a thread, or in a process of its own.
+
+:func:`run_loop` steps a :class:`~customgrad.descent.Descent` while the control says so and
+yields :class:`Batch` es (about 30 a second). An application runs it either
+
+- on a thread of its own process (:func:`thread_loop`): simple, but the loop and the
+  application share one interpreter lock, so a busy window slows the loop and the loop makes
+  the window stutter; or
+- in a child process (:class:`RemoteLoop` and :func:`remote_loop`): the loop has a core to
+  itself, the window keeps its own, and a Function stuck anywhere (even inside C) is stopped by
+  ending the process. The child loads the same Function again (a file's text is sent along,
+  so an edit made since changes nothing) and receives the problem's drawn tensors, so both
+  sides work on identical numbers.
+
+Only the standard library and torch: no Qt here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.machinery
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from customgrad.descent import Descent, StepRecord, fill_norms
+from customgrad.errors import Cancelled, CustomGradError, FunctionError, format_traceback
+
+#: a batch is sent at least this often while the loop runs (the window redraws at its rate)
+FRAME_SECONDS = 1 / 30
+#: how often the child process looks for new instructions while it runs
+SYNC_SECONDS = 0.001
+#: modules the fork server imports once, so that each run's process starts in milliseconds
+PRELOAD = ["torch", "customgrad.runner", "customgrad.catalog"]
+
+
+def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled) -> bool:
+    """Raise ``exception`` (a class) in another thread, at its next Python bytecode.
+
+    Works for pure-Python loops in user code; code stuck inside C (a long torch op) stops
+    only when that op returns.
+    """
+    result = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                                        ctypes.py_object(exception))
+    return result == 1
+
+
+@dataclass
+class LoopControl:
+    """The knobs an application turns and the loop reads between steps.
+
+    Change fields, then call :meth:`poke`: a loop on a thread wakes up, a loop in a child
+    process is sent the new values (steps asked for with ``pending`` and a ``want_snapshot``
+    travel once and are cleared here).
+    """
+
+    running: bool = False
+    pending: int = 0
+    lr: float = 1.0
+    rate: float = 0.0  # steps per second; 0 = as fast as possible
+    max_steps: int = 0  # stop (pause) after this many steps in total; 0 = no limit
+    check_every: int = 0
+    explain: bool = False
+    stop: bool = False
+    want_snapshot: bool = False
+    wake: threading.Event = field(default_factory=threading.Event, repr=False)
+    thread_id: int | None = None
+    exited: bool = False
+    in_step_since: float | None = None  # set while descent.step() (user code) runs
+    remote: RemoteLoop | None = field(default=None, repr=False)
+    seq: int = 0  # instructions sent to a child process ...
+    acked: int = 0  # ... and how many it has taken
+    unacked_since: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def started(self) -> bool:
+        return self.thread_id is not None or self.remote is not None
+
+    def stuck_for(self) -> float:
+        """Seconds the loop has not responded: inside one step (a thread), or since an
+        instruction it has not taken yet (a process: it takes them between steps)."""
+        since = self.unacked_since if self.remote is not None else self.in_step_since
+        return 0.0 if since is None else time.perf_counter() - since
+
+    def poke(self) -> None:
+        if self.remote is None:
+            self.wake.set()
+            return
+        with self._lock:
+            self.seq += 1
+            message = {"seq": self.seq, "running": self.running, "lr": self.lr,
+                       "rate": self.rate, "max_steps": self.max_steps,
+                       "check_every": self.check_every, "explain": self.explain,
+                       "stop": self.stop, "steps": self.pending,
+                       "snapshot": self.want_snapshot}
+            self.pending, self.want_snapshot = 0, False
+            if self.unacked_since is None:
+                self.unacked_since = time.perf_counter()
+        self.remote.send(message)
+
+    def acknowledge(self, seq: int) -> None:
+        """The child process has taken instructions up to ``seq``."""
+        with self._lock:
+            self.acked = max(self.acked, seq)
+            if self.acked >= self.seq:
+                self.unacked_since = None
+
+    def loaded(self) -> None:
+        """The child process has loaded the Function: a wait for an answer starts now (a
+        slow import is not a stuck step)."""
+        with self._lock:
+            if self.unacked_since is not None:
+                self.unacked_since = time.perf_counter()
+
+    def interrupt(self) -> None:
+        """Stop a loop that does not respond: end its process, or raise in its thread."""
+        if self.remote is not None:
+            self.remote.kill()
+        elif self.thread_id is not None:
+            interrupt_thread(self.thread_id)
+
+    # ---- the loop's side ------------------------------------------------------------------
+    def sync(self, force: bool = False) -> None:
+        """Take new instructions (a thread shares the fields: nothing to do)."""
+
+    def wait(self, seconds: float) -> None:
+        """Sleep until poked or ``seconds`` passed."""
+        self.wake.wait(seconds)
+        self.wake.clear()
+
+
+@dataclass
+class Batch:
+    """What the loop yields: the new step records, and forward's args when a snapshot was due."""
+
+    records: list[StepRecord]
+    snapshot: list | None = None
+    paused: bool = False
+
+
+def run_loop(descent: Descent, ctrl: LoopControl):
+    """Step ``descent`` while ``ctrl`` says so; yield a Batch per frame, per snapshot and when
+    the step limit pauses the run. Ends when ``ctrl.stop`` is set."""
+    next_due = time.perf_counter()
+    while True:
+        ctrl.sync()
+        if ctrl.stop:
+            return
+        active = ctrl.running or ctrl.pending > 0
+        snapshot = None
+        if ctrl.want_snapshot:
+            ctrl.want_snapshot = False
+            snapshot = descent.current_args()
+        if not active:
+            if snapshot is not None:
+                yield Batch([], snapshot)
+            ctrl.wait(0.1)
+            continue
+        records: list[StepRecord] = []
+        frame_end = time.perf_counter() + FRAME_SECONDS
+        paused = False
+        while True:
+            ctrl.sync()
+            if ctrl.stop or not (ctrl.running or ctrl.pending > 0):
+                break
+            if ctrl.rate > 0:
+                wait = next_due - time.perf_counter()
+                if wait > 0:
+                    if records:
+                        break
+                    ctrl.wait(min(wait, 0.05))
+                    continue
+                next_due = max(next_due + 1 / ctrl.rate, time.perf_counter() - 0.1)
+            if descent.lr != ctrl.lr:
+                descent.lr = ctrl.lr
+            descent.keep_detail = ctrl.explain
+            ctrl.in_step_since = time.perf_counter()
+            try:
+                record = descent.step()
+            finally:
+                ctrl.in_step_since = None
+            records.append(record)
+            if ctrl.pending > 0:
+                ctrl.pending -= 1
+            if ctrl.check_every and descent.step_count % ctrl.check_every == 0:
+                snapshot = descent.current_args()
+            if ctrl.max_steps and descent.step_count >= ctrl.max_steps:
+                ctrl.running, ctrl.pending, paused = False, 0, True
+            if snapshot is not None or time.perf_counter() >= frame_end:
+                break
+        yield Batch(records, snapshot, paused)
+
+
+def thread_loop(descent: Descent, ctrl: LoopControl):
+    """:func:`run_loop` on the calling thread (which ``ctrl.interrupt()`` can stop)."""
+    ctrl.thread_id = threading.get_ident()
+    try:
+        yield from run_loop(descent, ctrl)
+    finally:
+        ctrl.exited = True
+
+
+# ---- a loop in a child process -------------------------------------------------------------
+_context = None
+_context_lock = threading.Lock()
+
+
+def process_available() -> bool:
+    """True where a run can have a process of its own, started from a fork server (Linux,
+    macOS): milliseconds per run, not the seconds a fresh interpreter takes to import torch."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def _get_context():
+    global _context
+    with _context_lock:
+        if _context is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(PRELOAD)
+            _context = context
+        return _context
+
+
+def warm() -> None:
+    """Start the fork server now (it imports torch once, in the background of the caller)."""
+    _get_context()
+    from multiprocessing import forkserver
+
+    with _main_stays_home():
+        forkserver.ensure_running()
+
+
+@dataclass
+class _Job:
+    """What the child needs to run the problem's descent: how to load the Function again,
+    and the very tensors the parent drew."""
+
+    spec: str
+    code: str | None
+    specs: list
+    settings: object
+    args: list
+    targets: list
+
+    def descent(self) -> Descent:
+        from customgrad.loader import resolve
+
+        target = resolve(self.spec, self.code)
+        s = self.settings
+        return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
+                       loss=s.loss, optimizer=s.optimizer)
+
+
+def portable(target) -> bool:
+    """True when a child process can load ``target``'s Function again by its spec: a gallery
+    entry, a file (its text travels along) or ``module:Class``."""
+    if target.entry is not None or target.code is not None:
+        return True
+    head, sep, tail = str(target.spec).rpartition(":")
+    return bool(sep and head and tail.isidentifier() and not head.endswith(".py"))
+
+
+class _ParentGone(Exception):
+    pass
+
+
+class _ChildControl(LoopControl):
+    """The child's copy of the controls, updated from the parent's messages."""
+
+    def __init__(self, conn):
+        super().__init__()
+        self.conn = conn
+        self._next_sync = 0.0
+
+    def sync(self, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now < self._next_sync:
+            return
+        self._next_sync = now + SYNC_SECONDS
+        try:
+            while self.conn.poll():
+                self._take(pickle.loads(self.conn.recv_bytes()))
+        except (EOFError, OSError):
+            raise _ParentGone() from None
+
+    def wait(self, seconds: float) -> None:
+        try:
+            self.conn.poll(seconds)
+        except (EOFError, OSError):
+            raise _ParentGone() from None
+        self.sync(force=True)
+
+    def _take(self, message: dict) -> None:
+        for key in ("running", "lr", "rate", "max_steps", "check_every", "explain", "stop"):
+            setattr(self, key, message[key])
+        self.pending += message["steps"]
+        self.want_snapshot = self.want_snapshot or message["snapshot"]
+        self.acked = message["seq"]
+        _send(self.conn, ("ack", self.acked))
+
+
+def _send(conn, message) -> None:
+    try:
+        conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        raise _ParentGone() from None
+
+
+def _portable_error(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a CustomGradError with its text and traceback."""
+    if isinstance(exc, CustomGradError):
+        choices = getattr(exc, "choices", None)
+        if choices:
+            exc.choices = []  # classes of a user module do not travel
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
+
+
+def _child_main(conn, payload: bytes) -> None:
+    """The child process: load the Function, then loop as the parent's messages say."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
+    ctrl = _ChildControl(conn)
+    try:
+        descent = pickle.loads(payload).descent()
+        _send(conn, ("ready", os.getpid()))
+        ctrl.sync(force=True)
+        for batch in run_loop(descent, ctrl):
+            fill_norms(batch.records)
+            _send(conn, ("batch", batch, ctrl.acked))
+        _send(conn, ("done",))
+    except _ParentGone:
+        pass
+    except BaseException as exc:  # reported to the parent, which shows it
+        try:
+            _send(conn, ("error", _portable_error(exc)))
+        except _ParentGone:
+            pass
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def _main_stays_home():
+    """multiprocessing runs the parent's main script again in each child it starts (to find
+    functions defined there); ours needs nothing from it, and an application's main script
+    imports its whole GUI. A main module named ``__main__`` is the one it skips."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = getattr(main, "__spec__", None)
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = saved
+
+
+class RemoteLoop:
+    """A child process running ``problem``'s descent; steer it with a LoopControl whose
+    ``remote`` is this, and read what it reports with :func:`remote_loop`."""
+
+    def __init__(self, problem):
+        context = _get_context()
+        job = _Job(problem.target.spec, problem.target.code, problem.specs, problem.settings,
+                   problem.args, problem.targets)
+        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        self.conn, child = context.Pipe(duplex=True)
+        self.killed = False
+        self._send_lock = threading.Lock()
+        self.process = context.Process(target=_child_main, args=(child, payload), daemon=True,
+                                       name=f"descent {problem.target.spec}")
+        with _main_stays_home():
+            self.process.start()
+        child.close()
+
+    def send(self, message: dict) -> None:
+        with self._send_lock:
+            try:
+                self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+            except OSError:
+                pass  # the child has ended: the reader reports how
+
+    def receive(self, timeout: float):
+        """The child's next message, or None after ``timeout`` seconds; EOFError when the
+        child has ended."""
+        if not self.conn.poll(timeout):
+            return None
+        return pickle.loads(self.conn.recv_bytes())
+
+    def kill(self) -> None:
+        self.killed = True
+        if self.process.is_alive():
+            self.process.kill()
+
+    def close(self, wait: float = 1.0) -> None:
+        """Let the child end (it does once told to stop), ending it after ``wait`` seconds."""
+        self.process.join(wait)
+        if self.process.is_alive():
+            self.kill()
+            self.process.join(1.0)
+        self.conn.close()
+
+    def ended(self) -> BaseException:
+        """Why the child ended without saying so: Cancelled if it was stopped on purpose."""
+        self.process.join(1.0)
+        code = self.process.exitcode
+        if self.killed:
+            return Cancelled("The descent loop was stopped.")
+        if code is not None and code < 0:
+            try:
+                how = signal.Signals(-code).name
+            except ValueError:
+                how = f"signal {-code}"
+            return FunctionError(
+                f"The process running the descent loop crashed ({how}), inside the Function's "
+                "forward or backward or a library it calls. The window is fine: press Play to "
+                "start the run over.", phase="forward")
+        return FunctionError(f"The process running the descent loop ended unexpectedly (exit "
+                             f"code {code}). Press Play to start the run over.")
+
+
+def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
+    """Yield the child's batches (the parent's view of :func:`run_loop`); raise the error it
+    reports; end when it has stopped."""
+    ctrl.remote = remote
+    try:
+        while True:
+            try:
+                message = remote.receive(0.1)
+            except (EOFError, OSError):
+                if ctrl.stop:
+                    return
+                raise remote.ended() from None
+            if message is None:
+                continue
+            kind = message[0]
+            if kind == "ack":
+                ctrl.acknowledge(message[1])
+            elif kind == "batch":
+                batch, acked = message[1], message[2]
+                ctrl.acknowledge(acked)
+                if batch.paused and acked >= ctrl.seq:
+                    ctrl.running = False  # the step limit; unless told to go on since
+                yield batch
+            elif kind == "error":
+                raise message[1]
+            elif kind == "ready":
+                ctrl.loaded()
+            elif kind == "done":
+                return
+    finally:
+        ctrl.exited = True
+        remote.close(wait=0.5)

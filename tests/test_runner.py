@@ -1,0 +1,206 @@
+"""The descent loop in a child process (customgrad.runner), without Qt: same numbers as on a
+thread, steered by messages, and a Function stuck or crashing there never takes the caller."""
+
+from __future__ import annotations
+
+import pickle
+import textwrap
+import time
+
+import pytest
+import torch
+
+from customgrad import runner
+from customgrad.descent import StepRecord, fill_norms
+from customgrad.errors import Cancelled, FunctionError
+from customgrad.loader import resolve
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+pytestmark = pytest.mark.skipif(not runner.process_available(),
+                                reason="no fork server on this platform")
+
+
+def problem(target="killhead", **changes):
+    settings = Settings(target=target, steps=0, **changes)
+    return build(settings, resolve(target))
+
+
+class Remote:
+    """A RemoteLoop with its reader, driven the way the app drives it."""
+
+    def __init__(self, prob):
+        self.ctrl = runner.LoopControl(lr=prob.settings.lr)
+        self.remote = runner.RemoteLoop(prob)
+        self.ctrl.remote = self.remote
+        self.reader = runner.remote_loop(self.remote, self.ctrl)
+        self.records: list[StepRecord] = []
+        self.snapshots: list = []
+        self.ctrl.poke()
+
+    def pump_until(self, condition, timeout=20.0):
+        deadline = time.perf_counter() + timeout
+        for batch in self.reader:
+            self.records += batch.records
+            if batch.snapshot is not None:
+                self.snapshots.append(batch.snapshot)
+            if condition():
+                return
+            if time.perf_counter() > deadline:
+                raise TimeoutError
+        raise AssertionError("the loop ended")
+
+    def steps(self, n):
+        self.ctrl.pending += n
+        self.ctrl.poke()
+        want = len(self.records) + n
+        self.pump_until(lambda: len(self.records) >= want)
+
+    def stop(self):
+        self.ctrl.stop = True
+        self.ctrl.poke()
+        list(self.reader)
+        assert not self.remote.process.is_alive()
+
+
+def test_remote_steps_equal_the_thread_loop_bit_for_bit():
+    prob = problem(seed=3)
+    remote = Remote(prob)
+    remote.steps(7)
+    descent = prob.descent()
+    local = [descent.step() for _ in range(7)]
+    assert [r.loss for r in remote.records] == [r.loss for r in local]
+    assert [r.step for r in remote.records] == list(range(7))
+    for mine, theirs in zip(remote.records, local):
+        # norms travel computed for a whole batch at once: equal up to rounding
+        assert mine.grad_norms["input"] == pytest.approx(theirs.grad_norms["input"], rel=1e-6)
+    remote.stop()
+
+
+def test_pending_steps_then_idle_and_a_snapshot_of_the_current_point():
+    prob = problem(seed=1)
+    remote = Remote(prob)
+    remote.steps(3)
+    time.sleep(0.2)  # idle: asked for 3, does 3
+    remote.ctrl.want_snapshot = True
+    remote.ctrl.poke()
+    remote.pump_until(lambda: remote.snapshots)
+    assert len(remote.records) == 3
+    descent = prob.descent()
+    for _ in range(3):
+        descent.step()
+    expected = descent.current_args()
+    got = remote.snapshots[0]
+    assert torch.equal(got[0], expected[0]) and got[1] == expected[1]
+    remote.stop()
+
+
+def test_lr_change_and_step_limit_reach_the_child():
+    prob = problem(seed=2)
+    remote = Remote(prob)
+    remote.steps(2)
+    remote.ctrl.lr = 0.25
+    remote.ctrl.max_steps = 5
+    remote.ctrl.running = True
+    remote.ctrl.poke()
+    remote.pump_until(lambda: len(remote.records) >= 5 and not remote.ctrl.running)
+    assert [r.lr for r in remote.records] == [1.0, 1.0, 0.25, 0.25, 0.25]
+    assert len(remote.records) == 5
+    descent = prob.descent()
+    local = [descent.step().loss for _ in range(2)]
+    descent.lr = 0.25
+    local += [descent.step().loss for _ in range(3)]
+    assert [r.loss for r in remote.records] == local
+    remote.stop()
+
+
+def _file_target(tmp_path, body: str, name="fn.py", cls=None):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path) + (f":{cls}" if cls else "")
+
+
+DOUBLE = '''
+import torch
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        {backward}
+'''
+
+
+def test_the_child_runs_the_code_that_was_loaded_not_the_file_edited_since(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(backward="return grad * 2"))
+    prob = problem(spec)
+    (tmp_path / "fn.py").write_text(DOUBLE.format(backward="raise ValueError('edited')"))
+    remote = Remote(prob)
+    remote.steps(2)
+    assert all(r.grad_norms["x"] > 0 for r in remote.records)
+    remote.stop()
+
+
+def test_an_error_in_the_child_names_the_users_file_and_line(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(backward="raise ValueError('broken')"))
+    prob = problem(spec)
+    remote = Remote(prob)
+    remote.ctrl.running = True
+    remote.ctrl.poke()
+    with pytest.raises(FunctionError, match="broken") as info:
+        remote.pump_until(lambda: False)
+    assert info.value.file == spec and info.value.line == 12
+    assert not remote.remote.process.is_alive()
+
+
+def test_a_step_stuck_in_c_is_ended_with_the_process(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(backward="import time; time.sleep(3600)"))
+    remote = Remote(problem(spec))
+    remote.ctrl.running = True
+    remote.ctrl.poke()
+    time.sleep(0.5)
+    remote.ctrl.running = False
+    remote.ctrl.poke()  # never taken: the child is inside backward
+    time.sleep(0.3)
+    assert remote.ctrl.stuck_for() > 0.2
+    started = time.perf_counter()
+    remote.ctrl.interrupt()
+    with pytest.raises(Cancelled):
+        remote.pump_until(lambda: False)
+    assert time.perf_counter() - started < 2.0
+    assert not remote.remote.process.is_alive()
+
+
+def test_a_crash_in_the_child_is_reported_not_shared(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(
+        backward="import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"))
+    remote = Remote(problem(spec))
+    remote.ctrl.running = True
+    remote.ctrl.poke()
+    with pytest.raises(FunctionError, match=r"crashed.*SIGSEGV"):
+        remote.pump_until(lambda: False)
+
+
+def test_portable_targets():
+    assert runner.portable(resolve("killhead"))
+    assert runner.portable(resolve("customgrad.gallery.seeds:KillHead"))
+    target = resolve("killhead")
+    from customgrad.loader import Target
+
+    assert not runner.portable(Target("made up", target.function, "made up"))
+
+
+def test_step_record_norms_lazy_batched_and_pickled():
+    descent = problem(seed=4).descent()
+    records = [descent.step() for _ in range(5)]
+    eager = problem(seed=4).descent()
+    expected = [eager.step().grad_norms["input"] for _ in range(5)]
+    assert records[0].grad_norms["input"] == expected[0]  # read lazily: exactly the same
+    fill_norms(records)
+    assert [r.grad_norms["input"] for r in records] == pytest.approx(expected, rel=1e-6)
+    copy = pickle.loads(pickle.dumps(records[3]))
+    assert copy == records[3] and copy.grad_norms == records[3].grad_norms
