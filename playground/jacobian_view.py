@@ -273,18 +273,18 @@ class JacobianView(QWidget):
             plot.setPreferredWidth(60)  # the same for all three: equal stretch, equal widths
             plot.vb.disableAutoRange()
             _ignore_text_width(plot.titleLabel)
-            image = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+            image = _Image(axisOrder="row-major", autoDownsample=True)
             image.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
             image.setZValue(0)
             plot.addItem(image)
-            grid_halo = pg.PlotCurveItem(connect="pairs", antialias=False)
-            grid = pg.PlotCurveItem(connect="pairs", antialias=False)
+            grid_halo = _Curve(connect="pairs", antialias=False)
+            grid = _Curve(connect="pairs", antialias=False)
             grid_halo.setZValue(5)
             grid.setZValue(6)
-            hover = pg.ScatterPlotItem(pxMode=True, symbol="s", brush=None)
+            hover = _Scatter(pxMode=True, symbol="s", brush=None)
             hover.setZValue(9)
-            worst_halo = pg.ScatterPlotItem(pxMode=True, symbol="o", brush=None)
-            worst = pg.ScatterPlotItem(pxMode=True, symbol="o", brush=None)
+            worst_halo = _Scatter(pxMode=True, symbol="o", brush=None)
+            worst = _Scatter(pxMode=True, symbol="o", brush=None)
             worst_halo.setZValue(10)
             worst.setZValue(11)
             for item in (grid_halo, grid, hover, worst_halo, worst):
@@ -317,10 +317,19 @@ class JacobianView(QWidget):
         self.row_axis = rows.getAxis("left")
         for axis in (self.row_axis, *(p.plot.getAxis("bottom") for p in self._panels)):
             axis.setTicks([[], []])  # block labels only, none before there are blocks
+        # pyqtgraph updates every axis at each change of range, hidden ones included, and
+        # re-typesets its (here unused) unit label there: tens of milliseconds per resize
+        shown = {rows: ("left", "bottom"), **{p.plot: ("bottom",) for p in self._panels}}
+        for plot, names in shown.items():
+            for name in ("left", "right", "top", "bottom"):
+                axis = plot.getAxis(name)
+                axis.enableAutoSIPrefix(False)
+                if name not in names:
+                    axis.unlinkFromView()
 
-        self.mismatch_markers = pg.ScatterPlotItem(pxMode=True, symbol="s", brush=None)
+        self.mismatch_markers = _Scatter(pxMode=True, symbol="s", brush=None)
         self.mismatch_markers.setZValue(7)
-        self.mismatch_overlay = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+        self.mismatch_overlay = _Image(axisOrder="row-major", autoDownsample=True)
         self.mismatch_overlay.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
         lut = np.array([[0, 0, 0, 0]] + [list(_MASK)] * 255, dtype=np.uint8)
         self.mismatch_overlay.setLookupTable(lut)
@@ -758,6 +767,9 @@ class JacobianView(QWidget):
         self._refit()
 
     def _view_resized(self, *_args) -> None:
+        vb = self._panels[0].plot.vb
+        _DISPLAY["pixels"] = max(64, min(PREVIEW_PIXELS, math.ceil(
+            max(vb.width(), vb.height()) * self.devicePixelRatioF())))
         if self._auto_fit:
             self._update_aspect()
             self._refit()
@@ -884,7 +896,10 @@ class JacobianView(QWidget):
 
     def _set_banner(self, state: str, head: str, details: str, worst: str, notes: str,
                     keep_space: bool = False) -> None:
-        """The verdict banner; a line without text is hidden, unless ``keep_space``."""
+        """The verdict banner. Its detail lines keep their place when empty, so the banner
+        keeps its height from one verdict to the next and the heatmaps below never jump (nor
+        are laid out again: tens of milliseconds on the GUI thread); ``keep_space`` also
+        keeps extra height a wrapped line had."""
         self._banner_state = state
         self.verdict_label.setText(head)
         for label, text in ((self.details_label, details), (self.worst_label, worst),
@@ -892,7 +907,7 @@ class JacobianView(QWidget):
             label.setText(text)
             if not keep_space:
                 label.setMinimumHeight(0)
-                label.setVisible(bool(text))
+                label.setVisible(bool(text) or self._report is not None or self._computing)
         self._style_banner()
 
     def _style_banner(self) -> None:
@@ -1115,6 +1130,38 @@ class JacobianView(QWidget):
 # ---------------------------------------------------------------------- helpers
 
 
+# Items hidden while they hold nothing: Qt still calls an empty item's (Python) paint at every
+# repaint, and each such call is a turn at the interpreter lock a busy worker thread holds.
+class _Scatter(pg.ScatterPlotItem):
+    def setData(self, *args, **kwargs) -> None:
+        super().setData(*args, **kwargs)
+        self.setVisible(len(self.data) > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
+class _Curve(pg.PlotCurveItem):
+    def setData(self, *args, **kwargs) -> None:
+        super().setData(*args, **kwargs)
+        self.setVisible(self.xData is not None and len(self.xData) > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
+class _Image(pg.ImageItem):
+    def setImage(self, image=None, autoLevels=None, **kwargs) -> None:
+        super().setImage(image, autoLevels, **kwargs)
+        self.setVisible(self.image is not None and self.image.size > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
 def _ignore_text_width(label: pg.LabelItem) -> None:
     """Let ``label`` (a plot title) ask for no width: a long title must not make one plot
     wider than the others (their views are linked and should have equal sizes)."""
@@ -1319,7 +1366,7 @@ class ProgressPreparer:
                 and not final:
             return prepared
         self._last = now
-        prepared.step = step = preview_step(numerical.shape)
+        prepared.step = step = preview_step(numerical.shape, _DISPLAY["pixels"])
         prepared.analytic_preview, prepared.numerical_preview = _previews(
             _as_array(progress.analytic), numerical, step, progress.rows_done or 0,
             progress.columns_done)
@@ -1349,9 +1396,16 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
     return shown
 
 
-def preview_step(shape: tuple[int, int]) -> int:
-    """Big matrices are drawn every step-th (or pooled step x step) entry."""
-    return max(1, math.ceil(max(shape) / PREVIEW_PIXELS))
+def preview_step(shape: tuple[int, int], pixels: int = PREVIEW_PIXELS) -> int:
+    """Big matrices are drawn every step-th (or pooled step x step) entry, so that the longer
+    side has at most ``pixels`` cells."""
+    return max(1, math.ceil(max(shape) / pixels))
+
+
+#: the heatmaps' size on screen in device pixels (the largest view's): previews made while a
+#: comparison runs need no more cells than that, which keeps pyqtgraph from averaging a
+#: bigger image down on the GUI thread at every refresh
+_DISPLAY = {"pixels": PREVIEW_PIXELS}
 
 
 def _boundaries(axes: list[Axis]) -> list[float]:
