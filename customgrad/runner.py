@@ -74,6 +74,8 @@ class LoopControl:
     exited: bool = False
     in_step_since: float | None = None  # set while descent.step() (user code) runs
     remote: RemoteLoop | None = field(default=None, repr=False)
+    sent_steps: int = 0  # steps and snapshots sent to a child process in all
+    sent_snapshot: bool = False
     seq: int = 0  # instructions sent to a child process ...
     acked: int = 0  # ... and how many it has taken
     unacked_since: float | None = None
@@ -100,6 +102,8 @@ class LoopControl:
                        "check_every": self.check_every, "explain": self.explain,
                        "stop": self.stop, "steps": self.pending,
                        "snapshot": self.want_snapshot}
+            self.sent_steps += self.pending
+            self.sent_snapshot = self.sent_snapshot or self.want_snapshot
             self.pending, self.want_snapshot = 0, False
             if self.unacked_since is None:
                 self.unacked_since = time.perf_counter()
@@ -271,6 +275,15 @@ class _ParentGone(Exception):
     pass
 
 
+class SetupFailed(CustomGradError):
+    """The child process could not load the Function or the problem (before any step): the
+    caller may run the loop on a thread instead. ``cause`` is what the child raised."""
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.cause = cause
+
+
 class _ChildControl(LoopControl):
     """The child's copy of the controls, updated from the parent's messages."""
 
@@ -331,7 +344,11 @@ def _child_main(conn, payload: bytes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
     ctrl = _ChildControl(conn)
     try:
-        descent = pickle.loads(payload).descent()
+        try:
+            descent = pickle.loads(payload).descent()
+        except BaseException as exc:  # reported to the parent, which can use a thread
+            _send(conn, ("setup", _portable_error(exc)))
+            return
         _send(conn, ("ready", os.getpid()))
         ctrl.sync(force=True)
         for batch in run_loop(descent, ctrl):
@@ -366,6 +383,9 @@ def _main_stays_home():
         main.__spec__ = saved
 
 
+_USER_MODULE = b"customgrad_user_"
+
+
 class RemoteLoop:
     """A child process running ``problem``'s descent; steer it with a LoopControl whose
     ``remote`` is this, and read what it reports with :func:`remote_loop`."""
@@ -375,6 +395,10 @@ class RemoteLoop:
         job = _Job(problem.target.spec, problem.target.code, problem.specs, problem.settings,
                    problem.args, problem.targets)
         payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        if _USER_MODULE in payload:
+            # an object of the user's module (a default value, say) is pickled by reference
+            # to a module the child cannot import by that name
+            raise pickle.PicklingError("the problem refers to objects of a user module")
         self.conn, child = context.Pipe(duplex=True)
         self.killed = False
         self._send_lock = threading.Lock()
@@ -455,6 +479,9 @@ def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
                 yield batch
             elif kind == "error":
                 raise message[1]
+            elif kind == "setup":
+                raise SetupFailed(f"the loop's process could not load the problem: "
+                                  f"{message[1]}", message[1])
             elif kind == "ready":
                 ctrl.loaded()
             elif kind == "done":

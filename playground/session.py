@@ -15,7 +15,7 @@ from customgrad.errors import Cancelled, CustomGradError, SpecError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
 from customgrad.problem import Problem, specs_for
-from customgrad.runner import Batch, LoopControl
+from customgrad.runner import Batch, LoopControl, SetupFailed
 from customgrad.settings import Settings
 from playground.workers import (
     JacobianJob,
@@ -69,6 +69,8 @@ class Session(QObject):
         self.last_record = None
         self.run_index = 0
         self._explain = False
+        #: a problem whose loop could not start in a process of its own runs on a thread
+        self._thread_only: Problem | None = None
         warm_loop_process()
 
     # ---- settings ---------------------------------------------------------------------------
@@ -197,7 +199,8 @@ class Session(QObject):
             try:
                 self.descent_worker = start_descent(self.problem, self.ctrl, self._on_batch,
                                                     self._on_descent_error,
-                                                    self._on_descent_finished)
+                                                    self._on_descent_finished,
+                                                    thread=self.problem is self._thread_only)
             except CustomGradError as exc:
                 self.errorRaised.emit(exc)
                 return False
@@ -272,6 +275,17 @@ class Session(QObject):
     def _on_descent_error(self, exc: Exception) -> None:
         """The loop ended on an error, or was stopped because a step was stuck: the run cannot
         go on, so the next Play starts it over (the broken run stays as an overlay)."""
+        if isinstance(exc, SetupFailed) and self.problem is not None:
+            # the child could not load what this process did (a module found through a path
+            # added since, say): the same run, on a thread, from where it stands
+            old, self.descent_worker = self.ctrl, None
+            self._thread_only = self.problem
+            if self._ensure_worker():
+                self.ctrl.running = old.running
+                self.ctrl.pending = old.pending + old.sent_steps
+                self.ctrl.want_snapshot = old.want_snapshot or old.sent_snapshot
+                self.ctrl.poke()
+                return
         self.ctrl.running = False
         self.descent_worker = None
         self.runningChanged.emit(False)

@@ -109,11 +109,12 @@ def _warm_quietly() -> None:
         pass
 
 
-def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_finished):
+def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_finished,
+                  thread: bool = False):
     """Start the loop for ``problem`` (in a process of its own where possible, else on a
-    thread); returns the superqt worker that reports its batches."""
+    thread, or with ``thread`` always); returns the superqt worker that reports its batches."""
     remote = None
-    if loop_mode() == "process" and runner.portable(problem.target):
+    if not thread and loop_mode() == "process" and runner.portable(problem.target):
         try:
             remote = runner.RemoteLoop(problem)
         except Exception:  # e.g. a constant that cannot be pickled: a thread will do

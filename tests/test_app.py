@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import subprocess
 import sys
 import textwrap
@@ -326,3 +327,42 @@ def test_no_display_message(monkeypatch, capsys):
     monkeypatch.setattr(sys, "platform", "linux")
     assert app.main([]) == 2
     assert "xvfb-run" in capsys.readouterr().err
+
+
+DOUBLE = '''
+import torch
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+'''
+
+
+def test_a_function_the_loop_process_cannot_load_runs_on_a_thread(qtbot, window, tmp_path,
+                                                                   monkeypatch):
+    """A module that exists only in this process (made at run time): the child process
+    cannot import it, so the run goes on a thread, with nothing lost."""
+    import types
+
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    path = tmp_path / "made_at_run_time.py"
+    path.write_text(textwrap.dedent(DOUBLE))
+    module = types.ModuleType("only_in_this_process_xyz")
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    open_target(qtbot, window, f"{module.__name__}:Double")
+    s = window.session
+    errors = []
+    s.errorRaised.connect(errors.append)
+    s.run_steps(3)
+    qtbot.waitUntil(lambda: s.step == 3, timeout=TIMEOUT)
+    assert s.ctrl.remote is None and not errors
+    losses = [r for r in [s.last_loss] if r is not None]
+    assert losses and math.isfinite(losses[0])

@@ -204,3 +204,26 @@ def test_step_record_norms_lazy_batched_and_pickled():
     assert [r.grad_norms["input"] for r in records] == pytest.approx(expected, rel=1e-6)
     copy = pickle.loads(pickle.dumps(records[3]))
     assert copy == records[3] and copy.grad_norms == records[3].grad_norms
+
+
+def test_a_child_that_cannot_load_the_problem_says_so_before_any_step(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(backward="return grad * 2"))
+    prob = problem(spec)
+    # as if the Function came from a module the child cannot import by its name
+    prob.target = type(prob.target)("nowhere_module_xyz:Double", prob.function, "Double")
+    remote = Remote(prob)
+    remote.ctrl.pending = 2
+    remote.ctrl.poke()
+    with pytest.raises(runner.SetupFailed, match="nowhere_module_xyz"):
+        remote.pump_until(lambda: False)
+    assert remote.ctrl.sent_steps == 2 and not remote.records
+
+
+def test_objects_of_a_user_module_are_not_sent_to_the_child(tmp_path):
+    spec = _file_target(tmp_path, DOUBLE.format(backward="return grad * 2") +
+                        "\n\nclass Marker:\n    pass\n")
+    prob = problem(spec)
+    module = __import__("sys").modules[prob.function.__module__]
+    prob.args = [*prob.args, module.Marker()]
+    with pytest.raises(pickle.PicklingError):
+        runner.RemoteLoop(prob)
