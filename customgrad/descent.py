@@ -29,7 +29,7 @@ class StepDetail:
 
 
 #: Gradients up to this many elements are kept by reference and their norms computed when
-#: first read (or for a whole batch at once, see :func:`fill_norms`); larger ones at once.
+#: first read (or for a whole batch at once, see :func:`pack_records`); larger ones at once.
 LAZY_NORM_NUMEL = 1 << 16
 
 
@@ -82,22 +82,39 @@ def _norm(grad: torch.Tensor | None) -> float:
     return 0.0 if grad is None else float(torch.linalg.vector_norm(grad))
 
 
-def fill_norms(records: list[StepRecord]) -> None:
-    """Compute the pending gradient norms of ``records`` with one reduction per input, not
-    one per record (before sending a batch elsewhere)."""
-    pending = [r for r in records if r._norms is None and r._grads]
-    if len(pending) < 2:
-        return
-    names = list(pending[0]._grads)
-    grads = {name: [r._grads.get(name) for r in pending] for name in names}
-    if any(r._grads.keys() != pending[0]._grads.keys() for r in pending) or any(
-            g is None or g.shape != gs[0].shape for gs in grads.values() for g in gs):
-        return  # unusual (a gradient appears or vanishes): each record computes its own
-    values = {name: torch.linalg.vector_norm(torch.stack(gs).reshape(len(gs), -1), dim=1)
-              .tolist() for name, gs in grads.items()}
-    for k, record in enumerate(pending):
-        record._norms = {name: values[name][k] for name in names}
-        record._grads = None
+def pack_records(records: list[StepRecord]) -> tuple | list[StepRecord]:
+    """``records`` as plain columns (steps, losses, learning rates, input names, and a column
+    of gradient norms per input), for sending to another process: a batch's norms cost one
+    reduction per input instead of one per record, and plain lists pickle far faster than
+    objects. Records with step details, or whose inputs differ, are returned as they are."""
+    if not records or any(r.detail is not None for r in records):
+        return records
+    names = list(records[0].grad_norms if records[0]._norms is not None
+                 else records[0]._grads or {})
+    norms = None
+    if all(r._norms is None and r._grads is not None and len(r._grads) == len(names)
+           for r in records):
+        try:
+            norms = [torch.linalg.vector_norm(torch.stack([r._grads[name] for r in records])
+                                              .reshape(len(records), -1), dim=1).tolist()
+                     for name in names]
+        except (KeyError, TypeError, RuntimeError):  # a gradient vanished or changed shape
+            norms = None
+    if norms is None:
+        if any(list(r.grad_norms) != names for r in records):
+            return records
+        norms = [[r.grad_norms[name] for r in records] for name in names]
+    return ([r.step for r in records], [r.loss for r in records], [r.lr for r in records],
+            names, norms)
+
+
+def unpack_records(packed: tuple | list[StepRecord]) -> list[StepRecord]:
+    """The StepRecords that :func:`pack_records` made ``packed`` from."""
+    if isinstance(packed, list):
+        return packed
+    steps, losses, lrs, names, norms = packed
+    return [StepRecord(step, loss, dict(zip(names, values)), lr)
+            for step, loss, lr, *values in zip(steps, losses, lrs, *norms)]
 
 
 def _loss(name: str):
@@ -143,6 +160,8 @@ class Descent:
         if not self.trained:
             raise SpecError("no input is trained: tick 'trained' for at least one tensor input.",
                             field="trained")
+        self._leaves = tuple(self.trained.values())
+        self._lazy_norms = sum(leaf.numel() for leaf in self._leaves) <= LAZY_NORM_NUMEL
         self.step_count = 0
         self.keep_detail = False
         self._dirty = _modifies_inputs(function, self.args)
@@ -172,7 +191,10 @@ class Descent:
         return [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in self.args]
 
     def step(self) -> StepRecord:
-        """One forward, loss, backward and update; the record holds the loss before the update."""
+        """One forward, loss, backward and update; the record holds the loss before the update.
+
+        Kept lean: this runs thousands of times a second, and the loop is benchmarked against
+        the seed's bare loop (tests/benchmarks/bench.py)."""
         fn = self.function
         call = self.args
         if self._dirty:
@@ -180,40 +202,46 @@ class Descent:
             call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
                     for a in self.args]
         outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
-        diff = [o for o in outs if o.is_floating_point() and o.requires_grad]
-        if len(diff) != len(self.targets):
-            raise SpecError(f"{fn.__name__} returned {len(diff)} differentiable outputs at step "
-                            f"{self.step_count}, but {len(self.targets)} at the start.")
-        loss = None
-        for out, target in zip(diff, self.targets):
+        targets = self.targets
+        loss, count = None, 0
+        for out in outs:
+            if not (out.requires_grad and out.is_floating_point()):
+                continue
+            count += 1
+            if count > len(targets):
+                continue
+            target = targets[count - 1]
             if out.shape != target.shape:
                 raise SpecError(f"{fn.__name__}'s output changed shape during descent "
                                 f"({list(target.shape)} -> {list(out.shape)}).")
             term = self.criterion(out, target)
             loss = term if loss is None else loss + term
-        for leaf in self.trained.values():
+        if count != len(targets):
+            raise SpecError(f"{fn.__name__} returned {count} differentiable outputs at step "
+                            f"{self.step_count}, but {len(targets)} at the start.")
+        leaves = self._leaves
+        for leaf in leaves:
             # a fresh gradient each step (not zeroed in place), so a record can keep it
             leaf.grad = None
         run_user(fn, "backward", loss.backward)
         value = loss.item()
-        grads = {name: leaf.grad for name, leaf in self.trained.items()}
-        norms = None
-        if sum(g.numel() for g in grads.values() if g is not None) > LAZY_NORM_NUMEL:
-            norms = {name: _norm(g) for name, g in grads.items()}
-        before = {name: leaf.detach().cpu().clone() for name, leaf in self.trained.items()} \
-            if self.keep_detail else None
-        with torch.no_grad():
-            if self._optimizer is None:
-                for leaf in self.trained.values():
-                    if leaf.grad is not None:
-                        leaf.sub_(self._lr * leaf.grad)
-            else:
+        grads = [leaf.grad for leaf in leaves]
+        before = [leaf.detach().cpu().clone() for leaf in leaves] if self.keep_detail else None
+        if self._optimizer is None:
+            lr = self._lr
+            for leaf, grad in zip(leaves, grads):
+                if grad is not None:
+                    leaf.detach().sub_(lr * grad)  # as x.sub_(eta * x.grad) under no_grad
+        else:
+            with torch.no_grad():
                 self._optimizer.step()
         detail = None
         if before is not None:
-            detail = {name: StepDetail(before[name], _grad_copy(leaf), leaf.detach().cpu().clone())
-                      for name, leaf in self.trained.items()}
-        record = StepRecord(self.step_count, value, norms, self._lr, detail, grads)
+            detail = {name: StepDetail(b, _grad_copy(leaf), leaf.detach().cpu().clone())
+                      for name, b, leaf in zip(self.trained, before, leaves)}
+        by_name = dict(zip(self.trained, grads))
+        norms = None if self._lazy_norms else {name: _norm(g) for name, g in by_name.items()}
+        record = StepRecord(self.step_count, value, norms, self._lr, detail, by_name)
         self.step_count += 1
         return record
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib.machinery
 import multiprocessing
 import os
@@ -29,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from customgrad.descent import Descent, StepRecord, fill_norms
+from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, CustomGradError, FunctionError, format_traceback
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
@@ -147,6 +148,14 @@ class Batch:
     records: list[StepRecord]
     snapshot: list | None = None
     paused: bool = False
+
+    def __getstate__(self):
+        # the records travel as columns (see pack_records): a batch holds hundreds of them
+        return pack_records(self.records), self.snapshot, self.paused
+
+    def __setstate__(self, state):
+        records, self.snapshot, self.paused = state
+        self.records = unpack_records(records)
 
 
 def run_loop(descent: Descent, ctrl: LoopControl):
@@ -350,10 +359,12 @@ def _child_main(conn, payload: bytes) -> None:
             _send(conn, ("setup", _portable_error(exc)))
             return
         _send(conn, ("ready", os.getpid()))
+        _collect_between_frames()
         ctrl.sync(force=True)
         for batch in run_loop(descent, ctrl):
-            fill_norms(batch.records)
             _send(conn, ("batch", batch, ctrl.acked))
+            batch = None
+            gc.collect()
         _send(conn, ("done",))
     except _ParentGone:
         pass
@@ -364,6 +375,15 @@ def _child_main(conn, payload: bytes) -> None:
             pass
     finally:
         conn.close()
+
+
+def _collect_between_frames() -> None:
+    """The child's garbage collection, off the steps' path: a frame's records (and their
+    gradients) live until the batch is sent, so automatic collections would keep walking
+    them mid-step, and a full one would walk all of torch (about 90 ms). What is loaded now
+    is frozen (never walked again) and the loop collects after each batch instead."""
+    gc.freeze()
+    gc.disable()
 
 
 @contextlib.contextmanager

@@ -69,13 +69,18 @@ def bench_jacobian(quick: bool) -> dict:
     }
 
 
-def _bare_loop_rate(seconds: float) -> float:
-    """Steps/s of the seed's own KillHead loop in plain torch."""
-    torch.manual_seed(0)
-    y = torch.empty(3, 8).normal_()
-    x = torch.empty(y.size()).normal_().requires_grad_()
-    criterion, eta = torch.nn.MSELoss(), 1.0
-    steps, start = 0, time.perf_counter()
+_BARE_LOOP = """
+import sys, time
+import torch
+from customgrad.gallery.seeds import KillHead
+
+torch.manual_seed(0)
+y = torch.empty(3, 8).normal_()
+x = torch.empty(y.size()).normal_().requires_grad_()
+criterion, eta = torch.nn.MSELoss(), 1.0
+steps = 0
+for line in sys.stdin:
+    seconds, count, start = float(line), 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         loss = criterion(KillHead.apply(x, 2), y)
         if steps > 0:
@@ -85,7 +90,29 @@ def _bare_loop_rate(seconds: float) -> float:
         with torch.no_grad():
             x.sub_(eta * x.grad)
         steps += 1
-    return steps / (time.perf_counter() - start)
+        count += 1
+    print(count / (time.perf_counter() - start), flush=True)
+"""
+
+
+class _BareLoop:
+    """The seed's own KillHead loop in a plain torch process (no Qt, no app), run on request
+    between the app's windows, so both are measured under the same machine conditions."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", _BARE_LOOP], cwd=ROOT,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.rate(0.2)  # warm up
+
+    def rate(self, seconds: float) -> float:
+        """Steps/s over the next ``seconds``."""
+        self.process.stdin.write(f"{seconds}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(5)
 
 
 class _StallMeter:
@@ -152,11 +179,14 @@ def _run_for(seconds: float):
 
 
 def bench_app(quick: bool) -> dict:
-    """Loop throughput with the live plot vs the bare loop; GUI stalls while working.
+    """Loop throughput with the live plot vs the seed's bare loop in a plain torch process;
+    GUI stalls while working.
 
-    The machine's speed drifts by tens of percent from second to second here, so the app and
-    the bare loop take turns in short windows and each window of the app is compared with the
-    bare loop measured just before and just after it; the median ratio is reported.
+    The machine's speed drifts by tens of percent from second to second here, and noise only
+    ever slows a window down. So the app and the bare loop take turns in many short windows,
+    and the headline ratio compares the best window of each (as timeit takes the best of
+    its repeats); the median of each app window against the bare windows either side of it
+    is reported too.
     """
     app, window = _window()
     session = window.session
@@ -167,23 +197,28 @@ def bench_app(quick: bool) -> dict:
     _wait(app, lambda: reports)
     session.reset()
     _wait(app, lambda: session.step == 0 and session.descent_worker is None)
-    window_s = 0.6 if quick else 1.0
-    rates = []
+    window_s = 0.4
+    app_rates, bare_rates, paired = [], [], []
     stall_run = 0.0
-    bare = _bare_loop_rate(window_s / 2)
-    for _ in range(6 if quick else 12):
+    bare_loop = _BareLoop()
+    bare = bare_loop.rate(window_s)
+    bare_rates.append(bare)
+    for _ in range(8 if quick else 24):
         with _StallMeter() as meter:
             session.play()
-            _run_for(0.25)  # the loop has started and the plot is live
+            _run_for(0.2)  # the loop has started and the plot is live
             start_step, start = session.step, time.perf_counter()
             _run_for(window_s)
             rate = (session.step - start_step) / (time.perf_counter() - start)
             session.pause()
         _run_for(0.05)
         stall_run = max(stall_run, meter.worst)
-        after = _bare_loop_rate(window_s / 2)
-        rates.append(rate / ((bare + after) / 2))
+        after = bare_loop.rate(window_s)
+        app_rates.append(rate)
+        bare_rates.append(after)
+        paired.append(rate / ((bare + after) / 2))
         bare = after
+    bare_loop.close()
     # a 2048 x 2048 Jacobian (KillHead 32x64) computed while the window stays live
     reports.clear()
     with _StallMeter() as meter:
@@ -193,7 +228,10 @@ def bench_app(quick: bool) -> dict:
     session.shutdown(wait=1.0)
     window.close()
     return {
-        "loop_throughput_vs_bare": statistics.median(rates),
+        "loop_throughput_vs_bare": max(app_rates) / max(bare_rates),
+        "loop_throughput_vs_bare_median": statistics.median(paired),
+        "loop_steps_per_s_app": max(app_rates),
+        "loop_steps_per_s_bare": max(bare_rates),
         "ui_max_stall_ms_running": stall_run * 1000,
         "ui_max_stall_ms_jacobian_2048": stall_jacobian * 1000,
     }
@@ -303,7 +341,8 @@ DEFAULT = ("jacobian", "app", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
-    "loop_throughput_vs_bare": ">= 0.95 (floor 0.9)",
+    "loop_throughput_vs_bare": ">= 0.95 (floor 0.9): best window vs best window",
+    "loop_throughput_vs_bare_median": "median of windows vs the bare ones either side",
     "ui_max_stall_ms_running": "<= 16 (ceiling 50)",
     "ui_max_stall_ms_jacobian_2048": "<= 16 (ceiling 50)",
     "startup_overhead_s": "<= 0.5",
