@@ -12,7 +12,7 @@ import os
 
 from pygments.styles import get_style_by_name
 from pygments.token import Token
-from PySide6.QtCore import QEvent, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -96,10 +96,27 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_line_number_area_width)
         self.updateRequest.connect(self._update_line_number_area)
 
-        # Passing the editor (not its document) lets superqt set the Base colour too.
-        self.highlighter = CodeSyntaxHighlight(self, "python", style)
+        self._highlighter: CodeSyntaxHighlight | None = None
+        self._highlight_soon = False
         self._apply_style_colors()
         self._update_line_number_area_width()
+
+    @property
+    def highlighter(self) -> CodeSyntaxHighlight:
+        """The syntax highlighter, made on first use: building pygments' Python lexer takes
+        a tenth of a second, so the window paints first and colours the code a moment later
+        (see :meth:`paintEvent`)."""
+        if self._highlighter is None:
+            # Passing the editor (not its document) lets superqt set the Base colour too.
+            self._highlighter = CodeSyntaxHighlight(self, "python", self._style_name)
+            self._apply_style_colors()
+        return self._highlighter
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        if self._highlighter is None and not self._highlight_soon:
+            self._highlight_soon = True
+            QTimer.singleShot(0, self, lambda: self.highlighter)  # dropped if self is gone
 
     # ------------------------------------------------------------------ numbers
 
@@ -233,7 +250,8 @@ class CodeEditor(QPlainTextEdit):
         """Switch the pygments style, e.g. "default" (light) or "monokai" (dark)."""
         get_style_by_name(name)  # raises pygments.util.ClassNotFound for unknown names
         self._style_name = name
-        self.highlighter.setTheme(name)
+        if self._highlighter is not None:
+            self._highlighter.setTheme(name)
         self._apply_style_colors()
 
     def _apply_style_colors(self) -> None:

@@ -57,6 +57,26 @@ def test_highlighter_formats_the_python_source(view):
     assert keyword.format.foreground().color().name() != "#000000"
 
 
+def _keyword_colour(view):
+    formats = view.editor.document().firstBlock().layout().formats()
+    starts = [f for f in formats if f.start == 0]
+    return starts[0].format.foreground().color().name() if starts else None
+
+
+def test_the_code_is_coloured_right_after_the_first_paint(view, qtbot):
+    """The lexer is built after the window's first paint (it takes a tenth of a second),
+    in the style chosen meanwhile."""
+    view.set_function("Square", SOURCE, "")
+    assert view.editor._highlighter is None  # nothing built before anything is painted
+    view.editor.set_style("monokai")
+    view.show()
+    qtbot.waitUntil(lambda: _keyword_colour(view) is not None, timeout=3000)
+    dark = _keyword_colour(view)
+    assert view.editor.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
+    view.editor.set_style("default")
+    assert _keyword_colour(view) not in (None, dark)
+
+
 def test_line_numbers_start_at_first_line(view):
     view.set_function("Square", SOURCE, "", "/tmp/sq.py", 120)
     assert view.line_number_text(0) == "120"
