@@ -112,28 +112,34 @@ def _warm_quietly() -> None:
 def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_finished,
                   thread: bool = False):
     """Start the loop for ``problem`` (in a process of its own where possible, else on a
-    thread, or with ``thread`` always); returns the superqt worker that reports its batches."""
-    remote = None
-    if not thread and loop_mode() == "process" and runner.portable(problem.target):
-        try:
-            remote = runner.RemoteLoop(problem)
-        except Exception:  # e.g. a constant that cannot be pickled: a thread will do
-            remote = None
-    if remote is not None:
-        worker = create_worker(runner.remote_loop, remote, ctrl, _start_thread=False,
-                               _ignore_errors=True)
-        ctrl.remote = remote
-    else:
-        descent = problem.descent()
-        worker = create_worker(runner.thread_loop, descent, ctrl, _start_thread=False,
-                               _ignore_errors=True)
+    thread, or with ``thread`` always); returns the superqt worker that reports its batches.
+    Nothing here waits: the process is started on the worker's thread."""
+    process = not thread and loop_mode() == "process" and runner.portable(problem.target)
+    worker = create_worker(_descent, problem, ctrl, process, _start_thread=False,
+                           _ignore_errors=True)
     worker.yielded.connect(on_batch)
     worker.errored.connect(on_error)
     worker.finished.connect(on_finished)
     worker.start()
-    if ctrl.remote is not None:
-        ctrl.poke()  # the child starts with the current controls
     return worker
+
+
+def _descent(problem: Problem, ctrl: LoopControl, process: bool):
+    """The loop worker's generator. Starting a process can wait (the first one waits until
+    the fork server has imported torch, up to a second after start-up), and making the
+    Descent calls the Function's forward: neither may hold up the window."""
+    remote = None
+    if process:
+        try:
+            remote = runner.RemoteLoop(problem)
+        except Exception:  # e.g. a constant that cannot be pickled: a thread will do
+            remote = None
+    if remote is None:
+        yield from runner.thread_loop(problem.descent(), ctrl)
+        return
+    ctrl.remote = remote
+    ctrl.poke()  # the child starts with the controls as they are now
+    yield from runner.remote_loop(remote, ctrl)
 
 
 class ProgressBridge(QObject):

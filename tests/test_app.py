@@ -109,6 +109,32 @@ def test_play_pause_step_reset(qtbot, loop_mode, window):
     assert window.loss_plot.overlay_curves  # the earlier run is kept as an overlay
 
 
+def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch):
+    """Up to a second after start-up, a new loop process waits for the fork server to import
+    torch: Play returns at once all the same, and the steps follow."""
+    from customgrad import runner
+
+    if not runner.process_available():
+        pytest.skip("no fork server on this platform")
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+
+    class SlowStart(runner.RemoteLoop):
+        def __init__(self, problem):
+            time.sleep(0.6)  # a fork server still importing torch
+            super().__init__(problem)
+
+    monkeypatch.setattr(runner, "RemoteLoop", SlowStart)
+    open_target(qtbot, window, "killhead")
+    s = window.session
+    s.update(steps=0)
+    started = time.perf_counter()
+    s.play()
+    assert time.perf_counter() - started < 0.3
+    qtbot.waitUntil(lambda: s.step > 10, timeout=TIMEOUT)
+    assert isinstance(s.ctrl.remote, SlowStart)
+    s.pause()
+
+
 def test_losses_equal_the_seed_script(qtbot, loop_mode, window):
     open_target(qtbot, window, "killhead")
     s = window.session
