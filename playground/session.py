@@ -196,14 +196,11 @@ class Session(QObject):
                                     max_steps=self.settings.steps,
                                     check_every=self.settings.check_every,
                                     explain=self._explain)
-            try:
-                self.descent_worker = start_descent(self.problem, self.ctrl, self._on_batch,
-                                                    self._on_descent_error,
-                                                    self._on_descent_finished,
-                                                    thread=self.problem is self._thread_only)
-            except CustomGradError as exc:
-                self.errorRaised.emit(exc)
-                return False
+            # errors (the Function's forward raising, say) arrive through _on_descent_error
+            self.descent_worker = start_descent(self.problem, self.ctrl, self._on_batch,
+                                                self._on_descent_error,
+                                                self._on_descent_finished,
+                                                thread=self.problem is self._thread_only)
         return True
 
     @property

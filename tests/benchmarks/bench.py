@@ -281,7 +281,9 @@ app = QApplication(sys.argv[:1])
 first = FirstPaint()
 app.installEventFilter(first)
 from playground.app import main
-main([])  # what `autograd-playground` does: restore, open KillHead, show
+code = main([])  # what `autograd-playground` does: restore, open KillHead, show
+if first.at is None:
+    sys.exit(f"autograd-playground exited ({code}) before painting its window")
 print(t_import, first.at - t0, flush=True)
 os._exit(0)  # workers may still be computing the first Jacobian
 """
