@@ -7,6 +7,8 @@ click); --screenshot renders offscreen, with the default look unless --theme/--z
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import sys
 
@@ -71,8 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(NO_DISPLAY)
             return 2
-    import pyqtgraph as pg
-    from PySide6.QtWidgets import QApplication
+    with _imports_frozen():
+        import pyqtgraph as pg
+        from PySide6.QtWidgets import QApplication
+
+        from playground.main_window import MainWindow
+        from playground.session import Session
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("autograd-playground")
@@ -81,9 +87,6 @@ def main(argv: list[str] | None = None) -> int:
     font.setPointSizeF(max(font.pointSizeF(), 11.0))
     app.setFont(font)
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
-
-    from playground.main_window import MainWindow
-    from playground.session import Session
 
     session = Session()
     shot = bool(args.screenshot)
@@ -116,7 +119,42 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     if args.present:
         room.set_presentation(True)
+    from PySide6.QtCore import QTimer
+
+    QTimer.singleShot(SETTLE_MS, settle_heap)
     return app.exec()
+
+
+#: when the window is built and painted, its objects join the frozen heap
+SETTLE_MS = 1000
+
+
+@contextlib.contextmanager
+def _imports_frozen():
+    """Import the app with automatic garbage collection off, then freeze what is loaded.
+
+    torch, PySide6 and pyqtgraph make about 200,000 objects that live as long as the app.
+    A full collection walks every one of them (over 0.1 s here), and importing and building
+    the window would set off several; later, one would stall the running window as long.
+    Frozen objects are never walked again; garbage made from here on is still collected."""
+    if "playground.main_window" in sys.modules:  # imported already (a test, a second main)
+        yield
+        return
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def settle_heap() -> None:
+    """Once the window is up: its own objects (built after the imports) live as long as the
+    app too. Collect the start-up's garbage, then freeze the rest."""
+    gc.collect()
+    gc.freeze()
 
 
 def _screenshot(app, window, session, args, start) -> int:

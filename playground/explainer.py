@@ -171,25 +171,7 @@ class StepExplainer(QWidget):
             label.setTextFormat(Qt.TextFormat.RichText)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setMinimumHeight(90)
-        self.plot = self.graphics.addPlot()
-        self.plot.hideAxis("left")
-        self.plot.hideAxis("bottom")
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.invertY(True)
-        self.plot.setAspectLocked(False)
-        self.plot.setDefaultPadding(0.0)
-        self.plot.vb.setMouseEnabled(False, False)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
-        self.plot.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(values=(-1.0, 1.0), colorMap=pg.colormap.get("CET-D1"),
-                                        interactive=False, colorMapMenu=False, width=14)
-        self.colorbar.setImageItem(self.image)
-        self.graphics.addItem(self.colorbar)
-        self.graphics.hide()
+        self._graphics: pg.GraphicsLayoutWidget | None = None  # built at the first heatmap
 
         top = QHBoxLayout()
         top.addWidget(self.head, 1)
@@ -199,7 +181,7 @@ class StepExplainer(QWidget):
         box.setContentsMargins(8, 8, 8, 8)
         box.addLayout(top)
         box.addWidget(self.body)
-        box.addWidget(self.graphics, 1)
+        self._box = box  # the heatmap goes after the body, when there is one
         box.addWidget(self.update_text)
         box.addWidget(self.examples)
         box.addStretch(0)
@@ -219,6 +201,62 @@ class StepExplainer(QWidget):
         self.apply_font(self.font())
         self._apply_colors()
 
+    # ---- the gradient heatmap (pyqtgraph), built when first needed -------------------------
+    @property
+    def graphics(self) -> pg.GraphicsLayoutWidget:
+        """The gradient heatmap's canvas. The tab is hidden at start-up and shows no heatmap
+        before a step, so it is built on first use, not with the window."""
+        self._ensure_graphics()
+        return self._graphics
+
+    def _ensure_graphics(self) -> None:
+        if self._graphics is None:
+            self._build_graphics()
+
+    @property
+    def plot(self) -> pg.PlotItem:
+        self._ensure_graphics()
+        return self._plot
+
+    @property
+    def image(self) -> pg.ImageItem:
+        self._ensure_graphics()
+        return self._image
+
+    @property
+    def colorbar(self) -> pg.ColorBarItem:
+        self._ensure_graphics()
+        return self._colorbar
+
+    def _build_graphics(self) -> None:
+        graphics = pg.GraphicsLayoutWidget()
+        graphics.setMinimumHeight(90)
+        plot = graphics.addPlot()
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.invertY(True)
+        plot.setAspectLocked(False)
+        plot.setDefaultPadding(0.0)
+        plot.vb.setMouseEnabled(False, False)
+        image = pg.ImageItem(axisOrder="row-major")
+        image.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
+        plot.addItem(image)
+        colorbar = pg.ColorBarItem(values=(-1.0, 1.0), colorMap=pg.colormap.get("CET-D1"),
+                                   interactive=False, colorMapMenu=False, width=14)
+        colorbar.setImageItem(image)
+        graphics.addItem(colorbar)
+        graphics.hide()
+        self._graphics, self._plot, self._image, self._colorbar = graphics, plot, image, colorbar
+        self._box.insertWidget(self._box.indexOf(self.body) + 1, graphics, 1)
+        self._style_colorbar()
+        self._apply_colors()
+
+    def _hide_graphics(self) -> None:
+        if self._graphics is not None:
+            self._graphics.hide()
+
     # ---- session --------------------------------------------------------------------------
     def _batch(self, batch) -> None:
         if batch.records:
@@ -237,7 +275,7 @@ class StepExplainer(QWidget):
                           "x ← x − η · grad.")
         self.update_text.clear()
         self.examples.clear()
-        self.graphics.hide()
+        self._hide_graphics()
 
     def _schedule(self) -> None:
         self._dirty = True
@@ -283,7 +321,7 @@ class StepExplainer(QWidget):
         self.examples.setText(texts["examples"])
         detail = (getattr(record, "detail", None) or {}).get(texts["name"])
         if detail is None:
-            self.graphics.hide()
+            self._hide_graphics()
             return
         grad = as_matrix(_array(detail.grad))
         finite = grad[np.isfinite(grad)]
@@ -307,10 +345,17 @@ class StepExplainer(QWidget):
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         mono.setPointSizeF(size)
         self.examples.setFont(mono)
-        tick = QFont(font)
-        tick.setPointSizeF(size * 0.9)
-        self.colorbar.axis.setStyle(tickFont=tick)
-        self.colorbar.axis.setWidth(int(tick.pointSizeF() * 6))
+        self._style_colorbar()
+
+    def _style_colorbar(self) -> None:
+        """Colour-bar ticks a little smaller than the tab's font."""
+        if self._graphics is None:
+            return
+        size = self.font().pointSizeF()
+        tick = QFont(self.font())
+        tick.setPointSizeF((size if size > 0 else QApplication.font().pointSizeF()) * 0.9)
+        self._colorbar.axis.setStyle(tickFont=tick)
+        self._colorbar.axis.setWidth(int(tick.pointSizeF() * 6))
 
     def apply_theme(self, name: str) -> None:
         self._apply_colors()
@@ -321,6 +366,8 @@ class StepExplainer(QWidget):
         super().changeEvent(event)
 
     def _apply_colors(self) -> None:
+        if self._graphics is None:
+            return
         pal = self.palette()
         bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
         self.graphics.setBackground(bg)

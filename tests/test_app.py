@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -343,6 +344,39 @@ def test_screenshot_command(tmp_path):
     colours = {image.pixel(x, y) for x in range(0, image.width(), 37)
                for y in range(0, image.height(), 37)}
     assert len(colours) > 20  # not blank
+
+
+HEAP = """
+import gc, os, sys
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+qt = QApplication(sys.argv[:1])
+from playground import app
+
+QTimer.singleShot(app.SETTLE_MS + 300, qt.quit)
+app.main(["killhead"])
+loose, frozen = len(gc.get_objects()), gc.get_freeze_count()
+cycle = []
+cycle.append(cycle)
+del cycle
+print(gc.isenabled(), frozen, loose, gc.collect(), flush=True)
+os._exit(0)
+"""
+
+
+def test_the_app_freezes_its_long_lived_heap_and_still_collects(tmp_path):
+    """A full collection would otherwise walk all of torch and Qt (over 0.1 s, the window
+    frozen): the app freezes what its imports and its window made, once the window is up."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path), "AUTOGRAD_PLAYGROUND_NO_RESTORE": "1"}
+    proc = subprocess.run([sys.executable, "-c", HEAP], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    enabled, frozen, loose, collected = proc.stdout.split()
+    assert enabled == "True"
+    assert int(frozen) > 100_000 and int(loose) < int(frozen) // 10
+    assert int(collected) >= 1  # garbage made afterwards is still collected
 
 
 def test_no_display_message(monkeypatch, capsys):

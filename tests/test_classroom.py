@@ -705,6 +705,24 @@ def test_step_explainer_words_and_screen_rate(qtbot, window):
     assert levels[0] == pytest.approx(-2.0) and levels[1] == pytest.approx(2.0)
 
 
+def test_step_heatmap_is_built_when_first_needed_in_the_current_zoom_and_theme(qtbot,
+                                                                              window):
+    explainer = window.explainer
+    assert explainer._graphics is None  # not built with the window (start-up time)
+    tick_before = point_size(window.jacobian.colorbar.axis.style["tickFont"])
+    window.classroom.set_zoom(150)
+    window.classroom.set_theme("dark", remember=False)
+    window.classroom.show_explainer()
+    window.session.batchReady.emit(Batch([fake_record(0)]))
+    qtbot.waitUntil(lambda: explainer._graphics is not None and explainer.graphics.isVisible())
+    dark_base = window.palette().color(QPalette.ColorRole.Base).name()
+    assert explainer.graphics.backgroundBrush().color().name() == dark_base
+    tick = point_size(explainer.colorbar.axis.style["tickFont"])
+    assert tick == pytest.approx(0.9 * point_size(explainer.font()), rel=0.03)
+    assert tick > tick_before  # zoomed: bigger than the 100% heatmap ticks
+    np.testing.assert_allclose(explainer.image.image, fake_record().detail["input"].grad)
+
+
 def test_explainer_text_for_other_optimizers(window):
     from playground.explainer import explain
 
