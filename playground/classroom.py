@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from playground import export, paths, sessions, theme, zoom
+from playground.discard import held
 from playground.explainer import StepExplainer
 from playground.shortcuts import ShortcutsDialog
 
@@ -66,6 +67,8 @@ def install(window, restore_prefs: bool | None = None,
 
 class Classroom(QObject):
     """The classroom features of one window; ``window.classroom``."""
+
+    last_report = held("last_report")  # for export; a replaced one is freed off the GUI thread
 
     def __init__(self, window):
         super().__init__(window)

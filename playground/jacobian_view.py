@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report, finite_absmax
+from playground.discard import held
 from playground.fonts import point_size
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
@@ -120,6 +121,12 @@ class JacobianView(QWidget):
     tolerancesChanged = Signal(float, float, float)
     checkRequested = Signal()
     cancelRequested = Signal()
+
+    # a 2048 x 2048 report is about 100 MB: replaced ones are freed off the GUI thread
+    _report = held("report")
+    _analytic = held("analytic")
+    _numerical = held("numerical")
+    _mask = held("mask")
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)

@@ -23,6 +23,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QTimer
 
+from playground import jacobian_view
 from playground.main_window import MainWindow
 from playground.session import Session
 
@@ -426,3 +427,34 @@ def test_a_function_the_loop_process_cannot_load_runs_on_a_thread(qtbot, window,
     assert s.ctrl.remote is None and not errors
     losses = [r for r in [s.last_loss] if r is not None]
     assert losses and math.isfinite(losses[0])
+
+
+def test_a_replaced_big_report_is_freed_off_the_gui_thread(qtbot):
+    """100 MB of tensors take 10 to 15 ms to free: never on the GUI thread."""
+    import weakref
+
+    from playground import discard
+
+    window = MainWindow(Session())
+    qtbot.addWidget(window)
+    window.show()
+    problem = build(Settings(target="killhead", shapes={"input": (32, 64)}, dtype="float64"))
+    freed_on: list[str] = []
+
+    def deliver():
+        report = problem.compare()
+        report.prepare_display(jacobian_view.preview_step(report.shape))
+        for tensor in (report.analytic, report.numerical, report.difference(),
+                       report.mismatch_mask()):
+            weakref.finalize(tensor, lambda: freed_on.append(threading.current_thread().name))
+        window.session.jacobianReady.emit(report)
+
+    deliver()
+    qtbot.wait(50)
+    deliver()  # replaces the first report everywhere it is held
+    assert discard.drain()
+    qtbot.waitUntil(lambda: len(freed_on) == 4, timeout=5000)
+    assert freed_on == ["discard"] * 4
+    # the second report is still shown, whole
+    assert window.jacobian._report is window.classroom.last_report
+    assert window.jacobian._analytic.shape == (2048, 2048)
