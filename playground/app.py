@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
     session = Session()
+    session.hold()  # no work starts before the window is shown (see _release_after_show)
     shot = bool(args.screenshot)
     window = MainWindow(session, restore_prefs=False if shot else None,
                         restore_session=False if (shot or args.target or args.session) else None)
@@ -119,10 +120,43 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     if args.present:
         room.set_presentation(True)
+    _release_after_show(session, window)
     from PySide6.QtCore import QTimer
 
     QTimer.singleShot(SETTLE_MS, settle_heap)
     return app.exec()
+
+
+def _release_after_show(session, window) -> None:
+    """Let the session's work start once ``window`` has painted for the first time (or after
+    FIRST_PAINT_WAIT_MS, if it does not paint): the build, and the Jacobian that follows it,
+    then start on their worker threads while the window is already on screen."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event) -> bool:
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType() \
+                    and obj.window() is window:
+                release()
+            return False
+
+    def release() -> None:
+        if not released:
+            released.append(True)
+            app.removeEventFilter(watcher)
+            QTimer.singleShot(0, session, session.release)  # after this paint has ended
+
+    released: list[bool] = []
+    watcher = FirstPaint(session)
+    app.installEventFilter(watcher)
+    QTimer.singleShot(FIRST_PAINT_WAIT_MS, session, release)
+
+
+#: the longest the session's work waits for the window's first paint
+FIRST_PAINT_WAIT_MS = 500
 
 
 #: when the window is built and painted, its objects join the frozen heap
@@ -169,6 +203,7 @@ def _screenshot(app, window, session, args, start) -> int:
     window.show()
     if args.present:
         window.classroom.set_presentation(True, fullscreen=False)
+    _release_after_show(session, window)
     state = {"failed": None, "stepping": False, "saved": False}
 
     def save():

@@ -9,6 +9,7 @@ Line numbers are those of the real file: they start at ``first_line``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from pygments.styles import get_style_by_name
 from pygments.token import Token
@@ -32,9 +33,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import CodeSyntaxHighlight
 
 from playground.fonts import point_size
+
+if TYPE_CHECKING:
+    from superqt.utils import CodeSyntaxHighlight
 
 __all__ = ["CodeEditor", "CodeView"]
 
@@ -107,6 +110,8 @@ class CodeEditor(QPlainTextEdit):
         a tenth of a second, so the window paints first and colours the code a moment later
         (see :meth:`paintEvent`)."""
         if self._highlighter is None:
+            from superqt.utils import CodeSyntaxHighlight
+
             # Passing the editor (not its document) lets superqt set the Base colour too.
             self._highlighter = CodeSyntaxHighlight(self, "python", self._style_name)
             self._apply_style_colors()

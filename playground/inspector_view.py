@@ -26,12 +26,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import create_worker
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import ERROR, WARNING, Inspection, Value, inspect_call, shape_text
 from playground.fonts import point_size
-from playground.workers import interrupt_thread
+from playground.workers import create_worker, interrupt_thread
 
 # (negative, zero, positive, not finite) colours of the heatmaps
 _LIGHT_MAP = ("#2166ac", "#f7f7f7", "#b2182b", "#9c27b0")

@@ -533,6 +533,13 @@ class JacobianView(QWidget):
                          "finite differences.", "", "")
         self.hover_label.setText(self._hover_hint())
 
+    def preparing(self) -> None:
+        """The inputs are being drawn: the comparison starts once they are ready."""
+        if not self._computing:
+            self._set_banner("neutral", "Preparing inputs…",
+                             "The Jacobian comparison starts as soon as they are ready.", "",
+                             "", keep_space=True)
+
     def is_computing(self) -> bool:
         return self._computing
 

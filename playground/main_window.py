@@ -234,8 +234,7 @@ class MainWindow(QMainWindow):
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self.errors.hide)
         s.notice.connect(self._notice)
-        s.busyChanged.connect(lambda busy: self.status.showMessage(
-            "Preparing inputs…" if busy else "Ready", 0 if busy else 3000))
+        s.busyChanged.connect(self._busy)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
@@ -289,6 +288,11 @@ class MainWindow(QMainWindow):
             losses = np.fromiter((r.loss for r in batch.records), dtype=np.float64,
                                  count=len(batch.records))
             self.loss_plot.append(steps, losses)
+
+    def _busy(self, busy: bool) -> None:
+        self.status.showMessage("Preparing inputs…" if busy else "Ready", 0 if busy else 3000)
+        if busy:
+            self.jacobian.preparing()
 
     def _report(self, report) -> None:
         self.jacobian.show_report(report)

@@ -64,6 +64,8 @@ class Session(QObject):
         self.job: JacobianJob | None = None
         self._build_worker = None
         self._build_serial = 0
+        self._held = False
+        self._build_waiting = False  # a build asked for while held
         self.step = 0
         self.last_loss: float | None = None
         self.last_record = None
@@ -148,6 +150,7 @@ class Session(QObject):
     def _rebuild(self) -> None:
         self._stop_descent()
         self._cancel_job()
+        self._build_waiting = False
         self.problem = None
         if self.target is None:
             return
@@ -157,12 +160,32 @@ class Session(QObject):
             self.errorRaised.emit(exc)
             return
         self._build_serial += 1
-        serial = self._build_serial
         self.busyChanged.emit(True)
+        if self._held:
+            self._build_waiting = True
+            return
+        self._start_build()
+
+    def _start_build(self) -> None:
+        serial = self._build_serial
         self._build_worker = start_build(
             copy.deepcopy(self.settings), self.target,
             lambda problem: self._built(serial, problem),
             lambda exc: self._build_failed(serial, exc))
+
+    def hold(self) -> None:
+        """Start no work (a build waits) until :meth:`release`. The app holds its session
+        until its window is shown, so that the first paint waits for no worker thread (nor
+        for importing superqt)."""
+        self._held = True
+
+    def release(self) -> None:
+        """Start the work that waited while held."""
+        self._held = False
+        if self._build_waiting:
+            self._build_waiting = False
+            if self.target is not None:
+                self._start_build()
 
     def _built(self, serial: int, problem: Problem) -> None:
         if serial != self._build_serial:

@@ -14,7 +14,6 @@ import threading
 
 import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
-from superqt.utils import create_worker
 
 from customgrad import runner
 from customgrad.errors import Cancelled
@@ -22,6 +21,15 @@ from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
 from playground.jacobian_view import ProgressPreparer, preview_step
+
+
+def create_worker(*args, **kwargs):
+    """superqt's ``create_worker``, imported at the first use: importing superqt builds all of
+    its widgets (about 60 ms), and the app paints its window before any work starts."""
+    from superqt.utils import create_worker as create
+
+    return create(*args, **kwargs)
+
 
 #: Seconds a user module's top-level code may run before it is stopped.
 IMPORT_TIMEOUT = 10.0

@@ -458,3 +458,57 @@ def test_a_replaced_big_report_is_freed_off_the_gui_thread(qtbot):
     # the second report is still shown, whole
     assert window.jacobian._report is window.classroom.last_report
     assert window.jacobian._analytic.shape == (2048, 2048)
+
+
+def test_a_held_session_starts_its_work_only_once_released(qtbot):
+    session = Session()
+    session.hold()
+    window = MainWindow(session)
+    qtbot.addWidget(window)
+    busy = []
+    session.busyChanged.connect(busy.append)
+    session.set_target("killhead")
+    assert session._build_worker is None and busy == [True]  # waiting, and it says so
+    assert window.jacobian.verdict_label.text() == "Preparing inputs…"
+    session.update(seed=3)  # a change while held: one build, with the latest settings
+    assert session._build_worker is None
+    with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
+        session.release()
+    assert session.problem.settings.seed == 3
+
+
+def test_the_app_paints_its_window_before_any_work_starts(qtbot):
+    """Start-up: the first paint waits for no worker thread (nor for importing superqt)."""
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    from playground import app
+
+    session = Session()
+    session.hold()
+    window = MainWindow(session)
+    qtbot.addWidget(window)
+    session.set_target("killhead")
+    order = []
+
+    class Watch(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType() \
+                    and obj.window() is window and not order:
+                order.append("paint")
+            return False
+
+    watch = Watch()
+    QApplication.instance().installEventFilter(watch)
+    original = session._start_build
+    session._start_build = lambda: (order.append("build"), original())
+    try:
+        app._release_after_show(session, window)
+        qtbot.wait(50)
+        assert order == []  # not shown yet: nothing starts
+        window.show()
+        qtbot.waitUntil(lambda: "build" in order, timeout=5000)
+    finally:
+        QApplication.instance().removeEventFilter(watch)
+    assert order == ["paint", "build"]
+    qtbot.waitUntil(lambda: session.problem is not None, timeout=TIMEOUT)
