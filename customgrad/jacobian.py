@@ -222,6 +222,10 @@ class Report:
                 pool_signed(self.mismatch_mask().to(torch.float64), step) > 0)
         return self._cache[key]
 
+    def has_overview(self, step: int) -> bool:
+        """True if :meth:`overview` for ``step`` is computed already (1: nothing to pool)."""
+        return step <= 1 or ("overview", step) in self._cache
+
     def _kept(self, name: str) -> torch.Tensor:
         matrix = getattr(self, name)
         if matrix is None:

@@ -88,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setFont(font)
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
-    session = Session()
-    session.hold()  # no work starts before the window is shown (see _release_after_show)
+    session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
     window = MainWindow(session, restore_prefs=False if shot else None,
                         restore_session=False if (shot or args.target or args.session) else None)
@@ -121,16 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.present:
         room.set_presentation(True)
     _release_after_show(session, window)
-    from PySide6.QtCore import QTimer
-
-    QTimer.singleShot(SETTLE_MS, settle_heap)
     return app.exec()
 
 
 def _release_after_show(session, window) -> None:
     """Let the session's work start once ``window`` has painted for the first time (or after
     FIRST_PAINT_WAIT_MS, if it does not paint): the build, and the Jacobian that follows it,
-    then start on their worker threads while the window is already on screen."""
+    then start on their worker threads while the window is already on screen. Just before,
+    the heap settles (:func:`settle_heap`): the window is built, and no work has begun."""
     from PySide6.QtCore import QEvent, QObject, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -147,7 +144,7 @@ def _release_after_show(session, window) -> None:
         if not released:
             released.append(True)
             app.removeEventFilter(watcher)
-            QTimer.singleShot(0, session, session.release)  # after this paint has ended
+            QTimer.singleShot(0, session, lambda: (settle_heap(), session.release()))
 
     released: list[bool] = []
     watcher = FirstPaint(session)
@@ -159,10 +156,6 @@ def _release_after_show(session, window) -> None:
 FIRST_PAINT_WAIT_MS = 500
 
 
-#: when the window is built and painted, its objects join the frozen heap
-SETTLE_MS = 1000
-
-
 @contextlib.contextmanager
 def _imports_frozen():
     """Import the app with automatic garbage collection off, then freeze what is loaded.
@@ -170,7 +163,9 @@ def _imports_frozen():
     torch, PySide6 and pyqtgraph make about 200,000 objects that live as long as the app.
     A full collection walks every one of them (over 0.1 s here), and importing and building
     the window would set off several; later, one would stall the running window as long.
-    Frozen objects are never walked again; garbage made from here on is still collected."""
+    Frozen objects are never walked again; garbage made from here on is still collected.
+    The price: a reference cycle the imports left behind is frozen too, never freed (a few
+    objects, once)."""
     if "playground.main_window" in sys.modules:  # imported already (a test, a second main)
         yield
         return
@@ -185,8 +180,9 @@ def _imports_frozen():
 
 
 def settle_heap() -> None:
-    """Once the window is up: its own objects (built after the imports) live as long as the
-    app too. Collect the start-up's garbage, then freeze the rest."""
+    """Once the window is built, before any work starts: the window's objects live as long
+    as the app too. Collect the start-up's garbage, then freeze the rest (no job, worker or
+    problem exists yet, so none is frozen and kept for good)."""
     gc.collect()
     gc.freeze()
 

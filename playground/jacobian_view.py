@@ -154,6 +154,7 @@ class JacobianView(QWidget):
         self._title_style: dict = {}
         self._tolerances = (EPS, ATOL, RTOL)
         self._hover_cell: tuple[int, int] | None = None
+        self._shown_step = 0  # the pooling the report's heatmaps are drawn with (0: none)
         self._last_refresh = -math.inf
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
@@ -489,25 +490,14 @@ class JacobianView(QWidget):
         if w is not None:  # the ringed entry is never off the scale
             value_max = max([value_max, *(abs(v) for v in (w.analytic, w.numerical)
                                           if math.isfinite(v))])
-        difference = _as_array(report.difference())
         mask = _as_array(report.mismatch_mask()) if report.mismatches else None
         diff_max = report.difference_peak()
         self._live = None
         self._analytic, self._numerical, self._mask = analytic, numerical, mask
-        # big matrices are drawn pooled (largest magnitude per cell): pyqtgraph would
-        # otherwise average them down on every repaint, on this thread
-        step = preview_step(self._shape)
-        shown = report.overview(step) if step > 1 else None
-        self._show_matrix(self.analytic_image,
-                          analytic if shown is None else shown.analytic.numpy(), step)
-        self._show_matrix(self.numerical_image,
-                          numerical if shown is None else shown.numerical.numpy(), step)
-        self._show_matrix(self.difference_image,
-                          difference if shown is None else shown.difference.numpy(), step)
+        self._shown_step = 0
+        self._show_pooled(self._fit_step() if self._auto_fit else preview_step(self._shape))
         self._set_levels(self.colorbar, value_max)
         self._set_levels(self.difference_colorbar, max(diff_max, report.atol))
-        if mask is not None:
-            self._mark_mismatches(report, mask, None if shown is None else shown.mismatches)
         self._mark_worst(report)
         cell, self._hover_cell = self._hover_cell, None
         rows, cols = self._shape
@@ -534,11 +524,12 @@ class JacobianView(QWidget):
         self.hover_label.setText(self._hover_hint())
 
     def preparing(self) -> None:
-        """The inputs are being drawn: the comparison starts once they are ready."""
-        if not self._computing:
-            self._set_banner("neutral", "Preparing inputs…",
-                             "The Jacobian comparison starts as soon as they are ready.", "",
-                             "", keep_space=True)
+        """The inputs are being drawn (a comparison still running was cancelled for them):
+        the comparison starts once they are ready."""
+        self._end_computing()
+        self._set_banner("neutral", "Preparing inputs…",
+                         "The Jacobian comparison starts as soon as they are ready.", "", "",
+                         keep_space=True)
 
     def is_computing(self) -> bool:
         return self._computing
@@ -594,6 +585,7 @@ class JacobianView(QWidget):
 
     def _clear_data(self) -> None:
         self._analytic = self._numerical = self._mask = None
+        self._shown_step = 0
         self._live = None
         for image in (self.analytic_image, self.numerical_image, self.difference_image):
             image.clear()
@@ -689,17 +681,49 @@ class JacobianView(QWidget):
             bar.axis.setWidth(width)
             bar.setFixedWidth(width + self._bar_width + 4)
 
+    def _show_pooled(self, step: int) -> None:
+        """Draw the report's matrices pooled ``step`` x ``step`` (largest magnitude per cell,
+        computed by the worker: see :func:`display_steps`), or whole for step 1; and its
+        mismatches. Big matrices are never handed to pyqtgraph whole: it would average them
+        down on every repaint, on this thread."""
+        report = self._report
+        if report is None or self._analytic is None or step == self._shown_step:
+            return
+        self._shown_step = step
+        shown = report.overview(step) if step > 1 else None
+        pairs = ((self.analytic_image, self._analytic, "analytic"),
+                 (self.numerical_image, self._numerical, "numerical"),
+                 (self.difference_image, None, "difference"))
+        for image, whole, name in pairs:
+            if shown is not None:
+                matrix = getattr(shown, name).numpy()
+            else:
+                matrix = whole if whole is not None else _as_array(report.difference())
+            self._show_matrix(image, matrix, step)
+        if self._mask is not None:
+            self.mismatch_markers.clear()
+            self.mismatch_overlay.clear()
+            self._mark_mismatches(report, self._mask, None if shown is None else shown.mismatches,
+                                  step)
+
+    def _fit_step(self) -> int:
+        """The pooling step that fits the matrix to the views' pixels, where the worker has
+        pooled it so; else the finer one it always pools (see :func:`display_steps`)."""
+        fine = preview_step(self._shape)
+        fit = max(fine, preview_step(self._shape, _DISPLAY["pixels"]))
+        return fit if self._report is not None and self._report.has_overview(fit) else fine
+
     def _mark_mismatches(self, report: Report, mask: np.ndarray,
-                         pooled: torch.Tensor | None = None) -> None:
+                         pooled: torch.Tensor | None = None, step: int = 1) -> None:
         """Outline each mismatch, or, when there are many or finding them would mean
-        scanning a big mask, lay the mask (``pooled`` by the overview's step, if given) over
-        the difference as an amber wash."""
+        scanning a big mask, lay the mask (``pooled`` by ``step``, if given) over the
+        difference as an amber wash."""
         count = report.mismatches
         failing = [b for b in report.blocks if b.mismatches]
         scan = sum(b.size for b in failing)
         if count > SCATTER_LIMIT or scan > SCAN_ENTRIES:
             self._mask_mode = "wash"
-            step = 1 if pooled is None else preview_step(self._shape)
+            step = 1 if pooled is None else step
             wash = mask if pooled is None else pooled.numpy()
             # levels (0, 1/255): zoomed out, pyqtgraph averages the mask, and any pixel with
             # a mismatch in it still maps to the amber end of the lookup table
@@ -777,6 +801,7 @@ class JacobianView(QWidget):
     def fit(self) -> None:
         """Show the whole matrix (and keep it fitted while the view is resized)."""
         self._auto_fit = True
+        self._show_pooled(self._fit_step())
         self._update_aspect()
         self._refit()
 
@@ -785,6 +810,8 @@ class JacobianView(QWidget):
         _DISPLAY["pixels"] = max(64, min(PREVIEW_PIXELS, math.ceil(
             max(vb.width(), vb.height()) * self.devicePixelRatioF())))
         if self._auto_fit:
+            if self._shown_step > self._fit_step():  # grown past what the pooling fits
+                self._show_pooled(self._fit_step())
             self._update_aspect()
             self._refit()
         self._fit_titles()
@@ -874,6 +901,7 @@ class JacobianView(QWidget):
 
     def _user_zoomed(self, *_args) -> None:
         self._auto_fit = False
+        self._show_pooled(preview_step(self._shape))  # zoomed in: the finer pooling
 
     def _mouse_clicked(self, event) -> None:
         if event.double() and event.button() == Qt.MouseButton.LeftButton:
@@ -1408,6 +1436,15 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
     shown[first_row:] = np.nan
     shown[:, first_col:] = np.nan
     return shown
+
+
+def display_steps(shape: tuple[int, int]) -> tuple[int, ...]:
+    """The poolings a report of this shape is drawn with (the worker computes them, see
+    Report.prepare_display): one fitting the views' pixels, shown while the whole matrix is
+    in view, and a finer one (at most PREVIEW_PIXELS cells a side) for zooming in."""
+    fine = preview_step(shape)
+    fit = max(fine, preview_step(shape, _DISPLAY["pixels"]))
+    return tuple(sorted({fine, fit}))
 
 
 def preview_step(shape: tuple[int, int], pixels: int = PREVIEW_PIXELS) -> int:

@@ -17,6 +17,7 @@ from customgrad.loader import Target, resolve
 from customgrad.problem import Problem, specs_for
 from customgrad.runner import Batch, LoopControl, SetupFailed
 from customgrad.settings import Settings
+from playground.discard import discard
 from playground.workers import (
     JacobianJob,
     guarded_module_code,
@@ -50,7 +51,9 @@ class Session(QObject):
     busyChanged = Signal(bool)
     notice = Signal(str)  # something the user should know, not an error
 
-    def __init__(self, settings: Settings | None = None, parent=None):
+    def __init__(self, settings: Settings | None = None, parent=None, *, held: bool = False):
+        """``held``: start as :meth:`hold` leaves it (and the loop's fork server only at
+        :meth:`release`)."""
         super().__init__(parent)
         self.settings = settings or Settings()
         self.target: Target | None = None
@@ -64,8 +67,9 @@ class Session(QObject):
         self.job: JacobianJob | None = None
         self._build_worker = None
         self._build_serial = 0
-        self._held = False
+        self._held = held
         self._build_waiting = False  # a build asked for while held
+        self._busy = False
         self.step = 0
         self.last_loss: float | None = None
         self.last_record = None
@@ -73,7 +77,9 @@ class Session(QObject):
         self._explain = False
         #: a problem whose loop could not start in a process of its own runs on a thread
         self._thread_only: Problem | None = None
-        warm_loop_process()
+        self._warm_pending = held
+        if not held:
+            warm_loop_process()
 
     # ---- settings ---------------------------------------------------------------------------
     def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
@@ -151,20 +157,27 @@ class Session(QObject):
         self._stop_descent()
         self._cancel_job()
         self._build_waiting = False
+        self._build_serial += 1  # a build still running is out of date, whatever follows
         self.problem = None
         if self.target is None:
+            self._set_busy(False)
             return
         try:
             self.specsChanged.emit(specs_for(self.target, self.settings))
         except CustomGradError as exc:
+            self._set_busy(False)
             self.errorRaised.emit(exc)
             return
-        self._build_serial += 1
-        self.busyChanged.emit(True)
+        self._set_busy(True)
         if self._held:
             self._build_waiting = True
             return
         self._start_build()
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busyChanged.emit(busy)
 
     def _start_build(self) -> None:
         serial = self._build_serial
@@ -175,22 +188,27 @@ class Session(QObject):
 
     def hold(self) -> None:
         """Start no work (a build waits) until :meth:`release`. The app holds its session
-        until its window is shown, so that the first paint waits for no worker thread (nor
-        for importing superqt)."""
+        until its window has painted, so that the first paint shares the machine with no
+        build or Jacobian thread (and waits for no import of superqt)."""
         self._held = True
 
     def release(self) -> None:
         """Start the work that waited while held."""
         self._held = False
+        if self._warm_pending:
+            self._warm_pending = False
+            warm_loop_process()
         if self._build_waiting:
             self._build_waiting = False
             if self.target is not None:
                 self._start_build()
+            else:
+                self._set_busy(False)
 
     def _built(self, serial: int, problem: Problem) -> None:
         if serial != self._build_serial:
             return
-        self.busyChanged.emit(False)
+        self._set_busy(False)
         self.problem = problem
         self.errorCleared.emit()
         self._new_run()
@@ -200,7 +218,7 @@ class Session(QObject):
     def _build_failed(self, serial: int, exc: Exception) -> None:
         if serial != self._build_serial:
             return
-        self.busyChanged.emit(False)
+        self._set_busy(False)
         self.jacobianFailed.emit(str(exc))
         self.errorRaised.emit(exc)
 
@@ -374,6 +392,8 @@ class Session(QObject):
     def _on_report(self, problem, report) -> None:
         if problem is self.problem:
             self.jacobianReady.emit(report)
+        else:
+            discard(report)  # out of date (up to 100 MB): freed off the GUI thread
 
     def _on_job_error(self, exc: Exception) -> None:
         if isinstance(exc, Cancelled):

@@ -20,7 +20,7 @@ from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
-from playground.jacobian_view import ProgressPreparer, preview_step
+from playground.jacobian_view import ProgressPreparer, display_steps
 
 
 def create_worker(*args, **kwargs):
@@ -157,47 +157,74 @@ class ProgressBridge(QObject):
 
 
 class JacobianJob:
-    """One Jacobian comparison on a worker thread, cancellable."""
+    """One Jacobian comparison on a worker thread, cancellable.
+
+    What the worker's function reads is a :class:`_JobState`, not this job: the worker then
+    holds no reference back to the job that holds it, so no reference cycle keeps either
+    (and the problem) alive until a cyclic collection, which may run on any thread."""
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
                  on_report, on_error):
-        self.cancelled = False
-        self.thread_id: int | None = None
-        self.bridge = ProgressBridge()
+        self.state = _JobState(ProgressBridge())
+        self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
-        self.worker = create_worker(self._run, problem, args, options, _start_thread=False,
-                                    _ignore_errors=True)
+        self.worker = create_worker(_compare, self.state, problem, args, options,
+                                    _start_thread=False, _ignore_errors=True)
         self.worker.returned.connect(on_report)
         self.worker.errored.connect(on_error)
-        self.done = False
         self.worker.start()
 
-    def _run(self, problem: Problem, args, options):
-        self.thread_id = threading.get_ident()
-        try:
-            prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+    @property
+    def cancelled(self) -> bool:
+        return self.state.cancelled
 
-            def progress(p):
-                try:
-                    self.bridge.progress.emit(prepare(p))
-                except RuntimeError as exc:  # the window closed under us: stop quietly
-                    self.cancelled = True
-                    raise Cancelled("Jacobian comparison cancelled: the window closed.") \
-                        from exc
-            report = problem.compare(args, progress=progress,
-                                     should_stop=lambda: self.cancelled, **options)
-            # what the view reads whole (difference, mask, peaks, pooled overview): here,
-            # not on the GUI thread
-            report.prepare_display(preview_step(report.shape))
-            return report
-        finally:
-            self.done = True
+    @property
+    def done(self) -> bool:
+        return self.state.done
+
+    @property
+    def thread_id(self) -> int | None:
+        return self.state.thread_id
 
     def cancel(self, force: bool = False):
         """Ask the comparison to stop; ``force`` also interrupts user code stuck in a loop."""
-        self.cancelled = True
-        if force and self.thread_id is not None and not self.done:
-            interrupt_thread(self.thread_id)
+        state = self.state
+        state.cancelled = True
+        if force and state.thread_id is not None and not state.done:
+            interrupt_thread(state.thread_id)
+
+
+class _JobState:
+    """What a Jacobian job's worker thread and the GUI thread share."""
+
+    def __init__(self, bridge: ProgressBridge):
+        self.bridge = bridge
+        self.cancelled = False
+        self.done = False
+        self.thread_id: int | None = None
+
+
+def _compare(state: _JobState, problem: Problem, args, options):
+    """The Jacobian worker's function."""
+    state.thread_id = threading.get_ident()
+    try:
+        prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+
+        def progress(p):
+            try:
+                state.bridge.progress.emit(prepare(p))
+            except RuntimeError as exc:  # the window closed under us: stop quietly
+                state.cancelled = True
+                raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+        report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
+                                 **options)
+        # what the view reads whole (difference, mask, peaks, pooled overviews): here, not
+        # on the GUI thread
+        for step in display_steps(report.shape):
+            report.prepare_display(step)
+        return report
+    finally:
+        state.done = True
 
 
 _warm = threading.Lock()

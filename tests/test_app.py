@@ -355,9 +355,19 @@ from PySide6.QtWidgets import QApplication
 qt = QApplication(sys.argv[:1])
 from playground import app
 
-QTimer.singleShot(app.SETTLE_MS + 300, qt.quit)
+settle, settled = app.settle_heap, []
+
+
+def settle_and_quit():
+    settle()
+    settled.append((gc.get_freeze_count(), len(gc.get_objects())))
+    QTimer.singleShot(200, qt.quit)
+
+
+app.settle_heap = settle_and_quit  # the app calls it just before its work starts
+QTimer.singleShot(60_000, qt.quit)
 app.main(["killhead"])
-loose, frozen = len(gc.get_objects()), gc.get_freeze_count()
+frozen, loose = settled[0]
 cycle = []
 cycle.append(cycle)
 del cycle
@@ -368,7 +378,8 @@ os._exit(0)
 
 def test_the_app_freezes_its_long_lived_heap_and_still_collects(tmp_path):
     """A full collection would otherwise walk all of torch and Qt (over 0.1 s, the window
-    frozen): the app freezes what its imports and its window made, once the window is up."""
+    frozen): the app freezes what its imports and its window made, once the window has
+    painted and before its work starts."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
            "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path), "AUTOGRAD_PLAYGROUND_NO_RESTORE": "1"}
     proc = subprocess.run([sys.executable, "-c", HEAP], capture_output=True, text=True,
@@ -512,3 +523,20 @@ def test_the_app_paints_its_window_before_any_work_starts(qtbot):
         QApplication.instance().removeEventFilter(watch)
     assert order == ["paint", "build"]
     qtbot.waitUntil(lambda: session.problem is not None, timeout=TIMEOUT)
+
+
+def test_a_rebuild_during_a_comparison_says_preparing_not_computing(qtbot):
+    session = Session()
+    window = MainWindow(session)
+    qtbot.addWidget(window)
+    started = []
+    session.jacobianStarted.connect(started.append)
+    session.update(shapes={"input": (48, 64)}, dtype="float64")  # a 3072 x 3072 comparison
+    session.set_target("killhead")
+    qtbot.waitUntil(lambda: bool(started) and window.jacobian.is_computing(), timeout=TIMEOUT)
+    session.update(seed=5)  # cancels it, and draws new inputs
+    assert not window.jacobian.is_computing()
+    assert window.jacobian.verdict_label.text() == "Preparing inputs…"
+    assert window.jacobian.progress_bar.isHidden()
+    with qtbot.waitSignal(session.jacobianReady, timeout=60_000):
+        pass

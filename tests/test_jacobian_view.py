@@ -713,3 +713,36 @@ def test_big_report_outlines_mismatches_of_a_small_failing_block(view, monkeypat
     assert sorted(zip(y.astype(int), x.astype(int))) == [(0, 600 + k) for k in range(30)]
     assert view.mismatch_overlay.image is None
     assert "Outlined cells" in view.hover_label.text()
+
+
+def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
+        view, qtbot, monkeypatch):
+    """Fitted, each heatmap is pooled to about the views' size (pyqtgraph would otherwise
+    average a bigger image down at every repaint, on the GUI thread); zoomed in, finer."""
+    view.show()
+    qtbot.waitExposed(view)
+    report = _fake_report(2048, 2048, 40)
+    pixels = jacobian_view._DISPLAY["pixels"]  # the views' size, as they report it
+    assert pixels < 500
+    steps = jacobian_view.display_steps(report.shape)
+    fit = math.ceil(2048 / pixels)
+    assert steps == (3, fit)  # finer: at most PREVIEW_PIXELS cells a side; fitted
+    fitted = math.ceil(2048 / fit)
+    for step in steps:
+        report.prepare_display(step)  # what the worker thread does
+    sizes = _record_scans(monkeypatch)
+    view.show_report(report)
+    assert view.analytic_image.image.shape == (fitted, fitted)
+    np.testing.assert_array_equal(view.difference_image.image,
+                                  report.overview(fit).difference.numpy())
+    # a pooled cell of many entries still shows the bad entries in full strength
+    assert view.analytic_image.image[0, 0] == 1.0
+    view._user_zoomed()  # what zooming with the wheel or dragging calls
+    assert view.analytic_image.image.shape == (683, 683)
+    assert view.mismatch_overlay.image.shape == (683, 683)
+    view.fit()
+    assert view.analytic_image.image.shape == (fitted, fitted)
+    assert view.mismatch_overlay.image.shape == (fitted, fitted)
+    assert sizes == []  # every pooling was the worker's: nothing read whole here
+    # the pooled image still lines up with the entries: cell (r, c) centred on (c, r)
+    assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(fit / 2 - 0.5)

@@ -152,7 +152,7 @@ def _window():
     window = MainWindow(Session())
     window.resize(1440, 900)
     window.show()
-    settle_heap()  # as the app does once its window is up
+    settle_heap()  # as the app does once its window has painted, before any work
     return app, window
 
 
