@@ -488,12 +488,15 @@ def test_a_held_session_starts_its_work_only_once_released(qtbot):
     assert session.problem.settings.seed == 3
 
 
-def test_the_app_paints_its_window_before_any_work_starts(qtbot):
+def test_the_app_paints_its_window_before_any_work_starts(qtbot, monkeypatch):
     """Start-up: the first paint waits for no worker thread (nor for importing superqt)."""
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
     from playground import app
+
+    settled = []
+    monkeypatch.setattr(app, "settle_heap", lambda: settled.append(True))  # not this process
 
     session = Session()
     session.hold()
@@ -521,7 +524,7 @@ def test_the_app_paints_its_window_before_any_work_starts(qtbot):
         qtbot.waitUntil(lambda: "build" in order, timeout=5000)
     finally:
         QApplication.instance().removeEventFilter(watch)
-    assert order == ["paint", "build"]
+    assert order == ["paint", "build"] and settled == [True]
     qtbot.waitUntil(lambda: session.problem is not None, timeout=TIMEOUT)
 
 
