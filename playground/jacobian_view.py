@@ -709,8 +709,8 @@ class JacobianView(QWidget):
     def _fit_step(self) -> int:
         """The pooling step that fits the matrix to the views' pixels, where the worker has
         pooled it so; else the finer one it always pools (see :func:`display_steps`)."""
-        fine = preview_step(self._shape)
-        fit = max(fine, preview_step(self._shape, _DISPLAY["pixels"]))
+        steps = display_steps(self._shape)
+        fine, fit = steps[0], steps[-1]
         return fit if self._report is not None and self._report.has_overview(fit) else fine
 
     def _mark_mismatches(self, report: Report, mask: np.ndarray,
