@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad.errors import AST_LOCK, Cancelled, FunctionError, format_traceback
+from customgrad.errors import Cancelled, FunctionError, format_traceback
 from customgrad.inputs import format_shape
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -52,19 +52,12 @@ def source_file(function: type) -> str | None:
         return None
 
 
-def parse_python(source: str) -> ast.Module:
-    """ast.parse, one thread at a time: CPython 3.11 can fail two concurrent parses with
-    "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905)."""
-    with AST_LOCK:
-        return ast.parse(source)
-
-
 def _method_tree(function: type, name: str) -> tuple[ast.FunctionDef, int] | None:
     """The parsed ``def`` of ``function.<name>`` and the file line its source starts on."""
     try:
         method = inspect.unwrap(getattr(function, name))
         lines, first = inspect.getsourcelines(method)
-        tree = parse_python(textwrap.dedent("".join(lines)))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, AttributeError, SyntaxError, ValueError):
         return None
     node = tree.body[0] if tree.body else None

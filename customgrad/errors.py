@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import sys
 import threading
 import traceback
 
@@ -60,13 +63,37 @@ class Cancelled(CustomGradError):
     """The computation was stopped on request."""
 
 
-#: Held around every ast.parse of ours, traceback formatting included (Python 3.11 parses
-#: source lines to place its ^^^ markers): two threads parsing at once can fail with
-#: "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905).
-AST_LOCK = threading.Lock()
+#: Held by every ast.parse in the process on Python < 3.13 (see _serialise_ast_parse).
+AST_LOCK = threading.RLock()
+
+
+def _serialise_ast_parse() -> None:
+    """Make ``ast.parse`` one thread at a time, for every caller in the process.
+
+    On CPython 3.11 and 3.12 the AST constructor keeps its recursion depth in state shared
+    by all threads. When a garbage collection runs Python code in the middle of a parse,
+    another thread can parse too, and one of them fails with "SystemError: AST constructor
+    recursion depth mismatch" (CPython issue 106905). The callers are not only ours: the
+    GUI thread's inspect.getsource of a class and a worker's traceback formatting (3.11
+    parses each source line to place its ^^^ markers) both parse. A re-entrant lock, so a
+    finalizer that parses during a parse on the same thread does not deadlock.
+    """
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "_customgrad_serialised", False):
+        return
+    parse = ast.parse
+
+    @functools.wraps(parse)
+    def serialised_parse(*args, **kwargs):
+        with AST_LOCK:
+            return parse(*args, **kwargs)
+
+    serialised_parse._customgrad_serialised = True
+    ast.parse = serialised_parse
+
+
+_serialise_ast_parse()
 
 
 def format_traceback(exc: BaseException) -> str:
     """The whole traceback of ``exc`` as text, safe to call from several threads at once."""
-    with AST_LOCK:
-        return "".join(traceback.format_exception(exc))
+    return "".join(traceback.format_exception(exc))

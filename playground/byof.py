@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad import loader
-from customgrad.contract import parse_python
 from customgrad.errors import CustomGradError, TargetError, format_traceback
 from customgrad.inputs import TensorSpec, format_shape
 from customgrad.inspector import ERROR, WARNING, Inspection
@@ -146,7 +145,7 @@ def gallery_source(target: Target) -> str:
     source = target.source
     try:
         module_source = inspect.getsource(sys.modules[target.function.__module__])
-        tree = parse_python(module_source)
+        tree = ast.parse(module_source)
         imports = [ast.get_source_segment(module_source, node) for node in tree.body
                    if isinstance(node, (ast.Import, ast.ImportFrom))]
     except (KeyError, OSError, TypeError, SyntaxError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,48 @@ def test_error_hierarchy():
     assert FunctionError("x").where() == ""
     assert FunctionError("x", file="a.py").where() == "a.py"
     assert FunctionError("x", file="a.py", line=7).where() == "a.py:7"
+
+
+CONCURRENT_PARSES = """
+import ast, inspect, sys, threading, time
+import customgrad  # noqa: F401  (the fix under test is installed on import)
+
+SOURCE = inspect.getsource(inspect)
+errors = []
+
+
+class Churn:
+    def __del__(self):
+        time.sleep(0)  # Python code run by the collector lets another thread take the GIL
+
+
+def parse_with_garbage():
+    try:
+        for _ in range(20):
+            junk = [Churn() for _ in range(50)]
+            for item in junk:
+                item.me = item  # cycles, so they are freed by a collection in mid-parse
+            del junk
+            ast.parse(SOURCE)
+            inspect.getsource(threading.Thread)  # a class: inspect parses its module
+    except SystemError as exc:
+        errors.append(exc)
+
+
+threads = [threading.Thread(target=parse_with_garbage) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+def test_threads_parsing_at_once_do_not_fail():
+    """CPython 3.11's "AST constructor recursion depth mismatch" (issue 106905): the GUI
+    thread's inspect.getsource of a class and a worker's traceback formatting parse at once.
+    Without customgrad's import this script fails on 3.11 every time it was run."""
+    proc = subprocess.run([sys.executable, "-c", CONCURRENT_PARSES], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
