@@ -12,6 +12,7 @@ import os
 import textwrap
 import traceback
 from collections.abc import Callable
+from typing import NoReturn
 
 import torch
 
@@ -150,27 +151,34 @@ def run_user(function: type, phase: str, call: Callable):
     """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
     try:
         return call()
-    except (FunctionError, Cancelled, KeyboardInterrupt):
-        raise
     except BaseException as exc:
-        file, line = user_location(exc, function)
-        name = f"{function.__name__}.{phase}"
-        message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"
-        text = str(exc)
-        returned = True  # autograd refused what the method returned
-        if "returned an incorrect number of gradients" in text:
-            message = f"{name} returned the wrong number of gradients: {_first_line(exc)}"
-        elif "returned an invalid gradient" in text:
-            message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
-        elif "returned a gradient different than None" in text:
-            message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
-        else:
-            returned = False
-        if line is None:
-            line = return_line(function, phase) if returned else method_line(function, phase)
-        raise FunctionError(message, file=file, line=line,
-                            details=format_traceback(exc),
-                            phase=phase) from None
+        raise_user_error(function, phase, exc)
+
+
+def raise_user_error(function: type, phase: str, exc: BaseException) -> NoReturn:
+    """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line;
+    FunctionError, Cancelled and KeyboardInterrupt pass unchanged. Call it in the ``except``
+    block that caught ``exc`` (what :func:`run_user` does, for loops that cannot afford a
+    wrapper call per step)."""
+    if isinstance(exc, (FunctionError, Cancelled, KeyboardInterrupt)):
+        raise exc
+    file, line = user_location(exc, function)
+    name = f"{function.__name__}.{phase}"
+    message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"
+    text = str(exc)
+    returned = True  # autograd refused what the method returned
+    if "returned an incorrect number of gradients" in text:
+        message = f"{name} returned the wrong number of gradients: {_first_line(exc)}"
+    elif "returned an invalid gradient" in text:
+        message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
+    elif "returned a gradient different than None" in text:
+        message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
+    else:
+        returned = False
+    if line is None:
+        line = return_line(function, phase) if returned else method_line(function, phase)
+    raise FunctionError(message, file=file, line=line, details=format_traceback(exc),
+                        phase=phase) from None
 
 
 def _first_line(exc: BaseException) -> str:

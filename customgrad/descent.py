@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad.contract import normalize_outputs, run_user
+from customgrad.contract import normalize_outputs, raise_user_error, run_user
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
 
@@ -40,22 +40,28 @@ class StepRecord:
     :attr:`Descent.keep_detail` is on, e.g. for the app's step explainer.
 
     ``grad_norms`` of small gradients is computed when first read: most records are only
-    plotted (their loss), and a norm costs as much as a small step's arithmetic.
+    plotted (their loss), and a norm costs as much as a small step's arithmetic. Until then
+    the record keeps the gradients (``grads``: a dict, or a tuple in the order of ``names``).
     """
 
-    __slots__ = ("_grads", "_norms", "detail", "loss", "lr", "step")
+    __slots__ = ("_grads", "_names", "_norms", "detail", "loss", "lr", "step")
 
     def __init__(self, step: int, loss: float, grad_norms: dict[str, float] | None = None,
                  lr: float = 1.0, detail: dict[str, StepDetail] | None = None,
-                 grads: dict[str, torch.Tensor | None] | None = None):
+                 grads: dict | tuple | None = None, names: tuple[str, ...] = ()):
         self.step, self.loss, self.lr, self.detail = step, loss, lr, detail
         self._norms = grad_norms
-        self._grads = grads if grad_norms is None else None
+        if grad_norms is not None or grads is None:
+            self._grads, self._names = None, ()
+        elif isinstance(grads, dict):
+            self._grads, self._names = tuple(grads.values()), tuple(grads)
+        else:
+            self._grads, self._names = grads, names
 
     @property
     def grad_norms(self) -> dict[str, float]:
         if self._norms is None:
-            self._norms = {name: _norm(g) for name, g in (self._grads or {}).items()}
+            self._norms = {name: _norm(g) for name, g in zip(self._names, self._grads or ())}
             self._grads = None
         return self._norms
 
@@ -64,7 +70,7 @@ class StepRecord:
 
     def __setstate__(self, state):
         self.step, self.loss, self._norms, self.lr, self.detail = state
-        self._grads = None
+        self._grads, self._names = None, ()
 
     def __eq__(self, other):
         if not isinstance(other, StepRecord):
@@ -89,16 +95,16 @@ def pack_records(records: list[StepRecord]) -> tuple | list[StepRecord]:
     objects. Records with step details, or whose inputs differ, are returned as they are."""
     if not records or any(r.detail is not None for r in records):
         return records
-    names = list(records[0].grad_norms if records[0]._norms is not None
-                 else records[0]._grads or {})
+    first = records[0]
+    names = list(first._names if first._norms is None else first.grad_norms)
     norms = None
-    if all(r._norms is None and r._grads is not None and len(r._grads) == len(names)
+    if all(r._norms is None and r._grads is not None and list(r._names) == names
            for r in records):
         try:
-            norms = [torch.linalg.vector_norm(torch.stack([r._grads[name] for r in records])
+            norms = [torch.linalg.vector_norm(torch.stack([r._grads[k] for r in records])
                                               .reshape(len(records), -1), dim=1).tolist()
-                     for name in names]
-        except (KeyError, TypeError, RuntimeError):  # a gradient vanished or changed shape
+                     for k in range(len(names))]
+        except (TypeError, RuntimeError):  # a gradient vanished or changed shape
             norms = None
     if norms is None:
         if any(list(r.grad_norms) != names for r in records):
@@ -118,13 +124,29 @@ def unpack_records(packed: tuple | list[StepRecord]) -> list[StepRecord]:
 
 
 def _loss(name: str):
+    """The loss of ``output`` against ``target`` (always the same shape: :meth:`Descent.step`
+    checks it first)."""
     if name == "mse":
-        return torch.nn.MSELoss()
+        return _kernel("mse_loss") or torch.nn.MSELoss()
     if name == "l1":
-        return torch.nn.L1Loss()
+        return _kernel("l1_loss") or torch.nn.L1Loss()
     if name == "sse":
         return lambda r, y: ((r - y) ** 2).sum()
     raise SpecError(f"loss {name!r} is unknown; use {', '.join(LOSSES)}.", field="loss")
+
+
+def _kernel(name: str):
+    """The mean-reduced loss kernel that ``torch.nn.functional.<name>`` ends in, called
+    directly: the same arithmetic (so the seed's losses, bit for bit), without the module
+    call, the argument checks and the ``broadcast_tensors`` of two same-shaped tensors that
+    make the functional cost as much as a small step's forward. None where this torch has
+    no such kernel."""
+    try:
+        kernel = getattr(torch._C._nn, name)
+        mean = torch.nn._reduction.get_enum("mean")
+    except AttributeError:
+        return None
+    return lambda output, target: kernel(output, target, mean)
 
 
 class Descent:
@@ -161,6 +183,7 @@ class Descent:
             raise SpecError("no input is trained: tick 'trained' for at least one tensor input.",
                             field="trained")
         self._leaves = tuple(self.trained.values())
+        self._names = tuple(self.trained)
         self._lazy_norms = sum(leaf.numel() for leaf in self._leaves) <= LAZY_NORM_NUMEL
         self.step_count = 0
         self.keep_detail = False
@@ -194,14 +217,20 @@ class Descent:
         """One forward, loss, backward and update; the record holds the loss before the update.
 
         Kept lean: this runs thousands of times a second, and the loop is benchmarked against
-        the seed's bare loop (tests/benchmarks/bench.py)."""
+        the seed's bare loop (tests/benchmarks/bench.py). So user code is called inside this
+        frame's own ``try`` (not through :func:`run_user`), and the record keeps the
+        gradients as a tuple."""
         fn = self.function
         call = self.args
         if self._dirty:
             # a clone (exact) lets Functions that modify their input in place (mark_dirty) train
             call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
                     for a in self.args]
-        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        try:
+            raw = fn.apply(*call)
+        except BaseException as exc:
+            raise_user_error(fn, "forward", exc)
+        outs = (raw,) if type(raw) is torch.Tensor else normalize_outputs(fn, raw)
         targets = self.targets
         loss, count = None, 0
         for out in outs:
@@ -223,9 +252,12 @@ class Descent:
         for leaf in leaves:
             # a fresh gradient each step (not zeroed in place), so a record can keep it
             leaf.grad = None
-        run_user(fn, "backward", loss.backward)
+        try:
+            loss.backward()
+        except BaseException as exc:
+            raise_user_error(fn, "backward", exc)
         value = loss.item()
-        grads = [leaf.grad for leaf in leaves]
+        grads = tuple([leaf.grad for leaf in leaves])
         before = [leaf.detach().cpu().clone() for leaf in leaves] if self.keep_detail else None
         if self._optimizer is None:
             lr = self._lr
@@ -239,9 +271,13 @@ class Descent:
         if before is not None:
             detail = {name: StepDetail(b, _grad_copy(leaf), leaf.detach().cpu().clone())
                       for name, b, leaf in zip(self.trained, before, leaves)}
-        by_name = dict(zip(self.trained, grads))
-        norms = None if self._lazy_norms else {name: _norm(g) for name, g in by_name.items()}
-        record = StepRecord(self.step_count, value, norms, self._lr, detail, by_name)
+        if self._lazy_norms:
+            record = StepRecord(self.step_count, value, None, self._lr, detail, grads,
+                                self._names)
+        else:
+            record = StepRecord(self.step_count, value,
+                                {name: _norm(g) for name, g in zip(self._names, grads)},
+                                self._lr, detail)
         self.step_count += 1
         return record
 
