@@ -177,36 +177,38 @@ def run_loop(descent: Descent, ctrl: LoopControl):
             ctrl.wait(0.1)
             continue
         records: list[StepRecord] = []
-        frame_end = time.perf_counter() + FRAME_SECONDS
+        append, step, clock = records.append, descent.step, time.perf_counter
+        frame_end = clock() + FRAME_SECONDS
         paused = False
+        # one step after another, with as little around each as will do: this loop is
+        # benchmarked against the seed's bare loop (tests/benchmarks/bench.py)
         while True:
             ctrl.sync()
             if ctrl.stop or not (ctrl.running or ctrl.pending > 0):
                 break
             if ctrl.rate > 0:
-                wait = next_due - time.perf_counter()
+                wait = next_due - clock()
                 if wait > 0:
                     if records:
                         break
                     ctrl.wait(min(wait, 0.05))
                     continue
-                next_due = max(next_due + 1 / ctrl.rate, time.perf_counter() - 0.1)
-            if descent.lr != ctrl.lr:
+                next_due = max(next_due + 1 / ctrl.rate, clock() - 0.1)
+            if ctrl.lr != descent.lr:
                 descent.lr = ctrl.lr
             descent.keep_detail = ctrl.explain
-            ctrl.in_step_since = time.perf_counter()
+            ctrl.in_step_since = started = clock()
             try:
-                record = descent.step()
+                append(step())
             finally:
                 ctrl.in_step_since = None
-            records.append(record)
             if ctrl.pending > 0:
                 ctrl.pending -= 1
             if ctrl.check_every and descent.step_count % ctrl.check_every == 0:
                 snapshot = descent.current_args()
             if ctrl.max_steps and descent.step_count >= ctrl.max_steps:
                 ctrl.running, ctrl.pending, paused = False, 0, True
-            if snapshot is not None or time.perf_counter() >= frame_end:
+            if snapshot is not None or started >= frame_end:
                 break
         yield Batch(records, snapshot, paused)
 
