@@ -125,6 +125,30 @@ def test_other_losses_match_their_formula(loss, criterion):
     assert ours[-1] < ours[0]
 
 
+@pytest.mark.parametrize("loss, module", [("mse", torch.nn.MSELoss), ("l1", torch.nn.L1Loss)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_losses_called_as_kernels_equal_torch_modules_bit_for_bit(loss, module, dtype):
+    """The loop calls the loss kernels directly (half the cost of the module); values and
+    gradients must stay exactly those of torch.nn's modules."""
+    from customgrad.descent import _loss
+
+    generator = torch.Generator().manual_seed(5)
+    for shape in [(3, 8), (17,), (4, 5, 6)]:
+        out = torch.randn(*shape, dtype=dtype, generator=generator, requires_grad=True)
+        target = torch.randn(*shape, dtype=dtype, generator=generator)
+        ours, theirs = _loss(loss)(out, target), module()(out, target)
+        assert torch.equal(ours, theirs)
+        assert torch.equal(torch.autograd.grad(ours, out)[0], torch.autograd.grad(theirs, out)[0])
+
+
+def test_losses_fall_back_to_the_modules_without_the_kernels(monkeypatch):
+    from customgrad.descent import _loss
+
+    monkeypatch.delattr(torch._C._nn, "mse_loss")
+    assert isinstance(_loss("mse"), torch.nn.MSELoss)
+    assert not isinstance(_loss("l1"), torch.nn.L1Loss)  # its kernel is still there
+
+
 def test_unknown_loss_and_optimizer():
     p = killhead_problem(0)
     with pytest.raises(SpecError, match="loss"):
