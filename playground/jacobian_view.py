@@ -434,8 +434,12 @@ class JacobianView(QWidget):
         if isinstance(progress, PreparedProgress):  # previews made by the worker
             if progress.numerical_preview is not None:
                 self._last_refresh = time.monotonic()
-                self._draw_previews(None if live.rows == 0 else progress.analytic_preview,
-                                    progress.numerical_preview, progress.step)
+                if live.rows == 0:
+                    self._draw_previews(None, progress.numerical_preview, progress.step)
+                else:
+                    self._draw_previews(progress.analytic_preview, progress.numerical_preview,
+                                        progress.step, progress.difference_preview,
+                                        progress.difference_peak)
             return
         # big matrices are redrawn a few times a second at most; a timer draws the last state
         wait = _REFRESH_SECONDS if numerical.size > _REFRESH_ENTRIES else 0.0
@@ -455,13 +459,16 @@ class JacobianView(QWidget):
         self._draw_previews(*_previews(self._analytic, self._numerical, step, live.rows,
                                        live.cols), step)
 
-    def _draw_previews(self, analytic: np.ndarray | None, numerical: np.ndarray,
-                       step: int) -> None:
+    def _draw_previews(self, analytic: np.ndarray | None, numerical: np.ndarray, step: int,
+                       difference: np.ndarray | None = None, difference_peak: float = 0.0,
+                       ) -> None:
+        """Draw previews; ``difference`` (and its peak) where the worker made it already."""
         live = self._live
-        difference = None
-        if analytic is not None and numerical is not None:
+        if difference is None and analytic is not None and numerical is not None:
             difference = analytic - numerical  # of the preview only: small
-            live.diff_max = max(live.diff_max, _absmax(difference))
+            difference_peak = _absmax(difference)
+        if difference is not None:
+            live.diff_max = max(live.diff_max, difference_peak)
         self._show_matrix(self.analytic_image, analytic, step)
         self._show_matrix(self.numerical_image, numerical, step)
         self._show_matrix(self.difference_image, difference, step)
@@ -1386,6 +1393,8 @@ class PreparedProgress(Progress):
     step: int = 1
     analytic_preview: np.ndarray | None = None
     numerical_preview: np.ndarray | None = None
+    difference_preview: np.ndarray | None = None
+    difference_peak: float = 0.0  # largest finite |entry| of difference_preview
 
 
 class ProgressPreparer:
@@ -1409,9 +1418,14 @@ class ProgressPreparer:
             return prepared
         self._last = now
         prepared.step = step = preview_step(numerical.shape, _DISPLAY["pixels"])
-        prepared.analytic_preview, prepared.numerical_preview = _previews(
-            _as_array(progress.analytic), numerical, step, progress.rows_done or 0,
-            progress.columns_done)
+        analytic, numerical = _previews(_as_array(progress.analytic), numerical, step,
+                                        progress.rows_done or 0, progress.columns_done)
+        prepared.analytic_preview, prepared.numerical_preview = analytic, numerical
+        if analytic is not None and progress.rows_done:
+            # here too: a torch reduction on the GUI thread waits for the cores this
+            # comparison keeps busy (milliseconds, even for a small preview)
+            prepared.difference_preview = difference = analytic - numerical
+            prepared.difference_peak = _absmax(difference)
         return prepared
 
 

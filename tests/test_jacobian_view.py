@@ -746,3 +746,25 @@ def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
     assert sizes == []  # every pooling was the worker's: nothing read whole here
     # the pooled image still lines up with the entries: cell (r, c) centred on (c, r)
     assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(fit / 2 - 0.5)
+
+
+def test_prepared_progress_needs_no_reduction_on_the_gui_thread(view, monkeypatch):
+    """The worker makes the previews, their difference and its peak: a torch reduction on
+    the GUI thread waits for the cores the comparison keeps busy."""
+    report = report_for("killhead_bug")
+    progress = _half_done(report, 0.75)
+    progress.rows_done, progress.columns_done = 12, report.shape[1]
+    progress.value_peak = report.value_peak()  # the engine tracks it as it goes
+    prepared = jacobian_view.ProgressPreparer()(progress)  # on the worker thread, in the app
+    assert prepared.difference_preview is not None
+    calls = []
+    monkeypatch.setattr(jacobian_view, "_absmax", lambda matrix: calls.append(matrix) or 0.0)
+    view.start()
+    view.show_progress(prepared)
+    assert calls == []
+    expected = report.difference().numpy().copy()
+    expected[12:] = math.nan
+    np.testing.assert_array_equal(view.difference_image.image, expected)
+    peak = float(np.nanmax(np.abs(expected)))
+    assert prepared.difference_peak == peak
+    assert view.difference_colorbar.levels()[1] >= peak
