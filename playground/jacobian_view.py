@@ -356,6 +356,9 @@ class JacobianView(QWidget):
         for col, bar in ((3, self.colorbar), (5, self.difference_colorbar)):
             self.graphics.addItem(bar, row=0, col=col)
             bar.axis.tickStrings = _compact_tick_strings
+            # no unit label to scale: without this each change of levels re-typesets it
+            # (about 4 ms a bar, on the GUI thread, a few times a second while computing)
+            bar.axis.enableAutoSIPrefix(False)
             bar.axis.setTickDensity(0.4)
             bar.getAxis("left").setWidth(1)
         layout = self.graphics.ci.layout
