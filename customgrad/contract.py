@@ -151,17 +151,24 @@ def run_user(function: type, phase: str, call: Callable):
     """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
     try:
         return call()
+    except PASS_THROUGH:
+        raise
     except BaseException as exc:
         raise_user_error(function, phase, exc)
 
 
+#: what user code may raise that is not its fault: raised again as it is
+PASS_THROUGH = (FunctionError, Cancelled, KeyboardInterrupt)
+
+
 def raise_user_error(function: type, phase: str, exc: BaseException) -> NoReturn:
-    """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line;
-    FunctionError, Cancelled and KeyboardInterrupt pass unchanged. Call it in the ``except``
-    block that caught ``exc`` (what :func:`run_user` does, for loops that cannot afford a
-    wrapper call per step)."""
-    if isinstance(exc, (FunctionError, Cancelled, KeyboardInterrupt)):
-        raise exc
+    """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line.
+    Call it in the ``except`` block that caught ``exc``, after an ``except PASS_THROUGH:
+    raise`` (what :func:`run_user` does; loops that cannot afford a wrapper call per step
+    do the same inline)."""
+    if isinstance(exc, PASS_THROUGH):
+        del exc  # this frame joins the traceback: holding exc would make a reference cycle
+        raise
     file, line = user_location(exc, function)
     name = f"{function.__name__}.{phase}"
     message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"

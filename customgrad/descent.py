@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad.contract import normalize_outputs, raise_user_error, run_user
+from customgrad.contract import PASS_THROUGH, normalize_outputs, raise_user_error, run_user
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
 
@@ -228,6 +228,8 @@ class Descent:
                     for a in self.args]
         try:
             raw = fn.apply(*call)
+        except PASS_THROUGH:
+            raise
         except BaseException as exc:
             raise_user_error(fn, "forward", exc)
         outs = (raw,) if type(raw) is torch.Tensor else normalize_outputs(fn, raw)
@@ -254,6 +256,8 @@ class Descent:
             leaf.grad = None
         try:
             loss.backward()
+        except PASS_THROUGH:
+            raise
         except BaseException as exc:
             raise_user_error(fn, "backward", exc)
         value = loss.item()

@@ -197,7 +197,7 @@ def run_loop(descent: Descent, ctrl: LoopControl):
             if ctrl.lr != descent.lr:
                 descent.lr = ctrl.lr
             descent.keep_detail = ctrl.explain
-            ctrl.in_step_since = started = clock()
+            ctrl.in_step_since = clock()
             try:
                 append(step())
             finally:
@@ -208,7 +208,7 @@ def run_loop(descent: Descent, ctrl: LoopControl):
                 snapshot = descent.current_args()
             if ctrl.max_steps and descent.step_count >= ctrl.max_steps:
                 ctrl.running, ctrl.pending, paused = False, 0, True
-            if snapshot is not None or started >= frame_end:
+            if snapshot is not None or clock() >= frame_end:
                 break
         yield Batch(records, snapshot, paused)
 

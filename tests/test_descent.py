@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import torch
 
 from customgrad import catalog
 from customgrad.descent import Descent
-from customgrad.errors import FunctionError, SpecError
+from customgrad.errors import Cancelled, FunctionError, SpecError
 from customgrad.problem import build
 from customgrad.settings import Settings
 
@@ -242,3 +243,35 @@ def test_function_without_differentiable_output_cannot_descend():
     assert p.targets == []
     with pytest.raises(FunctionError, match="no differentiable output"):
         p.descent()
+
+
+class _StopsInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise Cancelled("stopped in backward")
+
+
+@pytest.mark.parametrize("where", ["forward", "backward"])
+def test_cancel_and_interrupt_pass_through_a_step_unchanged_and_leave_no_cycle(where):
+    """What is not the user's fault is raised again as it is, and the step's frames (and the
+    autograd graph they hold) are freed at once, not at the next garbage collection: the
+    loop's process runs with automatic collection off."""
+    p = killhead_problem(0)
+    descent = Descent(_StopsInBackward, p.specs[:1], p.args[:1], p.targets)
+    if where == "forward":
+        descent.function = type("StopsInForward", (_StopsInBackward,), {
+            "forward": staticmethod(lambda ctx, x: (_ for _ in ()).throw(KeyboardInterrupt()))})
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(Cancelled if where == "backward" else KeyboardInterrupt) as info:
+            descent.step()
+        assert type(info.value) in (Cancelled, KeyboardInterrupt)
+        del info
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

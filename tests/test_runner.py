@@ -296,3 +296,30 @@ def test_objects_of_a_user_module_are_not_sent_to_the_child(tmp_path):
     prob.args = [*prob.args, module.Marker()]
     with pytest.raises(pickle.PicklingError):
         runner.RemoteLoop(prob)
+
+
+class _SlowDescent:
+    """Steps that each take longer than a frame."""
+
+    lr, keep_detail, step_count = 1.0, False, 0
+
+    def step(self):
+        time.sleep(1.5 * runner.FRAME_SECONDS)
+        self.step_count += 1
+        return StepRecord(self.step_count - 1, 1.0, {}, self.lr)
+
+    def current_args(self):
+        return []
+
+
+def test_a_step_longer_than_a_frame_is_sent_on_its_own():
+    """Each batch is sent as soon as its frame is over: slow steps reach the window one by
+    one, not in pairs (a step started just before the frame's end is not followed by
+    another before the batch goes)."""
+    ctrl = runner.LoopControl(running=True, max_steps=4)
+    sizes = []
+    for batch in runner.run_loop(_SlowDescent(), ctrl):
+        sizes.append(len(batch.records))
+        if batch.paused:
+            break
+    assert sizes == [1, 1, 1, 1]
