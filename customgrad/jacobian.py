@@ -340,6 +340,8 @@ class _Comparison:
     def run(self) -> Report:
         self._probe()
         self._allocate()
+        # the outputs and inputs, before any entry: a display can lay the matrix out first
+        self._emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
         self._numerical()
         self._analytic_and_compare()
         return self._report()

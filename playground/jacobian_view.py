@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -131,6 +132,7 @@ class JacobianView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._computing = False
+        self._paint_waiter: threading.Event | None = None  # see _await_paint
         self._styling = False
         self._outputs: list[Axis] = []
         self._inputs: list[Axis] = []
@@ -410,7 +412,21 @@ class JacobianView(QWidget):
                                  "column by column, then your backward row by row.")
 
     def show_progress(self, progress: Progress) -> None:
-        """Update the bar and fill the heatmaps in with the entries computed so far."""
+        """Update the bar and fill the heatmaps in with the entries computed so far; set the
+        progress's ``laid_out`` event (the worker waits for it) once a new matrix is painted,
+        at once if the matrix is laid out as before."""
+        laid_out = getattr(progress, "laid_out", None)
+        layout = self._layout_key
+        try:
+            self._show_progress(progress)
+        finally:
+            if laid_out is not None:
+                if self._layout_key != layout:
+                    self._await_paint(laid_out)
+                else:
+                    laid_out.set()
+
+    def _show_progress(self, progress: Progress) -> None:
         if not self._computing:
             self.start()
         fraction = min(1.0, max(0.0, float(progress.fraction)))
@@ -583,7 +599,10 @@ class JacobianView(QWidget):
         super().changeEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.graphics.viewport() and event.type() == QEvent.Type.Leave:
+        if watched is self.graphics.viewport() and event.type() == QEvent.Type.Paint \
+                and self._paint_waiter is not None:
+            QTimer.singleShot(0, self._release_paint_wait)  # once this paint is done
+        elif watched is self.graphics.viewport() and event.type() == QEvent.Type.Leave:
             self._set_hover(None)
         elif watched is self.graphics and event.type() == QEvent.Type.Resize:
             self._fit_row_axis()  # its width depends on the width there is
@@ -612,7 +631,25 @@ class JacobianView(QWidget):
             panel.worst.clear()
             panel.worst_halo.clear()
 
+    def _await_paint(self, event: threading.Event) -> None:
+        """Set ``event`` once the heatmaps have been repainted (at once if they are not on
+        screen). The worker waits for it after a new matrix's first progress: that repaint
+        lays the matrix out (axes, block labels, images), the pane's costliest, and takes
+        half the time or less while the comparison does not compete for the cores and the
+        interpreter."""
+        self._release_paint_wait()
+        if self.graphics.isVisible() and not self.window().isMinimized():
+            self._paint_waiter = event
+        else:
+            event.set()
+
+    def _release_paint_wait(self) -> None:
+        waiter, self._paint_waiter = self._paint_waiter, None
+        if waiter is not None:
+            waiter.set()
+
     def _end_computing(self) -> None:
+        self._release_paint_wait()
         self._computing = False
         self._refresh_timer.stop()
         self._last_refresh = -math.inf
@@ -1398,6 +1435,8 @@ class PreparedProgress(Progress):
     numerical_preview: np.ndarray | None = None
     difference_preview: np.ndarray | None = None
     difference_peak: float = 0.0  # largest finite |entry| of difference_preview
+    #: the view sets it once it has repainted with this progress (see JacobianView.laid_out)
+    laid_out: threading.Event | None = None
 
 
 class ProgressPreparer:

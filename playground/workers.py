@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
@@ -33,6 +34,8 @@ def create_worker(*args, **kwargs):
 
 #: Seconds a user module's top-level code may run before it is stopped.
 IMPORT_TIMEOUT = 10.0
+#: the longest a comparison waits for the window to lay out its new matrix (see _compare)
+LAYOUT_WAIT_SECONDS = 0.25
 
 
 class TopLevelTooSlow(Exception):
@@ -211,11 +214,21 @@ def _compare(state: _JobState, problem: Problem, args, options):
         prepare = ProgressPreparer()  # previews made here, not on the GUI thread
 
         def progress(p):
+            prepared = prepare(p)
+            if p.phase == "numerical" and p.columns_done == 0:
+                # the outputs and inputs alone: the view lays a new matrix out (and paints it)
+                # before this thread competes with it (see JacobianView._await_paint)
+                prepared.laid_out = threading.Event()
             try:
-                state.bridge.progress.emit(prepare(p))
+                state.bridge.progress.emit(prepared)
             except RuntimeError as exc:  # the window closed under us: stop quietly
                 state.cancelled = True
                 raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+            if prepared.laid_out is not None:
+                deadline = time.monotonic() + LAYOUT_WAIT_SECONDS
+                while not (prepared.laid_out.wait(0.02) or state.cancelled
+                           or time.monotonic() > deadline):
+                    pass
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         # what the view reads whole (difference, mask, peaks, pooled overviews): here, not

@@ -543,3 +543,24 @@ def test_a_rebuild_during_a_comparison_says_preparing_not_computing(qtbot):
     assert window.jacobian.progress_bar.isHidden()
     with qtbot.waitSignal(session.jacobianReady, timeout=60_000):
         pass
+
+
+def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
+    """The worker holds off after a new matrix's first progress until the view has painted
+    it; a view that never answers delays the comparison by LAYOUT_WAIT_SECONDS at most."""
+    from playground import workers
+
+    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", 0.3)
+    problem = build(Settings(target="killhead"))
+    firsts, reports, errors = [], [], []
+
+    def progress(p):  # a view that never lays anything out
+        if p.laid_out is not None:
+            firsts.append((p.laid_out, time.monotonic()))
+
+    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    qtbot.waitUntil(lambda: bool(reports or errors), timeout=10000)
+    qtbot.waitUntil(lambda: job.done, timeout=2000)
+    assert not errors
+    assert len(firsts) == 1 and not firsts[0][0].is_set()
+    assert reports[0].passed and reports[0].seconds >= 0.25  # it did wait

@@ -469,6 +469,11 @@ def test_progress_fractions_increase_to_one_with_partial_matrices(monkeypatch):
 
     x = torch.randn(3, 4, dtype=torch.float64)
     report = compare(U.Square, [x], progress=progress)
+    # first the outputs and inputs alone (a display lays the matrix out before any entry)
+    (fraction, phase, analytic, numerical, cols, rows), *seen = seen
+    assert (fraction, phase, cols, rows) == (0.0, "numerical", 0, 0)
+    assert analytic.shape == numerical.shape == (12, 12)
+    assert not analytic.any() and not numerical.any()
     fractions = [f for f, *_ in seen]
     assert len(seen) >= 20
     assert all(b >= a for a, b in itertools.pairwise(fractions))

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -781,3 +782,55 @@ def test_new_colour_levels_do_not_re_typeset_the_bars_hidden_labels(view, monkey
     assert typeset == []
     assert view.colorbar.levels() == (-3e-7, 3e-7)
     assert view.colorbar.axis.autoSIPrefixScale == 1.0  # tick values are shown unscaled
+
+
+def _first_progress(report: Report):
+    """What the worker hands over first: the new matrix's outputs and inputs, no entry yet."""
+    progress = Progress(0.0, "numerical", None, torch.zeros(report.shape, dtype=torch.float64),
+                        report.outputs, report.inputs, 0, 0)
+    prepared = jacobian_view.ProgressPreparer()(progress)
+    prepared.laid_out = threading.Event()
+    return prepared
+
+
+def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
+    """The first repaint of a new matrix is the pane's costliest: the view says when it is
+    done, so the comparison starts after it rather than competing with it."""
+    view.show()
+    qtbot.waitExposed(view)
+    painted = []
+    spy = _PaintSpy(painted)  # kept: Qt does not keep a filter alive
+    view.graphics.viewport().installEventFilter(spy)
+    progress = _first_progress(report_for("killhead"))
+    view.show_progress(progress)
+    assert not progress.laid_out.is_set()  # not before the repaint
+    qtbot.waitUntil(progress.laid_out.is_set, timeout=2000)
+    assert painted  # the pane did repaint before the worker was let go
+    # the same matrix again (a check every K steps): nothing to lay out, no wait
+    again = _first_progress(report_for("killhead"))
+    view.show_progress(again)
+    assert again.laid_out.is_set()
+    # an ended comparison lets a waiting worker go at once
+    other = _first_progress(report_for("linear"))
+    view.show_progress(other)
+    assert not other.laid_out.is_set()
+    view.clear()
+    assert other.laid_out.is_set()
+
+
+def test_a_hidden_view_does_not_hold_the_worker(view):
+    progress = _first_progress(report_for("killhead"))
+    assert not view.graphics.isVisible()
+    view.show_progress(progress)
+    assert progress.laid_out.is_set()
+
+
+class _PaintSpy(jacobian_view.QObject):
+    def __init__(self, seen: list):
+        super().__init__()
+        self.seen = seen
+
+    def eventFilter(self, watched, event):
+        if event.type() == jacobian_view.QEvent.Type.Paint:
+            self.seen.append(True)
+        return False
