@@ -633,14 +633,16 @@ class JacobianView(QWidget):
 
     def _await_paint(self, event: threading.Event) -> None:
         """Set ``event`` once the heatmaps have been repainted (at once if they are not on
-        screen). The worker waits for it after a new matrix's first progress: that repaint
-        lays the matrix out (axes, block labels, images), the pane's costliest, and takes
-        half the time or less while the comparison does not compete for the cores and the
-        interpreter."""
+        screen, or collapsed to nothing). The worker waits for it after a new matrix's first
+        progress: that repaint lays the matrix out (axes, block labels, images), the pane's
+        costliest, and takes half the time or less while the comparison does not compete for
+        the cores and the interpreter."""
         self._release_paint_wait()
-        if self.graphics.isVisible() and not self.window().isMinimized():
+        handle = self.window().windowHandle()
+        if self.graphics.isVisible() and not self.graphics.viewport().visibleRegion().isEmpty() \
+                and handle is not None and handle.isExposed():
             self._paint_waiter = event
-        else:
+        else:  # no paint is coming: a hidden, collapsed, minimised or covered pane
             event.set()
 
     def _release_paint_wait(self) -> None:

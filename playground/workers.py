@@ -225,12 +225,18 @@ def _compare(state: _JobState, problem: Problem, args, options):
                 state.cancelled = True
                 raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
             if prepared.laid_out is not None:
-                deadline = time.monotonic() + LAYOUT_WAIT_SECONDS
+                start = time.monotonic()
+                deadline = start + LAYOUT_WAIT_SECONDS
                 while not (prepared.laid_out.wait(0.02) or state.cancelled
                            or time.monotonic() > deadline):
                     pass
+                waited.append(time.monotonic() - start)
+                if state.cancelled:
+                    raise Cancelled("Jacobian comparison cancelled.")
+        waited: list[float] = []
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
+        report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
         # what the view reads whole (difference, mask, peaks, pooled overviews): here, not
         # on the GUI thread
         for step in display_steps(report.shape):

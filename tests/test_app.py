@@ -558,9 +558,29 @@ def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
         if p.laid_out is not None:
             firsts.append((p.laid_out, time.monotonic()))
 
+    started = time.monotonic()
     job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=10000)
+    elapsed = time.monotonic() - started
     qtbot.waitUntil(lambda: job.done, timeout=2000)
     assert not errors
     assert len(firsts) == 1 and not firsts[0][0].is_set()
-    assert reports[0].passed and reports[0].seconds >= 0.25  # it did wait
+    assert reports[0].passed and elapsed >= 0.3  # it did wait, and no longer
+    assert reports[0].seconds < elapsed - 0.25  # the time shown is the comparison's own
+
+
+def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
+    from customgrad.errors import Cancelled
+    from playground import workers
+
+    problem = build(Settings(target="killhead"))
+    reports, errors = [], []
+    job = None
+
+    def progress(p):  # cancel while the worker waits for a layout that never comes
+        if p.laid_out is not None:
+            job.cancel()
+
+    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    qtbot.waitUntil(lambda: bool(reports or errors), timeout=5000)
+    assert not reports and isinstance(errors[0], Cancelled)

@@ -139,8 +139,8 @@ def test_hover_text_of_a_mismatch(view):
 
 
 def test_mouse_over_a_heatmap_updates_the_hover_label(view, qtbot):
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     view.show_report(report_for("killhead_bug"))
     qtbot.wait(50)
     for image in (view.analytic_image, view.numerical_image, view.difference_image):
@@ -258,8 +258,8 @@ def test_tick_labels_name_the_input_blocks(view):
 
 
 def test_views_are_linked(view, qtbot):
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     view.show_report(report_for("linear"))
     qtbot.wait(50)
     sizes = {round(panel.plot.vb.width()) for panel in view._panels}
@@ -505,8 +505,8 @@ def test_pixel_sized_fonts_work(view):
 
 
 def test_renders_without_errors(view, qtbot):
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     for target in ("killhead_bug", "sincos", "functional_linear"):
         view.show_report(report_for(target))
         qtbot.wait(20)
@@ -518,8 +518,8 @@ def test_renders_without_errors(view, qtbot):
 
 def _shown(view, qtbot, target: str, width: int = 1200, height: int = 560):
     view.resize(width, height)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     view.show_report(report_for(target))
     qtbot.wait(50)
 
@@ -720,8 +720,8 @@ def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
         view, qtbot, monkeypatch):
     """Fitted, each heatmap is pooled to about the views' size (pyqtgraph would otherwise
     average a bigger image down at every repaint, on the GUI thread); zoomed in, finer."""
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     report = _fake_report(2048, 2048, 40)
     pixels = jacobian_view._DISPLAY["pixels"]  # the views' size, as they report it
     assert pixels < 500
@@ -796,8 +796,8 @@ def _first_progress(report: Report):
 def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
     """The first repaint of a new matrix is the pane's costliest: the view says when it is
     done, so the comparison starts after it rather than competing with it."""
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     painted = []
     spy = _PaintSpy(painted)  # kept: Qt does not keep a filter alive
     view.graphics.viewport().installEventFilter(spy)
@@ -818,11 +818,36 @@ def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
     assert other.laid_out.is_set()
 
 
-def test_a_hidden_view_does_not_hold_the_worker(view):
+def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
     progress = _first_progress(report_for("killhead"))
     assert not view.graphics.isVisible()
     view.show_progress(progress)
     assert progress.laid_out.is_set()
+    # shown, but squeezed to nothing (a splitter dragged shut): no paint is coming either
+    from PySide6.QtWidgets import QSplitter, QWidget
+
+    splitter = QSplitter(Qt.Orientation.Vertical)
+    qtbot.addWidget(splitter)
+    squeezed = JacobianView()  # the splitter owns it
+    splitter.addWidget(QWidget())
+    splitter.addWidget(squeezed)
+    splitter.resize(1200, 600)
+    with qtbot.waitExposed(splitter):
+        splitter.show()
+    splitter.setSizes([600, 0])
+    qtbot.wait(50)
+    viewport = squeezed.graphics.viewport()
+    assert squeezed.graphics.isVisible() and viewport.visibleRegion().isEmpty()
+    collapsed = _first_progress(report_for("linear"))
+    squeezed.show_progress(collapsed)
+    assert collapsed.laid_out.is_set()
+    splitter.setSizes([300, 300])  # dragged open again: it waits for the repaint
+    qtbot.wait(50)
+    assert not viewport.visibleRegion().isEmpty()
+    again = _first_progress(report_for("killhead"))
+    squeezed.show_progress(again)
+    assert not again.laid_out.is_set()
+    qtbot.waitUntil(again.laid_out.is_set, timeout=2000)
 
 
 class _PaintSpy(jacobian_view.QObject):

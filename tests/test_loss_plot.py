@@ -158,8 +158,8 @@ def test_a_million_points_in_a_hundred_batches(plot):
 
 @pytest.mark.parametrize("log", [False, True])
 def test_non_finite_zero_and_negative_losses_do_not_break_the_plot(plot, qtbot, log):
-    plot.show()
-    qtbot.waitExposed(plot)
+    with qtbot.waitExposed(plot):
+        plot.show()
     plot.set_log_y(log)
     plot.start_run("diverging")
     plot.append(np.arange(4), np.array([1.0, 0.5, 0.0, -0.2]))
