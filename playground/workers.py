@@ -212,6 +212,7 @@ def _compare(state: _JobState, problem: Problem, args, options):
     state.thread_id = threading.get_ident()
     try:
         prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+        waited: list[float] = []  # seconds spent waiting for the view (not the comparison's)
 
         def progress(p):
             prepared = prepare(p)
@@ -233,7 +234,6 @@ def _compare(state: _JobState, problem: Problem, args, options):
                 waited.append(time.monotonic() - start)
                 if state.cancelled:
                     raise Cancelled("Jacobian comparison cancelled.")
-        waited: list[float] = []
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
