@@ -165,10 +165,8 @@ def raise_user_error(function: type, phase: str, exc: BaseException) -> NoReturn
     """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line.
     Call it in the ``except`` block that caught ``exc``, after an ``except PASS_THROUGH:
     raise`` (what :func:`run_user` does; loops that cannot afford a wrapper call per step
-    do the same inline)."""
-    if isinstance(exc, PASS_THROUGH):
-        del exc  # this frame joins the traceback: holding exc would make a reference cycle
-        raise
+    do the same inline): what passes through then never reaches this frame, which would
+    join its traceback and, holding it, make a reference cycle."""
     file, line = user_location(exc, function)
     name = f"{function.__name__}.{phase}"
     message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"

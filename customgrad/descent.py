@@ -41,20 +41,18 @@ class StepRecord:
 
     ``grad_norms`` of small gradients is computed when first read: most records are only
     plotted (their loss), and a norm costs as much as a small step's arithmetic. Until then
-    the record keeps the gradients (``grads``: a dict, or a tuple in the order of ``names``).
+    the record keeps the gradients (``grads``, a tuple in the order of ``names``).
     """
 
     __slots__ = ("_grads", "_names", "_norms", "detail", "loss", "lr", "step")
 
     def __init__(self, step: int, loss: float, grad_norms: dict[str, float] | None = None,
                  lr: float = 1.0, detail: dict[str, StepDetail] | None = None,
-                 grads: dict | tuple | None = None, names: tuple[str, ...] = ()):
+                 grads: tuple | None = None, names: tuple[str, ...] = ()):
         self.step, self.loss, self.lr, self.detail = step, loss, lr, detail
         self._norms = grad_norms
         if grad_norms is not None or grads is None:
             self._grads, self._names = None, ()
-        elif isinstance(grads, dict):
-            self._grads, self._names = tuple(grads.values()), tuple(grads)
         else:
             self._grads, self._names = grads, names
 

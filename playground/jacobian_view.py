@@ -1437,7 +1437,7 @@ class PreparedProgress(Progress):
     numerical_preview: np.ndarray | None = None
     difference_preview: np.ndarray | None = None
     difference_peak: float = 0.0  # largest finite |entry| of difference_preview
-    #: the view sets it once it has repainted with this progress (see JacobianView.laid_out)
+    #: the view sets it once it has repainted with this progress (see JacobianView._await_paint)
     laid_out: threading.Event | None = None
 
 
