@@ -258,8 +258,10 @@ class InspectorView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.inspection: Inspection | None = None
+        #: an inspection that arrived while the view was hidden, drawn when it is shown
+        self._pending: Inspection | None = None
         self._dark = False
-        self.rows: dict[str, list[_ValueRow]] = {key: [] for key, _ in self.SECTIONS}
+        self._rows: dict[str, list[_ValueRow]] = {key: [] for key, _ in self.SECTIONS}
         self.title = QLabel("Backward inspector")
         self.window_button = QPushButton("Own window")
         self.window_button.setToolTip("Open the inspector in its own window (as large as you "
@@ -323,14 +325,14 @@ class InspectorView(QWidget):
 
     def reset(self, text: str) -> None:
         """Forget the last inspection (another Function is coming) and say so."""
-        self.inspection = None
+        self.inspection = self._pending = None
         self._clear()
         self.context.clear()
         self.show_waiting(text)
 
     def show_failure(self, exc: BaseException) -> None:
         """forward failed (or the call was stopped): nothing to inspect."""
-        self.inspection = None
+        self.inspection = self._pending = None
         self._clear()
         where = getattr(exc, "file", None)
         line = getattr(exc, "line", None)
@@ -341,9 +343,11 @@ class InspectorView(QWidget):
         self.context.clear()
 
     def show_inspection(self, inspection: Inspection) -> None:
-        self.inspection = inspection
+        """Show ``inspection``. Its value rows (the costly part: 10 to 15 ms of widgets) are
+        built only once the view is shown: while another side tab is in front they would
+        land in the middle of a run or a comparison, for a tab nobody is looking at."""
+        self.inspection = ins = inspection
         self._clear()
-        ins = inspection
         args = ", ".join(f"{v.name} {shape_text(v.shape)}" if v.is_tensor else
                          f"{v.name} = {v.text}" if v.kind == "object" else f"{v.name} = None"
                          for v in ins.inputs)
@@ -357,6 +361,25 @@ class InspectorView(QWidget):
             self._set_state(" ".join(ins.notes) or "backward is not called here.", WARNING)
         else:
             self.state.hide()
+        self._show_surprises()
+        self._pending = ins
+        if self.isVisible():
+            self._draw_pending()
+
+    @property
+    def rows(self) -> dict[str, list[_ValueRow]]:
+        """The value rows of each section (built first if they are still pending)."""
+        self._draw_pending()
+        return self._rows
+
+    def showEvent(self, event) -> None:
+        self._draw_pending()
+        super().showEvent(event)
+
+    def _draw_pending(self) -> None:
+        if self._pending is None:
+            return
+        ins, self._pending = self._pending, None
         for v in ins.received:
             self._add("received", v)
         for v in ins.saved:
@@ -367,13 +390,12 @@ class InspectorView(QWidget):
             flags = ", ".join(f"{p}: {b}" for p, b in zip(ins.params, ins.needs_input_grad))
             self._add("saved", Value("ctx.needs_input_grad", "object",
                                      text=str(ins.needs_input_grad), note=flags))
-        if not self.rows["saved"] and ins.received:
+        if not self._rows["saved"] and ins.received:
             self._add_text("saved", "nothing: no saved_tensors and no attributes on ctx")
         for v in ins.returned:
             self._add("returned", v)
         if ins.error is not None and not ins.returned:
             self._add_text("returned", "nothing: backward raised (see above)")
-        self._show_surprises()
 
     def _set_state(self, text: str, severity: str) -> None:
         light, dark = _SEVERITY[severity]
@@ -404,14 +426,18 @@ class InspectorView(QWidget):
         row = _ValueRow(value, name)
         row.heatmap.apply_theme(self._dark)
         self._style_row(row)
-        self.rows[key].append(row)
+        self._rows[key].append(row)
         self._boxes[key].addWidget(row)
+        if self.isVisible():  # drawn from showEvent: show it now, not a pass later
+            row.show()
 
     def _add_text(self, key: str, text: str) -> None:
         label = QLabel(text)
         label.setContentsMargins(12, 2, 2, 2)
         label.setWordWrap(True)
         self._boxes[key].addWidget(label)
+        if self.isVisible():
+            label.show()
 
     def _clear(self) -> None:
         for key, box in self._boxes.items():
@@ -419,12 +445,13 @@ class InspectorView(QWidget):
                 item = box.takeAt(0)
                 if item.widget() is not None:
                     item.widget().deleteLater()
-            self.rows[key] = []
+            self._rows[key] = []
         self.surprises.clear()
         self.surprises.hide()
 
     def text(self) -> str:
         """Everything shown, as plain text (for tests and copy-paste)."""
+        self._draw_pending()
         lines = [self.title.text(), self.context.text()]
         if self.state.isVisibleTo(self):
             lines.append(self.state.text())
@@ -432,7 +459,7 @@ class InspectorView(QWidget):
             lines.extend(f"{s.severity}: {s.message}" for s in self.inspection.surprises)
         for key, heading in self.SECTIONS:
             lines.append(heading)
-            lines.extend("  " + row.text() for row in self.rows[key])
+            lines.extend("  " + row.text() for row in self._rows[key])
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ look
@@ -449,7 +476,7 @@ class InspectorView(QWidget):
         heading.setPointSizeF(size * 1.05)
         for label in self.headings.values():
             label.setFont(heading)
-        for rows in self.rows.values():
+        for rows in self._rows.values():
             for row in rows:
                 self._style_row(row)
 
@@ -467,7 +494,7 @@ class InspectorView(QWidget):
 
     def apply_theme(self, dark: bool) -> None:
         self._dark = bool(dark)
-        for rows in self.rows.values():
+        for rows in self._rows.values():
             for row in rows:
                 row.heatmap.apply_theme(self._dark)
                 self._style_row(row)

@@ -237,6 +237,26 @@ def test_view_shows_killhead(qtbot, window):
     assert tabs.tabText(tabs.indexOf(view)) == "Inspector"
 
 
+def test_view_builds_its_rows_only_once_shown(qtbot, window):
+    # an inspection lands after every comparison, in the middle of a run: building its rows
+    # (10 to 15 ms) waits until the Inspector tab is in front
+    from playground.inspector_view import _ValueRow
+
+    with qtbot.waitExposed(window):
+        pass
+    view = window.byof.inspector
+    assert not view.isVisible()
+    inspect_target(qtbot, window, "killhead")
+    assert view.findChildren(_ValueRow) == []
+    assert view.context.text().startswith("KillHead.apply(input [3, 8]")  # the cheap parts at once
+    window.byof.actions["show_inspector"].trigger()
+    rows = view.findChildren(_ValueRow)
+    assert len(rows) == 5 and all(row.isVisible() for row in rows)  # shown, not a pass later
+    # once shown, a new inspection is drawn at once
+    inspect_target(qtbot, window, "mulconstant")
+    assert [r.name.text() for r in view._rows["received"]] == ["grad_output"]
+
+
 def test_view_shows_functional_linear_summing(qtbot, window):
     inspect_target(qtbot, window, "functional_linear")
     view = window.byof.inspector
