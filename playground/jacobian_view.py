@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 import torch
-from PySide6.QtCore import QEvent, QObject, QPointF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPointF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QFrame,
@@ -137,6 +137,8 @@ class JacobianView(QWidget):
         self._outputs: list[Axis] = []
         self._inputs: list[Axis] = []
         self._layout_key: tuple | None = None
+        self._preview_draws = 0  # how many times progress previews were drawn
+        self._worst_style: tuple | None = None  # (font pixels, failed) the markers are styled for
         self._shape = (0, 0)
         self._row_starts: list[int] = []
         self._col_starts: list[int] = []
@@ -161,6 +163,15 @@ class JacobianView(QWidget):
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.timeout.connect(self._refresh_progress)
+        self._paint_timer = QTimer(self)  # see _paint_next_pass
+        self._paint_timer.setSingleShot(True)
+        self._paint_timer.setInterval(1)
+        self._paint_timer.timeout.connect(self._resume_paint)
+        self._deferred: Progress | None = None  # see show_progress
+        self._defer_timer = QTimer(self)
+        self._defer_timer.setSingleShot(True)
+        self._defer_timer.setInterval(1)
+        self._defer_timer.timeout.connect(self._show_deferred)
         self._build_banner()
         self._build_controls()
         self._build_graphics()
@@ -394,6 +405,7 @@ class JacobianView(QWidget):
 
     def start(self, message: str = "Computing…") -> None:
         """A comparison starts: empty heatmaps, progress bar at 0, Cancel shown."""
+        self._drop_deferred()
         self._computing = True
         self._report = None  # its verdict is about other matrices
         self._clear_data()
@@ -412,19 +424,71 @@ class JacobianView(QWidget):
                                  "column by column, then your backward row by row.")
 
     def show_progress(self, progress: Progress) -> None:
-        """Update the bar and fill the heatmaps in with the entries computed so far; set the
-        progress's ``laid_out`` event (the worker waits for it) once a new matrix is painted,
-        at once if the matrix is laid out as before."""
-        laid_out = getattr(progress, "laid_out", None)
-        layout = self._layout_key
+        """Update the bar and fill the heatmaps in with the entries computed so far. Where
+        the progress has a ``painted`` event (the worker waits for it), set it once the pane
+        has painted a new matrix's layout or new entries; at once if there is neither (the
+        same matrix again, not one entry computed yet)."""
+        painted = getattr(progress, "painted", None)
+        if painted is not None and progress.outputs and progress.inputs \
+                and _layout_key(progress.outputs, progress.inputs) != self._layout_key \
+                and self._on_screen():
+            # a new matrix, and the worker waits: lay it out in a pass of the event loop of
+            # its own (5 to 15 ms), not in one with whatever else came in meanwhile
+            self._drop_deferred()
+            self._deferred = progress
+            self._defer_timer.start()
+            return
+        self._show_progress_now(progress)
+
+    def _show_deferred(self) -> None:
+        progress, self._deferred = self._deferred, None
+        if progress is not None:
+            self._show_progress_now(progress)
+
+    def _drop_deferred(self) -> None:
+        """Forget a progress not shown yet (its comparison ended or another began), and
+        let its worker go."""
+        self._defer_timer.stop()
+        progress, self._deferred = self._deferred, None
+        if progress is not None:
+            progress.painted.set()
+
+    def _show_progress_now(self, progress: Progress) -> None:
+        painted = getattr(progress, "painted", None)
+        layout, draws = self._layout_key, self._preview_draws
         try:
             self._show_progress(progress)
         finally:
-            if laid_out is not None:
+            if painted is not None:
+                drew = self._preview_draws != draws and bool(progress.columns_done
+                                                             or progress.rows_done)
                 if self._layout_key != layout:
-                    self._await_paint(laid_out)
+                    self._settle_layout()
+                    self._paint_next_pass()
+                if self._layout_key != layout or drew:
+                    self._await_paint(painted)
                 else:
-                    laid_out.set()
+                    painted.set()
+
+    def _paint_next_pass(self) -> None:
+        """Hold the heatmaps' repaint until the event loop has been round once. Setting a
+        report or a new matrix's layout out takes the GUI thread 5 to 15 ms, and the repaint
+        that follows as much again; in one pass of the event loop they would keep input and
+        timers waiting twice as long."""
+        if self.graphics.updatesEnabled():
+            self.graphics.setUpdatesEnabled(False)
+            self._paint_timer.start()
+
+    def _resume_paint(self) -> None:
+        self.graphics.setUpdatesEnabled(True)  # repaints it whole
+
+    @staticmethod
+    def _settle_layout() -> None:
+        """Apply the layout requests a new matrix posted (axes and labels change size) now,
+        while the worker waits: left for later, they came after the first repaint and cost
+        a second one of the whole pane, with the comparison competing for the cores."""
+        for _ in range(3):  # a plot's new size asks its parent layout again
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
 
     def _show_progress(self, progress: Progress) -> None:
         if not self._computing:
@@ -482,6 +546,7 @@ class JacobianView(QWidget):
                        difference: np.ndarray | None = None, difference_peak: float = 0.0,
                        ) -> None:
         """Draw previews; ``difference`` (and its peak) where the worker made it already."""
+        self._preview_draws += 1
         live = self._live
         if difference is None and analytic is not None and numerical is not None:
             difference = analytic - numerical  # of the preview only: small
@@ -497,6 +562,7 @@ class JacobianView(QWidget):
 
     def show_report(self, report: Report) -> None:
         """The final verdict, heatmaps, mismatches and worst entry; hides the progress UI."""
+        self._paint_next_pass()
         self._end_computing()
         self._report = report
         self._set_axes(report.outputs, report.inputs)
@@ -634,16 +700,21 @@ class JacobianView(QWidget):
     def _await_paint(self, event: threading.Event) -> None:
         """Set ``event`` once the heatmaps have been repainted (at once if they are not on
         screen, or collapsed to nothing). The worker waits for it after a new matrix's first
-        progress: that repaint lays the matrix out (axes, block labels, images), the pane's
-        costliest, and takes half the time or less while the comparison does not compete for
-        the cores and the interpreter."""
+        progress (that repaint lays the matrix out: axes, block labels, images, the pane's
+        costliest) and after a big matrix's previews: a paint takes a half to a quarter of
+        the time while the comparison does not compete for the cores and the interpreter."""
         self._release_paint_wait()
-        handle = self.window().windowHandle()
-        if self.graphics.isVisible() and not self.graphics.viewport().visibleRegion().isEmpty() \
-                and handle is not None and handle.isExposed():
+        if self._on_screen():
             self._paint_waiter = event
-        else:  # no paint is coming: a hidden, collapsed, minimised or covered pane
+        else:  # no paint is coming
             event.set()
+
+    def _on_screen(self) -> bool:
+        """Whether the heatmaps can be painted now: not hidden, collapsed, minimised or
+        covered."""
+        handle = self.window().windowHandle()
+        return (self.graphics.isVisible() and not self.graphics.viewport().visibleRegion().isEmpty()
+                and handle is not None and handle.isExposed())
 
     def _release_paint_wait(self) -> None:
         waiter, self._paint_waiter = self._paint_waiter, None
@@ -651,6 +722,7 @@ class JacobianView(QWidget):
             waiter.set()
 
     def _end_computing(self) -> None:
+        self._drop_deferred()
         self._release_paint_wait()
         self._computing = False
         self._refresh_timer.stop()
@@ -804,7 +876,7 @@ class JacobianView(QWidget):
     # ------------------------------------------------------------------ axes, blocks
 
     def _set_axes(self, outputs: list[Axis], inputs: list[Axis]) -> None:
-        key = (tuple((a.name, a.shape) for a in outputs), tuple((a.name, a.shape) for a in inputs))
+        key = _layout_key(outputs, inputs)
         if key == self._layout_key:
             return
         self._layout_key = key
@@ -1012,9 +1084,10 @@ class JacobianView(QWidget):
             bg = pal.color(QPalette.ColorRole.AlternateBase).name()
             border = pal.color(QPalette.ColorRole.Mid).name()
             fg = pal.color(QPalette.ColorRole.WindowText).name()
-        self.banner.setStyleSheet(
-            f"#JacobianBanner {{ background: {bg}; border: 2px solid {border};"
-            f" border-radius: 6px; }} #JacobianBanner QLabel {{ color: {fg}; }}")
+        sheet = (f"#JacobianBanner {{ background: {bg}; border: 2px solid {border};"
+                 f" border-radius: 6px; }} #JacobianBanner QLabel {{ color: {fg}; }}")
+        if sheet != self.banner.styleSheet():  # setting it re-polishes every label in it
+            self.banner.setStyleSheet(sheet)
 
     # ------------------------------------------------------------------ tolerances
 
@@ -1204,6 +1277,9 @@ class JacobianView(QWidget):
     def _style_worst(self) -> None:
         pixels = QFontMetrics(self.font()).height()
         failed = self._report is not None and not self._report.passed
+        if (pixels, failed) == self._worst_style:
+            return  # re-styling six markers re-renders their symbols: about 1 ms a report
+        self._worst_style = (pixels, failed)
         size = pixels * (1.5 if failed else 1.25)
         for panel in self._panels:
             if failed:
@@ -1219,6 +1295,11 @@ class JacobianView(QWidget):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _layout_key(outputs: list[Axis], inputs: list[Axis]) -> tuple:
+    """What decides a matrix's layout: its outputs' and inputs' names and shapes."""
+    return tuple((a.name, a.shape) for a in outputs), tuple((a.name, a.shape) for a in inputs)
 
 
 # Items hidden while they hold nothing: Qt still calls an empty item's (Python) paint at every
@@ -1437,8 +1518,10 @@ class PreparedProgress(Progress):
     numerical_preview: np.ndarray | None = None
     difference_preview: np.ndarray | None = None
     difference_peak: float = 0.0  # largest finite |entry| of difference_preview
-    #: the view sets it once it has repainted with this progress (see JacobianView._await_paint)
-    laid_out: threading.Event | None = None
+    #: previews of a matrix big enough that they come a few times a second only
+    big_preview: bool = False
+    #: the view sets it once it has painted this progress (see JacobianView.show_progress)
+    painted: threading.Event | None = None
 
 
 class ProgressPreparer:
@@ -1461,6 +1544,7 @@ class ProgressPreparer:
                 and not final:
             return prepared
         self._last = now
+        prepared.big_preview = numerical.size > _REFRESH_ENTRIES
         prepared.step = step = preview_step(numerical.shape, _DISPLAY["pixels"])
         analytic, numerical = _previews(_as_array(progress.analytic), numerical, step,
                                         progress.rows_done or 0, progress.columns_done)

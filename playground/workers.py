@@ -36,6 +36,8 @@ def create_worker(*args, **kwargs):
 IMPORT_TIMEOUT = 10.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
+#: the longest it waits for the window to paint a big matrix's preview (see _compare)
+PAINT_WAIT_SECONDS = 0.1
 
 
 class TopLevelTooSlow(Exception):
@@ -216,19 +218,23 @@ def _compare(state: _JobState, problem: Problem, args, options):
 
         def progress(p):
             prepared = prepare(p)
-            if p.phase == "numerical" and p.columns_done == 0:
-                # the outputs and inputs alone: the view lays a new matrix out (and paints it)
-                # before this thread competes with it (see JacobianView._await_paint)
-                prepared.laid_out = threading.Event()
+            # The view paints these while this thread waits (see JacobianView._await_paint):
+            # the same paint takes it two to four times as long while a comparison competes
+            # for the cores and the interpreter. The first progress carries the outputs and
+            # inputs alone (a new matrix is laid out); a big matrix's previews come a few
+            # times a second (ProgressPreparer), which costs the comparison a few percent.
+            first = p.phase == "numerical" and p.columns_done == 0
+            if first or prepared.big_preview:
+                prepared.painted = threading.Event()
             try:
                 state.bridge.progress.emit(prepared)
             except RuntimeError as exc:  # the window closed under us: stop quietly
                 state.cancelled = True
                 raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
-            if prepared.laid_out is not None:
+            if prepared.painted is not None:
                 start = time.monotonic()
-                deadline = start + LAYOUT_WAIT_SECONDS
-                while not (prepared.laid_out.wait(0.02) or state.cancelled
+                deadline = start + (LAYOUT_WAIT_SECONDS if first else PAINT_WAIT_SECONDS)
+                while not (prepared.painted.wait(0.02) or state.cancelled
                            or time.monotonic() > deadline):
                     pass
                 waited.append(time.monotonic() - start)

@@ -555,8 +555,8 @@ def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
     firsts, reports, errors = [], [], []
 
     def progress(p):  # a view that never lays anything out
-        if p.laid_out is not None:
-            firsts.append((p.laid_out, time.monotonic()))
+        if p.painted is not None:
+            firsts.append((p.painted, time.monotonic()))
 
     started = time.monotonic()
     job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
@@ -569,6 +569,33 @@ def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
     assert reports[0].seconds < elapsed - 0.25  # the time shown is the comparison's own
 
 
+def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
+    """A big matrix's previews (a few a second) are painted while the worker waits, at most
+    PAINT_WAIT_SECONDS each; the time shown leaves the waits out."""
+    from playground import workers
+
+    monkeypatch.setattr(workers, "PAINT_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(jacobian_view, "_REFRESH_SECONDS", 0.02)  # previews come often
+    # 1,056 x 1,056 entries: over the million above which previews are rationed
+    problem = build(Settings(target="killhead", shapes={"input": "33x32"}, dtype="float64"))
+    held, reports, errors = [], [], []
+
+    def progress(p):  # a view that never paints: each wait runs to its limit
+        if p.painted is not None and (p.columns_done or p.rows_done):
+            assert p.big_preview and p.numerical_preview is not None
+            held.append(p)
+
+    started = time.monotonic()
+    workers.JacobianJob(problem, None, {"eps": 1e-6}, progress, reports.append,
+                        errors.append)
+    qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
+    elapsed = time.monotonic() - started
+    assert not errors and reports[0].passed
+    assert held and not any(p.painted.is_set() for p in held)
+    assert elapsed >= 0.05 * len(held)
+    assert reports[0].seconds <= elapsed - 0.05 * len(held) + 0.01
+
+
 def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
     from customgrad.errors import Cancelled
     from playground import workers
@@ -578,7 +605,7 @@ def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
     job = None
 
     def progress(p):  # cancel while the worker waits for a layout that never comes
-        if p.laid_out is not None:
+        if p.painted is not None:
             job.cancel()
 
     job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)

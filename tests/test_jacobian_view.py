@@ -789,7 +789,7 @@ def _first_progress(report: Report):
     progress = Progress(0.0, "numerical", None, torch.zeros(report.shape, dtype=torch.float64),
                         report.outputs, report.inputs, 0, 0)
     prepared = jacobian_view.ProgressPreparer()(progress)
-    prepared.laid_out = threading.Event()
+    prepared.painted = threading.Event()
     return prepared
 
 
@@ -803,26 +803,26 @@ def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
     view.graphics.viewport().installEventFilter(spy)
     progress = _first_progress(report_for("killhead"))
     view.show_progress(progress)
-    assert not progress.laid_out.is_set()  # not before the repaint
-    qtbot.waitUntil(progress.laid_out.is_set, timeout=2000)
+    assert not progress.painted.is_set()  # not before the repaint
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
     assert painted  # the pane did repaint before the worker was let go
     # the same matrix again (a check every K steps): nothing to lay out, no wait
     again = _first_progress(report_for("killhead"))
     view.show_progress(again)
-    assert again.laid_out.is_set()
+    assert again.painted.is_set()
     # an ended comparison lets a waiting worker go at once
     other = _first_progress(report_for("linear"))
     view.show_progress(other)
-    assert not other.laid_out.is_set()
+    assert not other.painted.is_set()
     view.clear()
-    assert other.laid_out.is_set()
+    assert other.painted.is_set()
 
 
 def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
     progress = _first_progress(report_for("killhead"))
     assert not view.graphics.isVisible()
     view.show_progress(progress)
-    assert progress.laid_out.is_set()
+    assert progress.painted.is_set()
     # shown, but squeezed to nothing (a splitter dragged shut): no paint is coming either
     from PySide6.QtWidgets import QSplitter, QWidget
 
@@ -840,14 +840,14 @@ def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
     assert squeezed.graphics.isVisible() and viewport.visibleRegion().isEmpty()
     collapsed = _first_progress(report_for("linear"))
     squeezed.show_progress(collapsed)
-    assert collapsed.laid_out.is_set()
+    assert collapsed.painted.is_set()
     splitter.setSizes([300, 300])  # dragged open again: it waits for the repaint
     qtbot.wait(50)
     assert not viewport.visibleRegion().isEmpty()
     again = _first_progress(report_for("killhead"))
     squeezed.show_progress(again)
-    assert not again.laid_out.is_set()
-    qtbot.waitUntil(again.laid_out.is_set, timeout=2000)
+    assert not again.painted.is_set()
+    qtbot.waitUntil(again.painted.is_set, timeout=2000)
 
 
 class _PaintSpy(jacobian_view.QObject):
@@ -859,3 +859,91 @@ class _PaintSpy(jacobian_view.QObject):
         if event.type() == jacobian_view.QEvent.Type.Paint:
             self.seen.append(True)
         return False
+
+
+class _EventSpy(jacobian_view.QObject):
+    def __init__(self, kind, seen: list):
+        super().__init__()
+        self.kind, self.seen = kind, seen
+
+    def eventFilter(self, watched, event):
+        if event.type() == self.kind:
+            self.seen.append(True)
+        return False
+
+
+def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
+    """With a worker waiting, a new matrix's layout waits for the next turn of the event loop
+    (it is not piled onto what else came in), is settled before the repaint (no second
+    layout after it), and the repaint is one more turn later."""
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for("killhead"))
+    qtbot.waitUntil(view.graphics.updatesEnabled, timeout=2000)
+    layout_requests, painted = [], []
+    layouts = _EventSpy(jacobian_view.QEvent.Type.LayoutRequest, layout_requests)
+    paints = _EventSpy(jacobian_view.QEvent.Type.Paint, painted)
+    view.graphics.ci.installEventFilter(layouts)
+    view.graphics.viewport().installEventFilter(paints)
+    progress = _first_progress(report_for("sincos"))  # two outputs: the axes change size
+    key = view._layout_key
+    view.show_progress(progress)
+    assert view._layout_key == key  # not yet
+    qtbot.waitUntil(lambda: view._layout_key != key, timeout=2000)
+    settled = len(layout_requests)
+    assert settled
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
+    qtbot.wait(50)
+    assert painted and len(layout_requests) == settled  # laid out once, before the paint
+    # a comparison that ends (or another that starts) first lets the waiting worker go
+    for end in (view.clear, view.start):
+        other = _first_progress(report_for("killhead" if view._shape == (3, 3) else "linear"))
+        shape = view._shape
+        view.show_progress(other)
+        end()
+        assert other.painted.is_set()
+        qtbot.wait(20)
+        assert view._shape == shape  # and it is not drawn afterwards
+
+
+def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):
+    """Setting a report out and repainting the pane would otherwise share one pass of the
+    event loop: together 10 to 30 ms with input and timers waiting."""
+    from PySide6.QtCore import QTimer
+
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for("killhead"))
+    qtbot.waitUntil(view.graphics.updatesEnabled, timeout=2000)
+    qtbot.wait(50)
+    painted, at_next_turn = [], []
+    spy = _EventSpy(jacobian_view.QEvent.Type.Paint, painted)
+    view.graphics.viewport().installEventFilter(spy)
+    view.show_report(report_for("sigmoid_bug"))
+    QTimer.singleShot(0, lambda: at_next_turn.append(len(painted)))
+    qtbot.waitUntil(lambda: bool(painted), timeout=2000)
+    assert at_next_turn == [0]
+
+
+def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
+    with qtbot.waitExposed(view):
+        view.show()
+    report = report_for("killhead")
+    view.show_progress(_first_progress(report))
+    qtbot.waitUntil(lambda: view._layout_key is not None and not view._deferred, timeout=2000)
+    qtbot.wait(50)
+    numerical = report.numerical.clone()
+    numerical[:, 4:] = 0.0
+    progress = jacobian_view.PreparedProgress(0.25, "numerical", None, numerical, report.outputs,
+                                              report.inputs, 4, 0)
+    progress.numerical_preview = numerical.numpy().copy()
+    progress.big_preview, progress.painted = True, threading.Event()
+    view.show_progress(progress)
+    assert not progress.painted.is_set()
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
+    # nothing new drawn (a progress without previews): no paint to wait for
+    bare = jacobian_view.PreparedProgress(0.3, "numerical", None, numerical, report.outputs,
+                                          report.inputs, 5, 0)
+    bare.painted = threading.Event()
+    view.show_progress(bare)
+    assert bare.painted.is_set()
