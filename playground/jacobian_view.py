@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report, finite_absmax
 from playground.discard import held
 from playground.fonts import point_size
+from playground.pacing import paint_later
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
 SCATTER_LIMIT = 5000
@@ -163,10 +164,6 @@ class JacobianView(QWidget):
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.timeout.connect(self._refresh_progress)
-        self._paint_timer = QTimer(self)  # see _paint_next_pass
-        self._paint_timer.setSingleShot(True)
-        self._paint_timer.setInterval(1)
-        self._paint_timer.timeout.connect(self._resume_paint)
         self._deferred: Progress | None = None  # see show_progress
         self._defer_timer = QTimer(self)
         self._defer_timer.setSingleShot(True)
@@ -406,6 +403,7 @@ class JacobianView(QWidget):
     def start(self, message: str = "Computing…") -> None:
         """A comparison starts: empty heatmaps, progress bar at 0, Cancel shown."""
         self._drop_deferred()
+        self._paint_next_pass()  # it starts with a new run (a repaint of the loss plot)
         self._computing = True
         self._report = None  # its verdict is about other matrices
         self._clear_data()
@@ -471,16 +469,11 @@ class JacobianView(QWidget):
                     painted.set()
 
     def _paint_next_pass(self) -> None:
-        """Hold the heatmaps' repaint until the event loop has been round once. Setting a
-        report or a new matrix's layout out takes the GUI thread 5 to 15 ms, and the repaint
-        that follows as much again; in one pass of the event loop they would keep input and
-        timers waiting twice as long."""
-        if self.graphics.updatesEnabled():
-            self.graphics.setUpdatesEnabled(False)
-            self._paint_timer.start()
-
-    def _resume_paint(self) -> None:
-        self.graphics.setUpdatesEnabled(True)  # repaints it whole
+        """Hold the heatmaps' repaint for a turn of the event loop (see playground.pacing).
+        Setting a report or a new matrix's layout out takes the GUI thread 5 to 15 ms, and the
+        repaint that follows as much again; in one pass they would keep input and timers
+        waiting twice as long."""
+        paint_later(self.graphics)
 
     @staticmethod
     def _settle_layout() -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from playground.fonts import point_size
+from playground.pacing import paint_later
 
 __all__ = ["LossPlot"]
 
@@ -216,6 +217,7 @@ class LossPlot(QWidget):
         A previous run without any points is simply discarded.
         """
         self._cancel_flush()
+        paint_later(self.plot_widget)  # not in the pass of the slot that started the run
         old = self._current
         self._current = self._new_run(label)
         if old.n == 0:

@@ -246,3 +246,20 @@ def test_legend_moves_below_a_curve_that_ends_high(plot):
     assert plot.legend_corner == "bottom"
     top_left = plot.legend.mapToParent(plot.legend.boundingRect().topLeft())
     assert top_left.y() > plot.plot_item.vb.height() / 2  # drawn in the lower half
+
+
+def test_a_new_run_is_repainted_a_turn_of_the_event_loop_later(plot, qtbot):
+    # the slot that starts a run (a reset, a new Function) does more; the plot's repaint,
+    # with its overlays, gets a pass of the event loop of its own
+    from playground import pacing
+
+    with qtbot.waitExposed(plot):
+        plot.show()
+    plot.start_run("run 1")
+    plot.append(np.arange(50.0), np.linspace(1.0, 0.1, 50))
+    plot.flush()
+    qtbot.wait(20)
+    plot.start_run("run 2")
+    assert plot.plot_widget in pacing.held() and not plot.plot_widget.updatesEnabled()
+    qtbot.waitUntil(plot.plot_widget.updatesEnabled, timeout=2000)
+    assert pacing.held() == []
