@@ -207,6 +207,9 @@ def _screenshot(app, window, session, args, start) -> int:
             return
         state["saved"] = True
         app.processEvents()
+        from playground.pacing import release_all
+
+        release_all()  # a repaint held for a moment would be drawn blank
         ok = window.grab().save(args.screenshot)
         if not ok:
             sys.stderr.write(f"autograd-playground: could not write {args.screenshot}\n")

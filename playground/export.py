@@ -13,6 +13,8 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # registers pg.exporters
 
+from playground.pacing import release_all
+
 __all__ = ["JACOBIANS", "export_item", "jacobian_arrays", "jacobian_paths", "save_jacobians",
            "save_loss_csv", "save_window"]
 
@@ -115,6 +117,7 @@ def save_jacobians(report, path: str | os.PathLike, fmt: str = "npy") -> dict[st
 def save_window(window, path: str | os.PathLike) -> Path:
     """The whole window as it looks now, as PNG."""
     path = Path(path)
+    release_all()  # a repaint held for a moment would be drawn blank
     if not window.grab().save(str(path)):
         raise OSError(f"could not write {path}")
     return path

@@ -436,6 +436,9 @@ class JacobianView(QWidget):
             self._deferred = progress
             self._defer_timer.start()
             return
+        # a newer progress (its worker stopped waiting for the held one): the held one is
+        # out of date, and this one lays the matrix out itself
+        self._drop_deferred()
         self._show_progress_now(progress)
 
     def _show_deferred(self) -> None:

@@ -80,6 +80,19 @@ def paint_later(widget: QWidget) -> None:
     _pacer.hold(widget)
 
 
+def release_all() -> None:
+    """Let every held view repaint now: before the window is grabbed (an image of it is
+    saved), which draws a held view as bare background."""
+    if _pacer is None or not isValid(_pacer):
+        return
+    _pacer.timer.stop()
+    _pacer._painted()  # stop waiting for a paint
+    while _pacer.held:
+        widget = _pacer.held.pop(0)
+        if isValid(widget):
+            widget.setUpdatesEnabled(True)
+
+
 def held() -> list[QWidget]:
     """The widgets whose repaint is held (for tests)."""
     return [] if _pacer is None or not isValid(_pacer) else list(_pacer.held)

@@ -65,6 +65,9 @@ class Session(QObject):
         self.ctrl = LoopControl(lr=self.settings.lr)
         self.descent_worker = None
         self.job: JacobianJob | None = None
+        #: the number of the latest comparison: what an earlier one still sends is dropped (a
+        #: signal queued before it was disconnected is still delivered)
+        self._job_serial = 0
         self._build_worker = None
         self._build_serial = 0
         self._held = held
@@ -382,20 +385,28 @@ class Session(QObject):
         where = "the starting point" if args is None else f"step {self.step}"
         self.jacobianStarted.emit(f"Comparing Jacobians at {where}…")
         problem = self.problem
-        self.job = JacobianJob(problem, args, options, self._on_progress,
-                               lambda report: self._on_report(problem, report),
-                               self._on_job_error)
+        self._job_serial += 1
+        serial = self._job_serial
+        self.job = JacobianJob(problem, args, options,
+                               lambda progress: self._on_progress(serial, progress),
+                               lambda report: self._on_report(serial, problem, report),
+                               lambda exc: self._on_job_error(serial, exc))
 
-    def _on_progress(self, progress) -> None:
-        self.jacobianProgress.emit(progress)
+    def _on_progress(self, serial: int, progress) -> None:
+        if serial == self._job_serial:
+            self.jacobianProgress.emit(progress)
+        elif getattr(progress, "painted", None) is not None:
+            progress.painted.set()  # its worker stops anyway; it need not wait for a view
 
-    def _on_report(self, problem, report) -> None:
-        if problem is self.problem:
+    def _on_report(self, serial: int, problem, report) -> None:
+        if serial == self._job_serial and problem is self.problem:
             self.jacobianReady.emit(report)
         else:
             discard(report)  # out of date (up to 100 MB): freed off the GUI thread
 
-    def _on_job_error(self, exc: Exception) -> None:
+    def _on_job_error(self, serial: int, exc: Exception) -> None:
+        if serial != self._job_serial:
+            return
         if isinstance(exc, Cancelled):
             self.jacobianFailed.emit("cancelled")
             return

@@ -596,6 +596,38 @@ def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
     assert reports[0].seconds <= elapsed - 0.05 * len(held) + 0.01
 
 
+def test_what_a_replaced_comparison_still_sends_is_dropped(qtbot):
+    """A signal a worker queued before its comparison was replaced is still delivered (the
+    disconnect does not take it back): its progress must not put the pane back to
+    "Computing…", nor its report replace the new one."""
+    session = Session()
+    with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT) as first:
+        session.set_target("killhead")
+    stale_report = first.args[0]
+    session.check_now()
+    old = session.job
+    stale = jacobian_view.PreparedProgress(0.5, "numerical", None, stale_report.numerical,
+                                           stale_report.outputs, stale_report.inputs, 12, 0)
+    stale.painted = threading.Event()
+
+    def queue():  # as the old worker would, from its thread, before the replacement
+        old.bridge.progress.emit(stale)
+        old.worker.returned.emit(stale_report)
+
+    thread = threading.Thread(target=queue)
+    thread.start()
+    thread.join()
+    progress, reports = [], []
+    session.jacobianProgress.connect(progress.append)
+    session.jacobianReady.connect(reports.append)
+    session.check_now()  # replaces it
+    qtbot.waitUntil(lambda: bool(reports), timeout=TIMEOUT)
+    qtbot.wait(50)
+    assert all(p is not stale for p in progress) and stale.painted.is_set()  # worker let go
+    assert reports and all(r is not stale_report for r in reports)
+    session.shutdown(wait=1.0)
+
+
 def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
     from customgrad.errors import Cancelled
     from playground import workers

@@ -798,14 +798,16 @@ def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
     done, so the comparison starts after it rather than competing with it."""
     with qtbot.waitExposed(view):
         view.show()
-    painted = []
-    spy = _PaintSpy(painted)  # kept: Qt does not keep a filter alive
-    view.graphics.viewport().installEventFilter(spy)
     progress = _first_progress(report_for("killhead"))
+    painted = []  # at each repaint: the layout shown, and whether the worker was let go
+    spy = _PaintSpy(painted, lambda: (view._layout_key, progress.painted.is_set()))
+    view.graphics.viewport().installEventFilter(spy)  # kept: Qt does not keep a filter alive
     view.show_progress(progress)
     assert not progress.painted.is_set()  # not before the repaint
     qtbot.waitUntil(progress.painted.is_set, timeout=2000)
-    assert painted  # the pane did repaint before the worker was let go
+    key = view._layout_key
+    # the pane repainted the new matrix before the worker was let go
+    assert key is not None and (key, False) in painted
     # the same matrix again (a check every K steps): nothing to lay out, no wait
     again = _first_progress(report_for("killhead"))
     view.show_progress(again)
@@ -851,13 +853,13 @@ def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
 
 
 class _PaintSpy(jacobian_view.QObject):
-    def __init__(self, seen: list):
+    def __init__(self, seen: list, probe=lambda: True):
         super().__init__()
-        self.seen = seen
+        self.seen, self.probe = seen, probe
 
     def eventFilter(self, watched, event):
         if event.type() == jacobian_view.QEvent.Type.Paint:
-            self.seen.append(True)
+            self.seen.append(self.probe())
         return False
 
 
@@ -906,6 +908,30 @@ def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
         assert other.painted.is_set()
         qtbot.wait(20)
         assert view._shape == shape  # and it is not drawn afterwards
+
+
+def test_a_newer_progress_replaces_one_held_for_its_layout(view, qtbot):
+    """The worker stopped waiting for a held first progress (the GUI thread was busy) and sent
+    a newer one: the held one is never shown after it (the bar and heatmaps would go back)."""
+    with qtbot.waitExposed(view):
+        view.show()
+    view.start()
+    report = report_for("killhead")
+    first = _first_progress(report)
+    view.show_progress(first)
+    assert view._deferred is first
+    numerical = report.numerical.clone()
+    numerical[:, 4:] = float("nan")
+    newer = jacobian_view.PreparedProgress(0.5, "numerical", None, numerical, report.outputs,
+                                           report.inputs, 4, 0)
+    newer.numerical_preview = numerical.numpy().copy()
+    view.show_progress(newer)
+    assert first.painted.is_set() and view._deferred is None
+    bar, shown = view.progress_bar.value(), view.numerical_image.image.copy()
+    assert bar == 500
+    qtbot.wait(30)
+    assert view.progress_bar.value() == bar
+    np.testing.assert_array_equal(view.numerical_image.image, shown)
 
 
 def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):

@@ -86,3 +86,32 @@ def test_a_view_that_never_paints_does_not_hold_the_next_for_long(pair, qtbot):
     pacing.paint_later(b)
     qtbot.waitUntil(lambda: "b" in log, timeout=2000)  # after PAINT_WAIT_MS at most
     assert "a" not in log and a.updatesEnabled() and pacing.held() == []
+
+
+def test_release_all_before_a_grab(pair, qtbot):
+    # the window is grabbed (saved as an image) at once: a held view would be drawn blank
+    a, b, _log, _spies = pair
+    a.setStyleSheet("background: #ff0000")
+    qtbot.wait(20)
+    window = a.parentWidget()
+    centre = a.geometry().center()
+    pacing.paint_later(a)
+    pacing.paint_later(b)
+    held_image = window.grab().toImage()
+    assert held_image.pixelColor(centre).name() != "#ff0000"  # what release_all prevents
+    pacing.release_all()
+    assert a.updatesEnabled() and b.updatesEnabled() and pacing.held() == []
+    assert window.grab().toImage().pixelColor(centre).name() == "#ff0000"
+
+
+def test_a_saved_window_image_shows_held_views(pair, qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from playground.export import save_window
+
+    a, _b, _log, _spies = pair
+    a.setStyleSheet("background: #ff0000")
+    qtbot.wait(20)
+    pacing.paint_later(a)
+    path = save_window(a.parentWidget(), tmp_path / "window.png")
+    assert QImage(str(path)).pixelColor(a.geometry().center()).name() == "#ff0000"
