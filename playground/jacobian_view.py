@@ -403,7 +403,7 @@ class JacobianView(QWidget):
     def start(self, message: str = "Computing…") -> None:
         """A comparison starts: empty heatmaps, progress bar at 0, Cancel shown."""
         self._drop_deferred()
-        self._paint_next_pass()  # it starts with a new run (a repaint of the loss plot)
+        self._paint_next_pass()  # often from the slot that starts a run: the plot paints first
         self._computing = True
         self._report = None  # its verdict is about other matrices
         self._clear_data()
