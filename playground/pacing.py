@@ -54,6 +54,14 @@ class _Pacer(QObject):
                 self.fallback.start()
                 return
 
+    def release_all(self) -> None:
+        self.timer.stop()
+        self._painted()  # stop waiting for a paint
+        while self.held:
+            widget = self.held.pop(0)
+            if isValid(widget):
+                widget.setUpdatesEnabled(True)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.painting and event.type() == QEvent.Type.Paint:
             self._painted()  # the next is released a turn after this paint
@@ -83,14 +91,8 @@ def paint_later(widget: QWidget) -> None:
 def release_all() -> None:
     """Let every held view repaint now: before the window is grabbed (an image of it is
     saved), which draws a held view as bare background."""
-    if _pacer is None or not isValid(_pacer):
-        return
-    _pacer.timer.stop()
-    _pacer._painted()  # stop waiting for a paint
-    while _pacer.held:
-        widget = _pacer.held.pop(0)
-        if isValid(widget):
-            widget.setUpdatesEnabled(True)
+    if _pacer is not None and isValid(_pacer):
+        _pacer.release_all()
 
 
 def held() -> list[QWidget]:
