@@ -243,7 +243,8 @@ def test_load_errors_show_message_and_location(qtbot, window, tmp_path):
 def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, monkeypatch):
     """Its top level runs on a helper thread while the GUI thread runs the event loop; after
     the timeout the code is stopped and the error names the line it was on."""
-    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 0.6)
+    timeout = 1.5
+    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", timeout)
     live = []
     wait_live = workers._wait_live
 
@@ -261,15 +262,15 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
     timer.start()
     started = time.perf_counter()
     exc = _expect_error(qtbot, window, str(endless), r"Importing endless.py failed with "
-                        r"TopLevelTooSlow: .*still running after 0.6 s", endless, 4)
+                        r"TopLevelTooSlow: .*still running after 1.5 s", endless, 4)
     timer.stop()
     # timers (and so painting) went on while the module spun, if slower than normal: the
-    # module's thread competes for the GIL
+    # module's thread competes for the GIL. A GUI thread inside the import would show one gap
+    # as long as the whole timeout; a loaded machine only slows the ticks down.
     assert len(ticks) >= 4
-    assert max(b - a for a, b in itertools.pairwise([started, *ticks])) < 0.4
+    assert max(b - a for a, b in itertools.pairwise([started, *ticks])) < timeout * 2 / 3
     assert isinstance(exc, TargetError)
-    assert time.perf_counter() - started < 5
-    assert sum(live) >= 0.5  # the GUI thread was in the event loop, not in the module
+    assert sum(live) >= timeout * 0.8  # the GUI thread was in the event loop, not in the module
     assert open_target(qtbot, window, "killhead").passed  # and the app stays usable
 
 

@@ -7,7 +7,6 @@ import itertools
 import json
 import math
 import os
-import time
 import warnings
 from pathlib import Path
 
@@ -512,11 +511,9 @@ def test_cancel_is_prompt_inside_a_long_element_loop():
     be honoured between elements, not after the whole input."""
     U.Slow.calls = 0
     x = torch.randn(20, 20, dtype=torch.float64)  # 800 forward calls if nothing stopped it
-    started = time.perf_counter()
     with pytest.raises(Cancelled):
         compare(U.Slow, [x], should_stop=lambda: U.Slow.calls >= 30)
-    assert U.Slow.calls <= 40
-    assert time.perf_counter() - started < 5
+    assert U.Slow.calls <= 40  # counted in calls, not seconds: the same on any machine
 
 
 def test_cancel_during_the_analytic_rows():
@@ -592,6 +589,21 @@ def test_empty_input_is_not_differentiated():
 # ------------------------------------------------------------------ tiles and sparsity
 
 
+def assert_same_matrices(report: jacobian.Report, reference: jacobian.Report) -> None:
+    """Equal up to the rounding of a differently batched computation in float64.
+
+    The analytic entries are backward's products: a few ulps apart at most, so rtol 1e-12.
+    A numerical entry is a central difference (f(x + eps) - f(x - eps)) / (2 eps): a rounding
+    of a few ulps in f (2.2e-16 relative, outputs below 100 here, so under 1e-13 absolute)
+    becomes up to 1e-13 / (2 eps) = 5e-8 at eps 1e-6, 200 times below the check's atol.
+    """
+    assert report.analytic.dtype == reference.analytic.dtype == torch.float64
+    torch.testing.assert_close(report.analytic, reference.analytic, rtol=1e-12, atol=1e-12,
+                               equal_nan=True)
+    torch.testing.assert_close(report.numerical, reference.numerical, rtol=0,
+                               atol=1e-13 / (2 * reference.eps), equal_nan=True)
+
+
 def _brute_force(report: jacobian.Report) -> tuple[int, float, float]:
     """Mismatches, max abs and max rel error straight from the kept matrices."""
     a, n = report.analytic, report.numerical
@@ -606,14 +618,20 @@ def _brute_force(report: jacobian.Report) -> tuple[int, float, float]:
 @pytest.mark.parametrize("name", ["killhead_bug", "linear_bug", "abs_uv_bug", "softmax_bug",
                                   "linear", "sort"])
 def test_any_tile_grid_gives_the_same_report(monkeypatch, name, chunk):
-    """Tiles zero in both matrices are skipped: the grid must never change the answer."""
+    """Tiles zero in both matrices are skipped: the grid must never change the answer.
+
+    The grid changes how the calls are batched, and a batched matrix multiply may round
+    differently from single ones (by the CPU's BLAS kernels), so the matrices agree to rounding,
+    not bit for bit; what the user reads (verdict, mismatch mask, worst entry) is identical.
+    """
     reference = problem(name).compare()
     monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
     monkeypatch.setattr(jacobian, "_TILE_ELEMENTS", max(1, chunk // 3))
     report = problem(name).compare()
-    assert torch.equal(report.analytic, reference.analytic)
-    assert torch.equal(report.numerical, reference.numerical)
+    assert_same_matrices(report, reference)
     assert report.passed == reference.passed
+    assert torch.equal(report.mismatch_mask(), reference.mismatch_mask())
+    assert (report.worst.row, report.worst.col) == (reference.worst.row, reference.worst.col)
     assert (report.mismatches, report.max_abs_error, report.max_rel_error) == \
         _brute_force(report)
     assert [b.mismatches for b in report.blocks] == [b.mismatches for b in reference.blocks]
