@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
 from platformdirs import user_config_dir, user_data_dir
@@ -40,5 +41,7 @@ def editor_dir() -> Path:
 
 
 def resources_dir() -> Path:
-    """The repository's ``resources/`` folder (icons, themes, example Functions)."""
-    return Path(__file__).resolve().parents[1] / "resources"
+    """The files the app ships (icons, example Functions, the New Function template): the
+    package data of ``playground.resources``, which is the repository's ``resources/`` folder
+    in a checkout or an editable install, and a folder in site-packages when installed."""
+    return Path(str(files("playground.resources")))
