@@ -12,10 +12,8 @@ import gc
 import os
 import sys
 
-NO_DISPLAY = """autograd-playground: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set).
-Run it from a desktop session, or on a virtual screen:  xvfb-run autograd-playground
-or render the window to a file without a screen:      autograd-playground --screenshot out.png
-"""
+#: exit codes, as customgrad's: 0 all is well, 1 the Jacobian check failed, 2 any error
+OK, CHECK_FAILED, ERROR = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,11 +35,37 @@ def _parser() -> argparse.ArgumentParser:
                    help="which side tab to show (the code, or the step explainer)")
     p.add_argument("--screenshot", metavar="PATH",
                    help="open the window offscreen, compute the Jacobians, run a short descent, "
-                        "save the window as PNG and exit")
-    p.add_argument("--steps", type=int, default=20,
-                   help="descent steps to run before --screenshot (default 20)")
-    p.add_argument("--size", default="1440x900", help="window size for --screenshot")
+                        "save the window as PNG and exit: 0 if the check passed, 1 if it "
+                        "failed, 2 on any error")
+    p.add_argument("--steps", type=_count, default=20, metavar="N",
+                   help="descent steps run before --screenshot saves (default: %(default)s; "
+                        "a run in the window stops after the form's 'steps', 100 by default)")
+    p.add_argument("--size", type=_size, default=(1440, 900), metavar="WIDTHxHEIGHT",
+                   help="window size for --screenshot (default: 1440x900)")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("autograd-playground")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of steps (0 or more)")
+    return int(text)
+
+
+def _size(text: str) -> tuple[int, int]:
+    width, sep, height = text.strip().lower().partition("x")
+    if not (sep and width.strip().isdigit() and height.strip().isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT in pixels, like 1280x720")
+    return int(width), int(height)
 
 
 THEME_NAMES = ("light", "dark", "high-contrast")  # playground.theme.THEMES, without Qt
@@ -57,22 +81,29 @@ def _percent(text: str) -> int:
     return value
 
 
-def _has_display() -> bool:
-    if os.environ.get("QT_QPA_PLATFORM"):
-        return True
-    if not sys.platform.startswith("linux"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+def _refusal(args) -> str | None:
+    """Why the app cannot start as asked, before anything is built; None if it can."""
+    if args.session and not os.path.isfile(args.session):
+        return f"autograd-playground: session file not found: {args.session}\n"
+    if args.screenshot:
+        folder = os.path.dirname(os.path.abspath(args.screenshot))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            return (f"autograd-playground: cannot write the screenshot {args.screenshot}: "
+                    f"the folder {folder} does not exist or is not writable\n")
+        return None
+    from playground import display
+
+    return display.problem()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not _has_display():
-        if args.screenshot:
-            os.environ["QT_QPA_PLATFORM"] = "offscreen"
-        else:
-            sys.stderr.write(NO_DISPLAY)
-            return 2
+    refusal = _refusal(args)
+    if refusal:
+        sys.stderr.write(refusal)
+        return ERROR
+    if args.screenshot and not os.environ.get("QT_QPA_PLATFORM"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # a screenshot needs no screen
     with _imports_frozen():
         import pyqtgraph as pg
         from PySide6.QtWidgets import QApplication
@@ -114,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     if shot:
         return _screenshot(app, window, session, args, start)
     if not start():
-        return 2
-    window.resize(1440, 900)
+        return ERROR
+    room_on_screen = app.primaryScreen().availableGeometry()
+    window.resize(min(1440, room_on_screen.width()), min(900, room_on_screen.height()))
     window.show()
     if args.present:
         room.set_presentation(True)
@@ -190,17 +222,17 @@ def settle_heap() -> None:
 def _screenshot(app, window, session, args, start) -> int:
     from PySide6.QtCore import QTimer
 
-    try:
-        width, height = (int(v) for v in args.size.lower().split("x"))
-    except ValueError:
-        sys.stderr.write(f"autograd-playground: --size {args.size!r} is not WIDTHxHEIGHT\n")
-        return 2
-    window.resize(max(width, 1280), max(height, 800))
+    width, height = args.size
+    window.resize(width, height)
     window.show()
     if args.present:
         window.classroom.set_presentation(True, fullscreen=False)
+    if (window.width(), window.height()) != (width, height):
+        sys.stderr.write(f"autograd-playground: note: --size {width}x{height} is below the "
+                         f"window's minimum; the screenshot is {window.width()}x"
+                         f"{window.height()}\n")
     _release_after_show(session, window)
-    state = {"failed": None, "stepping": False, "saved": False}
+    state = {"error": None, "passed": True, "stepping": False, "saved": False}
 
     def save():
         if state["saved"]:
@@ -210,14 +242,13 @@ def _screenshot(app, window, session, args, start) -> int:
         from playground.pacing import release_all
 
         release_all()  # a repaint held for a moment would be drawn blank
-        ok = window.grab().save(args.screenshot)
-        if not ok:
-            sys.stderr.write(f"autograd-playground: could not write {args.screenshot}\n")
-            state["failed"] = state["failed"] or "save"
+        if not window.grab().save(args.screenshot):
+            state["error"] = f"could not write {args.screenshot}"
         session.shutdown(wait=0.5)
-        app.exit(1 if state["failed"] else 0)
+        app.exit(0)
 
-    def report(_report):
+    def report(report):
+        state["passed"] = report.passed
         if not state["stepping"]:
             state["stepping"] = True
             if args.steps > 0:
@@ -230,20 +261,22 @@ def _screenshot(app, window, session, args, start) -> int:
             QTimer.singleShot(300, save)
 
     def error(exc):
-        state["failed"] = str(exc)
+        state["error"] = state["error"] or str(exc)
         QTimer.singleShot(300, save)
 
     session.jacobianReady.connect(report)
     session.batchReady.connect(batch)
     session.errorRaised.connect(error)
-    QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out")), save()))
+    QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
     if not start():
         session.shutdown(wait=0.5)
-        return 2
-    code = app.exec()
-    if state["failed"]:
-        sys.stderr.write(f"autograd-playground: screenshot saved, but: {state['failed']}\n")
-    return code
+        return ERROR
+    app.exec()
+    if state["error"]:
+        saved = "" if "could not write" in state["error"] else "the screenshot was saved, but "
+        sys.stderr.write(f"autograd-playground: {saved}{state['error']}\n")
+        return ERROR
+    return OK if state["passed"] else CHECK_FAILED
 
 
 if __name__ == "__main__":

@@ -406,6 +406,59 @@ def test_the_app_freezes_its_long_lived_heap_and_still_collects(tmp_path):
     assert int(collected) >= 1  # garbage made afterwards is still collected
 
 
+def _app(*args, tmp_path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-m", "playground", *args], capture_output=True,
+                          text=True, timeout=180, env=env)
+
+
+def test_screenshot_exit_codes_say_what_the_check_found(tmp_path):
+    """One table, as customgrad's: 0 the check passed, 1 it failed, 2 any error."""
+    proc = _app("killhead_bug", "--steps", "0", "--screenshot", str(tmp_path / "bug.png"),
+                tmp_path=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert (tmp_path / "bug.png").exists()
+    proc = _app("kilhead", "--steps", "0", "--screenshot", str(tmp_path / "typo.png"),
+                tmp_path=tmp_path)
+    assert proc.returncode == 2
+    assert "kilhead" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--screenshot", "/nonexistent/dir/x.png"], "/nonexistent/dir does not exist"),
+    (["--session", "/nonexistent/session.json"], "session file not found"),
+])
+def test_what_cannot_be_done_is_refused_before_the_window_opens(capsys, args, message):
+    from playground import app
+
+    assert app.main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--size", "800"], ["--size", "3x"], ["--steps", "-1"]])
+def test_bad_numbers_on_the_command_line_are_usage_errors(capsys, args):
+    from playground import app
+
+    with pytest.raises(SystemExit) as info:
+        app.main(args)
+    assert info.value.code == 2
+    assert "autograd-playground: error:" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    from playground import app
+
+    with pytest.raises(SystemExit) as info:
+        app.main(["--version"])
+    assert info.value.code == 0
+    expected = version("autograd-playground")
+    assert capsys.readouterr().out.strip() == f"autograd-playground {expected}"
+
+
 def test_no_display_message(monkeypatch, capsys):
     from playground import app
 
