@@ -1,0 +1,368 @@
+"""Why a backward disagrees: hypotheses tested on a failed comparison's matrices (plus a few
+cheap extra calls), each reported with its evidence.
+
+A correct Function gets no diagnosis: nothing here runs unless the report failed. The kinds
+(scripts read them): ``factor`` (incl. a sign flip), ``transposed``, ``swapped``,
+``ignores_grad_output``, ``missing_reduction``, ``region``, ``kink``, ``rounding``,
+``nondeterministic``, ``mutates``. The extra calls go through ``apply`` and the autograd
+engine; an error in one of them only drops that hypothesis.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+
+from customgrad.contract import normalize_outputs
+from customgrad.errors import Cancelled
+from customgrad.jacobian import Axis, Block, Report
+
+KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
+         "region", "kink", "rounding", "nondeterministic", "mutates")
+
+#: hypotheses about the matrices are fitted with the report's tolerances widened by this much,
+#: so that finite-difference noise does not hide an exact explanation
+_FIT_SLACK = 10.0
+#: entries of a block examined for a kink or rounding (the worst ones)
+_POINT_ENTRIES = 4
+#: finite-difference steps tried for rounding, in multiples of eps
+_STEPS = (1, 10, 100, 1000, 10000)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One explanation: the block it is about (None: the Function as a whole), its kind, the
+    evidence in words and how sure it is (0 to 1)."""
+
+    block: str | None
+    kind: str
+    detail: str
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = f"{self.block}: " if self.block else ""
+        return f"{where}{self.detail} [{self.kind}]"
+
+
+def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> list[Diagnosis]:
+    """Explanations of a failed report (an empty list for one that passed).
+
+    ``args`` are forward's arguments at which ``report`` was computed; ``report`` must have
+    kept its matrices for the block hypotheses (the probes of backward need only ``args``).
+    """
+    if report.passed:
+        return []
+    calls = _Calls(function, list(args), report, seed)
+    found = calls.whole_function()
+    if found or report.analytic is None or report.numerical is None:
+        return found  # a backward that is not a function of grad_output explains any matrix
+    for block in report.blocks:
+        if block.passed:
+            continue
+        point = calls.point(block)
+        if point is not None:
+            found.append(point)
+            continue
+        fit = _Fit(report, block)
+        diagnosis = (fit.swapped() or fit.transposed() or fit.factor()
+                     or fit.missing_reduction() or fit.region())
+        if diagnosis is not None:
+            found.append(diagnosis)
+    return found
+
+
+# ------------------------------------------------------------------ the matrices
+
+
+def _agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    ok = (a - n).abs() <= atol + rtol * n.abs()
+    return ok | (a == n) | (a.isnan() & n.isnan())
+
+
+def _slice_text(axis: Axis, flats: torch.Tensor) -> tuple[str, int]:
+    """``name[a:b, :]``, the bounding box of the elements ``flats`` of ``axis``, and its size."""
+    index = torch.stack(torch.unravel_index(flats, axis.shape), dim=1) if axis.shape \
+        else torch.zeros(len(flats), 0, dtype=torch.long)
+    parts, size = [], 1
+    for d, dim in enumerate(axis.shape):
+        lo, hi = int(index[:, d].min()), int(index[:, d].max())
+        size *= hi - lo + 1
+        parts.append(":" if (lo, hi) == (0, dim - 1) else
+                     str(lo) if lo == hi else f"{lo}:{hi + 1}")
+    return f"{axis.name}[{', '.join(parts)}]", size
+
+
+class _Fit:
+    """Hypotheses tested on one failing block's kept matrices."""
+
+    def __init__(self, report: Report, block: Block):
+        self.report, self.block = report, block
+        o, i = block.output, block.input
+        self.rows = slice(o.offset, o.offset + o.size)
+        self.a = report.analytic[self.rows, i.offset:i.offset + i.size].double()
+        self.n = report.numerical[self.rows, i.offset:i.offset + i.size].double()
+        self.atol, self.rtol = report.atol * _FIT_SLACK, report.rtol * _FIT_SLACK
+
+    def fits(self, a: torch.Tensor, n: torch.Tensor) -> bool:
+        return bool(_agree(a, n, self.atol, self.rtol).all())
+
+    def said(self, kind: str, detail: str, confidence: float) -> Diagnosis:
+        return Diagnosis(self.block.name, kind, detail, confidence)
+
+    def swapped(self) -> Diagnosis | None:
+        mine = self.block.input
+        for other in self.report.inputs:
+            if other is mine or other.shape != mine.shape:
+                continue
+            theirs = self.report.numerical[self.rows, other.offset:other.offset + other.size]
+            if self.fits(self.a, theirs.double()) and not self.fits(self.n, theirs.double()):
+                return self.said("swapped", (
+                    f"the gradient backward returns for {mine.name} is the true gradient for "
+                    f"{other.name}: backward returns its gradients in the wrong order (one per "
+                    "forward argument, in forward's order)"), 0.95)
+        return None
+
+    def transposed(self) -> Diagnosis | None:
+        for axis, side in ((self.block.input, 1), (self.block.output, 0)):
+            for d1, d2 in itertools.combinations(range(len(axis.shape)), 2):
+                if axis.shape[d1] != axis.shape[d2] or axis.shape[d1] < 2:
+                    continue
+                order = torch.arange(axis.size).reshape(axis.shape).transpose(d1, d2).reshape(-1)
+                moved = self.n[:, order] if side == 1 else self.n[order]
+                if self.fits(self.a, moved) and not self.fits(self.n, moved):
+                    what = (f"the gradient for {axis.name}" if side == 1 else
+                            f"the grad_output of {axis.name} as backward uses it")
+                    return self.said("transposed", (
+                        f"{what} is transposed (dims {d1} and {d2} swapped): e.g. g.T @ x "
+                        "where x.T @ g is meant"), 0.9)
+        return None
+
+    def factor(self) -> Diagnosis | None:
+        finite = self.a.isfinite() & self.n.isfinite()
+        a, n = self.a[finite], self.n[finite]
+        norm = float((n * n).sum())
+        if norm == 0.0:
+            return None
+        c = float((a * n).sum()) / norm
+        if abs(c - 1) < 1e-3 or abs(c) < 1e-6 or not self.fits(self.a, c * self.n):
+            return None
+        o, i = self.block.output.name, self.block.input.name
+        if abs(c + 1) < 1e-3:
+            detail = f"d {o}/d {i} has the wrong sign: backward returns -1x the true gradient"
+        else:
+            detail = f"d {o}/d {i} is {c:.3g}x the true gradient (a constant factor)"
+        return self.said("factor", detail, 0.95)
+
+    def missing_reduction(self) -> Diagnosis | None:
+        out, inp = self.block.output, self.block.input
+        if out.size <= inp.size:
+            return None
+        uncovered = (self.a.abs().amax(dim=1) == 0) & (self.n.abs().amax(dim=1) > 0)
+        covered = ~uncovered
+        if not bool(uncovered.any()) or not bool(covered.any()) \
+                or not self.fits(self.a[covered], self.n[covered]):
+            return None
+        used, _ = _slice_text(out, covered.nonzero().flatten())
+        return self.said("missing_reduction", (
+            f"the gradient for {inp.name} [{'x'.join(map(str, inp.shape))}] takes only {used} "
+            f"into account: {inp.name} is broadcast over {out.name}, so backward must sum "
+            "grad_output over the broadcast (batch) dimensions"), 0.85)
+
+    def region(self) -> Diagnosis | None:
+        wrong = ~_agree(self.a, self.n, self.report.atol, self.report.rtol)
+        best = None
+        for axis, dim in ((self.block.input, 0), (self.block.output, 1)):
+            flats = wrong.any(dim=dim).nonzero().flatten()
+            text, size = _slice_text(axis, flats)
+            if size < axis.size and len(flats) >= size / 2 and (best is None
+                                                                 or size / axis.size < best[1]):
+                best = (text, size / axis.size, axis)
+        if best is None:
+            return None
+        text, _, axis = best
+        return self.said("region", (
+            f"only {text} is wrong; the rest of {axis.name} agrees: look for an off-by-one "
+            "index, a slice or a mask on the wrong side"), 0.75)
+
+
+# ------------------------------------------------------------------ extra calls
+
+
+class _Calls:
+    """Probes that call the Function again: backward's linearity and determinism, in-place
+    changes, and finite differences at other steps for the worst entries."""
+
+    def __init__(self, function: type, args: list, report: Report, seed: int):
+        self.function, self.args, self.report = function, args, report
+        self.generator = torch.Generator().manual_seed(seed)
+        self.inputs = [a.position for a in report.inputs]
+        self.outputs = [a.position for a in report.outputs]
+
+    # ---- backward, through apply and the engine
+    def _grads(self, grad_outputs, twice: bool = False):
+        leaves = {i: self.args[i].detach().clone().requires_grad_() for i in self.inputs}
+        kept = {i: leaf.detach().clone() for i, leaf in leaves.items()}
+        call = [leaves.get(i, a) for i, a in enumerate(self.args)]
+        outs = normalize_outputs(self.function, self.function.apply(*call))
+        chosen = [outs[k] for k in self.outputs]
+        wanted = [leaves[i] for i in self.inputs]
+        first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
+                                    retain_graph=twice)
+        second = None
+        if twice:
+            try:
+                second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
+            except RuntimeError as exc:  # autograd saw a saved tensor modified in place
+                if "inplace" not in str(exc):
+                    raise
+                second = exc
+        changed = [self.report.inputs[k].name for k, i in enumerate(self.inputs)
+                   if not torch.equal(leaves[i].detach(), kept[i])]
+        return first, second, changed
+
+    def _random_grads(self):
+        outs = normalize_outputs(self.function, self.function.apply(*self.args))
+        return [torch.randn(outs[k].shape, generator=self.generator, dtype=torch.float64)
+                .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
+
+    def _same(self, x, y) -> bool:
+        tol = 1e-9 if self.report.numerical_dtype == torch.float64 and all(
+            a.dtype == torch.float64 for a in x if a is not None) else 1e-4
+        for p, q in zip(x, y):
+            p = torch.zeros(()) if p is None else p.detach().double().cpu()
+            q = torch.zeros(()) if q is None else q.detach().double().cpu()
+            p, q = torch.broadcast_tensors(p, q)
+            scale = max(float(p.abs().max()) if p.numel() else 0.0,
+                        float(q.abs().max()) if q.numel() else 0.0, 1.0)
+            if not bool(((p - q).abs() <= tol * scale).all()):
+                return False
+        return True
+
+    def whole_function(self) -> list[Diagnosis]:
+        try:
+            return self._whole_function()
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+
+    def _whole_function(self) -> list[Diagnosis]:
+        name = self.function.__name__
+        g1, g2 = self._random_grads(), self._random_grads()
+        with torch.enable_grad():
+            r1, again, changed = self._grads(g1, twice=True)
+            fresh, _, _ = self._grads(g1)
+        if changed:
+            return [Diagnosis(None, "mutates", (
+                f"{name}.backward changes the tensor it saved for {', '.join(changed)} in "
+                "place, so every later call sees another value: work on a copy"), 0.95)]
+        if not self._same(r1, fresh):
+            return [Diagnosis(None, "nondeterministic", (
+                f"{name}.backward gives different gradients for the same grad_output at the "
+                "same point (random numbers, atomics, or state kept between calls)"), 0.9)]
+        if isinstance(again, RuntimeError) or not self._same(r1, again):
+            return [Diagnosis(None, "mutates", (
+                f"{name}.backward changes what forward saved on ctx in place: a second "
+                "backward through the same graph gives another result"), 0.9)]
+        with torch.enable_grad():
+            doubled, _, _ = self._grads([2 * g for g in g1])
+            r2, _, _ = self._grads(g2)
+            summed, _, _ = self._grads([a + b for a, b in zip(g1, g2)])
+        twice = [None if r is None else 2 * r for r in r1]
+        added = [None if a is None and b is None else
+                 (a if b is None else b if a is None else a + b) for a, b in zip(r1, r2)]
+        if self._same(doubled, twice) and self._same(summed, added):
+            return []
+        how = ("returns the same gradients whatever grad_output is"
+               if self._same(r1, r2) else "is not linear in grad_output: backward(2 g) is not "
+               "2 backward(g)")
+        return [Diagnosis(None, "ignores_grad_output", (
+            f"{name}.backward {how}: multiply by grad_output (the chain rule) — the gradient "
+            "of the loss is grad_output times d output / d input"), 0.95)]
+
+    # ---- forward, at other steps
+    def _flat_outputs(self, args) -> torch.Tensor:
+        with torch.no_grad():
+            outs = normalize_outputs(self.function, self.function.apply(*args))
+        return torch.cat([outs[k].detach().reshape(-1).double().cpu() for k in self.outputs])
+
+    def _at(self, axis: Axis, flat: int, step: float) -> torch.Tensor:
+        dtype = self.report.numerical_dtype
+        args = [a.detach().to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                else a for a in self.args]
+        moved = args[axis.position].clone()
+        moved.view(-1)[flat] += step
+        args[axis.position] = moved
+        return self._flat_outputs(args)
+
+    def point(self, block: Block) -> Diagnosis | None:
+        try:
+            return self._point(block)
+        except Cancelled:
+            raise
+        except Exception:
+            return None
+
+    def _point(self, block: Block) -> Diagnosis | None:
+        report, eps = self.report, self.report.eps
+        o, i = block.output, block.input
+        a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
+        n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
+        score = (a - n).abs() / (report.atol + report.rtol * n.abs())
+        score[_agree(a, n, report.atol, report.rtol)] = 0
+        score = score.nan_to_num(nan=math.inf)
+        picked = score.reshape(-1).topk(min(_POINT_ENTRIES, block.mismatches)).indices
+        base_outputs = self._flat_outputs([
+            x.detach().to(report.numerical_dtype)
+            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in self.args])
+
+        def tol(x: float) -> float:
+            return report.atol + report.rtol * abs(x)
+
+        verdicts, evidence = [], None
+        for flat in picked.tolist():
+            r, c = divmod(flat, i.size)
+            row = o.offset + r
+            base = base_outputs[row]
+            central = {}
+            for k in _STEPS:
+                plus, minus = self._at(i, c, k * eps)[row], self._at(i, c, -k * eps)[row]
+                central[k] = float(plus - minus) / (2 * k * eps)
+                if k == 1:
+                    right, left = float(plus - base) / eps, float(base - minus) / eps
+            exact = float(a[r, c])
+            # rounding: the differences move with the step (noise, a smooth forward's do
+            # not), and a longer step, where the noise is smaller, agrees with backward
+            noisy = any(abs(central[k] - central[1]) > tol(central[1]) for k in _STEPS[1:])
+            if noisy and any(abs(exact - central[k]) <= _FIT_SLACK * tol(central[k])
+                             for k in _STEPS[1:]):
+                verdicts.append("rounding")
+            elif abs(right - left) > tol(central[1]):
+                verdicts.append("kink")
+            else:
+                return None  # a smooth forward that backward gets wrong: not the point's fault
+            if evidence is None:
+                evidence = (o.label(r), i.label(c), exact, central, right, left)
+        if not verdicts:
+            return None
+        kind = max(set(verdicts), key=verdicts.count)
+        out_label, in_label, exact, central, right, left = evidence
+        if kind == "rounding":
+            big = min(_STEPS[1:], key=lambda k: abs(exact - central[k]))
+            detail = (f"rounding, not backward: d {out_label}/d {in_label} by finite "
+                      f"differences is {central[1]:.6g} at eps {eps:g} but "
+                      f"{central[big]:.6g} at eps {big * eps:g}, closer to backward's "
+                      f"{exact:.6g}: forward loses precision (float32 inside?). "
+                      "Use float64, or a larger eps")
+        else:
+            detail = (f"a kink, not backward: forward is not differentiable at {in_label} "
+                      f"(slope {right:.4g} to the right, {left:.4g} to the left, for "
+                      f"{out_label}): abs, relu, max, sort or floor meet there. Move the point "
+                      "(Regenerate) and check again")
+        return Diagnosis(block.name, kind, detail, 0.8)

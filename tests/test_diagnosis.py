@@ -1,0 +1,69 @@
+"""The diagnosis names what is wrong with a backward, on a labelled set of buggy Functions,
+and says nothing about their correct twins."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from customgrad import diagnosis
+from customgrad.jacobian import compare
+from tests.data.diagnosis_functions import CASES, TWIN_ARGS
+
+#: the share of buggy Functions whose first diagnosis names their bug must be at least this
+GOAL = 0.9
+
+
+def _diagnose(function, make_args, seed=0):
+    args = make_args(torch.Generator().manual_seed(seed))
+    report = compare(function, args)
+    return report, diagnosis.diagnose(report, function, args)
+
+
+def test_the_labelled_set_covers_every_kind_twice():
+    labels = [label for label, *_ in CASES]
+    assert len(CASES) >= 24
+    assert all(labels.count(kind) >= 2 for kind in diagnosis.KINDS)
+
+
+@pytest.mark.parametrize("label, buggy, correct, make_args", CASES,
+                         ids=[c[1].__name__ for c in CASES])
+def test_a_buggy_function_is_diagnosed_with_its_kind(label, buggy, correct, make_args):
+    report, found = _diagnose(buggy, make_args)
+    assert not report.passed
+    assert found, "no diagnosis"
+    assert found[0].kind == label, [str(d) for d in found]
+    assert all(d.kind in diagnosis.KINDS and 0 < d.confidence <= 1 for d in found)
+    assert all(d.block is None or d.block in [b.name for b in report.blocks] for d in found)
+
+
+@pytest.mark.parametrize("correct, make_args",
+                         list(dict.fromkeys((c[2], TWIN_ARGS.get(c[2], c[3])) for c in CASES)),
+                         ids=lambda x: getattr(x, "__name__", ""))
+def test_a_correct_twin_gets_no_diagnosis(correct, make_args):
+    report, found = _diagnose(correct, make_args)
+    assert report.passed and found == []
+
+
+def test_the_share_diagnosed_right_meets_the_goal():
+    firsts = [_diagnose(buggy, make)[1][:1] for _, buggy, _, make in CASES]
+    right = sum(bool(first) and first[0].kind == label
+                for first, (label, *_) in zip(firsts, CASES))
+    assert right / len(CASES) >= GOAL
+
+
+def _case(name: str):
+    _, buggy, _, make_args = next(c for c in CASES if c[1].__name__ == name)
+    return _diagnose(buggy, make_args)[1]
+
+
+def test_the_words_name_the_evidence():
+    assert "d output/d x is 2x the true gradient" in _case("MulFactor")[0].detail
+    assert "wrong sign" in _case("SinSignFlip")[0].detail
+    assert "only x[:, 0] is wrong" in _case("TripleFirstColumnLost")[0].detail
+    found = _case("AddBiasFirstRow")
+    assert "takes only output[0, :] into account" in found[0].detail
+    assert found[0].to_dict() == {"block": found[0].block, "kind": "missing_reduction",
+                                  "detail": found[0].detail, "confidence": found[0].confidence}
+    assert "Regenerate" in _case("Relu")[0].detail
+    assert "float64" in _case("SinInFloat32")[0].detail
