@@ -1,0 +1,268 @@
+"""Everything gradcheck and gradgradcheck check, as named sub-checks with a verdict each.
+
+``run(function, args, checks=...)`` gives ``{name: SubCheck}``, each passed, failed or skipped
+with the reason. The defaults follow gradcheck's (``check_undefined_grad=True``; forward AD,
+batched gradients, gradient dtypes and double backward off, ``nondet_tol=0``); any can be
+switched on or off by name. Calls go through ``apply`` and the autograd engine, as gradcheck's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+import torch
+from torch.autograd import forward_ad
+
+from customgrad.checks import double_backward_check
+from customgrad.contract import normalize_outputs, run_user
+from customgrad.errors import SpecError
+from customgrad.jacobian import ATOL, EPS, RTOL, compare
+
+NAMES = ("jacobian", "double_backward", "forward_ad", "batched_grad", "undefined_grad",
+         "grad_dtypes", "nondeterminism")
+#: gradcheck's defaults: the Jacobian, and undefined gradients (check_undefined_grad=True)
+DEFAULT = ("jacobian", "undefined_grad")
+
+
+@dataclass(frozen=True)
+class SubCheck:
+    name: str
+    status: str  # passed | failed | skipped
+    detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "failed"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """``jacobian,forward_ad`` -> the names; SpecError naming an unknown one."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in NAMES]
+    if unknown or not names:
+        raise SpecError(f"unknown check {', '.join(map(repr, unknown)) or '(none given)'}: "
+                        f"choose from {', '.join(NAMES)}.", field="checks")
+    return names
+
+
+def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,
+        atol: float = ATOL, rtol: float = RTOL, nondet_tol: float = 0.0,
+        report=None) -> dict[str, SubCheck]:
+    """The sub-checks named in ``checks``, in :data:`NAMES` order. ``report``: a Jacobian
+    report already computed at ``args`` (the ``jacobian`` sub-check then reuses it)."""
+    wanted = set(checks)
+    unknown = wanted - set(NAMES)
+    if unknown:
+        raise SpecError(f"unknown check {', '.join(sorted(unknown))}: choose from "
+                        f"{', '.join(NAMES)}.", field="checks")
+    ctx = _Context(function, list(args), eps, atol, rtol, nondet_tol)
+    out = {}
+    for name in NAMES:
+        if name not in wanted:
+            continue
+        if name == "jacobian":
+            jac = report if report is not None else compare(function, ctx.args, eps=eps,
+                                                            atol=atol, rtol=rtol, keep=False)
+            out[name] = SubCheck(name, "passed" if jac.passed else "failed", jac.summary())
+        else:
+            out[name] = getattr(ctx, name)()
+    return out
+
+
+def _close(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> bool:
+    x, y = x.detach().double().cpu(), y.detach().double().cpu()
+    return bool(((x - y).abs() <= atol + rtol * y.abs()).all())
+
+
+class _Context:
+    def __init__(self, function, args, eps, atol, rtol, nondet_tol):
+        self.function, self.args = function, args
+        self.eps, self.atol, self.rtol, self.nondet_tol = eps, atol, rtol, nondet_tol
+        self.name = function.__name__
+        self.pos = [i for i, a in enumerate(args)
+                    if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+        self.generator = torch.Generator().manual_seed(0)
+
+    # ---- helpers
+    def _leaves(self, dtype=None):
+        leaves = {i: self.args[i].detach().to(dtype or self.args[i].dtype).clone()
+                  .requires_grad_() for i in self.pos}
+        call = [leaves.get(i, a) for i, a in enumerate(self.args)]
+        return leaves, call
+
+    def _forward(self, call):
+        raw = run_user(self.function, "forward", lambda: self.function.apply(*call))
+        outs = normalize_outputs(self.function, raw)
+        return outs, [k for k, o in enumerate(outs)
+                      if o.is_floating_point() and o.requires_grad and o.numel()]
+
+    def _randn_like(self, t: torch.Tensor) -> torch.Tensor:
+        return torch.randn(t.shape, generator=self.generator, dtype=torch.float64) \
+            .to(dtype=t.dtype, device=t.device)
+
+    def _backward(self, grad_outputs, dtype=None):
+        leaves, call = self._leaves(dtype)
+        outs, diff = self._forward(call)
+        grads = run_user(self.function, "backward", lambda: torch.autograd.grad(
+            [outs[k] for k in diff], [leaves[i] for i in self.pos],
+            [g.to(outs[k].dtype) for k, g in zip(diff, grad_outputs(outs, diff))],
+            allow_unused=True))
+        return grads, leaves
+
+    def _has(self, method: str) -> bool:
+        own = getattr(self.function, method, None)
+        base = getattr(torch.autograd.Function, method, None)
+        return own is not None and getattr(own, "__func__", own) is not getattr(
+            base, "__func__", base)
+
+    # ---- the sub-checks
+    def double_backward(self) -> SubCheck:
+        db = double_backward_check(self.function, self.args, self.eps, self.atol, self.rtol)
+        if not db.supported:
+            return SubCheck("double_backward", "skipped", db.message)
+        return SubCheck("double_backward", "passed" if db.passed else "failed", db.message)
+
+    def forward_ad(self) -> SubCheck:
+        """jvp against a central directional difference, per input, in float64."""
+        if not self._has("jvp"):
+            return SubCheck("forward_ad", "skipped", f"{self.name} defines no jvp staticmethod: "
+                            "it does not support forward-mode AD.")
+        base = [a.detach().double() if i in self.pos else a for i, a in enumerate(self.args)]
+        for i in self.pos:
+            u = self._randn_like(base[i])
+            with forward_ad.dual_level():
+                call = [forward_ad.make_dual(a, u) if k == i else a for k, a in enumerate(base)]
+                outs = normalize_outputs(self.function, run_user(
+                    self.function, "forward", lambda c=call: self.function.apply(*c)))
+                tangents = [forward_ad.unpack_dual(o).tangent for o in outs]
+            shifted = [[a + s * self.eps * u if k == i else a for k, a in enumerate(base)]
+                       for s in (1, -1)]
+            with torch.no_grad():
+                plus, minus = (normalize_outputs(self.function, run_user(
+                    self.function, "forward", lambda c=c: self.function.apply(*c)))
+                    for c in shifted)
+            for k, (t, p, m) in enumerate(zip(tangents, plus, minus)):
+                if not p.is_floating_point():
+                    continue
+                numerical = (p.double() - m.double()) / (2 * self.eps)
+                analytic = torch.zeros_like(numerical) if t is None else t
+                if not _close(analytic, numerical, self.atol, self.rtol):
+                    worst = float((analytic.double() - numerical).abs().max())
+                    return SubCheck("forward_ad", "failed", (
+                        f"jvp disagrees with finite differences for output {k} along a random "
+                        f"direction of input {i} (max abs error {worst:.3g})"))
+        return SubCheck("forward_ad", "passed", "jvp agrees with finite differences along a "
+                        "random direction of each input.")
+
+    def batched_grad(self) -> SubCheck:
+        """backward under torch.vmap (is_grads_batched) against one call per grad_output."""
+        if not (self._has("vmap") or getattr(self.function, "generate_vmap_rule", False)):
+            return SubCheck("batched_grad", "skipped", f"{self.name} has no vmap staticmethod "
+                            "and no generate_vmap_rule: it cannot be batched.")
+        leaves, call = self._leaves()
+        outs, diff = self._forward(call)
+        batch = [torch.stack([self._randn_like(outs[k]) for _ in range(3)]) for k in diff]
+        wanted = [leaves[i] for i in self.pos]
+        try:
+            batched = torch.autograd.grad([outs[k] for k in diff], wanted, batch,
+                                          retain_graph=True, allow_unused=True,
+                                          is_grads_batched=True)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return SubCheck("batched_grad", "failed", (
+                f"backward cannot run under torch.vmap: {type(exc).__name__}: {first}"))
+        for b in range(3):
+            one = run_user(self.function, "backward", lambda b=b: torch.autograd.grad(
+                [outs[k] for k in diff], wanted, [g[b] for g in batch], retain_graph=True,
+                allow_unused=True))
+            for i, x, y in zip(self.pos, batched, one):
+                x = torch.zeros_like(leaves[i]) if x is None else x[b]
+                y = torch.zeros_like(leaves[i]) if y is None else y
+                if not _close(x, y, self.atol, self.rtol):
+                    return SubCheck("batched_grad", "failed", (
+                        f"backward under vmap differs from one call at a time for input {i} "
+                        f"(grad_output {b} of a batch of 3)"))
+        return SubCheck("batched_grad", "passed", "backward under vmap equals one call at a "
+                        "time.")
+
+    def undefined_grad(self) -> SubCheck:
+        """As gradcheck's check_undefined_grad: undefined (or zero) grad_outputs in, undefined
+        or zero gradients out, for all outputs at once and each alone."""
+        undefined = torch._C._functions.UndefinedGrad()
+
+        def attempt(which) -> str | None:
+            leaves, call = self._leaves()
+            outs, diff = self._forward(call)
+            chosen = [undefined(outs[k]) if which is None or j == which else outs[k]
+                      for j, k in enumerate(diff)]
+            try:
+                grads = torch.autograd.grad(chosen, [leaves[i] for i in self.pos],
+                                            [torch.zeros_like(o) for o in chosen],
+                                            allow_unused=True)
+            except Exception as exc:
+                return (f"backward fails when a grad_output is undefined (None): "
+                        f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
+            for i, g in zip(self.pos, grads):
+                if g is not None and not bool((g == 0).all()):
+                    return (f"backward returns a nonzero gradient for input {i} when the "
+                            "grad_outputs are undefined or zero")
+            return None
+
+        _, diff = self._forward(self._leaves()[1])
+        for which in [None, *range(len(diff))] if len(diff) > 1 else [None]:
+            problem = attempt(which)
+            if problem:
+                return SubCheck("undefined_grad", "failed", problem)
+        return SubCheck("undefined_grad", "passed", "undefined or zero grad_outputs give "
+                        "undefined or zero gradients.")
+
+    def grad_dtypes(self) -> SubCheck:
+        """Each gradient backward returns has its input's dtype and device."""
+        outs, diff = self._forward(self._leaves()[1])
+        node = outs[diff[0]].grad_fn if diff else None
+        if node is None or getattr(node, "_forward_cls", None) is not self.function:
+            return SubCheck("grad_dtypes", "skipped", "the output's graph node is not the "
+                            "Function's own.")
+        grads = [torch.ones_like(o) if k in diff else None for k, o in enumerate(outs)]
+        raw = run_user(self.function, "backward",
+                       lambda: self.function.backward(node, *grads))
+        raw = raw if isinstance(raw, tuple) else (raw,)
+        for i in self.pos:
+            g = raw[i] if i < len(raw) else None
+            if isinstance(g, torch.Tensor) and (g.dtype, g.device) != (
+                    self.args[i].dtype, self.args[i].device):
+                return SubCheck("grad_dtypes", "failed", (
+                    f"backward returns a {str(g.dtype)[6:]} gradient on {g.device} for input "
+                    f"{i}, which is {str(self.args[i].dtype)[6:]} on {self.args[i].device}"))
+        return SubCheck("grad_dtypes", "passed", "every gradient has its input's dtype and "
+                        "device.")
+
+    def nondeterminism(self) -> SubCheck:
+        """Two backward calls with the same grad_output agree within nondet_tol."""
+        state = torch.Generator().manual_seed(1)
+        fixed = []
+
+        def grads(outs, diff):
+            if not fixed:
+                fixed.extend(torch.randn(outs[k].shape, generator=state, dtype=torch.float64)
+                             for k in diff)
+            return fixed
+
+        first, _ = self._backward(grads)
+        second, _ = self._backward(grads)
+        for i, x, y in zip(self.pos, first, second):
+            if x is None and y is None:
+                continue
+            x = torch.zeros(()) if x is None else x
+            y = torch.zeros(()) if y is None else y
+            gap = float((x.double().cpu() - y.double().cpu()).abs().max())
+            if gap > self.nondet_tol:
+                return SubCheck("nondeterminism", "failed", (
+                    f"two backward calls with the same grad_output differ by {gap:.3g} for "
+                    f"input {i} (nondet_tol {self.nondet_tol:g})"))
+        return SubCheck("nondeterminism", "passed", f"two backward calls agree within "
+                        f"nondet_tol {self.nondet_tol:g}.")
