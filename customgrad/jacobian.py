@@ -164,6 +164,14 @@ class Report:
     numerical: torch.Tensor | None = None
     seconds: float = 0.0
     _cache: dict = field(default_factory=dict, repr=False)  # what display methods computed
+    #: what the verdict line of :meth:`text` starts with (the Function's title), and its class
+    #: name; both None for a bare :func:`compare` (the CLI prefixes its target's label itself)
+    label: str | None = None
+    function: str | None = None
+    #: explanations of a failure (``customgrad.diagnosis.Diagnosis``), where they were sought
+    diagnoses: list = field(default_factory=list)
+    #: the double-backward verdict (``customgrad.checks.DoubleBackwardReport``) when it was run
+    double_backward: object | None = None
 
     @property
     def mismatches(self) -> int:
@@ -250,6 +258,60 @@ class Report:
                 f"{self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
                 f"(eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})")
 
+    def block_table(self) -> list[str]:
+        """The per-block table of the CLI's ``check`` text, a line per row (header first)."""
+        rows = [("block", "entries", "mismatches", "max abs", "max rel", "")]
+        for b in self.blocks:
+            rows.append((b.name, f"{b.size:,}", f"{b.mismatches:,}", f"{b.max_abs_error:.3g}",
+                         f"{b.max_rel_error:.3g}", "ok" if b.passed else "MISMATCH"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                for r in rows]
+
+    def worst_line(self) -> str | None:
+        """``worst entry: d output[1, 0] / d weight[3, 0]: analytic .., numerical ..`` (or
+        ``largest deviation`` for a report that passed); None without a worst entry."""
+        w = self.worst
+        if w is None:
+            return None
+        label = "worst entry" if not self.passed else "largest deviation"
+        return (f"{label}: d {w.output_name}{list(w.output_index)} / d {w.input_name}"
+                f"{list(w.input_index)}: analytic {w.analytic:.6g}, numerical "
+                f"{w.numerical:.6g}, difference {w.analytic - w.numerical:.3g}")
+
+    def text(self, label: str | None = None) -> str:
+        """The CLI's ``check`` text: the verdict line (after ``label``, default
+        :attr:`label`), double backward if run, the block table, the worst entry, the
+        diagnoses and the notes."""
+        label = self.label if label is None else label
+        lines = [f"{label}: {self.summary()}" if label else self.summary()]
+        if self.double_backward is not None:
+            lines.append(f"double backward: {self.double_backward.message}")
+        lines += self.block_table()
+        worst = self.worst_line()
+        if worst is not None:
+            lines.append(worst)
+        lines += [f"diagnosis: {d}" for d in self.diagnoses]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, the block table and the three heatmaps (drawn by the
+        playground when Qt is available, else the text in a ``<pre>``)."""
+        from customgrad.api import report_html
+
+        return report_html(self)
+
+    def _repr_png_(self) -> bytes | None:
+        """Front ends without HTML: the three heatmaps as PNG (None without Qt)."""
+        from customgrad.api import report_png
+
+        return report_png(self)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict; NaN and infinity become None."""
         worst = None
@@ -259,7 +321,7 @@ class Report:
                      "input_name": w.input_name, "output_index": list(w.output_index),
                      "input_index": list(w.input_index), "analytic": _num(w.analytic),
                      "numerical": _num(w.numerical), "abs_error": _num(w.abs_error)}
-        return {
+        data = {
             "passed": self.passed,
             "max_abs_error": _num(self.max_abs_error),
             "max_rel_error": _num(self.max_rel_error),
@@ -276,7 +338,15 @@ class Report:
             "numerical_dtype": str(self.numerical_dtype).replace("torch.", ""),
             "notes": list(self.notes),
             "seconds": round(self.seconds, 4),
+            "diagnoses": [d.to_dict() for d in self.diagnoses],
         }
+        if self.function is not None:
+            data["function"] = self.function
+        if self.double_backward is not None:
+            d = self.double_backward
+            data["double_backward"] = {"supported": d.supported, "passed": d.passed,
+                                       "message": d.message}
+        return data
 
 
 def _num(x: float) -> float | None:

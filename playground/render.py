@@ -1,0 +1,79 @@
+"""The three heatmaps of a report drawn offscreen, as PNG: for notebooks, ``save=`` of
+``customgrad.testing.assert_backward`` and scripts.
+
+The drawing is the app's own: a :class:`~playground.jacobian_view.JacobianView` that never
+shows on screen lays the report out (block lines, mismatches outlined, the worst entry
+circled, big matrices pooled to the picture's size), and the heatmaps with their colour bars
+are written by the app's export (:func:`playground.export.export_item`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import shiboken6
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+#: the picture's size in pixels before the export's scale (the three heatmaps side by side)
+SIZE = (1200, 440)
+#: pixels per on-screen pixel of a picture for a notebook (1) and of a file (the app's 2)
+NOTEBOOK_SCALE, FILE_SCALE = 1.0, 2.0
+
+__all__ = ["heatmaps_png", "save_heatmaps"]
+
+
+def _application():
+    """The running QApplication, or a new one: on Qt's offscreen platform when no window
+    could open here (no display), so that drawing never aborts the process."""
+    app = QApplication.instance()
+    if app is not None:
+        if not isinstance(app, QApplication):
+            raise RuntimeError("a Qt core application without widgets is running here")
+        return app
+    from playground import display
+
+    argv = [sys.argv[0] if sys.argv and sys.argv[0] else "customgrad"]
+    if display.problem() is not None:
+        argv += ["-platform", "offscreen"]
+    return QApplication(argv)
+
+
+def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SIZE,
+                  scale: float = FILE_SCALE) -> Path:
+    """Write the analytic, numerical and difference heatmaps of ``report`` (which must have
+    kept its matrices) as one PNG at ``path``; returns the path."""
+    if report.analytic is None or report.numerical is None:
+        raise ValueError("the report did not keep its matrices (keep=False): nothing to draw")
+    _application()
+    from playground.export import export_item
+    from playground.jacobian_view import JacobianView
+    from playground.pacing import release_all
+
+    view = JacobianView()
+    try:
+        view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        view.graphics.setBackground("w")
+        view.set_tolerances(report.eps, report.atol, report.rtol)
+        view.resize(*size)
+        view.show()
+        view.show_report(report)
+        release_all()  # a repaint held for a moment would be drawn blank
+        QApplication.processEvents()
+        view.fit()
+        return export_item(view.graphics.ci, path, scale=scale)
+    finally:
+        view.clear()  # lets go of the report's matrices
+        view.hide()
+        shiboken6.delete(view)  # now: a script or notebook may never run an event loop
+
+
+def heatmaps_png(report, *, size: tuple[int, int] = SIZE,
+                 scale: float = NOTEBOOK_SCALE) -> bytes:
+    """The heatmaps of :func:`save_heatmaps` as PNG bytes."""
+    with tempfile.TemporaryDirectory(prefix="customgrad-") as folder:
+        path = save_heatmaps(report, Path(folder) / "heatmaps.png", size=size, scale=scale)
+        return path.read_bytes()
