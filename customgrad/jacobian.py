@@ -16,6 +16,7 @@ import mmap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -29,6 +30,10 @@ from customgrad.contract import (
 )
 from customgrad.errors import Cancelled, FunctionError, SpecError, TooLargeError
 from customgrad.inputs import format_shape, forward_parameters, is_new_style
+
+if TYPE_CHECKING:  # both import this module
+    from customgrad.checks import DoubleBackwardReport
+    from customgrad.diagnosis import Diagnosis
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 FLOAT32_FLOOR = {"eps": 1e-3, "atol": 1e-3, "rtol": 1e-2}
@@ -168,10 +173,10 @@ class Report:
     #: name; both None for a bare :func:`compare` (the CLI prefixes its target's label itself)
     label: str | None = None
     function: str | None = None
-    #: explanations of a failure (``customgrad.diagnosis.Diagnosis``), where they were sought
-    diagnoses: list = field(default_factory=list)
-    #: the double-backward verdict (``customgrad.checks.DoubleBackwardReport``) when it was run
-    double_backward: object | None = None
+    #: explanations of a failure, where they were sought (``customgrad.check`` does)
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+    #: the double-backward verdict, when it was run
+    double_backward: DoubleBackwardReport | None = None
 
     @property
     def mismatches(self) -> int:
