@@ -231,6 +231,13 @@ def test_big_matrices_are_pooled_to_the_picture(qapp):
     assert len(sizes) == 1
 
 
+def test_a_report_without_its_matrices_shows_as_text(qapp):
+    report = compare(MulConstant, [torch.ones(2, dtype=torch.float64), 2.0], keep=False)
+    page = report._repr_html_()
+    assert "<pre>PASSED: 0 of 4 Jacobian entries" in page and "<img" not in page
+    assert "did not keep its matrices" in page and report._repr_png_() is None
+
+
 def test_without_qt_html_is_the_escaped_text(monkeypatch):
     monkeypatch.setattr(api, "RENDERER", "playground.no_such_renderer")
     x = torch.randn(2, 2, dtype=torch.float64)
