@@ -318,17 +318,11 @@ def test_signatures_are_pinned():
 
 
 def _python_blocks() -> tuple[str, list[str]]:
-    """The ```python blocks of README.md's section "From Python", else of
-    docs/python-api.md (where the section is written until it moves into the README)."""
+    """The ```python blocks of README.md's section "From Python"."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = re.search(r"^## From Python\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
-    source = "README.md"
-    if section is None:
-        source = "docs/python-api.md"
-        section = re.search(r"^## From Python\n(.*?)(?=^## |\Z)",
-                            (ROOT / source).read_text(encoding="utf-8"), re.S | re.M)
-    assert section is not None, "no section 'From Python'"
-    return source, re.findall(r"^```python\n(.*?)^```", section[1], re.S | re.M)
+    assert section is not None, "no section 'From Python' in README.md"
+    return "README.md", re.findall(r"^```python\n(.*?)^```", section[1], re.S | re.M)
 
 
 def test_the_documented_examples_run(capsys):
