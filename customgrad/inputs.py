@@ -99,27 +99,37 @@ def derive_specs(function: type) -> list[Spec]:
     return specs
 
 
+#: the one shape grammar, ``N(xN)*``: whole numbers in ASCII digits joined by ``x`` (or ``X``),
+#: spaces allowed around each ``x``
+SHAPE_GRAMMAR = re.compile(r"[0-9]+(?:\s*[xX]\s*[0-9]+)*")
+_NOT_A_SEPARATOR = re.compile(r"[^0-9\s,*×()\[\]]")
+
+
 def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...]:
-    """``"3x8"``, ``"3,8"``, ``"[3, 8]"`` or a tuple -> ``(3, 8)``; SpecError when invalid."""
+    """The shape ``text`` (``"3x8"``, ``"3 X 8"``, ``"5"``) or a sequence of whole numbers, as a
+    tuple; SpecError naming ``name`` otherwise.
+
+    The grammar is :data:`SHAPE_GRAMMAR`, for the CLI's ``--shape``, the app's form and
+    session files alike. Every dimension is at least 1: a tensor without elements has no
+    Jacobian to compare and no loss to descend.
+    """
     if isinstance(text, (tuple, list)):
-        parts = [str(p) for p in text]
+        dims = [_sequence_dim(d, name) for d in text]
     else:
-        cleaned = str(text).strip().strip("()[]").replace("×", "x").replace("*", "x")
-        parts = [p for p in re.split(r"[x,\s]+", cleaned) if p != ""] if cleaned else []
-    if not parts:
-        raise SpecError(f"{name}: empty shape; write it like 3x8.", field=name)
-    dims = []
-    for part in parts:
-        try:
-            value = float(part)
-        except ValueError:
-            raise SpecError(f"{name}: {part!r} is not a number; write a shape like 3x8.",
-                            field=name) from None
-        if not value.is_integer():
-            raise SpecError(f"{name}: dimension {part} is not a whole number.", field=name)
-        if value <= 0:
-            raise SpecError(f"{name}: dimension {part} must be at least 1.", field=name)
-        dims.append(int(value))
+        raw = str(text).strip()
+        if not raw:
+            raise SpecError(f"{name}: empty shape; write it like 3x8 (or 8 for one dimension).",
+                            field=name)
+        if not SHAPE_GRAMMAR.fullmatch(raw):
+            raise SpecError(f"{name}: {_shape_problem(raw)}", field=name)
+        dims = [int(part) for part in re.split(r"\s*[xX]\s*", raw)]
+    if not dims:
+        raise SpecError(f"{name}: empty shape; write it like 3x8 (or 8 for one dimension).",
+                        field=name)
+    for d in dims:
+        if d < 1:
+            raise SpecError(f"{name}: dimension {d} must be at least 1 (a tensor without "
+                            "elements has nothing to check or train).", field=name)
     if len(dims) > 8:
         raise SpecError(f"{name}: {len(dims)} dimensions is more than the 8 supported.", field=name)
     if math.prod(dims) > MAX_ELEMENTS:
@@ -127,6 +137,45 @@ def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...
             f"{name}: {'x'.join(map(str, dims))} has {math.prod(dims):,} elements, more than "
             f"the {MAX_ELEMENTS:,} allowed.", field=name)
     return tuple(dims)
+
+
+def _sequence_dim(value: object, name: str) -> int:
+    """One dimension of a shape given as a tuple or list (the gallery's, an old session's)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"{name}: {value!r} is not a number; write a shape like 3x8.", field=name)
+    if isinstance(value, float) and not value.is_integer():
+        raise SpecError(f"{name}: dimension {value} is not a whole number.", field=name)
+    return int(value)
+
+
+def _shape_problem(raw: str) -> str:
+    """Why ``raw`` is not a shape, with the nearest one that is where there is one."""
+    parts = re.split(r"\s*[xX]\s*", raw)
+    digits = re.findall(r"[0-9]+", raw)
+    if len(parts) > 1 and all(re.fullmatch(r"[0-9]*", p) for p in parts):
+        if parts[0] and parts[-1]:
+            return f"{raw!r} has two x's in a row; did you mean {'x'.join(digits)}?"
+        where = "before the first x" if not parts[0] else "after the last x"
+        return f"{raw!r}: a dimension is missing {where}; write a shape like 3x8."
+    for part in parts:
+        if re.fullmatch(r"[0-9]+", part):
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            value = None
+        if value is not None and not value.is_integer():
+            return f"dimension {part} is not a whole number."
+        if value is not None and value < 1:
+            return f"dimension {part} must be at least 1."
+        if value is not None:
+            return f"dimension {part!r}: write it in digits only, as {int(value)}."
+        if not _NOT_A_SEPARATOR.search(raw):
+            if not digits:
+                return f"{raw!r} is not a shape; write it like 3x8."
+            return f"{raw!r}: separate the dimensions with x, as in {'x'.join(digits)}."
+        return f"{part!r} is not a number; write a shape like 3x8."
+    return f"{raw!r} is not a shape; write it like 3x8."
 
 
 def format_shape(shape: tuple[int, ...]) -> str:

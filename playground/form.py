@@ -108,7 +108,7 @@ class InputsForm(QWidget):
     def _tensor_row(self, spec: TensorSpec) -> None:
         name = spec.name
         shape = CheckedField(format_shape(spec.shape), lambda t, n=name: parse_shape(t, n),
-                             "Shape, e.g. 3x8 or 3,8")
+                             "Shape: whole numbers joined by x, e.g. 3x8 or 5")
         shape.committed.connect(lambda _v, n=name, f=shape: self._set("shapes", n, f.edit.text()))
         init = QComboBox(editable=True)
         init.addItems(INITS)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from customgrad import catalog
-from customgrad.errors import TargetError
+from customgrad.errors import SpecError, TargetError
+from customgrad.inputs import format_shape, parse_shape
 from customgrad.settings import Settings
 from playground import paths
 
@@ -179,6 +181,25 @@ def _read_json(path: Path, problems: list[str]) -> dict | None:
     return data
 
 
+def upgrade_shape(value: object) -> object:
+    """A shape as sessions write it now: text in the one grammar (``3x8``, see
+    :func:`customgrad.inputs.parse_shape`). Older versions also took ``3,8``, ``[3, 8]``,
+    ``3*8`` or ``3×8``: such a shape is rewritten as ``3x8``. Anything else is kept as it is,
+    for the form to show with its reason."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parse_shape(value)
+        return value
+    except SpecError:
+        pass
+    legacy = re.sub(r"\s*[,*×]\s*|(?<=[0-9])\s+(?=[0-9])", "x", value.strip().strip("()[]"))
+    try:
+        return format_shape(parse_shape(legacy))
+    except SpecError:
+        return value
+
+
 def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     """Read a session file; never raises for bad content, never imports the Function."""
     from playground import zoom as zoom_mod
@@ -197,6 +218,7 @@ def read(path: str | os.PathLike, known_themes=()) -> Loaded:
         problems.append("it has no settings; defaults used")
     settings, setting_problems = Settings.from_dict(data.get("settings", {}))
     problems.extend(setting_problems)
+    settings.shapes = {name: upgrade_shape(value) for name, value in settings.shapes.items()}
 
     function = data.get("function")
     function = function if isinstance(function, dict) else {}

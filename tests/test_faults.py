@@ -146,6 +146,11 @@ CASES = [
     shape_case("shape_non_integer", "2.5x5", r"x: dimension 2.5 is not a whole number"),
     shape_case("shape_letters", "abc", r"x: 'abc' is not a number; write a shape like 3x8"),
     shape_case("shape_empty", "", r"x: empty shape"),
+    # one grammar, N(xN)*: a malformed shape is the field's fault, never the Function's
+    shape_case("shape_trailing_x", "3x", r"x: '3x': a dimension is missing after the last x"),
+    shape_case("shape_leading_x", "x3", r"x: 'x3': a dimension is missing before the first x"),
+    shape_case("shape_double_x", "3xx8", r"x: '3xx8' has two x's in a row; did you mean 3x8\?"),
+    shape_case("shape_commas", "3,8", r"x: '3,8': separate the dimensions with x, as in 3x8"),
     shape_case("shape_huge", "100000x100000",
                r"100000x100000 has 10,000,000,000 elements, more than the .* allowed"),
     shape_case("shape_too_many_dims", "1x1x1x1x1x1x1x1x1",

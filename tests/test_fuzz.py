@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -100,6 +101,32 @@ def test_parse_shape_never_crashes(text):
         return
     assert 1 <= len(shape) <= 8 and all(isinstance(d, int) and d >= 1 for d in shape)
     assert math.prod(shape) <= 50_000_000
+
+
+@FUZZ
+@given(text=st.text(alphabet="0123456789xX ,*-.[]()e", max_size=12))
+def test_a_shape_is_accepted_exactly_when_it_follows_the_grammar(text):
+    """N(xN)*, digits only, spaces around x: accepted only then, and as the numbers written."""
+    grammar = re.fullmatch(r"\s*[0-9]+(\s*[xX]\s*[0-9]+)*\s*", text)
+    try:
+        shape = parse_shape(text)
+    except CustomGradError:
+        assert not grammar or any(int(d) == 0 for d in re.findall(r"[0-9]+", text)) \
+            or len(re.findall(r"[0-9]+", text)) > 8 or math.prod(
+                int(d) for d in re.findall(r"[0-9]+", text)) > 50_000_000
+        return
+    assert grammar
+    assert shape == tuple(int(d) for d in re.findall(r"[0-9]+", text))
+
+
+@FUZZ
+@given(dims=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+       spaces=st.lists(st.sampled_from(["", " ", "  "]), min_size=16, max_size=16),
+       upper=st.booleans())
+def test_a_shape_written_any_allowed_way_reads_back(dims, spaces, upper):
+    x = "X" if upper else "x"
+    text = f"{x}".join(f"{spaces[2 * i]}{d}{spaces[2 * i + 1]}" for i, d in enumerate(dims))
+    assert parse_shape(text) == tuple(dims)
 
 
 @FUZZ

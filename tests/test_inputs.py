@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -36,25 +37,40 @@ U = load_file(Path(__file__).parent / "data" / "user_functions.py")
 
 
 @pytest.mark.parametrize("text, shape", [
-    ("3x8", (3, 8)), ("3,8", (3, 8)), ("[3, 8]", (3, 8)), ("(3, 8)", (3, 8)),
-    (" 3 x 8 ", (3, 8)), ("3×8", (3, 8)), ("3*8", (3, 8)), ("5", (5,)), ("2x3x4", (2, 3, 4)),
-    ((2, 3), (2, 3)), ([4], (4,)), ("3.0x2", (3, 2)), ("1x1x1x1x1x1x1x1", (1,) * 8),
+    ("3x8", (3, 8)), (" 3 x 8 ", (3, 8)), ("3X8", (3, 8)), ("3 X 8", (3, 8)), ("5", (5,)),
+    ("2x3x4", (2, 3, 4)), ("03x8", (3, 8)), ((2, 3), (2, 3)), ([4], (4,)), ((3.0, 2), (3, 2)),
+    ("1x1x1x1x1x1x1x1", (1,) * 8),
 ])
 def test_parse_shape_accepts(text, shape):
     assert parse_shape(text) == shape
 
 
 @pytest.mark.parametrize("text, message", [
-    ("0", "at least 1"), ("-1", "at least 1"), ("3x0", "at least 1"), ("2.5", "whole number"),
-    ("abc", "not a number"), ("3xa", "not a number"), ("", "empty"), ("   ", "empty"),
-    ("[]", "empty"), ("nan", "whole number"), ("100000x100000", "more than"),
+    ("0", "at least 1"), ("-1", "at least 1"), ("3x0", "at least 1"), ("0x3", "at least 1"),
+    ("-3", "at least 1"), ("2.5", "whole number"), ("abc", "not a number"),
+    ("3xa", "not a number"), ("", "empty"), ("   ", "empty"), ("[]", "not a shape"),
+    ("nan", "whole number"), ("100000x100000", "more than"),
     ("1x" * 8 + "1", "more than the 8"), ((), "empty"), ((2, -3), "at least 1"),
+    # the one grammar, N(xN)*: nothing else is read as a shape
+    ("3x", "missing after the last x"), ("x3", "missing before the first x"),
+    ("x", "missing before the first x"), ("3xx8", "two x's in a row; did you mean 3x8"),
+    ("3x x8", "two x's in a row; did you mean 3x8"), ("3,8", "separate the dimensions with x, "
+    "as in 3x8"), ("[3, 8]", "as in 3x8"), ("(3, 8)", "as in 3x8"), ("3*8", "as in 3x8"),
+    ("3×8", "as in 3x8"), ("3 8", "as in 3x8"), ("3.0x2", "digits only, as 3"),
+    ("1e3", "digits only, as 1000"), ("+3", "digits only"), ("٣x8", "digits only, as 3"),
+    (("3",), "not a number"), ((True, 2), "not a number"), ((2.5,), "whole number"),
 ])
 def test_parse_shape_rejects(text, message):
-    with pytest.raises(SpecError, match=message) as info:
+    with pytest.raises(SpecError, match=re.escape(message)) as info:
         parse_shape(text, name="input")
     assert info.value.field == "input"
     assert str(info.value).startswith("input:")
+
+
+def test_a_zero_sized_dimension_is_refused_with_the_reason():
+    """The engine has nothing to compare or descend on a tensor without elements."""
+    with pytest.raises(SpecError, match="without elements has nothing to check or train"):
+        parse_shape("0x3", name="input")
 
 
 def test_parse_shape_element_limit_is_inclusive():
