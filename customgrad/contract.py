@@ -7,9 +7,11 @@ raises into a :class:`FunctionError` naming the user's file and line.
 from __future__ import annotations
 
 import ast
+import ctypes
 import inspect
 import os
 import textwrap
+import threading
 import traceback
 from collections.abc import Callable
 from typing import NoReturn
@@ -159,6 +161,43 @@ def run_user(function: type, phase: str, call: Callable):
 
 #: what user code may raise that is not its fault: raised again as it is
 PASS_THROUGH = (FunctionError, Cancelled, KeyboardInterrupt)
+
+
+class Overtime(Cancelled):
+    """Raised into user code that ran past the time limit of :func:`run_user_within`."""
+
+
+def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise ``exception`` in the thread at its next bytecode (None: drop one still pending)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), None if exception is None else ctypes.py_object(exception))
+
+
+def run_user_within(function: type, phase: str, call: Callable, seconds: float):
+    """:func:`run_user` with a time limit, for calls the user did not ask for (a probe):
+    :class:`Overtime` when ``call`` still runs after ``seconds``. Python code is stopped at
+    its next bytecode; code inside C when it returns to Python."""
+    thread = threading.get_ident()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def fire():
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                _raise_in(thread, Overtime)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        return run_user(function, phase, call)
+    finally:
+        with lock:
+            state["done"] = True
+            if state["fired"]:
+                _raise_in(thread, None)  # fired as the call returned: not delivered yet
+        timer.cancel()
 
 
 def raise_user_error(function: type, phase: str, exc: BaseException) -> NoReturn:

@@ -1,7 +1,8 @@
 """Input specs derived from a Function's ``forward`` signature, and seeded tensors drawn from them.
 
 A parameter without a default is a tensor input; a parameter with an int/float/bool/None/str
-default is a constant. Annotations refine the guess, and every spec can be overridden.
+default is a constant. Annotations refine the guess (``n: int`` is a constant), a probe of the
+Function can too (:func:`customgrad.problem.infer_constants`), and every spec can be overridden.
 """
 
 from __future__ import annotations
@@ -79,24 +80,60 @@ def _annotation_text(param: inspect.Parameter) -> str:
     ann = param.annotation
     if ann is inspect.Parameter.empty:
         return ""
-    return ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+    if isinstance(ann, str):
+        return ann
+    return ann.__name__ if isinstance(ann, type) else str(ann)  # Optional[int] keeps its int
+
+
+_CONST_DEFAULTS = {"int": 1, "float": 1.0, "bool": False, "str": ""}
+_WRAPPERS = {"typing", "Optional", "Union", "None", "NoneType"}
+
+
+def _const_kind(annotation: str) -> str | None:
+    """``int``, ``float``, ``bool`` or ``str`` for such an annotation (also ``Optional[int]``,
+    ``int | None``); None for anything else."""
+    words = [w for w in re.findall(r"[A-Za-z_]+", annotation) if w not in _WRAPPERS]
+    if words and all(w in _CONST_DEFAULTS for w in words):
+        return words[0]
+    return None
+
+
+def _derive(function: type) -> list[tuple[Spec, str]]:
+    """Each parameter's spec, with how it was guessed where the signature does not say: an
+    empty string when it does (a Tensor annotation, a default), else the reason."""
+    out: list[tuple[Spec, str]] = []
+    for p in forward_parameters(function):
+        ann = _annotation_text(p)
+        has_default = p.default is not inspect.Parameter.empty
+        kind = _const_kind(ann)
+        if "Tensor" in ann:  # the annotation wins, even over a None default
+            out.append((TensorSpec(p.name), ""))
+        elif has_default and isinstance(p.default, _CONST_TYPES):
+            out.append((ConstSpec(p.name, p.default), ""))
+        elif not has_default and kind is not None:
+            out.append((ConstSpec(p.name, _CONST_DEFAULTS[kind]),
+                        f"annotated {kind}, without a default"))
+        elif not has_default and not ann:
+            out.append((TensorSpec(p.name), UNANNOTATED))
+        else:
+            out.append((TensorSpec(p.name), ""))
+    return out
+
+
+#: the reason given for a parameter with neither an annotation nor a default
+UNANNOTATED = "no annotation, no default"
 
 
 def derive_specs(function: type) -> list[Spec]:
     """Guess the specs of ``function.forward``'s parameters from defaults and annotations."""
-    specs: list[Spec] = []
-    for p in forward_parameters(function):
-        ann = _annotation_text(p)
-        has_default = p.default is not inspect.Parameter.empty
-        if "Tensor" in ann:  # the annotation wins, even over a None default
-            specs.append(TensorSpec(p.name))
-        elif has_default and isinstance(p.default, _CONST_TYPES):
-            specs.append(ConstSpec(p.name, p.default))
-        elif not has_default and ann in ("int", "float", "bool", "str"):
-            specs.append(ConstSpec(p.name, {"int": 1, "float": 1.0, "bool": False, "str": ""}[ann]))
-        else:
-            specs.append(TensorSpec(p.name))
-    return specs
+    return [spec for spec, _ in _derive(function)]
+
+
+def guessed_parameters(function: type) -> dict[str, str]:
+    """The parameters whose spec the signature does not settle, with the reason: a constant
+    annotated ``int`` (``float``...) without a default, or a parameter with neither
+    (:data:`UNANNOTATED`, taken as a tensor unless a probe shows it is a plain number)."""
+    return {spec.name: why for spec, why in _derive(function) if why}
 
 
 #: the one shape grammar, ``N(xN)*``: whole numbers in ASCII digits joined by ``x`` (or ``X``),

@@ -2,25 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from customgrad import jacobian
-from customgrad.contract import normalize_outputs, run_user
+from customgrad.contract import (
+    Overtime,
+    call_backward,
+    normalize_outputs,
+    run_user,
+    run_user_within,
+)
 from customgrad.descent import Descent
+from customgrad.errors import FunctionError
 from customgrad.inputs import (
+    UNANNOTATED,
     ConstSpec,
     Spec,
     TensorSpec,
     apply_overrides,
     derive_specs,
     draw,
+    guessed_parameters,
     parse_device,
     parse_dtype,
 )
 from customgrad.loader import Target, resolve
 from customgrad.settings import Settings
+
+
+@dataclass(frozen=True)
+class Guess:
+    """A constant whose value nobody gave: the engine chose it, and the reports say so."""
+
+    name: str
+    value: object
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": self.value, "reason": self.reason}
 
 
 @dataclass
@@ -34,6 +55,8 @@ class Problem:
     args: list[object]
     targets: list[torch.Tensor]
     settings: Settings
+    #: the constants the engine chose (no annotation, default or setting gave their value)
+    guesses: list[Guess] = field(default_factory=list)
 
     @property
     def function(self) -> type:
@@ -65,6 +88,111 @@ def specs_for(target: Target, settings: Settings) -> list[Spec]:
                            settings.trained)
 
 
+#: what a parameter is tried as when a probe asks whether it is a plain number: 2 rather than 1
+#: or 0, so that a backward forgetting to scale by it still disagrees
+PROBE_FLOAT, PROBE_INT = 2.0, 2
+#: a probe's forward or backward still running after this long counts as a refusal
+PROBE_SECONDS = 5.0
+
+
+def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
+               dtype: torch.dtype, device: torch.device) -> tuple | None:
+    """One forward and backward with ``constants`` in place of those parameters' tensors:
+    backward's gradients (an empty tuple where its graph node is not the Function's own), or
+    None when the Function refuses them: raises, or runs past :data:`PROBE_SECONDS` (a
+    backward that never returns must not hang the build; the check reports it). Through the
+    user-code boundary, so a Cancelled or KeyboardInterrupt still stops it."""
+    trial = [ConstSpec(s.name, constants[s.name]) if s.name in constants else s for s in specs]
+    _, args = draw(trial, 0, dtype, device)
+    call = [a.requires_grad_().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        outs = normalize_outputs(function, run_user_within(
+            function, "forward", lambda: function.apply(*call), PROBE_SECONDS))
+        node = next((o.grad_fn for o in outs if o.grad_fn is not None), None)
+        if getattr(node, "_forward_cls", None) is not function:
+            return ()
+        grads = [torch.ones_like(o) if o.is_floating_point() else None for o in outs]
+        raw = run_user_within(function, "backward", lambda: call_backward(function, node, grads),
+                              PROBE_SECONDS)
+    except (FunctionError, Overtime):
+        return None
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    names = [s.name for s in specs]
+    if any(k < len(raw) and raw[k] is not None for k, n in enumerate(names) if n in constants):
+        return None  # a gradient for a number: this is not how the Function is meant
+    return raw
+
+
+def _as_numbers(function: type, specs: list[Spec], names: list[str], dtype: torch.dtype,
+                device: torch.device) -> dict[str, object] | None:
+    """Values for ``names`` that the Function accepts as plain numbers (a float where it takes
+    one, else an int), or None when it takes neither."""
+    for value in (PROBE_FLOAT, PROBE_INT):
+        constants = dict.fromkeys(names, value)
+        if _gradients(function, specs, constants, dtype, device) is not None:
+            break
+    else:
+        return None
+    if value == PROBE_INT and len(names) > 1:  # some of them may still take a float
+        for name in names:
+            trial = {**constants, name: PROBE_FLOAT}
+            if _gradients(function, specs, trial, dtype, device) is not None:
+                constants = trial
+    return constants
+
+
+def infer_constants(function: type, specs: list[Spec], candidates: list[str],
+                    dtype: torch.dtype, device: torch.device) -> tuple[list[Spec], list[Guess]]:
+    """Which of ``candidates`` (parameters with no annotation, default or setting, so far
+    taken as tensors) are plain numbers, by probing the Function at throwaway inputs.
+
+    A parameter is a number when backward returns None for it and forward takes a number
+    there, or when forward refuses a tensor for the trailing parameters and takes numbers.
+    At least one tensor input always remains. Nothing is inferred when every probe fails:
+    the check then reports the Function's own error.
+    """
+    tensors = [s.name for s in specs if isinstance(s, TensorSpec)]
+    candidates = [c for c in candidates if c in tensors]
+    if not candidates or len(tensors) < 2:  # one tensor input always remains
+        return specs, []
+    found: dict[str, object] | None = None
+    why = ""
+    grads = _gradients(function, specs, {}, dtype, device)
+    if grads is not None:
+        pos = {s.name: k for k, s in enumerate(specs)}
+        unused = [c for c in candidates if pos[c] < len(grads) and grads[pos[c]] is None]
+        if unused and len(unused) < len(tensors):
+            found = _as_numbers(function, specs, unused, dtype, device)
+            why = "backward returns None for it"
+    else:
+        for k in range(len(candidates) - 1, -1, -1):
+            names = candidates[k:]
+            if len(names) == len(tensors):
+                break
+            found = _as_numbers(function, specs, names, dtype, device)
+            if found is not None:
+                why = "forward does not take a tensor there"
+                break
+    if not found:
+        return specs, []
+    specs = [ConstSpec(s.name, found[s.name]) if s.name in found else s for s in specs]
+    return specs, [Guess(name, value, f"{UNANNOTATED}; {why}") for name, value in found.items()]
+
+
+def guesses_for(target: Target, settings: Settings, specs: list[Spec]) -> tuple[list[str],
+                                                                                list[Guess]]:
+    """The parameters neither the signature, the gallery nor the settings settle: those
+    without annotation or default (to probe), and the annotated constants given a value."""
+    given = set(settings.shapes) | set(settings.constants)
+    if target.entry is not None:
+        given |= set(target.entry.shapes) | set(target.entry.constants)
+    open_ = {n: why for n, why in guessed_parameters(target.function).items() if n not in given}
+    candidates = [n for n, why in open_.items() if why == UNANNOTATED]
+    annotated = [Guess(s.name, s.value, open_[s.name]) for s in specs
+                 if isinstance(s, ConstSpec) and s.name in open_ and open_[s.name] != UNANNOTATED]
+    return candidates, annotated
+
+
 def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[int, ...]]:
     """Shapes of the differentiable outputs, from one forward at throwaway inputs.
@@ -84,9 +212,14 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     target = target or resolve(settings.target)
     dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
     specs = specs_for(target, settings)
+    candidates, guesses = guesses_for(target, settings, specs)
+    specs, probed = infer_constants(target.function, specs, candidates, dtype, device)
     shapes = output_shapes(target.function, specs, dtype, device)
     targets, args = draw(specs, settings.seed, dtype, device, shapes)
-    return Problem(target, specs, dtype, device, args, targets, settings)
+    order = [s.name for s in specs]
+    guesses = sorted(guesses + probed, key=lambda g: order.index(g.name))
+    return Problem(target, specs, dtype, device, args, targets, settings, guesses)
 
 
-__all__ = ["ConstSpec", "Problem", "TensorSpec", "build", "output_shapes", "specs_for"]
+__all__ = ["ConstSpec", "Guess", "Problem", "TensorSpec", "build", "infer_constants",
+           "output_shapes", "specs_for"]

@@ -11,7 +11,15 @@ import pytest
 import torch
 
 from customgrad import catalog, jacobian
-from customgrad.contract import method_line, mutation_line, return_line, run_user
+from customgrad import problem as problem_module
+from customgrad.contract import (
+    Overtime,
+    method_line,
+    mutation_line,
+    return_line,
+    run_user,
+    run_user_within,
+)
 from customgrad.descent import Descent
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.inputs import ConstSpec, TensorSpec
@@ -174,6 +182,45 @@ def test_run_user_passes_through_engine_errors():
     assert info.value is original
     with pytest.raises(FunctionError, match=r"Square.forward raised KeyError"):
         run_user(fn, "forward", lambda: {}["missing"])
+
+
+def test_run_user_within_stops_python_that_never_returns():
+    def forever():
+        n = 0
+        while n >= 0:
+            n += 1
+
+    with pytest.raises(Overtime):
+        run_user_within(U.Square, "backward", forever, 0.05)
+    with pytest.raises(FunctionError, match=r"Square\.forward raised KeyError"):
+        run_user_within(U.Square, "forward", lambda: {}["missing"], 10)
+
+
+def test_run_user_within_leaves_nothing_behind_when_the_call_returns_at_the_limit():
+    """A limit firing just as the call returns must not raise later, elsewhere."""
+    answers = 0
+    for _ in range(300):
+        try:
+            answers += run_user_within(U.Square, "forward", lambda: sum(range(200)) > 0, 1e-4)
+        except Overtime:
+            pass
+        total = 0
+        for k in range(2000):  # a stray exception would land somewhere in here
+            total += k
+        assert total == 1999000
+    assert answers >= 0
+
+
+def test_a_probe_of_a_backward_that_never_returns_does_not_hang_the_build(monkeypatch, tmp_path):
+    monkeypatch.setattr(problem_module, "PROBE_SECONDS", 0.1)
+    path = tmp_path / "stuck.py"
+    path.write_text(
+        "import torch\n\n\nclass Stuck(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x, y):\n        return x * y\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        n = 0\n"
+        "        while n >= 0:\n            n += 1\n        return g, g\n")
+    p = build(Settings(target=str(path), dtype="float64"))
+    assert all(isinstance(s, TensorSpec) for s in p.specs) and not p.guesses
 
 
 def test_error_hierarchy():

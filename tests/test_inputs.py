@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
+import tempfile
+import textwrap
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import torch
 
 from customgrad import catalog
-from customgrad.errors import SpecError
+from customgrad.errors import Cancelled, FunctionError, SpecError
 from customgrad.inputs import (
     DEFAULT_SHAPE,
     MAX_ELEMENTS,
+    UNANNOTATED,
     ConstSpec,
     TensorSpec,
     apply_overrides,
@@ -21,6 +25,7 @@ from customgrad.inputs import (
     draw,
     format_shape,
     forward_parameters,
+    guessed_parameters,
     is_new_style,
     parse_const,
     parse_device,
@@ -30,6 +35,8 @@ from customgrad.inputs import (
 )
 from customgrad.jacobian import compare
 from customgrad.loader import load_file
+from customgrad.problem import Problem, build, infer_constants
+from customgrad.settings import Settings
 
 U = load_file(Path(__file__).parent / "data" / "user_functions.py")
 
@@ -190,6 +197,155 @@ def test_tensor_annotation_with_none_default_is_a_tensor_input():
     specs = {s.name: s for s in derive_specs(OptionalBias)}
     assert specs["bias"] == TensorSpec("bias")  # written `Tensor = None`: still a tensor
     assert specs["scale"] == ConstSpec("scale", None)  # no annotation: the default decides
+
+
+def test_optional_number_annotations_are_constants_and_guesses_are_named():
+    class Typed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, n: int, k, m: int | None, t: torch.Tensor | None, y, z=None):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None, None, None, None, None, None
+
+    Typed.forward.__annotations__["k"] = Optional[float]  # noqa: UP045 (an object, not text)
+    specs = {s.name: s for s in derive_specs(Typed)}
+    assert specs["n"] == ConstSpec("n", 1) and specs["k"] == ConstSpec("k", 1.0)
+    assert specs["m"] == ConstSpec("m", 1)
+    assert isinstance(specs["t"], TensorSpec) and isinstance(specs["y"], TensorSpec)
+    assert guessed_parameters(Typed) == {
+        "x": UNANNOTATED, "n": "annotated int, without a default",
+        "k": "annotated float, without a default", "m": "annotated int, without a default",
+        "y": UNANNOTATED}
+
+
+# ------------------------------------------------------------------ constants found by probing
+
+
+def probe(source: str, **settings) -> Problem:
+    """Build a Function defined in ``source`` (a file, as a user would give it)."""
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "probed.py"
+    path.write_text("import torch\nfrom torch.autograd import Function\n\n"
+                    + textwrap.dedent(source))
+    return build(Settings(target=str(path), dtype="float64", **settings))
+
+
+def test_backward_returning_none_makes_a_number_parameter_a_constant():
+    p = probe("""
+        class Scale(Function):
+            @staticmethod
+            def forward(ctx, x, factor):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.factor, None
+    """)
+    assert p.specs[1] == ConstSpec("factor", 2.0)  # it takes a float: a float it is
+    assert [g.name for g in p.guesses] == ["factor"]
+    assert "backward returns None for it" in p.guesses[0].reason
+    assert p.compare().passed
+
+
+def test_an_int_where_forward_takes_no_float():
+    p = probe("""
+        class Repeat(Function):
+            @staticmethod
+            def forward(ctx, x, times):
+                ctx.times = times
+                return x.repeat(times, 1)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g.reshape(ctx.times, -1, g.shape[-1]).sum(0), None
+    """)
+    assert p.specs[1] == ConstSpec("times", 2)
+    assert "forward does not take a tensor there" in p.guesses[0].reason
+    assert p.compare().passed
+
+
+def test_a_probe_never_takes_every_tensor_away():
+    """A backward returning None for its only input is wrong, not a sign of a constant."""
+    p = probe("""
+        class Lazy(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+    """)
+    assert isinstance(p.specs[0], TensorSpec) and not p.guesses
+    assert not p.compare().passed
+
+
+def test_a_tensor_with_a_gradient_stays_a_tensor_and_settings_are_not_guessed():
+    p = probe("""
+        class Mul(Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.save_for_backward(x, y)
+                return x * y
+
+            @staticmethod
+            def backward(ctx, g):
+                x, y = ctx.saved_tensors
+                return g * y, g * x
+    """)
+    assert all(isinstance(s, TensorSpec) for s in p.specs) and not p.guesses
+    given = probe("""
+        class KillHead(Function):
+            @staticmethod
+            def forward(ctx, x, n):
+                ctx.n = n
+                out = x.clone()
+                out[:, :n] = 0
+                return out
+
+            @staticmethod
+            def backward(ctx, g):
+                g = g.clone()
+                g[:, :ctx.n] = 0
+                return g, None
+    """, constants={"n": "3"})
+    assert given.specs[1] == ConstSpec("n", 3) and not given.guesses
+
+
+@pytest.mark.parametrize("body", [
+    "raise SystemExit(3)",  # anything user code raises only fails that probe
+    "raise RuntimeError('never')",
+])
+def test_a_probe_that_raises_leaves_the_error_to_the_check(body):
+    with pytest.raises(FunctionError, match=r"Broken\.forward raised"):
+        probe(f"""
+            class Broken(Function):
+                @staticmethod
+                def forward(ctx, x, n):
+                    {body}
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g, None
+        """)
+
+
+def test_infer_constants_passes_cancellation_through():
+    class Stops(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, n):
+            raise Cancelled("stop")
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    specs = derive_specs(Stops)
+    with pytest.raises(Cancelled):
+        infer_constants(Stops, specs, ["x", "n"], torch.float64, torch.device("cpu"))
 
 
 def test_derive_specs_setup_context_style():
