@@ -11,6 +11,9 @@ import torch
 from customgrad.errors import TargetError
 
 CATEGORIES = ("seed", "classic", "find-the-bug")
+#: what the CLI's list and the app's picker call each category (JSON gives both)
+CATEGORY_TITLES = {"seed": "From the lessons", "classic": "Classics (one ctx feature each)",
+                   "find-the-bug": "Find the bug"}
 
 
 @dataclass(frozen=True)

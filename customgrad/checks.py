@@ -28,10 +28,20 @@ class Probe:
     def abs_error(self) -> float:
         return abs(self.analytic - self.numerical)
 
+    def rel_error(self, atol: float) -> float:
+        """``|a - n| / max(|n|, atol)``, as the full check reports it."""
+        return self.abs_error / max(abs(self.numerical), atol, 1e-300)
+
 
 @dataclass
 class ProjectedReport:
-    """Verdict of the projected check, by gradcheck's rule applied to each probe."""
+    """Verdict of the projected check, by gradcheck's rule applied to each probe.
+
+    Its JSON has the keys of the full check's: a probe stands where an entry stands there
+    (``entries`` counts the probes, ``mismatches`` those outside tolerance), ``blocks`` has one
+    row per probe, and ``worst`` is the probe with the largest error. A probe mixes every
+    output and input, so the positions and names there are null.
+    """
 
     passed: bool
     probes: list[Probe]
@@ -44,23 +54,64 @@ class ProjectedReport:
     def max_abs_error(self) -> float:
         return max((p.abs_error for p in self.probes), default=0.0)
 
+    @property
+    def max_rel_error(self) -> float:
+        return max((_nan_last(p.rel_error(self.atol)) for p in self.probes), default=0.0)
+
+    @property
+    def mismatches(self) -> int:
+        return sum(not _ok(p, self.atol, self.rtol) for p in self.probes)
+
+    @property
+    def worst(self) -> int | None:
+        """The index of the probe farthest outside tolerance (the largest error if none is)."""
+        if not self.probes:
+            return None
+        return max(range(len(self.probes)), key=lambda k: (
+            not _ok(self.probes[k], self.atol, self.rtol),
+            _nan_last(self.probes[k].abs_error - self.atol - self.rtol
+                      * abs(self.probes[k].numerical))))
+
     def summary(self) -> str:
-        bad = sum(not _ok(p, self.atol, self.rtol) for p in self.probes)
         verdict = "PASSED" if self.passed else "FAILED"
-        return (f"{verdict} (projected v^T J u): {bad} of {len(self.probes)} random probes "
-                f"outside |a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
+        return (f"{verdict} (projected v^T J u): {self.mismatches} of {len(self.probes)} random "
+                f"probes outside |a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
                 f"{self.max_abs_error:.3g} (eps {self.eps:g}, numerical in float64)")
 
+    def _row(self, k: int) -> dict:
+        p = self.probes[k]
+        return {"probe": k, "output": None, "input": None, "output_name": None,
+                "input_name": None, "analytic": _finite(p.analytic),
+                "numerical": _finite(p.numerical), "abs_error": _finite(p.abs_error)}
+
     def to_dict(self) -> dict:
+        worst = None
+        if self.worst is not None:
+            worst = {**self._row(self.worst), "output_index": None, "input_index": None}
+        blocks = []
+        for k, p in enumerate(self.probes):
+            ok = _ok(p, self.atol, self.rtol)
+            blocks.append({**self._row(k), "output_shape": None, "input_shape": None,
+                           "passed": ok, "mismatches": int(not ok),
+                           "max_abs_error": _finite(p.abs_error),
+                           "max_rel_error": _finite(p.rel_error(self.atol))})
         return {"passed": self.passed, "kind": "projected",
                 "max_abs_error": _finite(self.max_abs_error),
+                "max_rel_error": _finite(self.max_rel_error),
+                "mismatches": self.mismatches, "entries": len(self.probes), "worst": worst,
+                "blocks": blocks,
                 "probes": [{"analytic": _finite(p.analytic), "numerical": _finite(p.numerical)}
                            for p in self.probes],
-                "eps": self.eps, "atol": self.atol, "rtol": self.rtol, "notes": self.notes}
+                "eps": self.eps, "atol": self.atol, "rtol": self.rtol,
+                "numerical_dtype": "float64", "notes": self.notes}
 
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
+
+
+def _nan_last(x: float) -> float:
+    return math.inf if math.isnan(x) else x
 
 
 def _ok(p: Probe, atol: float, rtol: float) -> bool:

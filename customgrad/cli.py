@@ -1,13 +1,18 @@
 """``customgrad list | check | run``: the engine from the command line.
 
 Exit codes: 0 the backward agrees (or the command succeeded), 1 it does not, 2 any error
-(bad target, bad shape, the Function raising...) with a one-paragraph message on stderr.
+(bad target, bad shape, the Function raising...) with a one-paragraph message on stderr, and
+141 when the reader of stdout went away (``customgrad run ... | head -1``), as for any Unix
+tool a SIGPIPE ends, silently.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import math
+import os
 import sys
 import textwrap
 
@@ -15,10 +20,19 @@ from customgrad import catalog
 from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.errors import CustomGradError, FunctionError, TargetError
-from customgrad.inputs import format_shape
+from customgrad.inputs import DEFAULT_SHAPE, format_shape
 from customgrad.jacobian import ATOL, EPS, RTOL
-from customgrad.problem import build
+from customgrad.problem import Problem, build
 from customgrad.settings import Settings
+
+DESCRIPTION = ("The engine from the command line: list the gallery, check a Function's "
+               "backward against finite differences, run gradient descent.")
+EPILOG = ("Exit codes: 0 the backward agrees (or the command succeeded), 1 it does not, "
+          "2 any error, 141 when the reader of stdout goes away (e.g. | head).")
+#: the exit status of a process that SIGPIPE ended (128 + 13), what a shell shows for
+#: ``yes | head -1``: distinct from 1, which here means "the backward disagrees"
+BROKEN_PIPE = 141
+PROBES = 8
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,43 +52,99 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
     return out
 
 
-def _add_input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", help="gallery name, path/to/file.py[:Class] or package.module:Class")
+def version() -> str:
+    """The installed package's version, or a word saying it is not installed."""
+    try:
+        return importlib.metadata.version("autograd-playground")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _probes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"PROBES must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"PROBES must be at least 1, not {value} (leave it out for {PROBES})")
+    return value
+
+
+def _gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"GIB must be a positive number of GiB, not {text}")
+    return value
+
+
+def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
+    p.add_argument("target", help="gallery name (see customgrad list), path/to/file.py[:Class] "
+                                  "or package.module:Class")
     p.add_argument("--shape", action="append", metavar="NAME=3x8",
-                   help="shape of tensor input NAME (repeatable)")
+                   help="shape of tensor input NAME: whole numbers joined by x, e.g. 3x8 or 5; "
+                        "also makes a constant a tensor (repeatable; default: the gallery's, "
+                        f"else {format_shape(DEFAULT_SHAPE)})")
     p.add_argument("--const", action="append", metavar="NAME=VALUE",
-                   help="value of constant NAME (repeatable)")
+                   help="value of constant NAME; also makes a tensor input a plain number "
+                        "(repeatable; default: forward's default, the gallery's, or a guess "
+                        "the report names)")
     p.add_argument("--init", action="append", metavar="NAME=INIT",
-                   help="normal, uniform(a,b), zeros or ones (repeatable)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default=None)
-    p.add_argument("--device", default="cpu", help="cpu, cuda or mps")
-    p.add_argument("--seed", type=int, default=0)
+                   help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
+                        "ones (repeatable; default: normal)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                   help=f"dtype of the tensor inputs (default: {dtype_default})")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, cuda, cuda:N or mps (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the inputs and targets drawn (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="customgrad", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p = sub.add_parser("list", help="list the gallery of Functions")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("check", help="compare the analytic Jacobian with a numerical one")
-    _add_input_options(p)
-    p.add_argument("--eps", type=float, default=EPS)
-    p.add_argument("--atol", type=float, default=ATOL)
-    p.add_argument("--rtol", type=float, default=RTOL)
-    p.add_argument("--memory-cap", type=float, default=1.0, metavar="GIB",
-                   help="refuse Jacobians whose matrices exceed this many GiB (default 1)")
-    p.add_argument("--projected", type=int, nargs="?", const=8, default=0, metavar="PROBES",
-                   help="check v^T J u for random directions instead of full matrices "
-                        "(for inputs too large for them; default 8 probes)")
+    parser = _Parser(prog="customgrad", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", help="print the version and exit",
+                        version=f"customgrad (autograd-playground) {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="{list,check,run}")
+    p = sub.add_parser("list", help="list the gallery of Functions",
+                       description="List the gallery of Functions by group.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("check", help="compare the analytic Jacobian with a numerical one",
+                       description="Compare the Jacobian your backward computes with finite "
+                                   "differences, entry by entry, by gradcheck's rule "
+                                   "|a - n| <= atol + rtol*|n|.", epilog=EPILOG)
+    _add_input_options(p, "float64")
+    p.add_argument("--eps", type=float, default=EPS,
+                   help="finite-difference step (default: %(default)s)")
+    p.add_argument("--atol", type=float, default=ATOL,
+                   help="absolute tolerance (default: %(default)s)")
+    p.add_argument("--rtol", type=float, default=RTOL,
+                   help="relative tolerance (default: %(default)s)")
+    p.add_argument("--memory-cap", type=_gib, default=1.0, metavar="GIB",
+                   help="refuse Jacobians whose matrices exceed this many GiB "
+                        "(default: %(default)s)")
+    p.add_argument("--projected", type=_probes, nargs="?", const=PROBES, default=None,
+                   metavar="PROBES",
+                   help="check v^T J u for PROBES random directions instead of full matrices, "
+                        f"for inputs too large for them (PROBES >= 1; default: {PROBES})")
     p.add_argument("--double", action="store_true",
                    help="also check double backward (like torch's gradgradcheck)")
-    p = sub.add_parser("run", help="run the gradient-descent loop and print the losses")
-    _add_input_options(p)
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--lr", type=float, default=1.0)
-    p.add_argument("--loss", choices=LOSSES, default="mse")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd")
+    p = sub.add_parser("run", help="run the gradient-descent loop and print the losses",
+                       description="Run gradient descent x <- x - lr * grad on the trained "
+                                   "inputs and print each step's loss.", epilog=EPILOG)
+    _add_input_options(p, "float32")
+    p.add_argument("--steps", type=int, default=5,
+                   help="number of descent steps (default: %(default)s)")
+    p.add_argument("--lr", type=float, default=1.0,
+                   help="learning rate (default: %(default)s)")
+    p.add_argument("--loss", choices=LOSSES, default="mse",
+                   help="loss against a seeded random target (default: %(default)s)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd",
+                   help="update rule (default: %(default)s)")
     return parser
 
 
@@ -93,24 +163,38 @@ def cmd_list(args) -> int:
     entries = catalog.entries()
     if args.json:
         print(json.dumps([{"name": e.name, "title": e.title, "category": e.category,
+                           "category_title": catalog.CATEGORY_TITLES[e.category],
                            "correct": e.correct, "twin_of": e.twin_of,
                            "class": e.function.__name__} for e in entries], indent=2))
         return 0
     width = max(len(e.name) for e in entries)
     for category in catalog.CATEGORIES:
-        print(f"{category}:")
+        print(f"{catalog.CATEGORY_TITLES[category]}:")
         for e in entries:
             if e.category == category:
                 print(f"  {e.name:<{width}}  {e.title}")
     return 0
 
 
+def _names(problem: Problem) -> dict:
+    """How JSON names the Function: the target given (a gallery id, a path), the display
+    title the text output shows, and the Python class."""
+    return {"target": problem.target.spec, "title": problem.target.label,
+            "function": problem.function.__name__}
+
+
+def _guess_notes(problem: Problem) -> list[str]:
+    return [f"{g.name} was taken as the constant {g.value!r} ({g.reason}); give its value "
+            f"with --const {g.name}=VALUE, or make it a tensor with --shape {g.name}=3x8."
+            for g in problem.guesses]
+
+
 def cmd_check(args) -> int:
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
-    settings.memory_cap = int(args.memory_cap * 2**30)
+    settings.memory_cap = max(1, int(args.memory_cap * 2**30))
     problem = build(settings)
-    if args.projected:
+    if args.projected is not None:
         report = projected_check(problem.function, problem.args, probes=args.projected,
                                  seed=settings.seed, eps=args.eps, atol=args.atol,
                                  rtol=args.rtol)
@@ -120,9 +204,9 @@ def cmd_check(args) -> int:
                                    atol=args.atol, rtol=args.rtol) if args.double else None
     passed = report.passed and (double is None or not double.supported or double.passed)
     if args.json:
-        data = report.to_dict()
-        data["target"] = problem.target.spec
-        data["function"] = problem.function.__name__
+        data = _names(problem)  # first, and kept: the report may carry names of its own
+        data.update((k, v) for k, v in report.to_dict().items() if k not in data)
+        data["guessed_constants"] = [g.to_dict() for g in problem.guesses]
         if double is not None:
             data["double_backward"] = {"supported": double.supported, "passed": double.passed,
                                        "message": double.message}
@@ -132,8 +216,14 @@ def cmd_check(args) -> int:
     print(f"{problem.target.label}: {report.summary()}")
     if double is not None:
         print(f"double backward: {double.message}")
-    if args.projected:
-        for note in report.notes:
+    if args.projected is not None:
+        k = report.worst
+        if k is not None:
+            p = report.probes[k]
+            label = "worst probe" if not report.passed else "largest deviation"
+            print(f"{label}: #{k}: analytic {p.analytic:.6g}, numerical {p.numerical:.6g}, "
+                  f"difference {p.analytic - p.numerical:.3g}")
+        for note in [*report.notes, *_guess_notes(problem)]:
             print(f"note: {note}")
         return 0 if passed else 1
     rows = [("block", "entries", "mismatches", "max abs", "max rel", "")]
@@ -150,7 +240,7 @@ def cmd_check(args) -> int:
         print(f"{label}: d {w.output_name}{list(w.output_index)} / d {w.input_name}"
               f"{list(w.input_index)}: analytic {w.analytic:.6g}, numerical {w.numerical:.6g}, "
               f"difference {w.analytic - w.numerical:.3g}")
-    for note in report.notes:
+    for note in [*report.notes, *_guess_notes(problem)]:
         print(f"note: {note}")
     return 0 if passed else 1
 
@@ -161,6 +251,9 @@ def cmd_run(args) -> int:
     if args.steps < 0:
         raise CustomGradError(f"--steps must be >= 0, not {args.steps}.")
     problem = build(settings)
+    if not args.json:
+        for note in _guess_notes(problem):
+            print(f"customgrad: note: {note}", file=sys.stderr)
     descent = problem.descent()
     losses = []
     for record in descent.run(args.steps):
@@ -169,9 +262,9 @@ def cmd_run(args) -> int:
             print(record.step, record.loss, flush=True)
     if args.json:
         shapes = {s.name: format_shape(s.shape) for s in problem.specs if hasattr(s, "shape")}
-        print(json.dumps({"target": problem.target.spec, "seed": settings.seed,
-                          "lr": settings.lr, "loss": settings.loss,
-                          "optimizer": settings.optimizer, "shapes": shapes,
+        print(json.dumps({**_names(problem), "seed": settings.seed, "lr": settings.lr,
+                          "loss": settings.loss, "optimizer": settings.optimizer, "shapes": shapes,
+                          "guessed_constants": [g.to_dict() for g in problem.guesses],
                           "losses": [x if x == x and abs(x) != float("inf") else None
                                      for x in losses]}, indent=2, allow_nan=False))
     return 0
@@ -186,11 +279,27 @@ def _message(exc: Exception) -> str:
                          break_on_hyphens=False)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    command = {"list": cmd_list, "check": cmd_check, "run": cmd_run}[args.command]
+def _stdout_gone() -> int:
+    """The reader of stdout went away (``| head -1``): stop quietly, as a Unix tool that
+    SIGPIPE ends. What is still buffered goes to the null device, so that the interpreter's
+    last flush at exit has nothing to complain about."""
     try:
-        return command(args)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is no file (a test's capture): nothing is flushed at exit then
+    return BROKEN_PIPE
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        command = {"list": cmd_list, "check": cmd_check, "run": cmd_run}[args.command]
+        code = command(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
     except CustomGradError as exc:
         print(_message(exc), file=sys.stderr)
         return 2

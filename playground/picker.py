@@ -8,9 +8,6 @@ from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayo
 
 from customgrad import catalog
 
-_HEADINGS = {"seed": "From the lessons", "classic": "Classics: one ctx feature each",
-             "find-the-bug": "Find the bug"}
-
 
 class FunctionPicker(QWidget):
     """Emits ``picked(name)`` when the user chooses a gallery Function."""
@@ -27,7 +24,7 @@ class FunctionPicker(QWidget):
         layout.addWidget(self.tree)
         self._items: dict[str, QTreeWidgetItem] = {}
         for category in catalog.CATEGORIES:
-            group = QTreeWidgetItem(self.tree, [_HEADINGS[category]])
+            group = QTreeWidgetItem(self.tree, [catalog.CATEGORY_TITLES[category]])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             font = group.font(0)
             font.setBold(True)

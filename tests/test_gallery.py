@@ -10,6 +10,8 @@ from torch.autograd.gradcheck import GradcheckError
 
 from customgrad.catalog import CATEGORIES, Entry
 from customgrad.gallery import ENTRIES, MyOwnLayer
+from customgrad.problem import build
+from customgrad.settings import Settings
 
 BY_NAME = {e.name: e for e in ENTRIES}
 
@@ -88,6 +90,22 @@ def test_entries_are_well_formed():
     assert [e.name for e in ENTRIES if not e.correct and e.category != "find-the-bug"] == [
         "ste_sign"
     ]
+
+
+def test_every_category_has_one_display_title():
+    from customgrad.catalog import CATEGORY_TITLES
+
+    assert list(CATEGORY_TITLES) == list(CATEGORIES)
+    titles = list(CATEGORY_TITLES.values())
+    assert len(set(titles)) == len(titles) and all(t.strip() for t in titles)
+    assert CATEGORY_TITLES["seed"] == "From the lessons"
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_gallery_entries_need_no_guessed_constants(entry: Entry):
+    """The gallery gives every value its lesson uses: nothing is left to a probe."""
+    problem = build(Settings(target=entry.name, dtype="float64"))
+    assert problem.guesses == []
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)

@@ -1,0 +1,265 @@
+"""The customgrad CLI as a user meets it: help and version, names, constants guessed for
+Functions loaded by import path, the projected check's options and JSON, a closed pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from customgrad import catalog, cli
+from customgrad.jacobian import ATOL, EPS, RTOL
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse: --help, --version, a refused option value
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---- help and version -------------------------------------------------------------------------
+def option_help(out: str) -> dict[str, str]:
+    """``--option: its help text`` from argparse's options section."""
+    section = out.split("options:", 1)[1].split("\n\n", 1)[0]
+    entries: dict[str, str] = {}
+    current = None
+    for line in section.splitlines():
+        match = re.match(r"  (-[^\s,]+(?:, --\S+)?)(?: \S+)?(?:\s{2,}(.*))?$", line)
+        if match:
+            current = match.group(1).split(", ")[-1]
+            entries[current] = match.group(2) or ""
+        elif current:
+            entries[current] = f"{entries[current]} {line.strip()}".strip()
+    return entries
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_every_option_has_help_and_its_default(capsys, command):
+    code, out, _ = run_cli(capsys, command, "--help")
+    assert code == 0
+    assert "``" not in out
+    helped = option_help(out)
+    assert {"--help", "--shape", "--seed", "--json"} <= set(helped)
+    for option, text in helped.items():
+        assert text, f"{option} has no help"
+    defaults = {"--device": "(default: cpu)", "--seed": "(default: 0)"}
+    if command == "check":
+        defaults |= {"--eps": f"(default: {EPS})", "--atol": f"(default: {ATOL})",
+                     "--rtol": f"(default: {RTOL})", "--memory-cap": "(default: 1.0)",
+                     "--projected": "default: 8)", "--dtype": "(default: float64)"}
+    else:
+        defaults |= {"--steps": "(default: 5)", "--lr": "(default: 1.0)",
+                     "--loss": "(default: mse)", "--optimizer": "(default: sgd)",
+                     "--dtype": "(default: float32)"}
+    for option, default in defaults.items():
+        assert default in helped[option], (option, helped[option])
+
+
+def test_top_level_help_has_no_markup_and_lists_the_exit_codes(capsys):
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0
+    assert "``" not in out
+    assert "141" in out and "2 any error" in " ".join(out.split())
+
+
+def test_version(capsys, monkeypatch):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0
+    assert out.startswith("customgrad (autograd-playground) ") and out.strip().split()[-1]
+
+    def missing(name):
+        raise cli.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(cli.importlib.metadata, "version", missing)
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and "not installed" in out
+
+
+def test_memory_cap_is_refused_in_gib(capsys):
+    code, out, err = run_cli(capsys, "check", "killhead", "--memory-cap", "-1")
+    assert code == 2 and not out
+    assert "GIB must be a positive number of GiB, not -1" in err
+    assert "bytes" not in err and "1073741824" not in err
+
+
+# ---- the projected check ----------------------------------------------------------------------
+@pytest.mark.parametrize("probes", ["0", "-2"])
+def test_projected_needs_at_least_one_probe(capsys, probes):
+    code, out, err = run_cli(capsys, "check", "killhead", "--projected", probes)
+    assert code == 2 and not out
+    assert f"PROBES must be at least 1, not {probes}" in err
+    assert "Traceback" not in err
+
+
+def test_projected_json_has_the_keys_of_the_full_check(capsys):
+    code, out, _ = run_cli(capsys, "check", "linear_bug", "--json")
+    full = json.loads(out)
+    assert code == 1
+    code, out, _ = run_cli(capsys, "check", "linear_bug", "--json", "--projected", "4")
+    projected = json.loads(out)
+    assert code == 1
+    promised = {"passed", "max_abs_error", "max_rel_error", "mismatches", "entries", "worst",
+                "blocks", "eps", "atol", "rtol", "notes", "target", "title", "function"}
+    assert promised <= set(full) and promised <= set(projected)
+    assert projected["kind"] == "projected"
+    assert projected["entries"] == len(projected["probes"]) == len(projected["blocks"]) == 4
+    assert projected["mismatches"] == sum(not b["passed"] for b in projected["blocks"]) >= 1
+    assert set(full["worst"]) <= set(projected["worst"])
+    assert set(full["blocks"][0]) <= set(projected["blocks"][0])
+    worst = projected["blocks"][projected["worst"]["probe"]]
+    assert not worst["passed"]
+    assert projected["worst"]["abs_error"] == max(b["abs_error"] for b in projected["blocks"])
+    code, out, _ = run_cli(capsys, "check", "killhead", "--json", "--projected", "2")
+    passing = json.loads(out)
+    assert code == 0 and passing["passed"] and passing["mismatches"] == 0
+
+
+def test_projected_text_names_the_worst_probe(capsys):
+    code, out, _ = run_cli(capsys, "check", "linear_bug", "--projected", "3")
+    assert code == 1
+    assert re.search(r"^worst probe: #\d: analytic ", out, re.MULTILINE)
+
+
+# ---- constants of Functions loaded by import path --------------------------------------------
+@pytest.mark.parametrize(("target", "name", "value", "reason"), [
+    ("customgrad.gallery.seeds:MulConstant", "constant", 2.0, "backward returns None for it"),
+    ("customgrad.gallery.seeds:KillHead", "n", 2, "forward does not take a tensor there"),
+])
+def test_plain_numbers_by_import_path_are_constants(capsys, target, name, value, reason):
+    code, out, err = run_cli(capsys, "check", target)
+    assert code == 0, (out, err)
+    assert "PASSED" in out
+    note = " ".join(out.split())
+    assert f"note: {name} was taken as the constant {value!r} (no annotation, no default; " \
+           f"{reason}); give its value with --const {name}=VALUE" in note
+    code, out, _ = run_cli(capsys, "check", target, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["passed"]
+    assert data["guessed_constants"] == [
+        {"name": name, "value": value, "reason": f"no annotation, no default; {reason}"}]
+
+
+def test_a_given_constant_is_not_a_guess(capsys):
+    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.seeds:KillHead", "--const",
+                           "n=3", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["guessed_constants"] == []
+    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.seeds:MulConstant", "--const",
+                           "constant=2.5")
+    assert code == 0 and "taken as the constant" not in out
+
+
+def test_guessed_constants_still_catch_a_bug(capsys):
+    """2, not 1: a backward that forgets to scale by the constant still disagrees."""
+    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.bugs:MulConstantBuggy")
+    assert code == 1 and "FAILED" in out and "taken as the constant 2.0" in out
+    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.bugs:KillHeadBuggy")
+    assert code == 1 and "FAILED" in out
+
+
+def test_a_users_copy_of_the_docs_mulconstant_passes(capsys, tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text(textwrap.dedent('''
+        import torch
+
+
+        class MulConstant(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, tensor, constant):
+                ctx.constant = constant
+                return tensor * constant
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output * ctx.constant, None
+
+
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, factor: float):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output * ctx.factor, None
+    '''))
+    code, out, _ = run_cli(capsys, "check", f"{path}:MulConstant")
+    assert code == 0 and "constant was taken as the constant 2.0" in out
+    code, out, _ = run_cli(capsys, "check", f"{path}:Scale", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["guessed_constants"] == [
+        {"name": "factor", "value": 1.0, "reason": "annotated float, without a default"}]
+
+
+def test_run_says_which_constants_it_guessed(capsys):
+    code, out, err = run_cli(capsys, "run", "customgrad.gallery.seeds:KillHead", "--steps", "2")
+    assert code == 0
+    assert len(out.splitlines()) == 2  # stdout stays the losses only
+    assert "customgrad: note: n was taken as the constant 2" in err
+    code, out, _ = run_cli(capsys, "run", "customgrad.gallery.seeds:KillHead", "--steps", "1",
+                           "--json")
+    assert json.loads(out)["guessed_constants"][0]["name"] == "n"
+
+
+# ---- one name per thing -----------------------------------------------------------------------
+def test_list_shows_the_groups_as_the_app_does(capsys):
+    code, out, _ = run_cli(capsys, "list")
+    assert code == 0
+    headings = [line[:-1] for line in out.splitlines() if not line.startswith(" ")]
+    assert headings == [catalog.CATEGORY_TITLES[c] for c in catalog.CATEGORIES]
+    assert headings[0] == "From the lessons"
+    code, out, _ = run_cli(capsys, "list", "--json")
+    rows = json.loads(out)
+    seed = next(r for r in rows if r["name"] == "killhead")
+    assert seed["category"] == "seed" and seed["category_title"] == "From the lessons"
+
+
+@pytest.mark.parametrize("command", [("check",), ("run", "--steps", "1")])
+def test_json_names_the_function_as_the_text_does(capsys, command):
+    _, text, _ = run_cli(capsys, command[0], "linear_bug", *command[1:])
+    _, out, _ = run_cli(capsys, command[0], "linear_bug", *command[1:], "--json")
+    data = json.loads(out)
+    assert data["target"] == "linear_bug"
+    assert data["title"] == catalog.get("linear_bug").title == "LinearFunction (find the bug)"
+    assert data["function"] == "LinearFunctionBuggy"
+    if command[0] == "check":
+        assert text.startswith(f"{data['title']}: FAILED")
+
+
+# ---- a closed pipe ----------------------------------------------------------------------------
+@pytest.mark.skipif(os.name != "posix", reason="a pipe closed by its reader, as on Unix")
+def test_a_reader_that_goes_away_ends_the_run_quietly():
+    """``customgrad run killhead --steps 100000 | head -1``: no traceback, and not exit 1
+    (which says the backward disagrees) but 141, as a Unix tool that SIGPIPE ends."""
+    proc = subprocess.Popen([sys.executable, "-m", "customgrad", "run", "killhead", "--steps",
+                             "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what head does after its line
+    err = proc.stderr.read()
+    code = proc.wait()
+    assert first.split()[0] == b"0"
+    assert code == cli.BROKEN_PIPE == 141
+    assert err == b"", err.decode()
+
+
+def test_a_broken_pipe_inside_the_process_is_quiet(monkeypatch, capsys):
+    class Closed:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert cli.main(["list"]) == 141
+    monkeypatch.undo()
+    assert capsys.readouterr().err == ""
