@@ -12,8 +12,8 @@ import copy
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QFont, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -41,13 +41,18 @@ PANELS = {
     "heatmaps": "Jacobian heatmaps",
     "status": "Status bar",
 }
-DEFAULT_HIDDEN = ("picker", "status")
-PRESENT_READOUT = 3.2  # step/loss readout size in presentation mode (times the font)
-PRESENT_JACOBIAN = 1.3  # verdict banner and heatmap labels, relative to the zoomed font
+DEFAULT_HIDDEN = ("picker", "code", "status")
+PRESENT_READOUT = 2.8  # step/loss readout size in presentation mode (times the font)
+PRESENT_JACOBIAN = 1.25  # the verdict line, relative to its size outside presentation
 _NORMAL_READOUT = 1.8
 #: used when another part of the window already has the first choice
 FALLBACK_KEYS = {"open_session": "Ctrl+Alt+O", "save_session": "Ctrl+Alt+S",
                  "export_window": "Ctrl+Alt+E"}
+
+
+def _truthy(value) -> bool:
+    """A bool QSettings read back (an INI file gives "true"/"false" strings)."""
+    return value is True or str(value).lower() in ("true", "1")
 
 
 def _restore_default() -> bool:
@@ -98,6 +103,14 @@ class Classroom(QObject):
         self.actions: dict[str, QAction] = {}
         self._make_actions()
         self._context_menus()
+
+        self._layout_timer = QTimer(self, singleShot=True, interval=500)
+        self._layout_timer.timeout.connect(self._save_layout)
+        for splitter in window.splitters.values():
+            splitter.splitterMoved.connect(self._splitter_moved)
+        window.jacobian.detailsToggled.connect(self._details_toggled)
+
+        self._fit_left()  # the form whole at the start size too, not only after a zoom
 
         self._wheel = zoom.WheelZoom(window, self.zoom_by)
         QApplication.instance().installEventFilter(self._wheel)
@@ -219,6 +232,17 @@ class Classroom(QObject):
         self._action("fullscreen", "Full screen", ["F11"], self.toggle_fullscreen, view,
                      checkable=True)
         view.addSeparator()
+        side = self._action("side_panel", "Side panel (code, editor, inspector, step)", ["F9"],
+                            self.toggle_side_panel, view, checkable=True,
+                            tip="Show or hide the tabs beside the loss plot")
+        side.setChecked(True)
+        self._action("jacobian_details", "Jacobian details", (),
+                     lambda on: self.window.jacobian.set_details_shown(on), view,
+                     checkable=True,
+                     tip="The verdict's numbers, the worst entry, notes and tolerances")
+        self._action("reset_layout", "Reset layout", (), self.reset_layout, view,
+                     tip="Panes back to their first sizes: the heatmaps get their room")
+        view.addSeparator()
         self._action("show_explainer", "Step explainer", (), self.show_explainer, view,
                      tip="Explain the last step: loss, gradient, update")
         self._action("shortcuts", "Keyboard shortcuts", ["F1"], self.show_shortcuts, help_menu)
@@ -257,9 +281,8 @@ class Classroom(QObject):
         w.controls.readout_scale = PRESENT_READOUT if self.presenting else _NORMAL_READOUT
         font = zoom.apply_zoom(w, self.zoom)
         if self.presenting:
-            big = QFont(font)
-            big.setPointSizeF(font.pointSizeF() * PRESENT_JACOBIAN)
-            w.jacobian.apply_font(big)
+            # the verdict larger; the heatmaps' labels stay at the zoom: the cells need the room
+            w.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
         self._fit_left()
         QTimer.singleShot(0, self._fit_left)  # again once the layouts have caught up
 
@@ -295,8 +318,64 @@ class Classroom(QObject):
     def cycle_theme(self) -> str:
         return self.set_theme(theme.next_theme(self.theme))
 
+    # ---- layout -----------------------------------------------------------------------------
+    def _splitter_moved(self, *_args) -> None:
+        if not self.presenting:  # presentation's panes are laid out for the projector
+            self._layout_timer.start()  # once the drag has stopped
+
+    def _save_layout(self) -> None:
+        for name, splitter in self.window.splitters.items():
+            self.prefs.setValue(f"layout/{name}", splitter.saveState())
+        self.prefs.setValue("layout/area_set", self.window._area_user_set)
+        self.prefs.sync()
+
+    def _restore_layout(self) -> None:
+        w = self.window
+        for name, splitter in w.splitters.items():
+            state = self.prefs.value(f"layout/{name}")
+            if isinstance(state, QByteArray) and not state.isEmpty():
+                splitter.restoreState(state)
+        w._area_user_set = _truthy(self.prefs.value("layout/area_set", False))
+        w.jacobian.set_details_shown(_truthy(self.prefs.value("view/jacobian_details",
+                                                              False)))
+
+    def reset_layout(self) -> None:
+        """Panes back to their first sizes, the heatmaps given their room; forgotten."""
+        w = self.window
+        self.prefs.remove("layout")
+        self.prefs.sync()
+        main = w.splitters["main"]
+        total = sum(main.sizes())
+        left = max(w.picker.parentWidget().minimumWidth(), 380)
+        main.setSizes([left, max(0, total - left)])
+        side = w.splitters["side"]
+        half = sum(side.sizes()) // 2
+        side.setSizes([half, half])
+        w.reset_main_area()
+
+    def _details_toggled(self, shown: bool) -> None:
+        self.actions["jacobian_details"].setChecked(shown)
+        self.prefs.setValue("view/jacobian_details", shown)
+        self.prefs.sync()
+        self.window._fit_timer.start()
+
+    def toggle_side_panel(self) -> None:
+        self.set_side_panel(self.window.side_tabs.isHidden())
+
+    def set_side_panel(self, shown: bool) -> None:
+        """Show or hide the side panel (code, editor, inspector and step tabs): F9."""
+        w = self.window
+        w.side_tabs.setVisible(shown)
+        w.loss_plot.parentWidget().setVisible(shown or not w.loss_plot.isHidden())
+        self._sync_side_action()
+        w._fit_timer.start()
+
+    def _sync_side_action(self) -> None:
+        self.actions["side_panel"].setChecked(not self.window.side_tabs.isHidden())
+
     def restore_prefs(self) -> None:
-        """Apply the remembered theme and zoom."""
+        """Apply the remembered theme and zoom, pane sizes and banner details."""
+        self._restore_layout()
         name = self.prefs.value("view/theme", "light")
         self.set_theme(name if name in theme.THEMES else "light", remember=False)
         try:
@@ -350,6 +429,34 @@ class Classroom(QObject):
                 widget.setVisible(shown)
         upper = self.window.loss_plot.parentWidget()
         upper.setVisible(not {"loss", "code"} <= self.hidden_panels)
+        self._place_readout()
+        self._sync_side_action()
+        self.window._fit_timer.start()
+
+    def _place_readout(self) -> None:
+        """Presenting with the loss plot shown: the step and loss beside it, one above the
+        other (the heatmaps get the row they took); else beside the buttons."""
+        w = self.window
+        w.loss_plot.set_compact(self.presenting)
+        holder = w.readout_holder
+        beside = self.presenting and not w.loss_plot.isHidden()
+        if beside == (w.controls.readout.parentWidget() is holder):
+            return
+        w.controls.lend_readout(holder.layout() if beside else None)
+        if beside:
+            holder.layout().addStretch(1)
+        else:
+            while holder.layout().count():
+                holder.layout().takeAt(0)
+            holder.layout().addStretch(1)
+        holder.setVisible(beside)
+        if beside:
+            split = w.splitters["side"]
+            split.setCollapsible(2, False)
+            total = sum(split.sizes())
+            need = holder.sizeHint().width()
+            sizes = split.sizes()
+            split.setSizes([max(0, total - need - sizes[1]), sizes[1], need])
 
     def set_presentation(self, on: bool, fullscreen: bool = True) -> None:
         """Presentation mode: full screen, big readout and verdict, chosen panels hidden."""
@@ -362,7 +469,11 @@ class Classroom(QObject):
             widgets = [x for key in PANELS for x in self.panel_widgets(key)]
             self._before_present = {
                 "visible": {id(x): not x.isHidden() for x in widgets},
-                "fullscreen": w.isFullScreen(), "maximized": w.isMaximized()}
+                "fullscreen": w.isFullScreen(), "maximized": w.isMaximized(),
+                "area": (w._area_user_set, w.main_area.saveState())}
+            w._area_user_set = False  # the heatmaps get their room on the projector
+            self._before_present["menu"] = not w.menuBar().isHidden()
+            w.menuBar().hide()  # every command keeps its key (F5 or Esc leaves)
             self.presenting = True
             self._show_panels()
             if fullscreen and not w.isFullScreen():
@@ -376,7 +487,15 @@ class Classroom(QObject):
             self.window.loss_plot.parentWidget().setVisible(True)
             if w.isFullScreen() and not self._before_present.get("fullscreen"):
                 w.showMaximized() if self._before_present.get("maximized") else w.showNormal()
+            w.menuBar().setVisible(self._before_present.get("menu", True))
+            self._place_readout()
+            user_set, state = self._before_present.get("area", (False, None))
+            if user_set and state is not None:
+                w.main_area.restoreState(state)
+            w._area_user_set = user_set
             self._before_present = {}
+            self._sync_side_action()
+            w._fit_timer.start()
         self._apply_fonts()
         self.actions["presentation"].setChecked(on)
         self.actions["leave_presentation"].setEnabled(on)
@@ -406,6 +525,7 @@ class Classroom(QObject):
         tabs.setVisible(True)
         tabs.parentWidget().setVisible(True)
         tabs.setCurrentWidget(self.explainer)
+        self._sync_side_action()
 
     # ---- sessions ---------------------------------------------------------------------------
     def session_data(self) -> dict:

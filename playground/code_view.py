@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from playground.fitting import FitScroll
 from playground.fonts import point_size
 
 if TYPE_CHECKING:
@@ -319,7 +320,10 @@ class CodeView(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
         layout.addWidget(self.title_label)
-        layout.addWidget(self.note_label)
+        # a long note scrolls rather than take the code's room (or the window's, zoomed in)
+        self.note_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.note_scroll = FitScroll(self.note_label, self, share=0.4)
+        layout.addWidget(self.note_scroll)
         layout.addWidget(self.file_label)
         layout.addWidget(self.editor, 1)
 
@@ -340,6 +344,7 @@ class CodeView(QWidget):
         self.title_label.setText(title)
         self.note_label.setText(note)
         self.note_label.setVisible(bool(note))
+        self.note_scroll.setVisible(bool(note))
         self._file = os.fspath(file) if file is not None else None
         if self._file:
             shown = _display_path(self._file)

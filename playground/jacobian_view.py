@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import html
 import math
 import threading
 import time
@@ -43,12 +44,14 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report, finite_absmax
 from playground.discard import held
+from playground.fitting import FitScroll, FittedTickSpacing
 from playground.fonts import point_size
 from playground.pacing import paint_later
 
@@ -117,12 +120,16 @@ class JacobianView(QWidget):
     """Verdict banner, tolerance editors, and the three linked heatmaps.
 
     Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid tolerances,
-    ``checkRequested()`` and ``cancelRequested()`` from the buttons.
+    ``checkRequested()`` and ``cancelRequested()`` from the buttons, ``detailsToggled(shown)``
+    when the banner is expanded or folded, ``idealHeightChanged()`` when
+    :meth:`ideal_height` may have changed (a new matrix, another size).
     """
 
     tolerancesChanged = Signal(float, float, float)
     checkRequested = Signal()
     cancelRequested = Signal()
+    detailsToggled = Signal(bool)
+    idealHeightChanged = Signal()
 
     # a 2048 x 2048 report is about 100 MB: replaced ones are freed off the GUI thread
     _report = held("report")
@@ -135,6 +142,8 @@ class JacobianView(QWidget):
         self._computing = False
         self._paint_waiter: threading.Event | None = None  # see _await_paint
         self._styling = False
+        self._verdict_scale = 1.0
+        self._text_color = "#000000"
         self._outputs: list[Axis] = []
         self._inputs: list[Axis] = []
         self._layout_key: tuple | None = None
@@ -177,10 +186,10 @@ class JacobianView(QWidget):
         self.hover_label.setMinimumWidth(10)
         self.hover_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.setSpacing(6)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(4)
         layout.addWidget(self.banner)
-        layout.addLayout(self._controls)
+        layout.addWidget(self.tolerance_row)
         layout.addWidget(self.graphics, 1)
         layout.addWidget(self.hover_label)
         self.set_tolerances(*self._tolerances)
@@ -190,36 +199,71 @@ class JacobianView(QWidget):
     # ------------------------------------------------------------------ construction
 
     def _build_banner(self) -> None:
+        """One line: the verdict, progress and Cancel while computing, and a Details toggle
+        that shows the numbers, the worst entry, the notes and the tolerance editors."""
         self.banner = QFrame()
         self.banner.setObjectName("JacobianBanner")
         self.verdict_label = QLabel()
         self.verdict_label.setObjectName("JacobianVerdict")
-        self.verdict_label.setWordWrap(True)
         self.details_label = QLabel()
-        self.details_label.setWordWrap(True)
         self.worst_label = QLabel()
-        self.worst_label.setWordWrap(True)
         self.notes_label = QLabel()
-        self.notes_label.setWordWrap(True)
         for label in (self.verdict_label, self.details_label, self.worst_label,
                       self.notes_label):
+            label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             label.setTextFormat(Qt.TextFormat.PlainText)
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            # any width, and as tall as the wrapped text needs there: lines wrap, never
+            # overlap (the height-for-width flag must be kept when the policy is replaced)
+            policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            policy.setHeightForWidth(True)
+            label.setSizePolicy(policy)
+        self.details_button = QToolButton()
+        self.details_button.setObjectName("JacobianDetails")
+        self.details_button.setCheckable(True)
+        self.details_button.setText("Details")
+        self.details_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.details_button.setToolTip("Show the errors, the worst entry, the notes and the "
+                                       "tolerances")
+        self.details_button.toggled.connect(self.set_details_shown)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setMinimumWidth(120)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the comparison")
+        self.cancel_button.clicked.connect(self.cancelRequested)
+        head = QHBoxLayout()
+        head.setSpacing(8)
+        head.addWidget(self.verdict_label, 3)
+        head.addWidget(self.progress_bar, 2)
+        head.addWidget(self.cancel_button)
+        head.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.details_box = QWidget()
+        details = QVBoxLayout(self.details_box)
+        details.setContentsMargins(0, 0, 0, 0)
+        details.setSpacing(3)
+        details.addWidget(self.details_label)
+        details.addWidget(self.worst_label)
+        details.addWidget(self.notes_label)
         box = QVBoxLayout(self.banner)
-        box.setContentsMargins(12, 8, 12, 8)
+        box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
-        box.addWidget(self.verdict_label)
-        box.addWidget(self.details_label)
-        box.addWidget(self.worst_label)
-        box.addWidget(self.notes_label)
+        box.addLayout(head)
+        self.details_scroll = FitScroll(self.details_box, self, share=0.25)
+        box.addWidget(self.details_scroll)
+        self.progress_bar.hide()
+        self.cancel_button.hide()
 
     def _build_controls(self) -> None:
         self.check_button = QPushButton("Check at current point")
         self.check_button.setToolTip("Compare your backward with finite differences at the "
                                      "current inputs")
         self.check_button.clicked.connect(self.checkRequested)
-        row = QHBoxLayout()
+        self.tolerance_row = QWidget()
+        row = QHBoxLayout(self.tolerance_row)
+        row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(6)
         row.addWidget(self.check_button)
         row.addSpacing(12)
@@ -252,18 +296,24 @@ class JacobianView(QWidget):
         self.tolerance_message.setSizePolicy(QSizePolicy.Policy.Ignored,
                                              QSizePolicy.Policy.Preferred)
         row.addWidget(self.tolerance_message, 1)
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setTextVisible(True)
-        self.progress_bar.setMinimumWidth(120)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the comparison")
-        self.cancel_button.clicked.connect(self.cancelRequested)
-        row.addWidget(self.progress_bar, 2)
-        row.addWidget(self.cancel_button)
-        self._controls = row
-        self.progress_bar.hide()
-        self.cancel_button.hide()
+        self.set_details_shown(False)
+
+    def details_shown(self) -> bool:
+        """Whether the banner shows its details and the tolerance editors."""
+        return self.details_button.isChecked()
+
+    def set_details_shown(self, shown: bool) -> None:
+        """Expand the banner (numbers, worst entry, notes, tolerances) or fold it to the
+        verdict line; ``detailsToggled`` says so."""
+        shown = bool(shown)
+        if self.details_button.isChecked() != shown:
+            self.details_button.setChecked(shown)  # comes back here through toggled
+            return
+        self.details_button.setArrowType(Qt.ArrowType.DownArrow if shown
+                                         else Qt.ArrowType.RightArrow)
+        self.details_scroll.setVisible(shown)
+        self.tolerance_row.setVisible(shown)
+        self.detailsToggled.emit(shown)
 
     def _build_graphics(self) -> None:
         self.graphics = pg.GraphicsLayoutWidget()
@@ -370,6 +420,7 @@ class JacobianView(QWidget):
             # (about 4 ms a bar, on the GUI thread, a few times a second while computing)
             bar.axis.enableAutoSIPrefix(False)
             bar.axis.setTickDensity(0.4)
+            bar.axis.tickSpacing = FittedTickSpacing(bar.axis)
             bar.getAxis("left").setWidth(1)
         layout = self.graphics.ci.layout
         for col, stretch in enumerate((0, 1, 1, 0, 1, 0)):
@@ -648,8 +699,21 @@ class JacobianView(QWidget):
             text += "   ✘ outside tolerance" if bad else "   ✔ within tolerance"
         return text
 
-    def apply_font(self, font: QFont) -> None:
-        """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included."""
+    def ideal_height(self) -> int:
+        """The pane's height at which the heatmaps' cells are square and the three views use
+        the whole width they have: what the window gives the pane first. Before a matrix
+        arrives, that of a square one (most are, and the pane need not move when it comes)."""
+        rows, cols = self._shape if all(self._shape) else (1, 1)
+        vb = self._panels[0].plot.vb
+        width = vb.width()
+        if width < 2 or not self.graphics.isVisible():
+            return self.sizeHint().height()
+        return math.ceil(self.height() - vb.height() + width * rows / cols)
+
+    def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
+        """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
+        verdict line ``verdict_scale`` times its usual size (presentation mode)."""
+        self._verdict_scale = float(verdict_scale)
         self.setFont(font)
         self._restyle()
 
@@ -895,25 +959,46 @@ class JacobianView(QWidget):
             panel.grid.setData(np.array(gx, float), np.array(gy, float))
         self._fit_row_axis()
         self._auto_fit = True
+        self.idealHeightChanged.emit()
         self._update_aspect()
         self._refit()
         self._update_ticks()
 
     def _fit_row_axis(self) -> None:
-        """Width of the row-label column: the longest "name [shape]" label, unless that
-        takes more than a fifth of the width; then the longest bare name (up to the same)."""
+        """The row-label column. One output (most Functions): its "name [shape]" written
+        upwards along the rows, one line wide, so the heatmaps keep the width. Several: the
+        longest "name [shape]" label, unless that takes more than a fifth of the width; then
+        the longest bare name (up to the same)."""
         metrics = QFontMetrics(_scaled(self.font(), 1.0))
-        full = [text for _, text in _block_ticks(self._outputs)] or ["output"]
-        names = [a.name for a in self._outputs] or ["output"]
-        cap = max(4 * metrics.height(), 0.2 * self.graphics.width())
-        need = max(metrics.horizontalAdvance(t) for t in full)
-        if need > cap:
-            need = min(cap, max(metrics.horizontalAdvance(t) for t in names))
-        self._row_text_width = math.ceil(need)
         points = point_size(self.font())
-        pad = max(3, round(points * 0.4)) + max(4, round(points * 0.5)) + 6
-        if getattr(self.row_axis, "fixedWidth", None) != self._row_text_width + pad:
-            self.row_axis.setWidth(self._row_text_width + pad)
+        axis = self.row_axis
+        if len(self._outputs) <= 1:
+            self._row_text_width = 0
+            text = ""
+            if self._outputs:
+                out = self._outputs[0]
+                room = self._panels[0].plot.vb.height()
+                text = _block_label(out)
+                if room >= 2 and metrics.horizontalAdvance(text) > room:
+                    text = metrics.elidedText(out.name, Qt.TextElideMode.ElideRight,
+                                              max(int(room), 1))
+            axis.setLabel(html.escape(text), **{"font-size": _css_size(self.font(), 1.0),
+                                                "color": self._text_color})
+            axis.showLabel(bool(text))
+            width = metrics.height() + max(4, round(points * 0.5)) + 4
+        else:
+            axis.showLabel(False)
+            full = [text for _, text in _block_ticks(self._outputs)]
+            names = [a.name for a in self._outputs]
+            cap = max(4 * metrics.height(), 0.2 * self.graphics.width())
+            need = max(metrics.horizontalAdvance(t) for t in full)
+            if need > cap:
+                need = min(cap, max(metrics.horizontalAdvance(t) for t in names))
+            self._row_text_width = math.ceil(need)
+            width = (self._row_text_width + max(3, round(points * 0.4))
+                     + max(4, round(points * 0.5)) + 6)
+        if getattr(axis, "fixedWidth", None) != width:
+            axis.setWidth(width)
 
     def fit(self) -> None:
         """Show the whole matrix (and keep it fitted while the view is resized)."""
@@ -923,6 +1008,7 @@ class JacobianView(QWidget):
         self._refit()
 
     def _view_resized(self, *_args) -> None:
+        self.idealHeightChanged.emit()
         vb = self._panels[0].plot.vb
         _DISPLAY["pixels"] = max(64, min(PREVIEW_PIXELS, math.ceil(
             max(vb.width(), vb.height()) * self.devicePixelRatioF())))
@@ -986,6 +1072,10 @@ class JacobianView(QWidget):
             x_ticks, x_full = _fit_labels(self._inputs, x0, x1, vb.width(),
                                           metrics.horizontalAdvance, None,
                                           gap=metrics.horizontalAdvance("  "))
+            y_ticks, y_full = [], True
+        if len(self._outputs) <= 1:
+            y_ticks, y_full = [], True  # one output: the column's upright label names it
+        elif self.graphics.isVisible() and vb.width() >= 2 and vb.height() >= 2:
             y_ticks, y_full = _fit_labels(self._outputs, y0, y1, vb.height(),
                                           lambda _text: metrics.height(),
                                           lambda text: metrics.horizontalAdvance(text)
@@ -1194,8 +1284,14 @@ class JacobianView(QWidget):
     def _restyle_now(self) -> None:
         base = QFont(self.font())
         points = point_size(base)
-        big = _scaled(base, 1.4, bold=True)
+        big = _scaled(base, 1.4 * self._verdict_scale, bold=True)
         self.verdict_label.setFont(big)
+        self.details_button.setFont(_scaled(base, 1.0))
+        # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
+        self.details_button.setText("Details" if self._verdict_scale == 1.0 else "")
+        self.details_button.setToolButtonStyle(
+            Qt.ToolButtonStyle.ToolButtonTextBesideIcon if self._verdict_scale == 1.0
+            else Qt.ToolButtonStyle.ToolButtonIconOnly)
         # explicit fonts: the banner's style sheet stops fonts from being inherited
         for widget in (self.details_label, self.worst_label, self.tolerance_message,
                        *self._tolerance_edits.values()):
@@ -1208,10 +1304,11 @@ class JacobianView(QWidget):
         fg = pal.color(QPalette.ColorRole.Text)
         self.graphics.setBackground(bg)
         title_font = _scaled(base, 1.15, bold=True)
-        title_height = QFontMetrics(title_font).height() + 6
+        title_height = QFontMetrics(title_font).height() + 2
         tick_font = _scaled(base, 1.0)
         metrics = QFontMetrics(tick_font)
         offset = max(3, round(points * 0.4))
+        self._text_color = fg.name()
         self._title_font = title_font
         self._title_height = title_height
         self._title_style = {"size": _css_size(base, 1.15), "bold": True, "color": fg.name()}
@@ -1227,7 +1324,7 @@ class JacobianView(QWidget):
                 axis.setStyle(tickFont=tick_font, tickTextOffset=offset,
                               tickLength=-max(4, round(points * 0.5)))
                 axis.setStyle(autoExpandTextSpace=False)
-        bottom_height = metrics.height() + offset + 8
+        bottom_height = metrics.height() + offset + 4
         rows = self.rows_plot
         rows.layout.setRowFixedHeight(0, title_height)
         rows.getAxis("bottom").setHeight(bottom_height)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from playground.fitting import FittedTickSpacing
 from playground.fonts import point_size
 from playground.pacing import paint_later
 
@@ -127,7 +128,8 @@ class LossPlot(QWidget):
         self.status_label = QLabel("")
         self.status_label.setToolTip("Points in the current run")
 
-        bar = QHBoxLayout()
+        self.toolbar = QWidget()
+        bar = QHBoxLayout(self.toolbar)
         bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(self.log_checkbox)
         bar.addWidget(self.clear_button)
@@ -143,6 +145,10 @@ class LossPlot(QWidget):
         for name in ("bottom", "left"):
             # "loss (x0.001)" style rescaling only confuses an audience: show real values.
             self.plot_item.getAxis(name).enableAutoSIPrefix(False)
+        # a short plot (presentation mode on a small screen) shows fewer loss labels, never
+        # overlapping ones
+        left = self.plot_item.getAxis("left")
+        left.tickSpacing = FittedTickSpacing(left)
         self.plot_item.layout.setContentsMargins(6, 6, 14, 6)
         # A million points stay smooth: draw only the visible x range, and at most
         # about two points (min and max) per pixel column. Curves added later
@@ -155,9 +161,10 @@ class LossPlot(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
-        layout.addLayout(bar)
+        layout.addWidget(self.toolbar)
         layout.addWidget(self.plot_widget, 1)
 
+        self._compact = False
         self._pending = False
         self._last_flush = 0.0
         self._min_interval = _MIN_FLUSH_INTERVAL
@@ -401,6 +408,14 @@ class LossPlot(QWidget):
                     for s, v in zip(x.tolist(), y.tolist())
                 )
 
+    def set_compact(self, on: bool) -> None:
+        """Compact (presentation mode on a small screen): no toolbar and no axis titles, so
+        the curve keeps its height; log y stays in the plot's right-click menu."""
+        self._compact = bool(on)
+        self.toolbar.setVisible(not on)
+        for name in ("bottom", "left"):
+            self.plot_item.showLabel(name, not on)
+
     # ------------------------------------------------------------------ fonts
 
     def apply_font(self, font: QFont) -> None:
@@ -429,6 +444,7 @@ class LossPlot(QWidget):
                 maxTickLevel=1,  # major and minor ticks/grid: cleaner and cheaper to draw
             )
             axis.setLabel(axis.labelText, **{**axis.labelStyle, "font-size": label_size})
+            axis.showLabel(not self._compact)
             # pyqtgraph only grows the tick text space; let it fit the new font afresh.
             axis.textWidth = 30
             axis.textHeight = 18

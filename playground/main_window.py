@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QFont, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
@@ -16,13 +16,12 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
-    QStyle,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from playground import byof, classroom
+from playground import byof, classroom, theme
 from playground.code_view import CodeView
 from playground.error_banner import ErrorBanner
 from playground.form import InputsForm, LoopForm
@@ -30,6 +29,7 @@ from playground.jacobian_view import JacobianView
 from playground.loss_plot import LossPlot
 from playground.picker import FunctionPicker
 from playground.session import Session
+from playground.shortcuts import TextFieldEscape
 
 SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
           ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))
@@ -43,13 +43,11 @@ class ControlsBar(QWidget):
     def __init__(self, session: Session, parent=None):
         super().__init__(parent)
         self.session = session
-        style = self.style()
-        icon = QStyle.StandardPixmap
-        self._play_icon = style.standardIcon(icon.SP_MediaPlay)
-        self._pause_icon = style.standardIcon(icon.SP_MediaPause)
-        self.play = QPushButton(self._play_icon, "Play")
-        self.step = QPushButton(style.standardIcon(icon.SP_MediaSkipForward), "Step")
-        self.reset = QPushButton(style.standardIcon(icon.SP_BrowserReload), "Reset")
+        self._running_now = False
+        self.play = QPushButton("Play")
+        self.step = QPushButton("Step")
+        self.reset = QPushButton("Reset")
+        self._color_icons()
         self.check = QPushButton("Check Jacobian here")
         for button, tip in ((self.play, "Run gradient descent (Space)"),
                             (self.step, "Pause, then one step (S or Right)"),
@@ -68,7 +66,10 @@ class ControlsBar(QWidget):
         for w in (self.play, self.step, self.reset, self.speed, self.check):
             self._buttons.addWidget(w)
         self._buttons.addStretch(1)
-        self._readout = QHBoxLayout()
+        #: the step and loss in large type: beside the buttons, or elsewhere (presentation
+        #: mode puts it beside the loss plot, one number above the other: see lend_readout)
+        self.readout = QWidget()
+        self._readout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self.readout)
         self._readout.setContentsMargins(0, 0, 0, 0)
         self._readout.addStretch(1)
         self._readout.addWidget(self.step_label)
@@ -78,7 +79,7 @@ class ControlsBar(QWidget):
         self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
         self._layout.setContentsMargins(4, 4, 4, 4)
         self._layout.addLayout(self._buttons, 1)
-        self._layout.addLayout(self._readout)
+        self._layout.addWidget(self.readout)
         self.apply_font(self.font())
         self.play.clicked.connect(session.toggle)
         self.step.clicked.connect(session.step_once)
@@ -101,23 +102,42 @@ class ControlsBar(QWidget):
             label.setFont(big)
         # fixed widths: a changing number must not re-layout (and repaint) the window
         self.loss_label.setMinimumWidth(self.loss_label.fontMetrics().horizontalAdvance(
-            "loss 0.000000e+00"))
+            "loss −0.0000e+00"))
         self.step_label.setMinimumWidth(self.step_label.fontMetrics().horizontalAdvance(
-            "step 00000000"))
+            "step 0000000"))
         for layout in (self._buttons, self._readout, self._layout):
             layout.invalidate()
         self.updateGeometry()
         self._arrange()
 
+    def lend_readout(self, layout: QBoxLayout | None) -> None:
+        """Show the readout in ``layout`` (elsewhere in the window), one number above the
+        other; None: back beside the buttons, in one row."""
+        if layout is None:
+            self._readout.setDirection(QBoxLayout.Direction.LeftToRight)
+            self._layout.addWidget(self.readout)
+        else:
+            self._readout.setDirection(QBoxLayout.Direction.TopToBottom)
+            layout.addWidget(self.readout)
+        self.readout.show()
+        for label in (self.step_label, self.loss_label):
+            label.setAlignment(Qt.AlignmentFlag.AlignRight if layout is not None
+                               else Qt.AlignmentFlag.AlignLeft)
+        self.updateGeometry()
+        self._arrange()
+
+    def _readout_width(self) -> int:
+        return self._readout.minimumSize().width() if self.readout.parent() is self else 0
+
     def _one_row_width(self) -> int:
         m = self._layout.contentsMargins()
         return (self._buttons.minimumSize().width() + self._layout.spacing()
-                + self._readout.minimumSize().width() + m.left() + m.right())
+                + self._readout_width() + m.left() + m.right())
 
     def minimumSizeHint(self) -> QSize:
         """As narrow as the wider of the two rows: the readout can wrap below."""
         m = self._layout.contentsMargins()
-        width = max(self._buttons.minimumSize().width(), self._readout.minimumSize().width())
+        width = max(self._buttons.minimumSize().width(), self._readout_width())
         return QSize(width + m.left() + m.right(), super().minimumSizeHint().height())
 
     def resizeEvent(self, event) -> None:
@@ -131,9 +151,22 @@ class ControlsBar(QWidget):
             self._layout.setDirection(direction)
             self.updateGeometry()
 
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._color_icons()
+        super().changeEvent(event)
+
+    def _color_icons(self) -> None:
+        """The buttons' icons in the buttons' text colour: visible in every theme."""
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.play.setIcon(theme.icon("pause" if self._running_now else "play", color))
+        self.step.setIcon(theme.icon("step", color))
+        self.reset.setIcon(theme.icon("reset", color))
+
     def _running(self, running: bool) -> None:
+        self._running_now = bool(running)
         self.play.setText("Pause" if running else "Play")
-        self.play.setIcon(self._pause_icon if running else self._play_icon)
+        self._color_icons()
 
     def _batch(self, batch) -> None:
         if batch.records:
@@ -144,6 +177,17 @@ class ControlsBar(QWidget):
     def _reset(self, _label: str) -> None:
         self.step_label.setText("step 0")
         self.loss_label.setText("loss —")
+
+
+def _teaching_note(target) -> str:
+    """A gallery entry's note, else the class's own docstring: never one it inherits (a
+    Function without a docstring would show torch's Function.__doc__)."""
+    if target.entry is not None:
+        return target.note
+    import inspect
+
+    doc = vars(target.function).get("__doc__")
+    return inspect.cleandoc(doc) if isinstance(doc, str) and doc.strip() else ""
 
 
 def _fmt(x: float) -> str:
@@ -190,16 +234,31 @@ class MainWindow(QMainWindow):
         left.setMinimumWidth(380)
         left_layout.addWidget(scroll, 4)
 
+        # the side panel: secondary views, as tabs beside the loss plot (F9 hides it)
         self.side_tabs = QTabWidget()
         self.side_tabs.addTab(self.code, "Code")
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.loss_plot)
         upper.addWidget(self.side_tabs)
+        #: where presentation mode shows the step and loss, beside the loss plot
+        self.readout_holder = QWidget()
+        holder = QVBoxLayout(self.readout_holder)
+        holder.setContentsMargins(12, 0, 12, 0)
+        holder.addStretch(1)
+        upper.addWidget(self.readout_holder)
+        self.readout_holder.hide()
+        upper.setStretchFactor(0, 1)
+        upper.setStretchFactor(1, 1)
+        upper.setStretchFactor(2, 0)
         upper.setSizes([500, 500])
+        # the main area: the loss plot above, the Jacobian pane below, which gets the height
+        # its heatmaps' square cells need at the width there is (see fit_main_area)
         right_split = QSplitter(Qt.Orientation.Vertical)
+        right_split.setChildrenCollapsible(False)
         right_split.addWidget(upper)
         right_split.addWidget(self.jacobian)
         right_split.setSizes([290, 560])
+        self.main_area = right_split
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 4, 4, 4)
@@ -218,8 +277,18 @@ class MainWindow(QMainWindow):
         main.addWidget(left)
         main.addWidget(right)
         main.setStretchFactor(1, 1)
-        main.setSizes([430, 1010])
+        main.setSizes([380, 1060])
+        # the window itself takes the keyboard first: Space, S, R and C work from the start
+        main.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.setCentralWidget(main)
+        #: name -> splitter, for remembering where the user put them
+        self.splitters = {"main": main, "side": upper, "area": right_split}
+        self._area_user_set = False  # the user moved the main area's splitter: keep it
+        right_split.splitterMoved.connect(self._area_moved)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self.fit_main_area)
+        self.jacobian.idealHeightChanged.connect(self._fit_timer.start)
+        right_split.installEventFilter(self)
         self.status = self.statusBar()
         self._make_actions()
 
@@ -242,6 +311,42 @@ class MainWindow(QMainWindow):
         self.errors.jump.connect(self._jump)
         byof.install(self)
         classroom.install(self, restore_prefs=restore_prefs, restore_session=restore_session)
+        self._escape = TextFieldEscape(self, main)
+        main.setFocus()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.main_area and event.type() in (QEvent.Type.Resize,
+                                                          QEvent.Type.Show):
+            self._fit_timer.start()
+        return super().eventFilter(watched, event)
+
+    def _area_moved(self, *_args) -> None:
+        self._area_user_set = True
+
+    def reset_main_area(self) -> None:
+        """Give the Jacobian pane its room again (forget where the user put the splitter)."""
+        self._area_user_set = False
+        self.fit_main_area()
+
+    def fit_main_area(self) -> None:
+        """Give the Jacobian pane the height its square cells need at the width there is,
+        leaving the loss plot (and side panel) at least their minimum; unless the user has
+        put the splitter somewhere."""
+        split = self.main_area
+        upper, pane = split.widget(0), split.widget(1)
+        if self._area_user_set or upper.isHidden() or pane.isHidden() \
+                or not split.isVisible():
+            return
+        sizes = split.sizes()
+        total = sum(sizes)
+        if total <= 0:
+            return
+        floor = max(upper.minimumSizeHint().height(), upper.minimumHeight(),
+                    4 * self.fontMetrics().height())
+        height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
+        want = [total - height, height]
+        if any(abs(a - b) > 2 for a, b in zip(want, sizes)):
+            split.setSizes(want)
 
     def _make_actions(self) -> None:
         s = self.session
@@ -277,7 +382,8 @@ class MainWindow(QMainWindow):
             first = inspect.getsourcelines(target.function)[1]
         except (OSError, TypeError):
             pass
-        self.code.set_function(target.label, target.source, target.note, file, first)
+        self.code.set_function(target.label, target.source, _teaching_note(target), file,
+                               first)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()
 

@@ -11,7 +11,7 @@ import time
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from customgrad import loader
-from customgrad.errors import Cancelled, CustomGradError, SpecError
+from customgrad.errors import Cancelled, CustomGradError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
 from customgrad.problem import Problem, specs_for
@@ -253,9 +253,9 @@ class Session(QObject):
 
     def play(self) -> None:
         if self.settings.steps and self.step >= self.settings.steps:
-            self.errorRaised.emit(SpecError(
-                f"The run has reached its {self.settings.steps} steps: press Reset, or raise "
-                "'steps'.", field="steps"))
+            # the end of the run, not an error
+            self.notice.emit(f"Run finished at step {self.step} — Reset (R) or raise steps")
+            self.runningChanged.emit(False)
             return
         if not self._ensure_worker():
             return

@@ -1,20 +1,64 @@
-"""Help > Keyboard shortcuts: a table made from the window's actual QActions."""
+"""Help > Keyboard shortcuts: a table made from the window's actual QActions; Escape leaves
+a text field, so that the one-key shortcuts (Space, S, R, C) act again."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QMenu,
+    QPlainTextEdit,
     QTableWidget,
     QTableWidgetItem,
+    QTextEdit,
     QVBoxLayout,
+    QWidget,
 )
 
-__all__ = ["ShortcutsDialog", "shortcut_rows"]
+__all__ = ["ShortcutsDialog", "TextFieldEscape", "is_text_field", "shortcut_rows"]
+
+
+def is_text_field(widget: QWidget | None) -> bool:
+    """Whether ``widget`` takes typed text (a line edit, spin box, editable combo box or
+    text editor): one-key shortcuts type into it instead of acting."""
+    if isinstance(widget, (QLineEdit, QAbstractSpinBox)):
+        return True
+    if isinstance(widget, QComboBox):
+        return widget.isEditable()
+    if isinstance(widget, (QPlainTextEdit, QTextEdit)):
+        return not widget.isReadOnly()
+    return False
+
+
+class TextFieldEscape(QObject):
+    """Escape in a text field of ``window`` gives the keyboard back to ``home`` (a widget
+    that types nothing): Space, S, R and C act again. Escape stays what it is elsewhere
+    (leaving presentation mode, closing a popup)."""
+
+    def __init__(self, window: QWidget, home: QWidget):
+        super().__init__(window)
+        self._window = window
+        self._home = home
+        QApplication.instance().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape \
+                and isinstance(watched, QWidget) and watched.window() is self._window:
+            field = watched
+            if isinstance(field.parentWidget(), (QAbstractSpinBox, QComboBox)):
+                field = field.parentWidget()  # the line edit inside a spin or combo box
+            if is_text_field(field):
+                self._home.setFocus(Qt.FocusReason.OtherFocusReason)
+                return True
+        return False
 
 
 def _menu_places(window) -> dict[int, tuple[int, str]]:

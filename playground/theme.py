@@ -9,15 +9,24 @@ spell them out with ✔/✘ and words in every theme.
 
 from __future__ import annotations
 
+import atexit
 import inspect
+import shutil
+import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import QByteArray, QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QStyleFactory, QWidget
 
-__all__ = ["THEMES", "Theme", "apply_theme", "get", "next_theme", "palette"]
+from playground import paths
+
+__all__ = ["THEMES", "Theme", "apply_theme", "contrast", "get", "icon", "next_theme",
+           "palette"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,79 @@ QTabBar::tab:selected { background: #ffff00; color: #000000; }
 QTabBar::tab { border: 2px solid #ffffff; padding: 4px 10px; }
 QToolTip { border: 2px solid #ffff00; }
 """
+
+
+_ARROWS = """
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow { image: url(%(up)s); width: 10px; height: 6px; }
+QSpinBox::down-arrow, QDoubleSpinBox::down-arrow { image: url(%(down)s); width: 10px;
+                                                    height: 6px; }
+QComboBox::down-arrow { image: url(%(down)s); width: 10px; height: 6px; }
+QComboBox::drop-down { border-left: 2px solid #ffffff; width: 1.1em; }
+QSpinBox::up-button, QDoubleSpinBox::up-button,
+QSpinBox::down-button, QDoubleSpinBox::down-button { border-left: 2px solid #ffffff;
+                                                      width: 1.1em; }
+"""
+
+
+def _svg(name: str, color: QColor) -> str:
+    """The text of ``resources/icons/<name>.svg`` painted in ``color`` (the files paint in
+    ``currentColor``)."""
+    text = (paths.resources_dir() / "icons" / f"{name}.svg").read_text(encoding="utf-8")
+    return text.replace("currentColor", color.name())
+
+
+@lru_cache(maxsize=64)
+def _icon(name: str, rgb: str) -> QIcon:
+    renderer = QSvgRenderer(QByteArray(_svg(name, QColor(rgb)).encode()))
+    result = QIcon()
+    for size in (16, 20, 24, 32, 48, 64):
+        pixmap = QPixmap(size, size)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        renderer.render(painter, QRectF(0, 0, size, size))
+        painter.end()
+        result.addPixmap(pixmap)
+    return result
+
+
+def icon(name: str, color: QColor | str) -> QIcon:
+    """Icon ``name`` (play, pause, step, reset, ...) from ``resources/icons``, in ``color``:
+    buttons draw theirs in the palette's ButtonText, so icons follow every theme."""
+    return _icon(name, QColor(color).name())
+
+
+def _luminance(color: QColor) -> float:
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return (0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF())
+            + 0.0722 * channel(color.blueF()))
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """The WCAG contrast ratio of two colours (1 to 21; 3 is the least for icons)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+_arrow_dir: list[Path] = []
+
+
+def _arrow_sheet(color: QColor) -> str:
+    """Style-sheet rules that draw spin-box and combo-box arrows in ``color`` (a sheet that
+    gives such a box a border makes Qt drop the style's arrows): SVG files written once per
+    colour."""
+    if not _arrow_dir:
+        folder = Path(tempfile.mkdtemp(prefix="autograd-playground-icons-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _arrow_dir.append(folder)
+    found = {}
+    for name in ("arrow-up", "arrow-down"):
+        path = _arrow_dir[0] / f"{name}-{color.name()[1:]}.svg"
+        if not path.exists():
+            path.write_text(_svg(name, color), encoding="utf-8")
+        found[name.split("-")[1]] = path.as_posix()
+    return _ARROWS % found
 
 
 def get(name: str) -> Theme:
@@ -109,6 +191,10 @@ def palette(name: str) -> QPalette:
     return pal
 
 
+def _high_contrast_sheet() -> str:
+    return _HIGH_CONTRAST_SHEET + _arrow_sheet(QColor("#ffffff"))
+
+
 def _theme_argument(method, theme: Theme):
     """``theme.dark`` for ``apply_theme(dark)``, the theme's name otherwise."""
     try:
@@ -129,8 +215,8 @@ def apply_theme(window: QWidget, name: str) -> Theme:
     if app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
     pal = palette(name)
-    sheet = _HIGH_CONTRAST_SHEET if name == "high-contrast" else ""
-    ours = app.styleSheet() in ("", _HIGH_CONTRAST_SHEET)
+    sheet = _high_contrast_sheet() if name == "high-contrast" else ""
+    ours = app.styleSheet() in ("", _high_contrast_sheet())
     left_sheet = ours and not sheet and bool(app.styleSheet())
     if left_sheet:
         app.setStyleSheet("")

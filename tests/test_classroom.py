@@ -261,12 +261,12 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert room.presenting and window.isFullScreen()
     assert left.isHidden() and window.status.isHidden()
+    assert window.side_tabs.isHidden()  # the side panel too: the heatmaps get the room
     assert not window.loss_plot.isHidden() and not window.jacobian.graphics.isHidden()
     assert point_size(window.controls.loss_label.font()) > 1.5 * readout
     assert point_size(window.jacobian.verdict_label.font()) > 1.2 * verdict
     room.actions["hide_loss"].trigger()  # the menu of panels applies at once
     assert window.loss_plot.isHidden()
-    room.actions["hide_code"].trigger()
     assert window.loss_plot.parentWidget().isHidden()  # nothing left above: no empty pane
     QTest.keyClick(window, Qt.Key.Key_Escape)
     assert not room.presenting and not window.isFullScreen()

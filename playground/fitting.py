@@ -1,0 +1,98 @@
+"""Text that fits: tick labels thinned to what fits an axis (never overlapping), and a scroll
+area as tall as the text in it needs, up to a share of a pane (wrapped text is never cut,
+and never pushes the pane's graphics below a readable size)."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QFrame, QScrollArea, QSizePolicy, QWidget
+
+__all__ = ["FitScroll", "FittedTickSpacing", "fitted_tick_levels"]
+
+
+def fitted_tick_levels(levels: list[tuple[float, float]], low: float, high: float,
+                       length: float, text_height: float) -> list[tuple[float, float]]:
+    """Tick levels (pyqtgraph's [(spacing, offset)], coarsest first) thinned so that no two
+    labels of a vertical axis ``length`` pixels long overlap: every spacing kept is at least
+    one label (``text_height`` pixels, plus a gap) apart on screen; if none is, the nicest
+    (1, 2 or 5 times a power of ten) spacing that is."""
+    span = abs(high - low)
+    if span == 0 or length <= 0 or text_height <= 0:
+        return levels
+    fit = max(1, int(length // (text_height * 1.2)))  # labels that fit, with a gap
+    least = span / max(fit - 1, 0.5)  # the smallest spacing on which at most fit labels lie
+    kept = [(spacing, offset) for spacing, offset in levels if spacing >= least]
+    if kept:
+        return kept
+    power = 10.0 ** math.floor(math.log10(least))
+    nice = next(m * power for m in (1, 2, 5, 10) if m * power >= least)
+    return [(nice, 0.0)]
+
+
+class FittedTickSpacing:
+    """An axis' tickSpacing (set it on the axis: ``axis.tickSpacing = FittedTickSpacing(axis)``):
+    pyqtgraph's, thinned to labels that fit the axis' length in its tick font (see
+    :func:`fitted_tick_levels`). Only for vertical axes: one label is a line of text tall."""
+
+    def __init__(self, axis: pg.AxisItem):
+        self._axis = axis
+
+    def __call__(self, low: float, high: float, size: float) -> list[tuple[float, float]]:
+        axis = self._axis
+        levels = pg.AxisItem.tickSpacing(axis, low, high, size)
+        font = axis.style.get("tickFont") or QFont()
+        return fitted_tick_levels(levels, low, high, size, QFontMetrics(font).height())
+
+
+class FitScroll(QScrollArea):
+    """Shows ``content`` whole where it fits in ``share`` of ``pane``'s height, else that
+    much of it, scrolled (never less than ``lines`` lines while it has them)."""
+
+    def __init__(self, content: QWidget, pane: QWidget, share: float = 0.3, lines: int = 2):
+        super().__init__()
+        self._pane, self._share, self._lines = pane, share, lines
+        self.setWidget(content)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        # the pane's colours show through (a banner's background)
+        self.viewport().setAutoFillBackground(False)
+        content.setAutoFillBackground(False)
+        content.installEventFilter(self)
+        pane.installEventFilter(self)
+
+    def _needed(self) -> int:
+        content = self.widget()
+        width = self.viewport().width() if self.isVisible() else self.width()
+        layout = content.layout()
+        slack = 2 * self.frameWidth() + 2  # rounding: no scroll bar for what fits
+        if layout is not None and layout.hasHeightForWidth() and width > 0:
+            return layout.totalHeightForWidth(width) + slack
+        if content.hasHeightForWidth() and width > 0:
+            return content.heightForWidth(width) + slack
+        return content.sizeHint().height() + slack
+
+    def sizeHint(self) -> QSize:
+        cap = max(self._lines * self.fontMetrics().height(),
+                  int(self._pane.height() * self._share))
+        return QSize(super().sizeHint().width(), min(self._needed(), cap))
+
+    def minimumSizeHint(self) -> QSize:
+        least = self._lines * self.fontMetrics().height()
+        return QSize(0, min(self._needed(), least))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (watched is self.widget() and event.type() == QEvent.Type.LayoutRequest) or (
+                watched is self._pane and event.type() == QEvent.Type.Resize):
+            self.updateGeometry()
+        return False
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()  # another width: another height for the wrapped text
