@@ -40,7 +40,7 @@ from playground.fonts import point_size
 if TYPE_CHECKING:
     from superqt.utils import CodeSyntaxHighlight
 
-__all__ = ["CodeEditor", "CodeView"]
+__all__ = ["CodeEditor", "CodeView", "code_font"]
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "monokai"
@@ -426,9 +426,7 @@ class CodeView(QWidget):
         small = QFont(font)
         small.setPointSizeF(max(6.0, size * 0.85))
         self.file_label.setFont(small)
-        code = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        code.setPointSizeF(size)
-        self.editor.setFont(code)
+        self.editor.setFont(code_font(size))
 
     def _apply_label_colors(self) -> None:
         pal = self.palette()
@@ -438,6 +436,16 @@ class CodeView(QWidget):
         file_pal = self.file_label.palette()
         file_pal.setColor(QPalette.ColorRole.WindowText, dim)
         self.file_label.setPalette(file_pal)
+
+
+def code_font(points: float) -> QFont:
+    """The system's fixed-pitch font at ``points``, asked for as monospace twice over (the
+    family, and the style hint): what a machine's fontconfig then picks is its own affair."""
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setStyleHint(QFont.StyleHint.Monospace)
+    font.setFixedPitch(True)
+    font.setPointSizeF(points)
+    return font
 
 
 def _display_path(path: str) -> str:

@@ -1,7 +1,7 @@
 """Tests of the code view: highlighted source, real line numbers, error line (offscreen Qt)."""
 
 import pytest
-from PySide6.QtGui import QFont, QFontInfo, QPalette
+from PySide6.QtGui import QFont, QFontDatabase, QPalette
 
 from playground.code_view import CodeView
 
@@ -124,8 +124,12 @@ def test_apply_font_scales_code_and_labels(view):
     font = QFont(view.font())
     font.setPointSizeF(19)
     view.apply_font(font)
-    assert view.editor.font().pointSizeF() == pytest.approx(19)
-    assert QFontInfo(view.editor.font()).fixedPitch()
+    code = view.editor.font()
+    assert code.pointSizeF() == pytest.approx(19)
+    # a fixed-pitch font is asked for (what fontconfig answers differs between machines)
+    assert code.family() == QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
+    assert code.fixedPitch()
+    assert code.styleHint() == QFont.StyleHint.Monospace
     assert view.note_label.font().pointSizeF() == pytest.approx(19)
     assert view.title_label.font().pointSizeF() > 19
     assert view.title_label.font().bold()
