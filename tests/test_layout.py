@@ -280,3 +280,67 @@ def test_teaching_note_is_the_class_own_docstring_only(qtbot, tmp_path):
         assert win.code.note_label.text() == "Doubles.\n\nTwice."
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_play_after_the_last_step_is_a_notice_not_an_error(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        s = win.session
+        s.update(steps=2)  # the run stops after two steps
+        s.play()
+        qtbot.waitUntil(lambda: s.step >= 2 and not s.running, timeout=TIMEOUT)
+        with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker, \
+                qtbot.assertNotEmitted(s.errorRaised):
+            s.play()
+        assert blocker.args == ["Run finished at step 2 — Reset (R) or raise steps"]
+        assert win.errors.isHidden()
+        assert win.notice.isVisible() and "Reset (R)" in win.notice.text()
+        assert win.controls.play.text() == "Play"
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_side_panel_hides_with_one_key_and_the_heatmaps_keep_their_room(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        before = _cell_pixels(win)
+        QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_F9)
+        assert win.side_tabs.isHidden() and not win.loss_plot.isHidden()
+        assert not win.classroom.actions["side_panel"].isChecked()
+        _settle(qtbot, win)
+        assert _cell_pixels(win) >= before - 0.5
+        QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_F9)
+        assert not win.side_tabs.isHidden()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_splitters_and_banner_details_are_remembered(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        area = win.main_area
+        total = sum(area.sizes())
+        area.setSizes([total - 300, 300])
+        area.splitterMoved.emit(total - 300, 1)  # as a drag does
+        win.jacobian.set_details_shown(True)
+        win.classroom._save_layout()  # what the drag's timer does once it stops
+        sizes = area.sizes()
+    finally:
+        win.session.shutdown(wait=0.5)
+    again = MainWindow(Session(), restore_prefs=True, restore_session=False)
+    qtbot.addWidget(again)
+    try:
+        again.resize(1440, 900)
+        with qtbot.waitExposed(again):
+            again.show()
+        _settle(qtbot, again)
+        assert again._area_user_set
+        assert again.main_area.sizes() == pytest.approx(sizes, abs=3)
+        assert again.jacobian.details_shown()
+        again.classroom.reset_layout()  # and View > Reset layout gives the heatmaps room
+        assert not again._area_user_set
+        assert again.classroom.prefs.value("layout/area") is None
+    finally:
+        again.session.shutdown(wait=0.5)
