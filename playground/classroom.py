@@ -478,6 +478,10 @@ class Classroom(QObject):
             self._show_panels()
             if fullscreen and not w.isFullScreen():
                 w.showFullScreen()
+            if fullscreen and w.screen() is not None:
+                # the whole screen, also where no window manager applies full screen (a
+                # bare X server), and once the panels presentation hides no longer need room
+                QTimer.singleShot(0, self, self._fill_screen)
         else:
             self.presenting = False
             visible = self._before_present.get("visible", {})
@@ -500,6 +504,12 @@ class Classroom(QObject):
         self.actions["presentation"].setChecked(on)
         self.actions["leave_presentation"].setEnabled(on)
         self.actions["fullscreen"].setChecked(w.isFullScreen())
+
+    def _fill_screen(self) -> None:
+        w = self.window
+        if self.presenting and w.isFullScreen() and w.screen() is not None \
+                and w.geometry() != w.screen().geometry():
+            w.setGeometry(w.screen().geometry())
 
     def toggle_presentation(self) -> None:
         self.set_presentation(not self.presenting)
