@@ -16,17 +16,17 @@ from collections.abc import Iterable
 
 import torch
 
-from customgrad import catalog
-from customgrad.checks import double_backward_check
+from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import SpecError
 from customgrad.inputs import parse_dtype
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
 
-#: the checks :func:`check` can run: the full Jacobian comparison (always), and double
-#: backward (torch's gradgradcheck on float64 copies, as ``customgrad check --double``)
-CHECKS = ("jacobian", "double")
+#: the checks :func:`check` can run (customgrad.subchecks: the full Jacobian, always, double
+#: backward, forward AD, batched gradients, undefined gradients, gradient dtypes and
+#: nondeterminism); by default gradcheck's: the Jacobian and undefined gradients
+CHECKS = subchecks.NAMES
 #: where the heatmaps are drawn (imported by name when first needed: it needs Qt)
 RENDERER = "playground.render"
 
@@ -42,7 +42,8 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     ``fn`` is a ``torch.autograd.Function`` subclass (or a CLI target: a gallery name,
     ``path/to/file.py:Class``, ``package.module:Class``). Tolerances default to gradcheck's
     (eps 1e-6, atol 1e-5, rtol 1e-3); ``dtype`` (``torch.float64``, ``"float32"``) converts
-    the floating-point tensors first; ``checks`` adds ``"double"`` (double backward). The
+    the floating-point tensors first; ``checks`` names the sub-checks to run beside the
+    Jacobian (:data:`CHECKS`, gradcheck's by default; each lands in :attr:`Report.checks`). The
     caller's tensors and their ``.grad`` are never touched: the check works on copies. A
     failed check is diagnosed (:attr:`Report.diagnoses`). Raises the engine's errors
     (``FunctionError`` when the Function raises or breaks autograd's contract, ``SpecError``
@@ -58,11 +59,9 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     report.label, report.function = label, function.__name__
     if not report.passed:
         report.diagnoses = diagnose(report, function, [_copy(a, target_dtype) for a in args])
-    if "double" in wanted:
-        double = double_backward_check(function, [_copy(a, target_dtype) for a in args],
-                                       eps=eps, atol=atol, rtol=rtol)
-        report.double_backward = double
-        report.passed = report.passed and (not double.supported or double.passed)
+    report.checks = subchecks.run(function, [_copy(a, target_dtype) for a in args], wanted,
+                                  eps=eps, atol=atol, rtol=rtol, report=report)
+    report.passed = all(c.passed for c in report.checks.values())
     return report
 
 
@@ -83,13 +82,9 @@ def _function(fn: type | str) -> tuple[type, str]:
 
 def _checks(checks: Iterable[str] | None) -> set[str]:
     if checks is None:
-        return {"jacobian"}
-    names = {checks} if isinstance(checks, str) else set(checks)
-    unknown = sorted(names - set(CHECKS))
-    if unknown:
-        raise SpecError(f"unknown check {unknown[0]!r}: choose from {', '.join(CHECKS)}.",
-                        field="checks")
-    return names | {"jacobian"}
+        return set(subchecks.DEFAULT)
+    names = subchecks.parse(checks if isinstance(checks, str) else ",".join(checks))
+    return set(names) | {"jacobian"}
 
 
 def _copy(value: object, dtype: torch.dtype | None) -> object:
@@ -156,8 +151,6 @@ def report_html(report: Report) -> str:
     colour = _PASS_COLOUR if report.passed else _FAIL_COLOUR
     parts = [f"<div class='customgrad-report'><p style='color:{colour};font-weight:bold'>"
              f"{e(head)}</p>"]
-    if report.double_backward is not None:
-        parts.append(f"<p>double backward: {e(report.double_backward.message)}</p>")
     cells = "".join(f"<th>{e(h)}</th>" for h in ("block", "entries", "mismatches", "max abs",
                                                   "max rel", ""))
     rows = [f"<tr>{cells}</tr>"]
@@ -169,6 +162,8 @@ def report_html(report: Report) -> str:
     parts.append(f"<table>{''.join(rows)}</table>")
     lines = [report.worst_line()] if report.worst is not None else []
     lines += [f"diagnosis: {d}" for d in report.diagnoses]
+    lines += [f"check {c.name}: {c.status}: {c.detail}" for c in report.checks.values()
+              if c.name != "jacobian"]
     lines += [f"note: {n}" for n in report.notes]
     if lines:
         parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>")

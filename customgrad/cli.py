@@ -16,9 +16,10 @@ import os
 import sys
 import textwrap
 
-from customgrad import catalog
+from customgrad import catalog, subchecks
 from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
+from customgrad.diagnosis import diagnose
 from customgrad.errors import CustomGradError, FunctionError, TargetError
 from customgrad.inputs import DEFAULT_SHAPE, format_shape
 from customgrad.jacobian import ATOL, EPS, RTOL
@@ -33,6 +34,13 @@ EPILOG = ("Exit codes: 0 the backward agrees (or the command succeeded), 1 it do
 #: ``yes | head -1``: distinct from 1, which here means "the backward disagrees"
 BROKEN_PIPE = 141
 PROBES = 8
+
+
+def _check_names(text: str) -> tuple[str, ...]:
+    try:
+        return subchecks.parse(text)
+    except CustomGradError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -131,8 +139,13 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="PROBES",
                    help="check v^T J u for PROBES random directions instead of full matrices, "
                         f"for inputs too large for them (PROBES >= 1; default: {PROBES})")
+    p.add_argument("--checks", type=_check_names, default=subchecks.DEFAULT, metavar="NAMES",
+                   help="comma-separated sub-checks to run beside the full Jacobian: "
+                        f"{', '.join(subchecks.NAMES)} (default: gradcheck's, "
+                        f"{','.join(subchecks.DEFAULT)})")
     p.add_argument("--double", action="store_true",
-                   help="also check double backward (like torch's gradgradcheck)")
+                   help="also check double backward (like torch's gradgradcheck; the same as "
+                        "adding double_backward to --checks)")
     p = sub.add_parser("run", help="run the gradient-descent loop and print the losses",
                        description="Run gradient descent x <- x - lr * grad on the trained "
                                    "inputs and print each step's loss.", epilog=EPILOG)
@@ -195,11 +208,39 @@ def cmd_check(args) -> int:
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
     problem = build(settings)
     if args.projected is not None:
-        report = projected_check(problem.function, problem.args, probes=args.projected,
-                                 seed=settings.seed, eps=args.eps, atol=args.atol,
-                                 rtol=args.rtol)
+        return _projected(args, problem)
+    report = problem.compare(keep=False)
+    report.label, report.function = problem.target.label, problem.function.__name__
+    if not report.passed:
+        report.diagnoses = _diagnoses(problem, report)
+    wanted = set(args.checks) | ({"double_backward"} if args.double else set())
+    report.checks = subchecks.run(problem.function, problem.args, wanted, eps=args.eps,
+                                  atol=args.atol, rtol=args.rtol, report=report)
+    report.passed = all(c.passed for c in report.checks.values())
+    if args.json:
+        data = _names(problem)  # first, and kept: the report may carry names of its own
+        data.update((k, v) for k, v in report.to_dict().items() if k not in data)
+        data["guessed_constants"] = [g.to_dict() for g in problem.guesses]
+        print(json.dumps(data, indent=2, allow_nan=False))
     else:
-        report = problem.compare(keep=False)
+        print("\n".join([report.text(), *(f"note: {n}" for n in _guess_notes(problem))]))
+    return 0 if report.passed else 1
+
+
+def _diagnoses(problem: Problem, report) -> list:
+    """What is wrong, for a failed check: the matrices are computed again, kept this time
+    (the check itself does not keep them), where they fit the memory cap."""
+    try:
+        kept = problem.compare(keep=True)
+    except CustomGradError:  # too large to keep: the probes of backward still run
+        kept = report
+    return diagnose(kept, problem.function, problem.args)
+
+
+def _projected(args, problem: Problem) -> int:
+    report = projected_check(problem.function, problem.args, probes=args.projected,
+                             seed=problem.settings.seed, eps=args.eps, atol=args.atol,
+                             rtol=args.rtol)
     double = double_backward_check(problem.function, problem.args, eps=args.eps,
                                    atol=args.atol, rtol=args.rtol) if args.double else None
     passed = report.passed and (double is None or not double.supported or double.passed)
@@ -216,30 +257,12 @@ def cmd_check(args) -> int:
     print(f"{problem.target.label}: {report.summary()}")
     if double is not None:
         print(f"double backward: {double.message}")
-    if args.projected is not None:
-        k = report.worst
-        if k is not None:
-            p = report.probes[k]
-            label = "worst probe" if not report.passed else "largest deviation"
-            print(f"{label}: #{k}: analytic {p.analytic:.6g}, numerical {p.numerical:.6g}, "
-                  f"difference {p.analytic - p.numerical:.3g}")
-        for note in [*report.notes, *_guess_notes(problem)]:
-            print(f"note: {note}")
-        return 0 if passed else 1
-    rows = [("block", "entries", "mismatches", "max abs", "max rel", "")]
-    for b in report.blocks:
-        rows.append((b.name, f"{b.size:,}", f"{b.mismatches:,}", f"{b.max_abs_error:.3g}",
-                     f"{b.max_rel_error:.3g}", "ok" if b.passed else "MISMATCH"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths))).rstrip())
-    w = report.worst
-    if w is not None:
-        label = "worst entry" if not report.passed else "largest deviation"
-        print(f"{label}: d {w.output_name}{list(w.output_index)} / d {w.input_name}"
-              f"{list(w.input_index)}: analytic {w.analytic:.6g}, numerical {w.numerical:.6g}, "
-              f"difference {w.analytic - w.numerical:.3g}")
+    k = report.worst
+    if k is not None:
+        p = report.probes[k]
+        label = "worst probe" if not report.passed else "largest deviation"
+        print(f"{label}: #{k}: analytic {p.analytic:.6g}, numerical {p.numerical:.6g}, "
+              f"difference {p.analytic - p.numerical:.3g}")
     for note in [*report.notes, *_guess_notes(problem)]:
         print(f"note: {note}")
     return 0 if passed else 1

@@ -208,7 +208,7 @@ class _Calls:
     def _grads(self, grad_outputs, twice: bool = False):
         leaves = {i: self.args[i].detach().clone().requires_grad_() for i in self.inputs}
         kept = {i: leaf.detach().clone() for i, leaf in leaves.items()}
-        call = [leaves.get(i, a) for i, a in enumerate(self.args)]
+        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(self.args)]
         outs = normalize_outputs(self.function, self.function.apply(*call))
         chosen = [outs[k] for k in self.outputs]
         wanted = [leaves[i] for i in self.inputs]

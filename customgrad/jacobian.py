@@ -32,8 +32,8 @@ from customgrad.errors import Cancelled, FunctionError, SpecError, TooLargeError
 from customgrad.inputs import format_shape, forward_parameters, is_new_style
 
 if TYPE_CHECKING:  # both import this module
-    from customgrad.checks import DoubleBackwardReport
     from customgrad.diagnosis import Diagnosis
+    from customgrad.subchecks import SubCheck
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 FLOAT32_FLOOR = {"eps": 1e-3, "atol": 1e-3, "rtol": 1e-2}
@@ -175,8 +175,8 @@ class Report:
     function: str | None = None
     #: explanations of a failure, where they were sought (``customgrad.check`` does)
     diagnoses: list[Diagnosis] = field(default_factory=list)
-    #: the double-backward verdict, when it was run
-    double_backward: DoubleBackwardReport | None = None
+    #: the sub-checks that ran beside the Jacobian (customgrad.subchecks), by name
+    checks: dict[str, SubCheck] = field(default_factory=dict)
 
     @property
     def mismatches(self) -> int:
@@ -287,17 +287,20 @@ class Report:
 
     def text(self, label: str | None = None) -> str:
         """The CLI's ``check`` text: the verdict line (after ``label``, default
-        :attr:`label`), double backward if run, the block table, the worst entry, the
-        diagnoses and the notes."""
+        :attr:`label`), the block table, the worst entry, the diagnoses, the sub-checks
+        (those that did not pass with their reason) and the notes."""
         label = self.label if label is None else label
         lines = [f"{label}: {self.summary()}" if label else self.summary()]
-        if self.double_backward is not None:
-            lines.append(f"double backward: {self.double_backward.message}")
         lines += self.block_table()
         worst = self.worst_line()
         if worst is not None:
             lines.append(worst)
         lines += [f"diagnosis: {d}" for d in self.diagnoses]
+        if len(self.checks) > 1:
+            lines.append("checks: " + ", ".join(f"{c.name} {c.status}"
+                                                for c in self.checks.values()))
+            lines += [f"check {c.name}: {c.status}: {c.detail}" for c in self.checks.values()
+                      if c.name != "jacobian" and c.status != "passed"]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -347,10 +350,13 @@ class Report:
         }
         if self.function is not None:
             data["function"] = self.function
-        if self.double_backward is not None:
-            d = self.double_backward
-            data["double_backward"] = {"supported": d.supported, "passed": d.passed,
-                                       "message": d.message}
+        if self.checks:
+            data["checks"] = {name: c.to_dict() for name, c in self.checks.items()}
+        double = self.checks.get("double_backward")
+        if double is not None:  # the key `check --double --json` has always had
+            data["double_backward"] = {"supported": double.status != "skipped",
+                                       "passed": double.status == "passed",
+                                       "message": double.detail}
         return data
 
 

@@ -49,9 +49,9 @@ def _jacobian(function: type, args: list, report: Report) -> torch.Tensor | None
     positions = [a.position for a in report.inputs]
     leaves = [args[i].detach().to(dtype).clone().requires_grad_() for i in positions]
     call = list(args)
-    for i, leaf in zip(positions, leaves):
-        call[i] = leaf
     with torch.enable_grad():
+        for i, leaf in zip(positions, leaves):
+            call[i] = leaf.clone()  # forward may work in place on its input
         if is_new_style(function):
             raw = function.forward(*call)
         else:

@@ -91,7 +91,8 @@ class _Context:
     def _leaves(self, dtype=None):
         leaves = {i: self.args[i].detach().to(dtype or self.args[i].dtype).clone()
                   .requires_grad_() for i in self.pos}
-        call = [leaves.get(i, a) for i, a in enumerate(self.args)]
+        # forward gets copies: one that works in place on its input must not touch a leaf
+        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(self.args)]
         return leaves, call
 
     def _forward(self, call):
@@ -191,7 +192,9 @@ class _Context:
 
     def undefined_grad(self) -> SubCheck:
         """As gradcheck's check_undefined_grad: undefined (or zero) grad_outputs in, undefined
-        or zero gradients out, for all outputs at once and each alone."""
+        or zero gradients out, for all outputs at once and each alone. Unlike gradcheck, a
+        NaN or Inf gradient entry is not counted here (a NaN forward makes them with any
+        grad_output; the NaN notice names it)."""
         undefined = torch._C._functions.UndefinedGrad()
 
         def attempt(which) -> str | None:
@@ -207,7 +210,8 @@ class _Context:
                 return (f"backward fails when a grad_output is undefined (None): "
                         f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
             for i, g in zip(self.pos, grads):
-                if g is not None and not bool((g == 0).all()):
+                # NaN or Inf times a zero grad_output stays NaN: the NaN notice covers it
+                if g is not None and not bool(((g == 0) | ~g.isfinite()).all()):
                     return (f"backward returns a nonzero gradient for input {i} when the "
                             "grad_outputs are undefined or zero")
             return None

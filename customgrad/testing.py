@@ -41,12 +41,14 @@ def failure_message(report: Report, save: str | os.PathLike | None = None) -> st
     """What :func:`assert_backward` says about a failed ``report`` (and writes to ``save``)."""
     name = report.label or report.function or "the Function"
     failing = [b for b in report.blocks if not b.passed]
-    lines = [f"{name}: backward disagrees with finite differences."]
+    failed_checks = [c for c in report.checks.values()
+                     if c.status == "failed" and c.name != "jacobian"]
+    lines = [f"{name}: backward disagrees with finite differences." if failing else
+             f"{name}: {', '.join(c.name for c in failed_checks)} failed."]
     for b in failing:
         lines.append(f"  {b.name}: {b.mismatches:,} of {b.size:,} entries outside "
                      f"|a - n| <= {report.atol:g} + {report.rtol:g}*|n|")
-    if not failing and report.double_backward is not None:
-        lines.append(f"  double backward: {report.double_backward.message}")
+    lines += [f"  {c.name}: {c.detail}" for c in failed_checks]
     lines += ["", report.text()]
     if save is not None:
         lines.append(_save(report, save))

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import api, cli
+from customgrad import api, cli, subchecks
 from customgrad.errors import SpecError
 from customgrad.gallery import LinearFunctionBuggy, MulConstant, ReluInplace
 from customgrad.jacobian import Report, compare
@@ -41,14 +41,12 @@ def _cli(capsys, *argv: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("target", ["functional_linear", "linear_bug", "sort"])
 def test_str_is_the_cli_text(capsys, target):
-    """Same Function, same tensors: the CLI's lines, plus the diagnosis of a failure (which
-    the CLI does not print yet)."""
+    """Same Function, same tensors: the CLI's lines, the diagnosis of a failure included."""
     code, out = _cli(capsys, "check", target)
     p = _problem(target)
     report = customgrad.check(p.function, *p.args)
     assert code == (0 if report.passed else 1)
-    mine = [line for line in str(report).splitlines() if not line.startswith("diagnosis: ")]
-    assert mine == out.splitlines()
+    assert str(report).splitlines() == out.splitlines()
     assert bool(report.diagnoses) == (not report.passed)
 
 
@@ -60,7 +58,7 @@ def test_to_dict_is_the_cli_json(capsys):
     json.dumps(mine, allow_nan=False)
     assert code == 1 and mine["function"] == "LinearFunctionBuggy"
     for key, value in mine.items():
-        if key not in ("seconds", "diagnoses"):  # the time differs; the CLI does not diagnose
+        if key != "seconds":  # the time differs
             assert theirs[key] == value, key
     assert mine["diagnoses"][0]["kind"] == "transposed"
 
@@ -86,7 +84,7 @@ def test_the_callers_tensors_and_grads_are_never_modified():
     x.grad = torch.full_like(x, 7.0)
     before, grad_before, version = x.detach().clone(), x.grad.clone(), x._version
     customgrad.check(ReluInplace, x)
-    customgrad.check(MulConstant, x, 3.0, checks=["double"], dtype=torch.float32)
+    customgrad.check(MulConstant, x, 3.0, checks=subchecks.NAMES, dtype=torch.float32)
     with pytest.raises(AssertionError):  # diagnosed too: more calls with the arguments
         assert_backward(LinearFunctionBuggy, x, torch.randn(5, 5, dtype=torch.float64),
                         torch.randn(5, dtype=torch.float64))
@@ -118,13 +116,15 @@ def test_tolerances_reach_the_comparison():
     assert report.passed and (report.eps, report.atol, report.rtol) == (1e-5, 10.0, 0.0)
 
 
-def test_double_backward_is_a_check_to_ask_for():
+def test_sub_checks_are_asked_for_by_name():
     x = torch.randn(3, dtype=torch.float64)
-    report = customgrad.check(MulConstant, x, 2.0, checks=["double"])
-    assert report.double_backward is not None and report.double_backward.supported
-    assert report.passed and "double backward: " in str(report).splitlines()[1]
+    report = customgrad.check(MulConstant, x, 2.0, checks=["double_backward"])
+    assert list(report.checks) == ["jacobian", "double_backward"]
+    assert report.passed and report.checks["double_backward"].status == "passed"
+    assert "checks: jacobian passed, double_backward passed" in str(report).splitlines()
+    assert report.to_dict()["checks"]["double_backward"]["status"] == "passed"
     assert report.to_dict()["double_backward"]["passed"] is True
-    assert customgrad.check(MulConstant, x, 2.0).double_backward is None
+    assert list(customgrad.check(MulConstant, x, 2.0).checks) == list(subchecks.DEFAULT)
     with pytest.raises(SpecError, match="unknown check 'triple'"):
         customgrad.check(MulConstant, x, 2.0, checks=["triple"])
 
@@ -310,7 +310,7 @@ def test_signatures_are_pinned():
     assert _signature(Report.to_dict) == "(self) -> 'dict'"
     assert _signature(Report.difference) == "(self) -> 'torch.Tensor'"
     for name in ("passed", "worst", "blocks", "analytic", "numerical", "notes", "diagnoses",
-                 "eps", "atol", "rtol", "label", "double_backward"):
+                 "eps", "atol", "rtol", "label", "checks"):
         assert name in Report.__dataclass_fields__
 
 

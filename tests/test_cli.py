@@ -263,3 +263,30 @@ def test_a_broken_pipe_inside_the_process_is_quiet(monkeypatch, capsys):
     assert cli.main(["list"]) == 141
     monkeypatch.undo()
     assert capsys.readouterr().err == ""
+
+
+# ---- sub-checks and diagnoses -----------------------------------------------------------------
+def test_a_failed_check_is_diagnosed_in_text_and_json(capsys):
+    code, out, _ = run_cli(capsys, "check", "sigmoid_bug")
+    assert code == 1
+    assert re.search(r"^diagnosis: .*\[ignores_grad_output\]$", out, re.M), out
+    code, out, _ = run_cli(capsys, "check", "sigmoid_bug", "--json")
+    data = json.loads(out)
+    assert code == 1 and [d["kind"] for d in data["diagnoses"]] == ["ignores_grad_output"]
+    assert set(data["diagnoses"][0]) == {"block", "kind", "detail", "confidence"}
+    code, out, _ = run_cli(capsys, "check", "killhead", "--json")
+    assert code == 0 and json.loads(out)["diagnoses"] == []
+
+
+def test_sub_checks_are_chosen_by_name_and_each_has_a_verdict(capsys):
+    code, out, _ = run_cli(capsys, "check", "killhead", "--checks", "jacobian,forward_ad",
+                           "--double")
+    assert code == 0
+    assert "checks: jacobian passed, double_backward passed, forward_ad skipped" in out
+    assert "check forward_ad: skipped: KillHead defines no jvp" in out
+    code, out, _ = run_cli(capsys, "check", "sigmoid_bug", "--json")
+    checks = json.loads(out)["checks"]
+    assert list(checks) == ["jacobian", "undefined_grad"]  # gradcheck's defaults
+    assert checks["undefined_grad"]["status"] == "failed"
+    code, _, err = run_cli(capsys, "check", "killhead", "--checks", "jacobian,gradients")
+    assert code == 2 and "unknown check 'gradients'" in err
