@@ -23,13 +23,12 @@ def fitted_tick_levels(levels: list[tuple[float, float]], low: float, high: floa
     span = abs(high - low)
     if span == 0 or length <= 0 or text_height <= 0:
         return levels
-    fit = max(1, int(length // (text_height * 1.2)))  # labels that fit, with a gap
-    least = span / max(fit - 1, 0.5)  # the smallest spacing on which at most fit labels lie
+    least = text_height * 1.2 * span / length  # a label's height and a gap, in axis units
     kept = [(spacing, offset) for spacing, offset in levels if spacing >= least]
     if kept:
         return kept
     power = 10.0 ** math.floor(math.log10(least))
-    nice = next(m * power for m in (1, 2, 5, 10) if m * power >= least)
+    nice = next(float(f"{m * power:.12g}") for m in (1, 2, 5, 10) if m * power >= least)
     return [(nice, 0.0)]
 
 

@@ -192,12 +192,12 @@ def test_no_text_overlaps_at_the_ends_of_the_zoom(qtbot, percent, theme_name):
 
 def test_colour_bar_ticks_are_thinned_to_what_fits():
     levels = [(0.5, 0.0), (0.1, 0.0)]
-    # 21 labels a line (20 px) apart, and a gap, fit in 600 px
-    assert fitted_tick_levels(levels, -1, 1, 600, 20) == levels
-    assert fitted_tick_levels(levels, -1, 1, 300, 20) == [(0.5, 0.0)]  # 5 labels
-    assert fitted_tick_levels(levels, -1, 1, 100, 20) == [(1.0, 0.0)]  # -1, 0, 1
-    assert fitted_tick_levels(levels, -1, 1, 30, 20) == [(5.0, 0.0)]  # just 0
-    assert fitted_tick_levels([], -1e-5, 1e-5, 50, 20) == [(2e-5, 0.0)]
+    # labels 20 px tall need 24 px from one to the next
+    assert fitted_tick_levels(levels, -1, 1, 600, 20) == levels  # 0.1 is 30 px
+    assert fitted_tick_levels(levels, -1, 1, 300, 20) == [(0.5, 0.0)]  # 0.1 is 15 px
+    assert fitted_tick_levels(levels, -1, 1, 60, 20) == [(1.0, 0.0)]  # -1, 0, 1
+    assert fitted_tick_levels(levels, -1, 1, 30, 20) == [(2.0, 0.0)]  # just 0
+    assert fitted_tick_levels([], -1e-5, 1e-5, 50, 20) == [(1e-5, 0.0)]
 
 
 def test_space_plays_right_after_start_without_a_click(qtbot):
