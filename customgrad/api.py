@@ -50,7 +50,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     for bad arguments or tolerances, ``TooLargeError`` beyond 1 GiB of matrices).
     """
     function, label = _function(fn)
-    wanted = _checks(checks)
+    wanted = _checks(checks, function)
     target_dtype = None if dtype is None else parse_dtype(dtype)
     copies = [_copy(a, target_dtype) for a in args]
     eps, atol, rtol = (EPS if eps is None else eps, ATOL if atol is None else atol,
@@ -80,9 +80,9 @@ def _function(fn: type | str) -> tuple[type, str]:
     return fn, fn.__name__
 
 
-def _checks(checks: Iterable[str] | None) -> set[str]:
+def _checks(checks: Iterable[str] | None, function: type) -> set[str]:
     if checks is None:
-        return set(subchecks.DEFAULT)
+        return set(subchecks.defaults_for(function))
     names = subchecks.parse(checks if isinstance(checks, str) else ",".join(checks))
     return set(names) | {"jacobian"}
 

@@ -33,15 +33,21 @@ class Entry:
     correct: bool = True
 
     @property
+    def defined(self) -> object:
+        """What the code view shows: the Function's class, or for a custom op the module
+        that defines it."""
+        return vars(self.function).get("__source_object__") or self.function
+
+    @property
     def source(self) -> str:
         """The Function's class source, for the code view."""
-        return textwrap.dedent(inspect.getsource(self.function))
+        return textwrap.dedent(inspect.getsource(self.defined))
 
     @property
     def location(self) -> tuple[str, int]:
         """(file, first line) of the Function's class."""
-        _, first = inspect.getsourcelines(self.function)
-        return inspect.getsourcefile(self.function) or "", first
+        _, first = inspect.getsourcelines(self.defined)
+        return inspect.getsourcefile(self.defined) or "", max(first, 1)
 
 
 def entries() -> list[Entry]:

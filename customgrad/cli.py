@@ -139,10 +139,10 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="PROBES",
                    help="check v^T J u for PROBES random directions instead of full matrices, "
                         f"for inputs too large for them (PROBES >= 1; default: {PROBES})")
-    p.add_argument("--checks", type=_check_names, default=subchecks.DEFAULT, metavar="NAMES",
+    p.add_argument("--checks", type=_check_names, default=None, metavar="NAMES",
                    help="comma-separated sub-checks to run beside the full Jacobian: "
                         f"{', '.join(subchecks.NAMES)} (default: gradcheck's, "
-                        f"{','.join(subchecks.DEFAULT)})")
+                        f"{','.join(subchecks.DEFAULT)}; a torch.library op adds opcheck)")
     p.add_argument("--double", action="store_true",
                    help="also check double backward (like torch's gradgradcheck; the same as "
                         "adding double_backward to --checks)")
@@ -213,7 +213,8 @@ def cmd_check(args) -> int:
     report.label, report.function = problem.target.label, problem.function.__name__
     if not report.passed:
         report.diagnoses = _diagnoses(problem, report)
-    wanted = set(args.checks) | ({"double_backward"} if args.double else set())
+    wanted = set(args.checks or subchecks.defaults_for(problem.function))
+    wanted |= {"double_backward"} if args.double else set()
     report.checks = subchecks.run(problem.function, problem.args, wanted, eps=args.eps,
                                   atol=args.atol, rtol=args.rtol, report=report)
     report.passed = all(c.passed for c in report.checks.values())

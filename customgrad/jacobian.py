@@ -258,6 +258,9 @@ class Report:
 
     def summary(self) -> str:
         verdict = "PASSED" if self.passed else "FAILED"
+        failed = [c.name for c in self.checks.values() if c.status == "failed"]
+        if not self.passed and self.mismatches == 0 and failed:  # the Jacobian agrees
+            verdict = f"FAILED ({', '.join(failed)})"
         return (f"{verdict}: {self.mismatches:,} of {self.total:,} Jacobian entries outside "
                 f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
                 f"{self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
@@ -488,7 +491,10 @@ class _Comparison:
             raw_grads = call_backward(fn, self.node, grads)
             self.notes.extend(check_gradients(fn, self.params, args, raw_grads))
         else:
-            self.notes.append("the output's graph node is not the Function's own, so every "
+            self.notes.append(
+                "a torch.library op: every row goes through the autograd engine (the op's "
+                "registered backward)." if vars(fn).get("__custom_op__") is not None else
+                "the output's graph node is not the Function's own, so every "
                               "row goes through the autograd engine.")
 
     def _zero_grad(self, out: torch.Tensor):

@@ -8,6 +8,7 @@ import importlib.util
 import inspect
 import itertools
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 import torch
 
 from customgrad import catalog
+from customgrad.customop import function_for_op, op_by_name
 from customgrad.errors import TargetError, format_traceback
 
 _counter = itertools.count()
@@ -46,9 +48,12 @@ class Target:
 
     @property
     def note(self) -> str:
+        """A gallery entry's note, else the class's own docstring: never one it inherits (a
+        Function without a docstring would show torch's Function.__doc__)."""
         if self.entry is not None:
             return self.entry.note
-        return inspect.getdoc(self.function) or ""
+        doc = vars(self.function).get("__doc__")
+        return inspect.cleandoc(doc) if isinstance(doc, str) and doc.strip() else ""
 
 
 def is_function(obj: object) -> bool:
@@ -148,6 +153,37 @@ def _pick(functions: list[type], class_name: str | None, where: str, path: str |
     return functions[0]
 
 
+_OP_NAME = re.compile(r"(?:^|:)([A-Za-z_]\w*::[A-Za-z_]\w*(?:\.\w+)?)$")
+
+
+def _op_target(text: str) -> Target | None:
+    """``[path/to/file.py:|package.module:]mylib::myop``: a torch.library custom op, found
+    after running what defines it; None if ``text`` names no op."""
+    match = _OP_NAME.search(text)
+    if match is None:
+        return None
+    qualname = match.group(1)
+    where = text[:match.start(1)].rstrip(":")
+    file = None
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        module = load_file(where, None)
+        file = os.path.abspath(where)
+    elif where:
+        try:
+            module = run_module_code(lambda: importlib.import_module(where), where)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
+                              details=format_traceback(exc)) from None
+    else:
+        module = None
+    op = op_by_name(qualname)
+    return Target(text, function_for_op(op, source=module), f"{qualname} (torch.library op)",
+                  file=file or (inspect.getsourcefile(module) if module is not None else None),
+                  code=getattr(module, "__source__", None))
+
+
 def _split(spec: str) -> tuple[str, str | None]:
     head, sep, tail = spec.rpartition(":")
     if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
@@ -163,6 +199,9 @@ def resolve(spec: str, code: str | None = None) -> Target:
     text = str(spec).strip()
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
+    op = _op_target(text)
+    if op is not None:
+        return op
     where, class_name = _split(text)
     if where.endswith(".py") or os.sep in where or "/" in where:
         module = load_file(where, code)

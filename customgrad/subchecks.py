@@ -16,13 +16,19 @@ from torch.autograd import forward_ad
 
 from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
+from customgrad.customop import op_of
 from customgrad.errors import SpecError
 from customgrad.jacobian import ATOL, EPS, RTOL, compare
 
 NAMES = ("jacobian", "double_backward", "forward_ad", "batched_grad", "undefined_grad",
-         "grad_dtypes", "nondeterminism")
+         "grad_dtypes", "nondeterminism", "opcheck")
 #: gradcheck's defaults: the Jacobian, and undefined gradients (check_undefined_grad=True)
 DEFAULT = ("jacobian", "undefined_grad")
+
+
+def defaults_for(function: type) -> tuple[str, ...]:
+    """:data:`DEFAULT`, and for a torch.library custom op also ``opcheck``'s own tests."""
+    return (*DEFAULT, "opcheck") if op_of(function) is not None else DEFAULT
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,9 @@ def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: flo
     for name in NAMES:
         if name not in wanted:
             continue
-        if name == "jacobian":
+        if name == "opcheck":
+            out.update((c.name, c) for c in ctx.opcheck())
+        elif name == "jacobian":
             jac = report if report is not None else compare(function, ctx.args, eps=eps,
                                                             atol=atol, rtol=rtol, keep=False)
             out[name] = SubCheck(name, "passed" if jac.passed else "failed", jac.summary())
@@ -161,7 +169,8 @@ class _Context:
 
     def batched_grad(self) -> SubCheck:
         """backward under torch.vmap (is_grads_batched) against one call per grad_output."""
-        if not (self._has("vmap") or getattr(self.function, "generate_vmap_rule", False)):
+        if not (self._has("vmap") or getattr(self.function, "generate_vmap_rule", False)
+                or op_of(self.function) is not None):
             return SubCheck("batched_grad", "skipped", f"{self.name} has no vmap staticmethod "
                             "and no generate_vmap_rule: it cannot be batched.")
         leaves, call = self._leaves()
@@ -270,3 +279,25 @@ class _Context:
                     f"input {i} (nondet_tol {self.nondet_tol:g})"))
         return SubCheck("nondeterminism", "passed", f"two backward calls agree within "
                         f"nondet_tol {self.nondet_tol:g}.")
+
+    def opcheck(self) -> list[SubCheck]:
+        """torch.library.opcheck's own tests of a custom op's registration, one sub-check
+        each (they do not compare the registered backward with the true derivative)."""
+        op = op_of(self.function)
+        if op is None:
+            return [SubCheck("opcheck", "skipped", f"{self.name} is not a torch.library "
+                             "custom op.")]
+        results = torch.library.opcheck(op, tuple(self.args), raise_exception=False)
+        found = []
+        for test, result in results.items():
+            name = "opcheck_" + test.removeprefix("test_")
+            if result == "SUCCESS":
+                found.append(SubCheck(name, "passed", f"torch.library.opcheck's {test}."))
+            elif isinstance(result, str):
+                found.append(SubCheck(name, "skipped", f"torch.library.opcheck's {test}: "
+                                      f"{result}."))
+            else:
+                first = str(result).strip().splitlines()[0] if str(result).strip() else ""
+                found.append(SubCheck(name, "failed", f"torch.library.opcheck's {test}: "
+                                      f"{type(result).__name__}: {first}"))
+        return found

@@ -179,17 +179,6 @@ class ControlsBar(QWidget):
         self.loss_label.setText("loss —")
 
 
-def _teaching_note(target) -> str:
-    """A gallery entry's note, else the class's own docstring: never one it inherits (a
-    Function without a docstring would show torch's Function.__doc__)."""
-    if target.entry is not None:
-        return target.note
-    import inspect
-
-    doc = vars(target.function).get("__doc__")
-    return inspect.cleandoc(doc) if isinstance(doc, str) and doc.strip() else ""
-
-
 def _fmt(x: float) -> str:
     if not math.isfinite(x):
         return str(x)
@@ -382,7 +371,7 @@ class MainWindow(QMainWindow):
             first = inspect.getsourcelines(target.function)[1]
         except (OSError, TypeError):
             pass
-        self.code.set_function(target.label, target.source, _teaching_note(target), file,
+        self.code.set_function(target.label, target.source, target.note, file,
                                first)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()

@@ -1,5 +1,7 @@
 """The gallery: example Functions with the defaults their lessons use."""
 
+import torch
+
 from customgrad.catalog import Entry
 from customgrad.gallery.bugs import (
     KillHeadBuggy,
@@ -334,4 +336,42 @@ BUGS: list[Entry] = [
     ),
 ]
 
-ENTRIES: list[Entry] = SEEDS + CLASSICS + BUGS
+def _custom_ops() -> list[Entry]:
+    """The torch.library custom-op pair (torch 2.4 and newer: torch.library.custom_op)."""
+    if not hasattr(torch.library, "custom_op"):
+        return []
+    from customgrad.customop import function_for_op
+    from customgrad.gallery import op_sin, op_sin_bug
+
+    return [
+        Entry(
+            name="sin_op",
+            title="sin as a torch.library custom op",
+            category="classic",
+            function=function_for_op(op_sin.sin, source=op_sin),
+            note=(
+                "Not a Function class but an op: torch.library.custom_op defines it, "
+                "register_autograd gives it a derivative (setup_context saves x, backward "
+                "multiplies grad_output by cos x). The playground checks it like a Function; "
+                "torch.library.opcheck's own tests run as sub-checks."
+            ),
+            shapes={"x": (3, 8)},
+        ),
+        Entry(
+            name="sin_op_bug",
+            title="sin custom op (find the bug)",
+            category="find-the-bug",
+            function=function_for_op(op_sin_bug.sin_bug, source=op_sin_bug),
+            note=(
+                "Hint: torch.library.opcheck passes this op (run --checks opcheck). Compare "
+                "the two Jacobians entry by entry: how far apart are they, and is it the "
+                "same everywhere?"
+            ),
+            shapes={"x": (3, 8)},
+            twin_of="sin_op",
+            correct=False,
+        ),
+    ]
+
+
+ENTRIES: list[Entry] = SEEDS + CLASSICS + BUGS + _custom_ops()
