@@ -23,6 +23,20 @@ from customgrad.jacobian import Axis, Block, Report
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "region", "kink", "rounding", "nondeterministic", "mutates")
 
+#: each kind in a few words, for a one-line verdict
+PHRASES = {
+    "factor": "off by a constant factor",
+    "transposed": "a transposed gradient",
+    "swapped": "gradients in the wrong order",
+    "ignores_grad_output": "backward ignores grad_output (the chain rule)",
+    "missing_reduction": "a missing sum over a broadcast dimension",
+    "region": "wrong in one region only",
+    "kink": "a kink in forward here, not backward's fault",
+    "rounding": "rounding in forward, not backward's fault",
+    "nondeterministic": "backward is not deterministic",
+    "mutates": "backward changes what it saved",
+}
+
 #: hypotheses about the matrices are fitted with the report's tolerances widened by this much,
 #: so that finite-difference noise does not hide an exact explanation
 _FIT_SLACK = 10.0

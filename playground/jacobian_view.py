@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from customgrad.diagnosis import PHRASES
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report, finite_absmax
 from playground.discard import held
 from playground.fitting import FitScroll, FittedTickSpacing
@@ -327,6 +328,7 @@ class JacobianView(QWidget):
         # columns: row labels | analytic | numerical | colour bar | difference | colour bar
         columns = {"analytic": 1, "numerical": 2, "difference": 4}
         self._panels: list[_Panel] = []
+        self._diagnosis_items: list = []  # the outlines and words of _mark_diagnoses
         for key, title in titles:
             plot = pg.PlotItem()
             self.graphics.addItem(plot, row=0, col=columns[key])
@@ -638,6 +640,7 @@ class JacobianView(QWidget):
         self._set_levels(self.colorbar, value_max)
         self._set_levels(self.difference_colorbar, max(diff_max, report.atol))
         self._mark_worst(report)
+        self._mark_diagnoses(report)
         cell, self._hover_cell = self._hover_cell, None
         rows, cols = self._shape
         if cell is not None and cell[0] < rows and cell[1] < cols:
@@ -756,6 +759,32 @@ class JacobianView(QWidget):
         for panel in self._panels:
             panel.worst.clear()
             panel.worst_halo.clear()
+        for item in self._diagnosis_items:
+            self._panels[2].plot.removeItem(item)
+        self._diagnosis_items = []
+
+    def _mark_diagnoses(self, report: Report) -> None:
+        """On the difference heatmap: each diagnosed block outlined (dashed), with what
+        looks wrong written at its top left."""
+        blocks = {b.name: b for b in report.blocks}
+        plot = self._panels[2].plot
+        colour = self.palette().color(QPalette.ColorRole.WindowText)
+        for d in report.diagnoses:
+            block = blocks.get(d.block)
+            if block is None:
+                continue
+            x, y = block.input.offset - 0.5, block.output.offset - 0.5
+            w, h = block.input.size, block.output.size
+            box = pg.PlotCurveItem([x, x + w, x + w, x, x], [y, y, y + h, y + h, y],
+                                   pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine))
+            label = pg.TextItem(d.kind.replace("_", " "), color=colour, anchor=(0, 0),
+                                fill=pg.mkBrush(self.palette().color(QPalette.ColorRole.Base)))
+            label.setPos(x, y)
+            label.setToolTip(d.detail)
+            for item in (box, label):
+                item.setZValue(12)
+                plot.addItem(item, ignoreBounds=True)
+                self._diagnosis_items.append(item)
 
     def _await_paint(self, event: threading.Event) -> None:
         """Set ``event`` once the heatmaps have been repainted (at once if they are not on
@@ -1139,6 +1168,10 @@ class JacobianView(QWidget):
             shown = "; ".join(f"{b.name} ({b.mismatches:,} of {b.size:,})" for b in failing[:3])
             more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
             lines.append(f"failing blocks: {shown}{more}")
+        if report.diagnoses:  # shorter words, so the line keeps to one line
+            head = (f"✘ FAILED: {bad:,} of {total:,} entries outside tolerance — "
+                    f"{PHRASES[report.diagnoses[0].kind]}?")
+            lines += [f"diagnosis: {d}" for d in report.diagnoses]
         notes = "\n".join(f"• {note}" for note in report.notes)
         self._set_banner("passed" if report.passed else "failed", head, details,
                          "\n".join(lines), notes)

@@ -17,6 +17,7 @@ import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
 from customgrad import runner
+from customgrad.diagnosis import diagnose
 from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
@@ -243,6 +244,9 @@ def _compare(state: _JobState, problem: Problem, args, options):
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
+        if not report.passed:  # what looks wrong: a few more calls, here, off the GUI thread
+            report.diagnoses = diagnose(report, problem.function,
+                                        problem.args if args is None else args)
         # what the view reads whole (difference, mask, peaks, pooled overviews): here, not
         # on the GUI thread
         for step in display_steps(report.shape):

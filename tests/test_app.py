@@ -70,6 +70,24 @@ def test_opens_every_gallery_function(qtbot, window, name):
     assert entry.function.__name__ in window.code.editor.toPlainText()
 
 
+def test_a_failed_check_says_what_looks_wrong(qtbot, window):
+    """The diagnosis reaches the banner (a phrase on the verdict line, the details below)
+    and the difference heatmap (the block outlined, the kind written on it)."""
+    import pyqtgraph as pg
+
+    report = open_target(qtbot, window, "linear_bug")
+    assert [d.kind for d in report.diagnoses] == ["transposed"]
+    view = window.jacobian
+    assert view.verdict_label.text().endswith("— a transposed gradient?")
+    assert "diagnosis: d output [3x4] / d weight [4x4]" in view.worst_label.text()
+    words = [i for i in view._diagnosis_items if isinstance(i, pg.TextItem)]
+    assert [w.textItem.toPlainText() for w in words] == ["transposed"]
+    weight = next(a for a in report.inputs if a.name == "weight")
+    assert words[0].pos().x() == weight.offset - 0.5
+    open_target(qtbot, window, "linear")
+    assert view._diagnosis_items == [] and "—" not in view.verdict_label.text()
+
+
 def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
     report = open_target(qtbot, window, "killhead_bug")
     engine = build(Settings(target="killhead_bug")).compare()
