@@ -1168,6 +1168,15 @@ class JacobianView(QWidget):
             shown = "; ".join(f"{b.name} ({b.mismatches:,} of {b.size:,})" for b in failing[:3])
             more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
             lines.append(f"failing blocks: {shown}{more}")
+        if len(report.checks) > 1:  # the checklist: each sub-check with its verdict
+            marks = {"passed": "✔", "failed": "✘", "skipped": "–"}
+            lines.append("checks: " + "   ".join(f"{marks[c.status]} {c.name}"
+                                                 for c in report.checks.values()))
+            lines += [f"{c.name}: {c.detail}" for c in report.checks.values()
+                      if c.status == "failed" and c.name != "jacobian"]
+            failed = [c.name for c in report.checks.values() if c.status == "failed"]
+            if not bad and failed:
+                head = f"✘ FAILED: {', '.join(failed)} (the Jacobian agrees)"
         if report.diagnoses:  # shorter words, so the line keeps to one line
             head = (f"✘ FAILED: {bad:,} of {total:,} entries outside tolerance — "
                     f"{PHRASES[report.diagnoses[0].kind]}?")

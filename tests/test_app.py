@@ -84,8 +84,37 @@ def test_a_failed_check_says_what_looks_wrong(qtbot, window):
     assert [w.textItem.toPlainText() for w in words] == ["transposed"]
     weight = next(a for a in report.inputs if a.name == "weight")
     assert words[0].pos().x() == weight.offset - 0.5
+    assert "checks: ✘ jacobian   ✔ undefined_grad" in view.worst_label.text()
     open_target(qtbot, window, "linear")
     assert view._diagnosis_items == [] and "—" not in view.verdict_label.text()
+
+
+NO_NONE = '''
+import torch
+
+
+class DoubleNoMaterialize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return 2 * grad_output  # None when the output's gradient is undefined
+'''
+
+
+def test_a_sub_check_that_fails_fails_the_verdict(qtbot, window, tmp_path):
+    path = tmp_path / "no_none.py"
+    path.write_text(NO_NONE)
+    report = open_target(qtbot, window, str(path))
+    assert report.mismatches == 0 and not report.passed
+    assert report.checks["undefined_grad"].status == "failed"
+    view = window.jacobian
+    assert view.verdict_label.text() == "✘ FAILED: undefined_grad (the Jacobian agrees)"
+    assert "undefined_grad: backward fails when a grad_output is undefined" in \
+        view.worst_label.text()
 
 
 def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
