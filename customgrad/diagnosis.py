@@ -159,7 +159,7 @@ class _Fit:
 
     def factor(self) -> Diagnosis | None:
         finite = self.a.isfinite() & self.n.isfinite()
-        a, n = self.a[finite], self.n[finite]
+        a, n = (self.a, self.n) if bool(finite.all()) else (self.a[finite], self.n[finite])
         norm = float((n * n).sum())
         if norm == 0.0:
             return None

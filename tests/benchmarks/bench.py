@@ -69,6 +69,29 @@ def bench_jacobian(quick: bool) -> dict:
     }
 
 
+def bench_checks(quick: bool) -> dict:
+    """Each sub-check, and the diagnosis of a failed check, as a multiple of the full Jacobian
+    comparison's time at the same point (KillHead 16x32 float64, a 512 x 512 Jacobian;
+    double backward is torch's gradgradcheck, so it is timed, not held to the goal)."""
+    from customgrad import subchecks
+    from customgrad.diagnosis import diagnose
+    from customgrad.gallery.bugs import KillHeadBuggy
+
+    x = torch.randn(16, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    repeat = 2 if quick else 5
+    subchecks.run(KillHead, [x, 2], subchecks.NAMES)  # warm up
+    jacobian_s = _time(lambda: compare(KillHead, [x, 2]), repeat)
+    out = {"checks_jacobian_s": jacobian_s}
+    for name in subchecks.NAMES[1:]:
+        seconds = _time(lambda name=name: subchecks.run(KillHead, [x, 2], [name]), repeat)
+        out[f"check_{name}_vs_jacobian"] = seconds / jacobian_s
+    failed = compare(KillHeadBuggy, [x, 2])
+    buggy_s = _time(lambda: compare(KillHeadBuggy, [x, 2]), repeat)
+    out["diagnosis_vs_jacobian"] = _time(
+        lambda: diagnose(failed, KillHeadBuggy, [x, 2]), repeat) / buggy_s
+    return out
+
+
 _BARE_LOOP = """
 import sys, time
 import torch
@@ -353,9 +376,9 @@ def bench_soak(quick: bool) -> dict:
             "soak_max_stall_ms": meter.worst * 1000}
 
 
-BENCHES = {"jacobian": bench_jacobian, "app": bench_app, "plot": bench_plot,
-           "startup": bench_startup, "soak": bench_soak}
-DEFAULT = ("jacobian", "app", "plot", "startup")
+BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
+           "plot": bench_plot, "startup": bench_startup, "soak": bench_soak}
+DEFAULT = ("jacobian", "checks", "app", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
@@ -366,6 +389,11 @@ GOALS = {
     "startup_overhead_s": "<= 0.5 (from compiled bytecode, as installed)",
     "plot_1m_points_stall_ms": "<= 50",
     "soak_rss_growth_mib": "flat",
+    "diagnosis_vs_jacobian": "timed: runs only when a check fails",
+    "check_double_backward_vs_jacobian": "timed: torch's gradgradcheck",
+    **{f"check_{name}_vs_jacobian": "<= 1" for name in (
+        "forward_ad", "batched_grad", "undefined_grad", "grad_dtypes", "nondeterminism",
+        "opcheck")},
 }
 
 
