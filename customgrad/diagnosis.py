@@ -18,7 +18,7 @@ import torch
 
 from customgrad.contract import normalize_outputs
 from customgrad.errors import Cancelled
-from customgrad.jacobian import Axis, Block, Report
+from customgrad.jacobian import Axis, Block, Report, _agree
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "region", "kink", "rounding", "nondeterministic", "mutates")
@@ -74,7 +74,7 @@ def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> li
         return []
     calls = _Calls(function, list(args), report, seed)
     found = calls.whole_function()
-    if found or report.analytic is None or report.numerical is None:
+    if found or calls.forward_random or report.analytic is None or report.numerical is None:
         return found  # a backward that is not a function of grad_output explains any matrix
     for block in report.blocks:
         if block.passed:
@@ -92,11 +92,6 @@ def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> li
 
 
 # ------------------------------------------------------------------ the matrices
-
-
-def _agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    ok = (a - n).abs() <= atol + rtol * n.abs()
-    return ok | (a == n) | (a.isnan() & n.isnan())
 
 
 def _slice_text(axis: Axis, flats: torch.Tensor) -> tuple[str, int]:
@@ -170,7 +165,7 @@ class _Fit:
         if abs(c + 1) < 1e-3:
             detail = f"d {o}/d {i} has the wrong sign: backward returns -1x the true gradient"
         else:
-            detail = f"d {o}/d {i} is {c:.3g}x the true gradient (a constant factor)"
+            detail = f"d {o}/d {i} is {c:.4g}x the true gradient (a constant factor)"
         return self.said("factor", detail, 0.95)
 
     def missing_reduction(self) -> Diagnosis | None:
@@ -217,13 +212,21 @@ class _Calls:
         self.generator = torch.Generator().manual_seed(seed)
         self.inputs = [a.position for a in report.inputs]
         self.outputs = [a.position for a in report.outputs]
+        self.forward_random = False  # found by whole_function: no hypothesis then holds
 
     # ---- backward, through apply and the engine
+    def _copies(self, dtype: torch.dtype | None = None) -> list:
+        """Forward's arguments with every tensor copied (``dtype``: floating ones converted),
+        so that no probe touches the caller's tensors, even a forward that works in place."""
+        return [a.detach().to(dtype if dtype and a.is_floating_point() else a.dtype).clone()
+                if isinstance(a, torch.Tensor) else a for a in self.args]
+
     def _grads(self, grad_outputs, twice: bool = False):
-        leaves = {i: self.args[i].detach().clone().requires_grad_() for i in self.inputs}
-        kept = {i: leaf.detach().clone() for i, leaf in leaves.items()}
-        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(self.args)]
+        call = self._copies()
+        leaves = {i: call[i].requires_grad_() for i in self.inputs}
+        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(call)]
         outs = normalize_outputs(self.function, self.function.apply(*call))
+        given = {i: call[i].detach().clone() for i in self.inputs}  # after forward's own edits
         chosen = [outs[k] for k in self.outputs]
         wanted = [leaves[i] for i in self.inputs]
         first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
@@ -237,11 +240,11 @@ class _Calls:
                     raise
                 second = exc
         changed = [self.report.inputs[k].name for k, i in enumerate(self.inputs)
-                   if not torch.equal(leaves[i].detach(), kept[i])]
+                   if not torch.equal(call[i].detach(), given[i])]
         return first, second, changed
 
     def _random_grads(self):
-        outs = normalize_outputs(self.function, self.function.apply(*self.args))
+        outs = normalize_outputs(self.function, self.function.apply(*self._copies()))
         return [torch.randn(outs[k].shape, generator=self.generator, dtype=torch.float64)
                 .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
 
@@ -276,14 +279,19 @@ class _Calls:
             return [Diagnosis(None, "mutates", (
                 f"{name}.backward changes the tensor it saved for {', '.join(changed)} in "
                 "place, so every later call sees another value: work on a copy"), 0.95)]
-        if not self._same(r1, fresh):
+        graph_differs = isinstance(again, RuntimeError) or not self._same(r1, again)
+        fresh_differs = not self._same(r1, fresh)
+        if graph_differs and fresh_differs and not isinstance(again, RuntimeError):
             return [Diagnosis(None, "nondeterministic", (
                 f"{name}.backward gives different gradients for the same grad_output at the "
                 "same point (random numbers, atomics, or state kept between calls)"), 0.9)]
-        if isinstance(again, RuntimeError) or not self._same(r1, again):
+        if graph_differs:
             return [Diagnosis(None, "mutates", (
                 f"{name}.backward changes what forward saved on ctx in place: a second "
                 "backward through the same graph gives another result"), 0.9)]
+        if fresh_differs:  # forward is random (dropout): finite differences cannot follow it
+            self.forward_random = True
+            return []
         with torch.enable_grad():
             doubled, _, _ = self._grads([2 * g for g in g1])
             r2, _, _ = self._grads(g2)
@@ -307,13 +315,22 @@ class _Calls:
         return torch.cat([outs[k].detach().reshape(-1).double().cpu() for k in self.outputs])
 
     def _at(self, axis: Axis, flat: int, step: float) -> torch.Tensor:
-        dtype = self.report.numerical_dtype
-        args = [a.detach().to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
-                else a for a in self.args]
-        moved = args[axis.position].clone()
-        moved.view(-1)[flat] += step
-        args[axis.position] = moved
+        args = self._copies(self.report.numerical_dtype)
+        args[axis.position].view(-1)[flat] += step
         return self._flat_outputs(args)
+
+    @staticmethod
+    def _rounding(central: dict, exact: float, tol) -> bool:
+        """Rounding noise shrinks as the step grows (truncation error grows with it): the
+        differences at eps stand far off two longer steps that settle on each other, and
+        backward agrees with where they settle."""
+        for k1, k2 in itertools.pairwise(_STEPS[1:]):
+            settled = abs(central[k1] - central[k2])
+            off = abs(central[1] - central[k2])
+            if off > tol(central[k2]) and off > 3 * settled \
+                    and abs(exact - central[k2]) <= _FIT_SLACK * tol(central[k2]):
+                return True
+        return False
 
     def point(self, block: Block) -> Diagnosis | None:
         try:
@@ -332,9 +349,7 @@ class _Calls:
         score[_agree(a, n, report.atol, report.rtol)] = 0
         score = score.nan_to_num(nan=math.inf)
         picked = score.reshape(-1).topk(min(_POINT_ENTRIES, block.mismatches)).indices
-        base_outputs = self._flat_outputs([
-            x.detach().to(report.numerical_dtype)
-            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in self.args])
+        base_outputs = self._flat_outputs(self._copies(report.numerical_dtype))
 
         def tol(x: float) -> float:
             return report.atol + report.rtol * abs(x)
@@ -351,11 +366,7 @@ class _Calls:
                 if k == 1:
                     right, left = float(plus - base) / eps, float(base - minus) / eps
             exact = float(a[r, c])
-            # rounding: the differences move with the step (noise, a smooth forward's do
-            # not), and a longer step, where the noise is smaller, agrees with backward
-            noisy = any(abs(central[k] - central[1]) > tol(central[1]) for k in _STEPS[1:])
-            if noisy and any(abs(exact - central[k]) <= _FIT_SLACK * tol(central[k])
-                             for k in _STEPS[1:]):
+            if self._rounding(central, exact, tol):
                 verdicts.append("rounding")
             elif abs(right - left) > tol(central[1]):
                 verdicts.append("kink")

@@ -17,8 +17,8 @@ from torch.autograd import forward_ad
 from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.customop import op_of
-from customgrad.errors import SpecError
-from customgrad.jacobian import ATOL, EPS, RTOL, compare
+from customgrad.errors import FunctionError, SpecError
+from customgrad.jacobian import ATOL, EPS, FLOAT32_FLOOR, RTOL, compare
 
 NAMES = ("jacobian", "double_backward", "forward_ad", "batched_grad", "undefined_grad",
          "grad_dtypes", "nondeterminism", "opcheck")
@@ -140,7 +140,17 @@ class _Context:
         if not self._has("jvp"):
             return SubCheck("forward_ad", "skipped", f"{self.name} defines no jvp staticmethod: "
                             "it does not support forward-mode AD.")
-        base = [a.detach().double() if i in self.pos else a for i, a in enumerate(self.args)]
+        try:
+            return self._forward_ad(torch.float64, self.eps, self.atol, self.rtol)
+        except FunctionError:  # a Function that refuses float64: the float32 rule
+            floor = FLOAT32_FLOOR
+            return self._forward_ad(None, max(self.eps, floor["eps"]),
+                                    max(self.atol, floor["atol"]),
+                                    max(self.rtol, floor["rtol"]))
+
+    def _forward_ad(self, dtype, eps, atol, rtol) -> SubCheck:
+        base = [a.detach().to(dtype or a.dtype).clone() if i in self.pos else a
+                for i, a in enumerate(self.args)]
         for i in self.pos:
             u = self._randn_like(base[i])
             with forward_ad.dual_level():
@@ -148,7 +158,7 @@ class _Context:
                 outs = normalize_outputs(self.function, run_user(
                     self.function, "forward", lambda c=call: self.function.apply(*c)))
                 tangents = [forward_ad.unpack_dual(o).tangent for o in outs]
-            shifted = [[a + s * self.eps * u if k == i else a for k, a in enumerate(base)]
+            shifted = [[a + s * eps * u if k == i else a for k, a in enumerate(base)]
                        for s in (1, -1)]
             with torch.no_grad():
                 plus, minus = (normalize_outputs(self.function, run_user(
@@ -157,9 +167,9 @@ class _Context:
             for k, (t, p, m) in enumerate(zip(tangents, plus, minus)):
                 if not p.is_floating_point():
                     continue
-                numerical = (p.double() - m.double()) / (2 * self.eps)
+                numerical = (p.double() - m.double()) / (2 * eps)
                 analytic = torch.zeros_like(numerical) if t is None else t
-                if not _close(analytic, numerical, self.atol, self.rtol):
+                if not _close(analytic, numerical, atol, rtol):
                     worst = float((analytic.double() - numerical).abs().max())
                     return SubCheck("forward_ad", "failed", (
                         f"jvp disagrees with finite differences for output {k} along a random "
@@ -240,7 +250,10 @@ class _Context:
         if node is None or getattr(node, "_forward_cls", None) is not self.function:
             return SubCheck("grad_dtypes", "skipped", "the output's graph node is not the "
                             "Function's own.")
-        grads = [torch.ones_like(o) if k in diff else None for k, o in enumerate(outs)]
+        # what the engine hands backward: zeros for an output nobody differentiates
+        grads = [torch.ones_like(o) if k in diff else
+                 torch.zeros_like(o) if o.is_floating_point() else None
+                 for k, o in enumerate(outs)]
         raw = run_user(self.function, "backward",
                        lambda: self.function.backward(node, *grads))
         raw = raw if isinstance(raw, tuple) else (raw,)
@@ -262,7 +275,7 @@ class _Context:
         def grads(outs, diff):
             if not fixed:
                 fixed.extend(torch.randn(outs[k].shape, generator=state, dtype=torch.float64)
-                             for k in diff)
+                             .to(device=outs[k].device) for k in diff)
             return fixed
 
         first, _ = self._backward(grads)

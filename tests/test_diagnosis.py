@@ -67,3 +67,71 @@ def test_the_words_name_the_evidence():
                                   "detail": found[0].detail, "confidence": found[0].confidence}
     assert "Regenerate" in _case("Relu")[0].detail
     assert "float64" in _case("SinInFloat32")[0].detail
+
+
+# ---- hypotheses that must not fire where they do not hold ----------------------------------
+
+
+class Sin10(torch.autograd.Function):
+    """A curved forward: finite differences at long steps differ by truncation, not noise."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (10 * x).sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 10 * (10 * x).cos() * 1.005
+
+
+class DoubleInPlace(torch.autograd.Function):
+    """forward works on its input in place (mark_dirty); backward is 1.5x too big."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return 3 * g
+
+
+class Dropout(torch.autograd.Function):
+    """A random forward whose backward is right for its own mask."""
+
+    @staticmethod
+    def forward(ctx, x):
+        mask = (torch.rand_like(x) > 0.5).to(x.dtype)
+        ctx.save_for_backward(mask)
+        return x * mask
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        return g * mask
+
+
+def test_a_small_factor_on_a_curved_forward_is_a_factor_not_rounding():
+    found = _diagnose(Sin10, lambda g: [torch.randn(6, generator=g, dtype=torch.float64)])[1]
+    assert [d.kind for d in found] == ["factor"] and "1.005x" in found[0].detail
+
+
+def test_probes_never_touch_the_callers_tensors():
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    report = compare(DoubleInPlace, [x])
+    found = diagnosis.diagnose(report, DoubleInPlace, [x])
+    assert torch.equal(x, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    assert [d.kind for d in found] == ["factor"] and "1.5x" in found[0].detail
+
+
+def test_a_random_forward_is_not_blamed_on_backward():
+    torch.manual_seed(0)
+    x = torch.randn(8, dtype=torch.float64)
+    report = compare(Dropout, [x])
+    found = diagnosis.diagnose(report, Dropout, [x])
+    assert not any(d.kind in ("nondeterministic", "mutates", "rounding", "kink")
+                   for d in found)
