@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,8 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "resources"
-#: what the app reads from resources/ at run time (File > Open Example, File > New Function, icons)
-RUN_TIME = ("examples/*.py", "templates/*.py", "icons/*.svg")
+#: resources/ files only the README shows; everything else there is read at run time
+README_ONLY = ("screenshot*.png",)
 
 
 def _setuptools_at_least(major: int) -> bool:
@@ -27,10 +28,27 @@ def _setuptools_at_least(major: int) -> bool:
     return int(setuptools.__version__.split(".")[0]) >= major
 
 
+def _source_copy(into: Path) -> Path:
+    """The checkout's files (tracked, and new ones git does not ignore) copied to ``into``:
+    the build writes its build/ and egg-info there, never into the checkout."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True)
+    if listed.returncode != 0:  # not a git checkout (an unpacked sdist): all of it
+        shutil.copytree(ROOT, into, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+        return into
+    for name in listed.stdout.splitlines():
+        if (ROOT / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, into / name)
+    return into
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)]
+    source = _source_copy(tmp_path_factory.mktemp("source"))
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+               str(source)]
     if _setuptools_at_least(68):  # what pyproject.toml's build-system asks for: no download
         command.insert(4, "--no-build-isolation")
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=out)
@@ -47,7 +65,8 @@ def test_the_wheel_holds_every_module_and_every_run_time_file(wheel):
                if str(p.relative_to(ROOT)) not in names]
     assert not missing, f"modules missing from the wheel (name their packages in pyproject): " \
         f"{missing}"
-    data = [p for pattern in RUN_TIME for p in RESOURCES.glob(pattern)]
+    data = [p for p in RESOURCES.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+            and p.name != "__init__.py" and not any(p.match(g) for g in README_ONLY)]
     assert any(p.parent.name == "examples" for p in data)
     assert any(p.parent.name == "templates" for p in data)
     missing = [str(p.relative_to(RESOURCES)) for p in data
