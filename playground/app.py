@@ -68,7 +68,7 @@ def _size(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
-THEME_NAMES = ("light", "dark", "high-contrast")  # playground.theme.THEMES, without Qt
+THEME_NAMES = ("light", "dark", "high-contrast")  # playground.views.theme.THEMES, without Qt
 
 
 def _percent(text: str) -> int:
@@ -91,7 +91,7 @@ def _refusal(args) -> str | None:
             return (f"autograd-playground: cannot write the screenshot {args.screenshot}: "
                     f"the folder {folder} does not exist or is not writable\n")
         return None
-    from playground import display
+    from playground.support import display
 
     return display.problem()
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         from PySide6.QtWidgets import QApplication
 
         from playground.main_window import MainWindow
-        from playground.session import Session
+        from playground.state.session import Session
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("autograd-playground")
@@ -239,7 +239,7 @@ def _screenshot(app, window, session, args, start) -> int:
             return
         state["saved"] = True
         app.processEvents()
-        from playground.pacing import release_all
+        from playground.views.pacing import release_all
 
         release_all()  # a repaint held for a moment would be drawn blank
         if not window.grab().save(args.screenshot):

@@ -21,15 +21,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from playground import byof, classroom, theme
-from playground.code_view import CodeView
-from playground.error_banner import ErrorBanner
-from playground.form import InputsForm, LoopForm
-from playground.jacobian_view import JacobianView
-from playground.loss_plot import LossPlot
-from playground.picker import FunctionPicker
-from playground.session import Session
-from playground.shortcuts import TextFieldEscape
+from playground.features import byof, classroom
+from playground.state.session import Session
+from playground.views import theme
+from playground.views.code_view import CodeView
+from playground.views.error_banner import ErrorBanner
+from playground.views.form import InputsForm, LoopForm
+from playground.views.jacobian_view import JacobianView
+from playground.views.loss_plot import LossPlot
+from playground.views.picker import FunctionPicker
+from playground.views.shortcuts import TextFieldEscape
 
 SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
           ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))

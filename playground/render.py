@@ -1,10 +1,10 @@
 """The three heatmaps of a report drawn offscreen, as PNG: for notebooks, ``save=`` of
 ``customgrad.testing.assert_backward`` and scripts.
 
-The drawing is the app's own: a :class:`~playground.jacobian_view.JacobianView` that never
+The drawing is the app's own: a :class:`~playground.views.jacobian_view.JacobianView` that never
 shows on screen lays the report out (block lines, mismatches outlined, the worst entry
 circled, big matrices pooled to the picture's size), and the heatmaps with their colour bars
-are written by the app's export (:func:`playground.export.export_item`).
+are written by the app's export (:func:`playground.views.export.export_item`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _application():
         if not isinstance(app, QApplication):
             raise RuntimeError("a Qt core application without widgets is running here")
         return app
-    from playground import display
+    from playground.support import display
 
     argv = [sys.argv[0] if sys.argv and sys.argv[0] else "customgrad"]
     if display.problem() is not None:
@@ -49,9 +49,9 @@ def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SI
     if report.analytic is None or report.numerical is None:
         raise ValueError("the report did not keep its matrices (keep=False): nothing to draw")
     _application()
-    from playground.export import export_item
-    from playground.jacobian_view import JacobianView
-    from playground.pacing import release_all
+    from playground.views.export import export_item
+    from playground.views.jacobian_view import JacobianView
+    from playground.views.pacing import release_all
 
     view = JacobianView()
     try:

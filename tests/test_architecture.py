@@ -1,20 +1,74 @@
-"""customgrad is a plain torch library: it never imports Qt, pyqtgraph or superqt."""
+"""The architecture holds: customgrad never imports Qt, and playground keeps its layers.
 
+import-linter's contracts live in pyproject.toml. They run here with this interpreter (never
+skipped), and a copy of the tree with one forbidden import shows that they can fail.
+"""
+
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LINT = ("import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(no_cache=True))")
 
 
-def test_import_linter_contract():
-    """import-linter is in the test extra: run it with this interpreter, never skip."""
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            "sys.exit(lint_imports(no_cache=True))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+def _lint(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", LINT], cwd=cwd, capture_output=True,
                           text=True, timeout=300)
+
+
+def _contract_names() -> list[str]:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    contracts = text.split("[tool.importlinter]", 1)[1]
+    return re.findall(r'^name = "(.*)"$', contracts, re.M)
+
+
+def test_import_linter_contracts_are_kept():
+    proc = _lint(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "customgrad never imports Qt or plotting KEPT" in proc.stdout
+    output = " ".join(proc.stdout.split())  # the report wraps long names
+    names = _contract_names()
+    assert len(names) >= 3
+    for name in names:
+        assert f"{name} KEPT" in output, name
+
+
+def _copy_tree(tmp_path: Path) -> Path:
+    copy = tmp_path / "tree"
+    copy.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    for package in ("customgrad", "playground"):
+        shutil.copytree(ROOT / package, copy / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def _add_import(module: Path, statement: str) -> None:
+    text = module.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    assert sep, module
+    module.write_text(f"{head}{sep}\n{statement}\n{rest}", encoding="utf-8")
+
+
+def test_a_state_module_importing_a_view_breaks_the_layers(tmp_path):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / "state" / "session_files.py",
+                "import playground.views.zoom  # noqa")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    output = " ".join(proc.stdout.split())
+    assert "playground.state is not allowed to import playground.views" in output
+
+
+def test_a_view_starting_a_worker_breaks_its_contract(tmp_path):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / "views" / "picker.py", "import playground.workers.jobs")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert "playground.views is not allowed to import playground.workers" in proc.stdout
 
 
 def test_engine_imports_without_qt_modules():

@@ -23,9 +23,9 @@ pytest.importorskip("pytestqt")
 
 from customgrad import cli
 from customgrad.settings import Settings
-from playground import sessions
 from playground.main_window import MainWindow
-from playground.session import Session
+from playground.state import session_files
+from playground.state.session import Session
 
 TIMEOUT = 20_000
 DATA = Path(__file__).resolve().parent / "data"
@@ -251,16 +251,16 @@ CASES = [
                  r"faulty\.json is not valid JSON \(line 1"),
     session_case("session_not_an_object", [1, 2, 3], r"a JSON object was expected"),
     session_case("session_bad_settings",
-                 {"format": sessions.FORMAT, "version": 1,
+                 {"format": session_files.FORMAT, "version": 1,
                   "settings": {"seed": "seven", "dtype": "float16", "bogus": 1}},
                  r"setting 'seed' has the wrong type.*dtype 'float16' is not supported.*"
                  r"unknown setting 'bogus'"),
     session_case("session_unknown_function",
-                 {"format": sessions.FORMAT, "version": 1, "settings": {"target": "nosuch"}},
+                 {"format": session_files.FORMAT, "version": 1, "settings": {"target": "nosuch"}},
                  r"no gallery Function is called 'nosuch'"),
     session_case("session_missing_file", None, r"faulty\.json does not exist"),
     Case("session_bad_shape", None, r"input: dimension 0 must be at least 1", "session",
-         session={"format": sessions.FORMAT, "version": 1,
+         session={"format": session_files.FORMAT, "version": 1,
                   "settings": {"target": "killhead", "shapes": {"input": "0x5"}}},
          kept=("shapes", "input", "0x5")),
     # -- the watched file (hot reload; no CLI equivalent)

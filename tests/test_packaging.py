@@ -82,7 +82,8 @@ def test_the_wheel_holds_every_module_and_every_run_time_file(wheel):
 INSTALLED = textwrap.dedent("""
     import sys
     import customgrad, playground
-    from playground import editor, paths
+    from playground.state import paths
+    from playground.views import editor
 
     site = sys.argv[1]
     for module in (customgrad, playground, paths):

@@ -170,7 +170,7 @@ def _window():
     app = QApplication.instance() or QApplication([])
     from playground.app import settle_heap
     from playground.main_window import MainWindow
-    from playground.session import Session
+    from playground.state.session import Session
 
     window = MainWindow(Session())
     window.resize(1440, 900)

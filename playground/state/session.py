@@ -1,0 +1,444 @@
+"""The app's state: one Settings object, the current Problem, and the workers acting on it.
+
+Views never hold state of their own: they call the methods here and redraw from the signals.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from customgrad import loader
+from customgrad.errors import Cancelled, CustomGradError
+from customgrad.inputs import forward_parameters
+from customgrad.loader import Target, resolve
+from customgrad.problem import Problem, specs_for
+from customgrad.runner import Batch, LoopControl, SetupFailed
+from customgrad.settings import Settings
+from playground.support.discard import discard
+from playground.workers.jobs import (
+    JacobianJob,
+    guarded_module_code,
+    start_build,
+    start_descent,
+    warm_loop_process,
+)
+
+STUCK_SECONDS = 1.0
+#: settings whose change needs new inputs (and so a new run)
+_REBUILD = {"target", "shapes", "constants", "init", "trained", "dtype", "device", "seed",
+            "loss", "optimizer", "memory_cap"}
+
+
+class Session(QObject):
+    """Owns the settings and orchestrates build -> Jacobian -> descent."""
+
+    targetChanged = Signal(object)  # Target
+    specsChanged = Signal(object)  # list[Spec] (for the form)
+    problemReady = Signal(object)  # Problem
+    runReset = Signal(str)  # a new run starts (label)
+    batchReady = Signal(object)  # Batch
+    runningChanged = Signal(bool)
+    jacobianStarted = Signal(str)
+    jacobianProgress = Signal(object)
+    jacobianReady = Signal(object)  # Report
+    jacobianFailed = Signal(str)
+    errorRaised = Signal(object)  # exception for the error banner
+    errorCleared = Signal()
+    settingsChanged = Signal(object)  # Settings
+    busyChanged = Signal(bool)
+    notice = Signal(str)  # something the user should know, not an error
+
+    def __init__(self, settings: Settings | None = None, parent=None, *, held: bool = False):
+        """``held``: start as :meth:`hold` leaves it (and the loop's fork server only at
+        :meth:`release`)."""
+        super().__init__(parent)
+        self.settings = settings or Settings()
+        self.target: Target | None = None
+        #: turns a TARGET string into a Target (the app asks which Function of a file)
+        self.resolver = resolve
+        # user modules run their top level off the GUI thread, and are stopped if endless
+        loader.run_module_code = guarded_module_code
+        self.problem: Problem | None = None
+        self.ctrl = LoopControl(lr=self.settings.lr)
+        self.descent_worker = None
+        self.job: JacobianJob | None = None
+        #: the number of the latest comparison: what an earlier one still sends is dropped (a
+        #: signal queued before it was disconnected is still delivered)
+        self._job_serial = 0
+        self._build_worker = None
+        self._build_serial = 0
+        self._held = held
+        self._build_waiting = False  # a build asked for while held
+        self._busy = False
+        self.step = 0
+        self.last_loss: float | None = None
+        self.last_record = None
+        self.run_index = 0
+        self._explain = False
+        #: a problem whose loop could not start in a process of its own runs on a thread
+        self._thread_only: Problem | None = None
+        self._warm_pending = held
+        if not held:
+            warm_loop_process()
+
+    # ---- settings ---------------------------------------------------------------------------
+    def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
+        """Choose a Function. Shapes, constants, init and trained flags are kept while they
+        still name parameters of its forward (always for the same target, e.g. a reload);
+        ``notice`` says which were reset."""
+        try:
+            target = spec if isinstance(spec, Target) else self.resolver(spec)
+        except CustomGradError as exc:
+            self.errorRaised.emit(exc)
+            return
+        if keep is None:
+            keep = self.target is not None and self.target.spec == target.spec
+        old = self.settings
+        new = copy.deepcopy(old)
+        new.target = target.spec
+        dropped: set[str] = set()
+        try:
+            params = {p.name for p in forward_parameters(target.function)}
+        except CustomGradError as exc:
+            self.errorRaised.emit(exc)
+            return
+        for table in ("shapes", "constants", "init", "trained"):
+            values = getattr(old, table) if keep else {}
+            setattr(new, table, {k: v for k, v in values.items() if k in params})
+            dropped |= set(values) - params
+        if dropped:
+            self.notice.emit(f"Reset to defaults: {', '.join(sorted(dropped))} (no longer "
+                             f"parameters of {target.function.__name__}.forward).")
+        self.target = target
+        self.settings = new
+        self.targetChanged.emit(target)
+        self.settingsChanged.emit(new)
+        self._rebuild()
+
+    def load_settings(self, settings: Settings) -> None:
+        """Replace every setting at once (a session file) and start over."""
+        self.settings = copy.deepcopy(settings)
+        self.ctrl.lr = self.settings.lr
+        self.target = None
+        self.set_target(self.settings.target, keep=True)
+
+    def update(self, **changes) -> None:
+        """Change settings; a change of inputs restarts the run, a new lr does not."""
+        for key, value in changes.items():
+            if not hasattr(self.settings, key):
+                raise AttributeError(key)
+            setattr(self.settings, key, copy.deepcopy(value))
+        if "lr" in changes:
+            self.ctrl.lr = float(self.settings.lr)
+        if "check_every" in changes:
+            self.ctrl.check_every = int(self.settings.check_every)
+        if "steps" in changes:
+            self.ctrl.max_steps = int(self.settings.steps)
+        if {"lr", "check_every", "steps"} & set(changes):
+            self.ctrl.poke()
+        self.settingsChanged.emit(self.settings)
+        if _REBUILD & set(changes):
+            self._rebuild()
+        elif {"eps", "atol", "rtol"} & set(changes):
+            self.check_now()
+
+    def set_explain(self, on: bool) -> None:
+        """Keep before/gradient/after copies in each StepRecord (for the step explainer)."""
+        self._explain = bool(on)
+        self.ctrl.explain = self._explain
+        self.ctrl.poke()
+
+    def set_rate(self, steps_per_second: float) -> None:
+        self.ctrl.rate = max(0.0, float(steps_per_second))
+        self.ctrl.poke()
+
+    # ---- build ------------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        self._stop_descent()
+        self._cancel_job()
+        self._build_waiting = False
+        self._build_serial += 1  # a build still running is out of date, whatever follows
+        self.problem = None
+        if self.target is None:
+            self._set_busy(False)
+            return
+        try:
+            self.specsChanged.emit(specs_for(self.target, self.settings))
+        except CustomGradError as exc:
+            self._set_busy(False)
+            self.errorRaised.emit(exc)
+            return
+        self._set_busy(True)
+        if self._held:
+            self._build_waiting = True
+            return
+        self._start_build()
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busyChanged.emit(busy)
+
+    def _start_build(self) -> None:
+        serial = self._build_serial
+        self._build_worker = start_build(
+            copy.deepcopy(self.settings), self.target,
+            lambda problem: self._built(serial, problem),
+            lambda exc: self._build_failed(serial, exc))
+
+    def hold(self) -> None:
+        """Start no work (a build waits) until :meth:`release`. The app holds its session
+        until its window has painted, so that the first paint shares the machine with no
+        build or Jacobian thread (and waits for no import of superqt)."""
+        self._held = True
+
+    def release(self) -> None:
+        """Start the work that waited while held."""
+        self._held = False
+        if self._warm_pending:
+            self._warm_pending = False
+            warm_loop_process()
+        if self._build_waiting:
+            self._build_waiting = False
+            if self.target is not None:
+                self._start_build()
+            else:
+                self._set_busy(False)
+
+    def _built(self, serial: int, problem: Problem) -> None:
+        if serial != self._build_serial:
+            return
+        self._set_busy(False)
+        self.problem = problem
+        self.errorCleared.emit()
+        self._new_run()
+        self.problemReady.emit(problem)
+        self.check_now()
+
+    def _build_failed(self, serial: int, exc: Exception) -> None:
+        if serial != self._build_serial:
+            return
+        self._set_busy(False)
+        self.jacobianFailed.emit(str(exc))
+        self.errorRaised.emit(exc)
+
+    # ---- descent ----------------------------------------------------------------------------
+    def _new_run(self) -> None:
+        self.step, self.last_loss, self.last_record = 0, None, None
+        self.run_index += 1
+        s = self.settings
+        self.runReset.emit(f"run {self.run_index}: seed {s.seed}, lr {s.lr:g}, {s.optimizer}")
+
+    def _ensure_worker(self) -> bool:
+        if self.problem is None:
+            return False
+        if self.descent_worker is None:
+            self.ctrl = LoopControl(lr=self.settings.lr, rate=self.ctrl.rate,
+                                    max_steps=self.settings.steps,
+                                    check_every=self.settings.check_every,
+                                    explain=self._explain)
+            # errors (the Function's forward raising, say) arrive through _on_descent_error
+            self.descent_worker = start_descent(self.problem, self.ctrl, self._on_batch,
+                                                self._on_descent_error,
+                                                self._on_descent_finished,
+                                                thread=self.problem is self._thread_only)
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self.ctrl.running
+
+    def play(self) -> None:
+        if self.settings.steps and self.step >= self.settings.steps:
+            # the end of the run, not an error
+            self.notice.emit(f"Run finished at step {self.step} — Reset (R) or raise steps")
+            self.runningChanged.emit(False)
+            return
+        if not self._ensure_worker():
+            return
+        self.ctrl.running = True
+        self.ctrl.poke()
+        self.runningChanged.emit(True)
+
+    def pause(self) -> None:
+        """Pause between steps; a step stuck in user code is interrupted after a second."""
+        self.ctrl.running = False
+        self.ctrl.poke()
+        self.runningChanged.emit(False)  # also when the loop stopped itself at its step limit
+        ctrl = self.ctrl
+        QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
+
+    def _unstick(self, ctrl: LoopControl) -> None:
+        if ctrl.started and not ctrl.exited and ctrl.stuck_for() >= STUCK_SECONDS * 0.9:
+            ctrl.interrupt()
+            self.notice.emit("Your Function was stuck inside forward/backward, so the loop was "
+                             "stopped. Press Play to start the run over.")
+
+    def toggle(self) -> None:
+        self.pause() if self.ctrl.running else self.play()
+
+    def step_once(self) -> None:
+        """Pause first, then one step."""
+        self.pause()
+        if self._ensure_worker():
+            self.ctrl.pending += 1
+            self.ctrl.poke()
+
+    def run_steps(self, count: int) -> None:
+        """Queue ``count`` steps (used by --screenshot)."""
+        if self._ensure_worker():
+            self.ctrl.pending += count
+            self.ctrl.poke()
+
+    def reset(self) -> None:
+        """Same seed, same run: back to step 0 with freshly drawn inputs."""
+        self._stop_descent()
+        if self.problem is not None:
+            self._new_run()
+            self.check_now()
+        else:
+            self._rebuild()
+
+    def _on_batch(self, batch: Batch) -> None:
+        if batch.records:
+            self.last_record = batch.records[-1]
+            self.step = self.last_record.step + 1
+            self.last_loss = self.last_record.loss
+        self.batchReady.emit(batch)
+        if batch.paused:
+            self.runningChanged.emit(False)
+        if batch.snapshot is not None:
+            self._start_job(batch.snapshot)
+
+    def _on_descent_error(self, exc: Exception) -> None:
+        """The loop ended on an error, or was stopped because a step was stuck: the run cannot
+        go on, so the next Play starts it over (the broken run stays as an overlay)."""
+        if isinstance(exc, SetupFailed) and self.problem is not None:
+            # the child could not load what this process did (a module found through a path
+            # added since, say): the same run, on a thread, from where it stands
+            old, self.descent_worker = self.ctrl, None
+            self._thread_only = self.problem
+            if self._ensure_worker():
+                self.ctrl.running = old.running
+                self.ctrl.pending = old.pending + old.sent_steps
+                self.ctrl.want_snapshot = old.want_snapshot or old.sent_snapshot
+                self.ctrl.poke()
+                return
+        self.ctrl.running = False
+        self.descent_worker = None
+        self.runningChanged.emit(False)
+        if self.step > 0:
+            self._new_run()
+        if not isinstance(exc, Cancelled):
+            self.errorRaised.emit(exc)
+
+    def _on_descent_finished(self) -> None:
+        self.descent_worker = None
+
+    def _stop_descent(self, wait: float = 0.0) -> None:
+        """Stop the loop worker. Without ``wait`` this never blocks the GUI: a step stuck in
+        user code is interrupted a second later."""
+        was_running = self.ctrl.running
+        ctrl = self.ctrl
+        ctrl.running, ctrl.stop, ctrl.pending = False, True, 0
+        ctrl.poke()
+        worker = self.descent_worker
+        if worker is not None:
+            for signal in (worker.yielded, worker.errored, worker.finished):
+                try:
+                    signal.disconnect()
+                except (RuntimeError, TypeError):
+                    pass
+            if wait:
+                self._wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
+            else:
+                QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
+        self.descent_worker = None
+        if was_running:
+            self.runningChanged.emit(False)
+
+    def _wait_or_interrupt(self, ctrl, done, wait: float) -> None:
+        deadline = time.perf_counter() + wait
+        while not done() and time.perf_counter() < deadline:
+            time.sleep(0.005)
+        if not done() and ctrl.started:
+            ctrl.interrupt()
+
+    # ---- Jacobian ---------------------------------------------------------------------------
+    def check_now(self) -> None:
+        """Compare the Jacobians at the current point (the trained values if a run started)."""
+        if self.problem is None:
+            return
+        if self.descent_worker is not None:
+            self.ctrl.want_snapshot = True
+            self.ctrl.poke()
+        else:
+            self._start_job(None)
+
+    def _start_job(self, args) -> None:
+        self._cancel_job()
+        s = self.settings
+        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap}
+        where = "the starting point" if args is None else f"step {self.step}"
+        self.jacobianStarted.emit(f"Comparing Jacobians at {where}…")
+        problem = self.problem
+        self._job_serial += 1
+        serial = self._job_serial
+        self.job = JacobianJob(problem, args, options,
+                               lambda progress: self._on_progress(serial, progress),
+                               lambda report: self._on_report(serial, problem, report),
+                               lambda exc: self._on_job_error(serial, exc))
+
+    def _on_progress(self, serial: int, progress) -> None:
+        if serial == self._job_serial:
+            self.jacobianProgress.emit(progress)
+        elif getattr(progress, "painted", None) is not None:
+            progress.painted.set()  # its worker stops anyway; it need not wait for a view
+
+    def _on_report(self, serial: int, problem, report) -> None:
+        if serial == self._job_serial and problem is self.problem:
+            self.jacobianReady.emit(report)
+        else:
+            discard(report)  # out of date (up to 100 MB): freed off the GUI thread
+
+    def _on_job_error(self, serial: int, exc: Exception) -> None:
+        if serial != self._job_serial:
+            return
+        if isinstance(exc, Cancelled):
+            self.jacobianFailed.emit("cancelled")
+            return
+        self.jacobianFailed.emit(str(exc))
+        self.errorRaised.emit(exc)
+
+    def cancel_check(self) -> None:
+        if self.job is not None and not self.job.done:
+            self.job.cancel()
+            job = self.job
+            QTimer.singleShot(1000, lambda: job.cancel(force=True))
+
+    def _cancel_job(self) -> None:
+        if self.job is not None and not self.job.done:
+            for signal in (self.job.worker.returned, self.job.worker.errored,
+                           self.job.bridge.progress):
+                try:
+                    signal.disconnect()
+                except (RuntimeError, TypeError):
+                    pass
+            self.job.cancel()
+        self.job = None
+
+    # ---- shutdown ---------------------------------------------------------------------------
+    def shutdown(self, wait: float = 1.0) -> None:
+        """Stop everything; user code stuck in a loop is interrupted after ``wait`` seconds."""
+        job = self.job
+        self._cancel_job()
+        self._stop_descent(wait)
+        if job is not None and not job.done:
+            deadline = time.perf_counter() + wait
+            while not job.done and time.perf_counter() < deadline:
+                time.sleep(0.005)
+            if not job.done:
+                job.cancel(force=True)

@@ -1,0 +1,249 @@
+"""Inputs form generated from the Function's specs, plus the loop settings.
+
+Every field validates as typed and shows the reason at the field; committed values go into the
+session's one Settings object.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from customgrad.descent import LOSSES, OPTIMIZERS
+from customgrad.errors import SpecError
+from customgrad.inputs import (
+    ConstSpec,
+    TensorSpec,
+    available_devices,
+    format_shape,
+    parse_const,
+    parse_init,
+    parse_shape,
+)
+from playground.views.fields import CheckedField
+
+INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"{text!r} is not a number (e.g. 0.1 or 1e-3).") from None
+    if not value > 0 or value == float("inf"):
+        raise SpecError("must be a positive number.")
+    return value
+
+
+class InputsForm(QWidget):
+    """Shape/init/trained per tensor input, an editor per constant, dtype and device."""
+
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self.fields: dict[str, object] = {}
+        self._structure = None
+        self.box = QGroupBox("Inputs")
+        self.rows = QFormLayout(self.box)
+        self.rows.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.dtype = QComboBox()
+        self.dtype.addItems(["float32", "float64"])
+        self.device = QComboBox()
+        self.device.addItems(available_devices())
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.box)
+        self.dtype.currentTextChanged.connect(lambda t: self.session.update(dtype=t))
+        self.device.currentTextChanged.connect(lambda t: self.session.update(device=t))
+        session.specsChanged.connect(self.show_specs)
+        session.settingsChanged.connect(self._sync_settings)
+        self._sync_settings(session.settings)
+
+    def _sync_settings(self, settings) -> None:
+        for combo, value in ((self.dtype, settings.dtype), (self.device, settings.device)):
+            if combo.currentText() != value and combo.findText(value) >= 0:
+                combo.blockSignals(True)
+                combo.setCurrentText(value)
+                combo.blockSignals(False)
+
+    def forget_typed(self) -> None:
+        """Rebuild the rows from the next specs (a session replaces every setting)."""
+        self._structure = None
+
+    def show_specs(self, specs) -> None:
+        """Rebuild the rows when the parameters change; otherwise keep what the user typed."""
+        structure = tuple((s.name, type(s).__name__) for s in specs)
+        if structure == self._structure:
+            return
+        self._structure = structure
+        for combo in (self.dtype, self.device):  # kept: removeRow would delete them
+            row, _role = self.rows.getWidgetPosition(combo)
+            if row >= 0:
+                label = self.rows.takeRow(row).labelItem
+                if label is not None and label.widget() is not None:
+                    label.widget().hide()
+                    label.widget().deleteLater()
+        while self.rows.rowCount():
+            self.rows.removeRow(0)
+        self.fields.clear()
+        for spec in specs:
+            if isinstance(spec, TensorSpec):
+                self._tensor_row(spec)
+            else:
+                self._const_row(spec)
+        self.rows.addRow("dtype", self.dtype)
+        self.rows.addRow("device", self.device)
+
+    def _tensor_row(self, spec: TensorSpec) -> None:
+        name = spec.name
+        shape = CheckedField(format_shape(spec.shape), lambda t, n=name: parse_shape(t, n),
+                             "Shape: whole numbers joined by x, e.g. 3x8 or 5")
+        shape.committed.connect(lambda _v, n=name, f=shape: self._set("shapes", n, f.edit.text()))
+        init = QComboBox(editable=True)
+        init.addItems(INITS)
+        init.setCurrentText(spec.init)
+        init.setToolTip("How the seed draws it: normal, uniform(a,b), zeros or ones")
+        init.lineEdit().editingFinished.connect(lambda n=name, c=init: self._set_init(n, c))
+        init.activated.connect(lambda _i, n=name, c=init: self._set_init(n, c))
+        trained = QCheckBox("trained")
+        trained.setChecked(spec.trained)
+        trained.setToolTip("Updated by the gradient-descent loop")
+        trained.toggled.connect(lambda on, n=name: self._set("trained", n, bool(on)))
+        row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        init.setMinimumContentsLength(13)
+        init.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        line.addWidget(shape, 1)
+        line.addWidget(init, 2)
+        line.addWidget(trained)
+        self.rows.addRow(QLabel(f"<b>{name}</b>"), row)
+        self.fields[name] = shape
+        self.fields[f"{name}.init"] = init
+        self.fields[f"{name}.trained"] = trained
+
+    def _const_row(self, spec: ConstSpec) -> None:
+        name, value = spec.name, spec.value
+        if isinstance(value, bool):
+            box = QCheckBox()
+            box.setChecked(value)
+            box.toggled.connect(lambda on, n=name: self._set("constants", n, bool(on)))
+            self.rows.addRow(name, box)
+            self.fields[name] = box
+            return
+        kind = type(value).__name__
+        field = CheckedField(str(value), lambda t, v=value, n=name: parse_const(t, v, n),
+                             f"Constant ({kind})")
+        field.committed.connect(lambda v, n=name: self._set("constants", n, v))
+        self.rows.addRow(f"{name} ({kind})", field)
+        self.fields[name] = field
+
+    def _set_init(self, name: str, combo: QComboBox) -> None:
+        try:
+            value = parse_init(combo.currentText(), name)
+        except SpecError as exc:
+            combo.setStyleSheet("QComboBox { border: 2px solid #d62728; }")
+            combo.setToolTip(str(exc))
+            return
+        combo.setStyleSheet("")
+        if self.session.settings.init.get(name) != value:
+            self._set("init", name, value)
+
+    def _set(self, table: str, name: str, value) -> None:
+        current = dict(getattr(self.session.settings, table))
+        current[name] = value
+        self.session.update(**{table: current})
+
+
+class LoopForm(QGroupBox):
+    """Learning rate, steps, loss, optimizer, seed, and the periodic Jacobian check."""
+
+    def __init__(self, session, parent=None):
+        super().__init__("Gradient descent", parent)
+        self.session = session
+        s = session.settings
+        self.lr = CheckedField(f"{s.lr:g}", _positive, "Learning rate eta (x <- x - eta*grad); "
+                               "changing it mid-run keeps the run going")
+        self.lr.committed.connect(lambda v: self.session.update(lr=v))
+        self.steps = QSpinBox(minimum=0, maximum=10_000_000, value=s.steps)
+        self.steps.setSpecialValueText("no limit")
+        self.steps.setToolTip("Play pauses after this many steps (0: no limit)")
+        self.steps.editingFinished.connect(
+            lambda: self.session.update(steps=self.steps.value()))
+        self.loss = QComboBox()
+        self.loss.addItems(LOSSES)
+        self.loss.setCurrentText(s.loss)
+        self.loss.currentTextChanged.connect(lambda t: self.session.update(loss=t))
+        self.optimizer = QComboBox()
+        self.optimizer.addItems(OPTIMIZERS)
+        self.optimizer.setCurrentText(s.optimizer)
+        self.optimizer.currentTextChanged.connect(lambda t: self.session.update(optimizer=t))
+        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=s.seed)
+        self.seed.setToolTip("One seed draws the target and every input: same seed, same run")
+        self.seed.editingFinished.connect(self._seed_edited)
+        self.regenerate = QPushButton("Regenerate")
+        self.regenerate.setToolTip("Draw a new seed")
+        self.regenerate.clicked.connect(self._regenerate)
+        seed_row = QWidget()
+        line = QHBoxLayout(seed_row)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self.seed, 1)
+        line.addWidget(self.regenerate)
+        self.check_every = QSpinBox(minimum=0, maximum=1_000_000, value=s.check_every)
+        self.check_every.setSpecialValueText("off")
+        self.check_every.setToolTip("Recompute the Jacobian comparison every K steps of a run")
+        self.check_every.editingFinished.connect(
+            lambda: self.session.update(check_every=self.check_every.value()))
+        form = QFormLayout(self)
+        form.addRow("learning rate", self.lr)
+        form.addRow("steps", self.steps)
+        form.addRow("loss", self.loss)
+        form.addRow("optimizer", self.optimizer)
+        form.addRow("seed", seed_row)
+        form.addRow("check every", self.check_every)
+        for i in range(form.rowCount()):
+            label = form.itemAt(i, QFormLayout.ItemRole.LabelRole)
+            if label is not None and label.widget() is not None:
+                label.widget().setAlignment(Qt.AlignmentFlag.AlignRight
+                                            | Qt.AlignmentFlag.AlignVCenter)
+        session.settingsChanged.connect(self._sync)
+
+    def _seed_edited(self) -> None:
+        if self.seed.value() != self.session.settings.seed:
+            self.session.update(seed=self.seed.value())
+
+    def _regenerate(self) -> None:
+        import random
+
+        seed = self.seed.value()
+        while seed == self.seed.value():  # always a visibly new seed
+            seed = random.randrange(0, 100_000)
+        self.seed.setValue(seed)
+        self._seed_edited()
+
+    def _sync(self, s) -> None:
+        for widget, value in ((self.seed, s.seed), (self.steps, s.steps),
+                              (self.check_every, s.check_every)):
+            if widget.value() != value:
+                widget.blockSignals(True)
+                widget.setValue(value)
+                widget.blockSignals(False)
+        for combo, text in ((self.loss, s.loss), (self.optimizer, s.optimizer)):
+            if combo.currentText() != text:
+                combo.blockSignals(True)
+                combo.setCurrentText(text)
+                combo.blockSignals(False)
+        if self.lr.valid and self.lr.parse(self.lr.edit.text()) != s.lr:
+            short = f"{s.lr:g}"  # a session was opened
+            self.lr.set_text(short if float(short) == s.lr else repr(s.lr))

@@ -1,0 +1,555 @@
+"""Live loss curve of a gradient-descent run, with fainter overlays of earlier runs.
+
+Points live in growing numpy buffers (amortized doubling); the curve is fed views
+of the filled part, with clip-to-view and peak downsampling, so a million points
+stay smooth. Non-finite losses (NaN/Inf) are dropped from the plotted data and
+counted; in log mode pyqtgraph skips zero and negative losses.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from playground.views.fitting import FittedTickSpacing
+from playground.views.fonts import point_size
+from playground.views.pacing import paint_later
+
+__all__ = ["LossPlot"]
+
+_INITIAL_CAPACITY = 1024
+_MIN_FLUSH_INTERVAL = 1 / 10  # seconds between two redraws of the live curve, at least
+
+# Distinct hues for the overlays of earlier runs (Tableau 10 minus the current blue).
+_OVERLAY_HUES = (
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#d62728",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+)
+_CURRENT_LIGHT = "#0b4fa8"  # deep blue: high contrast on a light background
+_CURRENT_DARK = "#5fb4ff"  # light blue: high contrast on a dark background
+_OVERLAY_STRENGTH = 0.65  # overlay colour = this much hue, the rest background
+
+
+@dataclass
+class _Run:
+    """One run: its label, its point buffers and its curve."""
+
+    label: str | None
+    curve: pg.PlotDataItem
+    steps: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
+    losses: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
+    n: int = 0
+    nonfinite: int = 0
+    hue: str = ""
+    hi: float = -math.inf  # largest loss so far
+    lo_pos: float = math.inf  # smallest positive loss so far (for the log axis)
+
+    def note_range(self, losses: np.ndarray) -> None:
+        if losses.size:
+            self.hi = max(self.hi, float(losses.max()))
+            positive = losses[losses > 0]
+            if positive.size:
+                self.lo_pos = min(self.lo_pos, float(positive.min()))
+
+    def filled(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.steps[: self.n], self.losses[: self.n]
+
+    def reserve(self, extra: int) -> None:
+        need = self.n + extra
+        capacity = len(self.steps)
+        if need <= capacity:
+            return
+        while capacity < need:
+            capacity *= 2
+        for name in ("steps", "losses"):
+            old = getattr(self, name)
+            new = np.empty(capacity, dtype=np.float64)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def shrink(self) -> None:
+        """Drop the slack of the buffers (the run will not grow any more)."""
+        self.steps = self.steps[: self.n].copy()
+        self.losses = self.losses[: self.n].copy()
+
+    def legend_text(self) -> str:
+        text = self.label if self.label else "previous run"
+        if self.nonfinite:
+            text += f" ({self.nonfinite:,} NaN/Inf dropped)"
+        return text
+
+
+def _mix(a: QColor, b: QColor, t: float) -> QColor:
+    """t * a + (1 - t) * b, opaque."""
+    return QColor.fromRgbF(
+        t * a.redF() + (1 - t) * b.redF(),
+        t * a.greenF() + (1 - t) * b.greenF(),
+        t * a.blueF() + (1 - t) * b.blueF(),
+    )
+
+
+class LossPlot(QWidget):
+    """Loss against step for the current run, earlier runs as fainter overlays."""
+
+    #: Emitted with the new state when log y is switched on or off.
+    logYChanged = Signal(bool)
+
+    def __init__(self, parent: QWidget | None = None, max_overlays: int = 8) -> None:
+        super().__init__(parent)
+        self.max_overlays = max_overlays
+
+        # Toolbar row: log y, clear history, and a live count of points.
+        self.log_checkbox = QCheckBox("log y")
+        self.log_checkbox.setToolTip("Logarithmic loss axis (zero and negative losses are hidden)")
+        self.clear_button = QPushButton("Clear history")
+        self.clear_button.setToolTip("Remove the faded curves of earlier runs")
+        self.status_label = QLabel("")
+        self.status_label.setToolTip("Points in the current run")
+
+        self.toolbar = QWidget()
+        bar = QHBoxLayout(self.toolbar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.log_checkbox)
+        bar.addWidget(self.clear_button)
+        bar.addStretch(1)
+        bar.addWidget(self.status_label)
+
+        self.plot_widget = pg.PlotWidget()
+        self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
+        self.plot_item.setTitle(None)
+        self.plot_item.showGrid(x=True, y=True, alpha=0.25)
+        self.plot_item.setLabel("bottom", "step")
+        self.plot_item.setLabel("left", "loss")
+        for name in ("bottom", "left"):
+            # "loss (x0.001)" style rescaling only confuses an audience: show real values.
+            self.plot_item.getAxis(name).enableAutoSIPrefix(False)
+        # a short plot (presentation mode on a small screen) shows fewer loss labels, never
+        # overlapping ones
+        left = self.plot_item.getAxis("left")
+        left.tickSpacing = FittedTickSpacing(left)
+        self.plot_item.layout.setContentsMargins(6, 6, 14, 6)
+        # A million points stay smooth: draw only the visible x range, and at most
+        # about two points (min and max) per pixel column. Curves added later
+        # (PlotItem.addItem) inherit these settings.
+        self.plot_item.setClipToView(True)
+        self.plot_item.setDownsampling(auto=True, mode="peak")
+        self.legend: pg.LegendItem = self.plot_item.addLegend(offset=(-12, 12))
+        self.legend_corner = "top"  # moved to the bottom when the curve ends high (see flush)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(4)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.plot_widget, 1)
+
+        self._compact = False
+        self._pending = False
+        self._last_flush = 0.0
+        self._min_interval = _MIN_FLUSH_INTERVAL
+        self._shown_nonfinite = 0
+        # The view follows the data in steps (see _step_range), so the axes are re-rendered
+        # only when the range must change: repainting axes every frame would take the GIL
+        # from the descent worker. Zooming or panning by hand stops following; the "A"
+        # button resumes it.
+        self._follow = True
+        self._fresh = True  # the first points of a run fit the view exactly
+        self.plot_item.vb.disableAutoRange()
+        self.plot_item.vb.sigRangeChangedManually.connect(self._stop_following)
+        self.plot_item.autoBtn.clicked.connect(self.follow)
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.timeout.connect(self.flush)
+
+        self._current = self._new_run(None)
+        self.overlay_curves: list[pg.PlotDataItem] = []
+        self._overlays: list[_Run] = []
+
+        self.log_checkbox.toggled.connect(self.set_log_y)
+        # Keep our checkbox in step with pyqtgraph's own context-menu checkbox.
+        self.plot_item.ctrl.logYCheck.toggled.connect(self._on_menu_log_y)
+        self.clear_button.clicked.connect(self.clear_history)
+
+        self._apply_colors()
+        self._apply_graphics_font(self.font())
+        self._update_status()
+        self._sync_legend()
+
+    # ------------------------------------------------------------------ runs
+
+    @property
+    def current_curve(self) -> pg.PlotDataItem:
+        """The curve of the current run (brought up to date with every appended point)."""
+        self.flush()
+        return self._current.curve
+
+    @property
+    def current_label(self) -> str | None:
+        return self._current.label
+
+    @property
+    def nonfinite_count(self) -> int:
+        """Non-finite (NaN/Inf) points dropped from the current run so far."""
+        return self._current.nonfinite
+
+    @property
+    def point_count(self) -> int:
+        """Points plotted in the current run."""
+        return self._current.n
+
+    def start_run(self, label: str) -> None:
+        """Begin a new current run; the previous one becomes a faded overlay.
+
+        A previous run without any points is simply discarded.
+        """
+        self._cancel_flush()
+        paint_later(self.plot_widget)  # not in the pass of the slot that started the run
+        old = self._current
+        self._current = self._new_run(label)
+        if old.n == 0:
+            self._remove_run(old)
+        else:
+            self._to_overlay(old)
+        self.legend.addItem(self._current.curve, self._current.legend_text())
+        self._fresh = True
+        self._shown_nonfinite = 0
+        self._sync_legend()
+        self._apply_colors()
+        self._update_status()
+
+    def reset_current(self) -> None:
+        """Empty the current run (same label), e.g. when Reset restarts it."""
+        self._cancel_flush()
+        run = self._current
+        run.n = 0
+        run.nonfinite = 0
+        run.hi, run.lo_pos = -math.inf, math.inf
+        self._fresh = True
+        run.curve.setData(np.empty(0), np.empty(0))
+        self._refresh_legend_label(run)
+        self._update_status()
+
+    def append(self, steps: np.ndarray, losses: np.ndarray) -> None:
+        """Add a batch of points to the current run.
+
+        Points whose step or loss is NaN/Inf are dropped and counted
+        (:attr:`nonfinite_count`). Steps are expected to increase.
+
+        The points go into the buffers at once; the curve is redrawn at most
+        about 60 times a second, and less often when a redraw of a huge run
+        gets expensive (:meth:`flush` forces it; :attr:`current_curve` flushes).
+        """
+        steps = np.asarray(steps, dtype=np.float64).ravel()
+        losses = np.asarray(losses, dtype=np.float64).ravel()
+        if steps.shape != losses.shape:
+            raise ValueError(
+                f"steps and losses differ in length: {steps.size} != {losses.size}"
+            )
+        if steps.size == 0:
+            return
+        ok = np.isfinite(losses) & np.isfinite(steps)
+        dropped = int(steps.size - np.count_nonzero(ok))
+        run = self._current
+        if dropped:
+            steps = steps[ok]
+            losses = losses[ok]
+            run.nonfinite += dropped
+        k = steps.size
+        if k:
+            run.reserve(k)
+            run.steps[run.n : run.n + k] = steps
+            run.losses[run.n : run.n + k] = losses
+            run.n += k
+            run.note_range(losses)
+        self._pending = True
+        self._schedule_flush()
+
+    def flush(self) -> None:
+        """Hand the current run's new points to the curve now."""
+        self._flush_timer.stop()
+        if not self._pending:
+            return
+        self._pending = False
+        run = self._current
+        t0 = time.perf_counter()
+        x, y = run.filled()
+        run.curve.setData(x, y)  # views, no copies
+        if self._follow:
+            self._step_range(force=self._fresh)
+            self._fresh = False
+        self._place_legend()
+        if run.nonfinite != self._shown_nonfinite:
+            self._refresh_legend_label(run)
+        self._update_status()
+        now = time.perf_counter()
+        self._last_flush = now
+        # setData costs O(points) (bounds, downsampling): keep it under a third of the time.
+        self._min_interval = max(_MIN_FLUSH_INTERVAL, 3.0 * (now - t0))
+
+    def _stop_following(self, *_args) -> None:
+        self._follow = False
+
+    def follow(self) -> None:
+        """Fit the view to the data again and keep following it."""
+        self._follow = True
+        self.plot_item.vb.disableAutoRange()
+        self._step_range(force=True)
+
+    def _step_range(self, force: bool = False) -> None:
+        """Keep every run in view, changing the range only in steps: x grows by half again,
+        y starts at 0 (losses are never negative) and doubles; log y snaps to decades."""
+        runs = [r for r in (self._current, *self._overlays) if r.n]
+        if not runs:
+            return
+        vb = self.plot_item.vb
+        (vx0, vx1), (vy0, vy1) = vb.viewRange()
+        x_lo = min(float(r.steps[0]) for r in runs)
+        x_hi = max(float(r.steps[r.n - 1]) for r in runs)
+        if force or x_hi > vx1 or x_lo < vx0:
+            vb.setXRange(x_lo, x_lo + max(1.0, (x_hi - x_lo) * 1.5), padding=0.02)
+        hi = max(r.hi for r in runs)
+        if not math.isfinite(hi):
+            return
+        if self.log_y():
+            lo = min(r.lo_pos for r in runs)
+            if not (math.isfinite(lo) and hi > 0):
+                return
+            lo_d, hi_d = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+            if force or lo_d < vy0 - 1e-9 or hi_d > vy1 + 1e-9:
+                vb.setYRange(lo_d, max(hi_d, lo_d + 1), padding=0.02)
+        elif force or hi > vy1 or vy0 > 0:
+            top = hi if force else max(hi, 2 * vy1)
+            vb.setYRange(0.0, top if top > 0 else 1.0, padding=0.04)
+
+    def _schedule_flush(self) -> None:
+        if self._flush_timer.isActive():
+            return
+        wait = self._min_interval - (time.perf_counter() - self._last_flush)
+        if wait <= 0:
+            self.flush()
+        else:
+            self._flush_timer.start(max(1, math.ceil(wait * 1000)))
+
+    def _cancel_flush(self) -> None:
+        self._flush_timer.stop()
+        self._pending = False
+
+    def clear_history(self) -> None:
+        """Remove every overlay (earlier runs) and its legend entry."""
+        for run in self._overlays:
+            self._remove_run(run)
+        self._overlays.clear()
+        self.overlay_curves.clear()
+        self._sync_legend()
+
+    # ------------------------------------------------------------------ log y
+
+    def log_y(self) -> bool:
+        return self.log_checkbox.isChecked()
+
+    def set_log_y(self, on: bool) -> None:
+        """Logarithmic loss axis. Zero and negative losses are not drawn in log mode."""
+        on = bool(on)
+        if self.log_checkbox.isChecked() != on:
+            self.log_checkbox.setChecked(on)  # re-enters through the toggled signal
+            return
+        self.plot_item.setLogMode(x=False, y=on)
+        menu_check = self.plot_item.ctrl.logYCheck
+        if menu_check.isChecked() != on:
+            menu_check.blockSignals(True)
+            menu_check.setChecked(on)
+            menu_check.blockSignals(False)
+        self.follow()
+        self.logYChanged.emit(on)
+
+    def _on_menu_log_y(self, on: bool) -> None:
+        if self.log_checkbox.isChecked() != on:
+            self.log_checkbox.setChecked(on)
+
+    # ------------------------------------------------------------------ export
+
+    def export_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write ``run,step,loss`` rows: the overlays (oldest first), then the current run.
+
+        Dropped non-finite points are not written.
+        """
+        runs = [*self._overlays, self._current]
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(("run", "step", "loss"))
+            for run in runs:
+                if run.n == 0:
+                    continue
+                label = run.label if run.label else "run"
+                x, y = run.filled()
+                writer.writerows(
+                    (label, int(s) if s.is_integer() else s, v)
+                    for s, v in zip(x.tolist(), y.tolist())
+                )
+
+    def set_compact(self, on: bool) -> None:
+        """Compact (presentation mode on a small screen): no toolbar and no axis titles, so
+        the curve keeps its height; log y stays in the plot's right-click menu."""
+        self._compact = bool(on)
+        self.toolbar.setVisible(not on)
+        for name in ("bottom", "left"):
+            self.plot_item.showLabel(name, not on)
+
+    # ------------------------------------------------------------------ fonts
+
+    def apply_font(self, font: QFont) -> None:
+        """Use ``font`` for the toolbar, tick labels, axis labels and legend."""
+        self.setFont(font)  # the toolbar follows; changeEvent updates the plot
+        self._apply_graphics_font(font)
+
+    def changeEvent(self, event: QEvent) -> None:
+        kind = event.type()
+        if kind == QEvent.Type.FontChange:
+            self._apply_graphics_font(self.font())
+        elif kind == QEvent.Type.PaletteChange:
+            self._apply_colors()
+        super().changeEvent(event)
+
+    def _apply_graphics_font(self, font: QFont) -> None:
+        size = point_size(font)
+        tick_font = QFont(font)
+        tick_font.setPointSizeF(size)
+        label_size = f"{size * 1.1:.1f}pt"
+        for name in ("bottom", "left"):
+            axis = self.plot_item.getAxis(name)
+            axis.setStyle(
+                tickFont=tick_font,
+                tickTextOffset=max(4, round(size * 0.5)),
+                maxTickLevel=1,  # major and minor ticks/grid: cleaner and cheaper to draw
+            )
+            axis.setLabel(axis.labelText, **{**axis.labelStyle, "font-size": label_size})
+            axis.showLabel(not self._compact)
+            # pyqtgraph only grows the tick text space; let it fit the new font afresh.
+            axis.textWidth = 30
+            axis.textHeight = 18
+            if name == "left":
+                axis.setWidth(None)
+            else:
+                axis.setHeight(None)
+        self.legend.setLabelTextSize(f"{size:.1f}pt")
+        self._rerender_legend()
+
+    # ------------------------------------------------------------------ colours
+
+    def _apply_colors(self) -> None:
+        pal = self.palette()
+        bg = pal.color(QPalette.ColorRole.Base)
+        fg = pal.color(QPalette.ColorRole.Text)
+        dark = bg.lightnessF() < 0.5
+        self.plot_widget.setBackground(bg)
+        for name in ("bottom", "left"):
+            axis = self.plot_item.getAxis(name)
+            axis.setPen(_mix(fg, bg, 0.55))
+            axis.setTextPen(fg)
+        self.legend.setBrush(QColor(bg.red(), bg.green(), bg.blue(), 215))
+        self.legend.setPen(_mix(fg, bg, 0.25))
+        self.legend.setLabelTextColor(fg)
+        self._rerender_legend()
+        current = QColor(_CURRENT_DARK if dark else _CURRENT_LIGHT)
+        self._current.curve.setPen(pg.mkPen(current, width=3.5))
+        for run in self._overlays:
+            run.curve.setPen(pg.mkPen(_mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
+        self.legend.update()
+
+    def _place_legend(self) -> None:
+        """Top right, unless the newest loss is in the upper half of the view (a loss that
+        barely falls, or grows): then bottom right, so the legend never hides the curve's
+        end (the view reaches past the data on the right, so the rest stays clear)."""
+        run = self._current
+        if not run.n:
+            return
+        (_x0, _x1), (y0, y1) = self.plot_item.vb.viewRange()
+        y = float(run.losses[run.n - 1])
+        if self.log_y():
+            y = math.log10(y) if y > 0 else y0
+        corner = "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
+        if corner == self.legend_corner:
+            return
+        self.legend_corner = corner
+        if corner == "top":
+            self.legend.anchor((1, 0), (1, 0), offset=(-12, 12))
+        else:
+            self.legend.anchor((1, 1), (1, 1), offset=(-12, -12))
+
+    def _sync_legend(self) -> None:
+        """No empty legend box before the first run."""
+        self.legend.setVisible(bool(self.legend.items))
+
+    def _rerender_legend(self) -> None:
+        """pyqtgraph stores a new legend text size/colour but only uses it on setText."""
+        for _sample, label in self.legend.items:
+            label.setText(label.text)
+        self.legend.updateSize()
+
+    # ------------------------------------------------------------------ internals
+
+    def _new_run(self, label: str | None) -> _Run:
+        curve = pg.PlotDataItem(np.empty(0), np.empty(0), skipFiniteCheck=True)
+        curve.setZValue(10)  # the current run above the overlays
+        # addItem applies the plot's log mode, clip-to-view and downsampling settings.
+        self.plot_item.addItem(curve)
+        return _Run(label=label, curve=curve)
+
+    def _to_overlay(self, run: _Run) -> None:
+        run.shrink()
+        used = {r.hue for r in self._overlays}
+        free = [h for h in _OVERLAY_HUES if h not in used]
+        run.hue = free[0] if free else _OVERLAY_HUES[len(self._overlays) % len(_OVERLAY_HUES)]
+        x, y = run.filled()
+        run.curve.setData(x, y)  # views of the shrunk buffers
+        run.curve.setZValue(1)
+        if self.legend.getLabel(run.curve) is None:
+            self.legend.addItem(run.curve, run.legend_text())
+        self._overlays.append(run)
+        self.overlay_curves.append(run.curve)
+        while len(self._overlays) > self.max_overlays:
+            oldest = self._overlays.pop(0)
+            self.overlay_curves.pop(0)
+            self._remove_run(oldest)
+
+    def _remove_run(self, run: _Run) -> None:
+        self.legend.removeItem(run.curve)
+        self.plot_item.removeItem(run.curve)
+
+    def _refresh_legend_label(self, run: _Run) -> None:
+        if run is self._current:
+            self._shown_nonfinite = run.nonfinite
+        label = self.legend.getLabel(run.curve)
+        if label is not None:
+            label.setText(run.legend_text())
+            self.legend.updateSize()
+
+    def _update_status(self) -> None:
+        n = self._current.n
+        text = f"{n:,} points" if n else ""
+        if self._current.nonfinite:
+            text += f", {self._current.nonfinite:,} NaN/Inf dropped"
+        self.status_label.setText(text)
+
+

@@ -1,0 +1,247 @@
+"""Light, dark and high-contrast themes: one palette for the widgets, the plots and the code.
+
+Widgets get a Fusion palette; the loss plot and the heatmaps re-colour themselves from it on
+the palette change; the code view gets a matching pygments style. Any widget with an
+``apply_theme`` method is told the new theme too (its name, or ``dark`` as a bool when that is
+what the method's parameter is called). Pass and fail never rely on colour alone: the views
+spell them out with ✔/✘ and words in every theme.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QByteArray, QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QStyleFactory, QWidget
+
+from playground.state import paths
+
+__all__ = ["THEMES", "Theme", "apply_theme", "contrast", "get", "icon", "next_theme",
+           "palette"]
+
+
+@dataclass(frozen=True)
+class Theme:
+    name: str
+    title: str
+    dark: bool
+    code_style: str  # pygments style of the code view and the editor
+
+
+THEMES: dict[str, Theme] = {
+    "light": Theme("light", "Light", False, "default"),
+    "dark": Theme("dark", "Dark", True, "monokai"),
+    "high-contrast": Theme("high-contrast", "High contrast", True, "github-dark"),
+}
+
+# Fusion draws frames a shade darker than the window: invisible on black, so the
+# high-contrast theme outlines every control itself.
+_HIGH_CONTRAST_SHEET = """
+QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidget::pane,
+QGroupBox { border: 2px solid #ffffff; }
+QCheckBox::indicator { width: 0.9em; height: 0.9em; border: 2px solid #ffffff;
+                       background: #000000; }
+QCheckBox::indicator:checked { background: #ffff00; border-color: #ffff00; }
+QPushButton { padding: 3px 10px; }
+QPushButton:hover, QComboBox:hover, QLineEdit:focus, QSpinBox:focus { border-color: #ffff00; }
+QGroupBox { margin-top: 1.2em; padding-top: 4px; }
+QGroupBox::title { subcontrol-origin: margin; left: 8px; }
+QTabBar::tab:selected { background: #ffff00; color: #000000; }
+QTabBar::tab { border: 2px solid #ffffff; padding: 4px 10px; }
+QToolTip { border: 2px solid #ffff00; }
+"""
+
+
+_ARROWS = """
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow { image: url(%(up)s); width: 10px; height: 6px; }
+QSpinBox::down-arrow, QDoubleSpinBox::down-arrow { image: url(%(down)s); width: 10px;
+                                                    height: 6px; }
+QComboBox::down-arrow { image: url(%(down)s); width: 10px; height: 6px; }
+QComboBox::drop-down { border-left: 2px solid #ffffff; width: 1.1em; }
+QSpinBox::up-button, QDoubleSpinBox::up-button,
+QSpinBox::down-button, QDoubleSpinBox::down-button { border-left: 2px solid #ffffff;
+                                                      width: 1.1em; }
+"""
+
+
+def _svg(name: str, color: QColor) -> str:
+    """The text of ``resources/icons/<name>.svg`` painted in ``color`` (the files paint in
+    ``currentColor``)."""
+    text = (paths.resources_dir() / "icons" / f"{name}.svg").read_text(encoding="utf-8")
+    return text.replace("currentColor", color.name())
+
+
+@lru_cache(maxsize=64)
+def _icon(name: str, rgb: str) -> QIcon:
+    renderer = QSvgRenderer(QByteArray(_svg(name, QColor(rgb)).encode()))
+    result = QIcon()
+    for size in (16, 20, 24, 32, 48, 64):
+        pixmap = QPixmap(size, size)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        renderer.render(painter, QRectF(0, 0, size, size))
+        painter.end()
+        result.addPixmap(pixmap)
+    return result
+
+
+def icon(name: str, color: QColor | str) -> QIcon:
+    """Icon ``name`` (play, pause, step, reset, ...) from ``resources/icons``, in ``color``:
+    buttons draw theirs in the palette's ButtonText, so icons follow every theme."""
+    return _icon(name, QColor(color).name())
+
+
+def _luminance(color: QColor) -> float:
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return (0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF())
+            + 0.0722 * channel(color.blueF()))
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """The WCAG contrast ratio of two colours (1 to 21; 3 is the least for icons)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+_arrow_dir: list[Path] = []
+
+
+def _arrow_sheet(color: QColor) -> str:
+    """Style-sheet rules that draw spin-box and combo-box arrows in ``color`` (a sheet that
+    gives such a box a border makes Qt drop the style's arrows): SVG files written once per
+    colour."""
+    if not _arrow_dir:
+        folder = Path(tempfile.mkdtemp(prefix="autograd-playground-icons-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _arrow_dir.append(folder)
+    found = {}
+    for name in ("arrow-up", "arrow-down"):
+        path = _arrow_dir[0] / f"{name}-{color.name()[1:]}.svg"
+        if not path.exists():
+            path.write_text(_svg(name, color), encoding="utf-8")
+        found[name.split("-")[1]] = path.as_posix()
+    return _ARROWS % found
+
+
+def get(name: str) -> Theme:
+    """The theme called ``name``; KeyError naming the choices otherwise."""
+    try:
+        return THEMES[name]
+    except KeyError:
+        raise KeyError(f"unknown theme {name!r}; use one of {', '.join(THEMES)}") from None
+
+
+def next_theme(name: str) -> str:
+    """The theme after ``name`` (F2 cycles light -> dark -> high-contrast -> light)."""
+    names = list(THEMES)
+    return names[(names.index(name) + 1) % len(names)] if name in THEMES else names[0]
+
+
+def _set(pal: QPalette, colors: dict[str, str], group=None) -> None:
+    for role, value in colors.items():
+        r = getattr(QPalette.ColorRole, role)
+        if group is None:
+            pal.setColor(r, QColor(value))
+        else:
+            pal.setColor(group, r, QColor(value))
+
+
+def palette(name: str) -> QPalette:
+    """The widget palette of theme ``name``."""
+    get(name)
+    pal = QStyleFactory.create("Fusion").standardPalette()
+    if name == "light":
+        _set(pal, {"Link": "#0b4f9c", "Highlight": "#2a6fdb", "HighlightedText": "#ffffff",
+                   "PlaceholderText": "#6b6b6b"})
+        return pal
+    if name == "dark":
+        _set(pal, {
+            "Window": "#2b2b2b", "WindowText": "#e8e8e8", "Base": "#1e1e1e",
+            "AlternateBase": "#333333", "ToolTipBase": "#3a3a3a", "ToolTipText": "#f2f2f2",
+            "PlaceholderText": "#a0a0a0", "Text": "#e8e8e8", "Button": "#3a3a3a",
+            "ButtonText": "#ececec", "BrightText": "#ff8a80", "Light": "#555555",
+            "Midlight": "#444444", "Mid": "#5c5c5c", "Dark": "#1a1a1a", "Shadow": "#000000",
+            "Highlight": "#3d8ee0", "HighlightedText": "#ffffff", "Link": "#8cc4ff",
+            "LinkVisited": "#c9a6ff"})
+        disabled = QPalette.ColorGroup.Disabled
+        _set(pal, {"WindowText": "#808080", "Text": "#808080", "ButtonText": "#808080",
+                   "Base": "#262626", "Button": "#303030"}, disabled)
+        return pal
+    _set(pal, {
+        "Window": "#000000", "WindowText": "#ffffff", "Base": "#000000",
+        "AlternateBase": "#1c1c1c", "ToolTipBase": "#000000", "ToolTipText": "#ffffff",
+        "PlaceholderText": "#c8c8c8", "Text": "#ffffff", "Button": "#000000",
+        "ButtonText": "#ffffff", "BrightText": "#ffff00", "Light": "#ffffff",
+        "Midlight": "#e0e0e0", "Mid": "#ffffff", "Dark": "#ffffff", "Shadow": "#ffffff",
+        "Highlight": "#ffff00", "HighlightedText": "#000000", "Link": "#00ffff",
+        "LinkVisited": "#ff80ff"})
+    disabled = QPalette.ColorGroup.Disabled
+    _set(pal, {"WindowText": "#a8a8a8", "Text": "#a8a8a8", "ButtonText": "#a8a8a8"}, disabled)
+    return pal
+
+
+def _high_contrast_sheet() -> str:
+    return _HIGH_CONTRAST_SHEET + _arrow_sheet(QColor("#ffffff"))
+
+
+def _theme_argument(method, theme: Theme):
+    """``theme.dark`` for ``apply_theme(dark)``, the theme's name otherwise."""
+    try:
+        params = list(inspect.signature(method).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if params and params[0] in ("dark", "is_dark"):
+        return theme.dark
+    return theme.name
+
+
+def apply_theme(window: QWidget, name: str) -> Theme:
+    """Switch the application, and everything in ``window``, to theme ``name``."""
+    from playground.views.code_view import CodeEditor
+
+    theme = get(name)
+    app = QApplication.instance()
+    if app.style().name().lower() != "fusion":
+        app.setStyle("Fusion")
+    pal = palette(name)
+    sheet = _high_contrast_sheet() if name == "high-contrast" else ""
+    ours = app.styleSheet() in ("", _high_contrast_sheet())
+    left_sheet = ours and not sheet and bool(app.styleSheet())
+    if left_sheet:
+        app.setStyleSheet("")
+    app.setPalette(pal)
+    # Qt posts the change to each widget: deliver it now, so views read the new colours
+    QApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
+    bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
+    pg.setConfigOptions(background=bg, foreground=fg)
+    for widget in [window, *window.findChildren(QWidget)]:
+        method = getattr(widget, "apply_theme", None)
+        if callable(method):
+            method(_theme_argument(method, theme))
+        elif isinstance(widget, CodeEditor):
+            widget.set_style(theme.code_style)
+    # last: a style sheet fixes each widget's palette as it is at that moment
+    if ours and sheet and app.styleSheet() != sheet:
+        app.setStyleSheet(sheet)
+    elif left_sheet:
+        # scroll areas' viewports keep the palette the sheet gave them: inherit again
+        for area in window.findChildren(QAbstractScrollArea):
+            area.viewport().setPalette(QPalette())
+    # the views re-colour themselves on the palette change; say it again for any that did not
+    # get one (a palette set explicitly on a parent)
+    for graphics in (getattr(getattr(window, "loss_plot", None), "plot_widget", None),
+                     getattr(getattr(window, "jacobian", None), "graphics", None)):
+        if graphics is not None:
+            graphics.setBackground(bg)
+    return theme

@@ -1,0 +1,86 @@
+"""The inspector's worker: :func:`customgrad.inspector.inspect_call` off the GUI thread, one
+call at a time; a call still running after ``timeout`` seconds (user code stuck in a loop)
+is interrupted."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QObject, Signal
+
+from customgrad.errors import Cancelled
+from customgrad.inspector import Inspection, inspect_call
+from playground.workers.jobs import create_worker, interrupt_thread
+
+
+class InspectorRunner(QObject):
+    """Runs :func:`inspect_call` off the GUI thread, one at a time; a call still running
+    after ``timeout`` seconds (user code stuck in a loop) is interrupted."""
+
+    started = Signal()
+    finished = Signal(object)  # Inspection
+    failed = Signal(object)  # exception
+
+    def __init__(self, timeout: float = 10.0, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.timeout = timeout
+        self._serial = 0
+        self._running: dict[int, dict] = {}
+        self.worker = None
+
+    @property
+    def busy(self) -> bool:
+        return any(not job["done"] for job in self._running.values())
+
+    def run(self, function: type, args: list, seed: int = 0) -> None:
+        self.cancel()
+        self._serial += 1
+        serial = self._serial
+        job = {"thread": None, "done": False, "timed_out": False}
+        timer = threading.Timer(self.timeout, self._stop, args=(job,))
+        timer.daemon = True
+        job["timer"] = timer
+        self._running[serial] = job
+        worker = create_worker(self._work, job, function, list(args), seed, _start_thread=False,
+                               _ignore_errors=True)
+        worker.returned.connect(lambda result: self._returned(serial, result))
+        worker.errored.connect(lambda exc: self._errored(serial, exc))
+        self.worker = worker
+        self.started.emit()
+        timer.start()
+        worker.start()
+
+    @staticmethod
+    def _work(job: dict, function: type, args: list, seed: int) -> Inspection:
+        job["thread"] = threading.get_ident()
+        try:
+            return inspect_call(function, args, seed=seed)
+        finally:
+            job["done"] = True
+            job["timer"].cancel()
+
+    @staticmethod
+    def _stop(job: dict, timed_out: bool = True) -> None:
+        if not job["done"] and job["thread"] is not None:
+            job["timed_out"] = job["timed_out"] or timed_out
+            interrupt_thread(job["thread"])
+
+    def cancel(self) -> None:
+        """Forget the running call (its result is dropped) and interrupt its user code."""
+        for job in self._running.values():
+            job["timer"].cancel()
+            self._stop(job, timed_out=False)
+        self._running.clear()
+
+    def _returned(self, serial: int, result: Inspection) -> None:
+        if self._running.pop(serial, None) is not None:
+            self.finished.emit(result)
+
+    def _errored(self, serial: int, exc: BaseException) -> None:
+        job = self._running.pop(serial, None)
+        if job is None:
+            return
+        if isinstance(exc, Cancelled) and job["timed_out"]:
+            exc = Cancelled(f"forward + backward took longer than {self.timeout:g} s and was "
+                            "stopped (an endless loop?). Press Run again to retry.")
+        self.failed.emit(exc)

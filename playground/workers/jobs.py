@@ -1,0 +1,298 @@
+"""Off-GUI-thread work: building a problem, the descent loop and the Jacobian comparison.
+
+Workers are superqt workers; they report through Qt signals only. The descent loop
+(:mod:`customgrad.runner`) runs in a child process where it can, so that it and the window
+each have a core and neither waits for the other's interpreter lock; it batches step records
+about 30 times a second, so views redraw at screen rate.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import torch
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
+
+from customgrad import runner, subchecks
+from customgrad.diagnosis import diagnose
+from customgrad.errors import Cancelled
+from customgrad.problem import Problem, build
+from customgrad.runner import LoopControl, interrupt_thread
+from customgrad.settings import Settings
+from playground.support.preview import ProgressPreparer, display_steps
+
+
+def create_worker(*args, **kwargs):
+    """superqt's ``create_worker``, imported at the first use: importing superqt builds all of
+    its widgets (about 60 ms), and the app paints its window before any work starts."""
+    from superqt.utils import create_worker as create
+
+    return create(*args, **kwargs)
+
+
+#: Seconds a user module's top-level code may run before it is stopped.
+IMPORT_TIMEOUT = 10.0
+#: the longest a comparison waits for the window to lay out its new matrix (see _compare)
+LAYOUT_WAIT_SECONDS = 0.25
+#: the longest it waits for the window to paint a big matrix's preview (see _compare)
+PAINT_WAIT_SECONDS = 0.1
+
+
+class TopLevelTooSlow(Exception):
+    """Raised inside a user module whose top-level code ran longer than IMPORT_TIMEOUT."""
+
+    def __init__(self, *args):
+        super().__init__(*args or (f"its top-level code was still running after "
+                                   f"{IMPORT_TIMEOUT:g} s (an endless loop?) and was stopped",))
+
+
+def guarded_module_code(run, label: str):
+    """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
+    runs on a helper thread while the window keeps painting (input waits); after
+    ``IMPORT_TIMEOUT`` seconds it is stopped, and the error names the line it was on."""
+    app = QCoreApplication.instance()
+    if app is None or threading.current_thread() is not threading.main_thread():
+        return run()
+    box: dict = {}
+    done = threading.Event()
+
+    def work():
+        box["thread"] = threading.get_ident()
+        try:
+            box["result"] = run()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+    threading.Thread(target=work, name=f"import {label}", daemon=True).start()
+    if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.001))  # a busy module yields the GIL sooner
+        try:
+            _wait_live(done, IMPORT_TIMEOUT)
+            if not done.is_set():
+                interrupt_thread(box["thread"], TopLevelTooSlow)
+                _wait_live(done, 2.0)
+        finally:
+            sys.setswitchinterval(interval)
+        if not done.is_set():  # the loader names the module: "Importing x failed with ..."
+            raise TopLevelTooSlow(
+                f"its top-level code was still running after {IMPORT_TIMEOUT:g} s and could "
+                "not be stopped (it is blocked outside Python); it goes on in the background. "
+                "Move long work out of the module's top level")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _wait_live(done: threading.Event, seconds: float) -> None:
+    """Run the event loop (painting, timers; not user input) until ``done`` or ``seconds``."""
+    loop = QEventLoop()
+    poll = QTimer(interval=10)
+    poll.timeout.connect(lambda: done.is_set() and loop.quit())
+    poll.start()
+    QTimer.singleShot(round(seconds * 1000), loop.quit)
+    if not done.is_set():
+        loop.exec(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+    poll.stop()
+
+
+def loop_mode() -> str:
+    """Where the descent loop runs: ``process`` (a child process, the default where a fork
+    server exists) or ``thread``; ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
+    wanted = os.environ.get("AUTOGRAD_PLAYGROUND_LOOP", "").strip().lower()
+    if wanted == "thread" or not runner.process_available():
+        return "thread"
+    return "process"
+
+
+def warm_loop_process() -> None:
+    """Start the fork server on a background thread (it imports torch once, off to the side),
+    so that the first Play starts at once."""
+    if loop_mode() == "process":
+        threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
+
+
+def _warm_quietly() -> None:
+    try:
+        runner.warm()
+    except Exception:  # the first run starts it again, and reports what failed
+        pass
+
+
+def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_finished,
+                  thread: bool = False):
+    """Start the loop for ``problem`` (in a process of its own where possible, else on a
+    thread, or with ``thread`` always); returns the superqt worker that reports its batches.
+    Nothing here waits: the process is started on the worker's thread."""
+    process = not thread and loop_mode() == "process" and runner.portable(problem.target)
+    worker = create_worker(_descent, problem, ctrl, process, _start_thread=False,
+                           _ignore_errors=True)
+    worker.yielded.connect(on_batch)
+    worker.errored.connect(on_error)
+    worker.finished.connect(on_finished)
+    worker.start()
+    return worker
+
+
+def _descent(problem: Problem, ctrl: LoopControl, process: bool):
+    """The loop worker's generator. Starting a process can wait (the first one waits until
+    the fork server has imported torch, up to a second after start-up), and making the
+    Descent calls the Function's forward: neither may hold up the window."""
+    remote = None
+    if process:
+        try:
+            remote = runner.RemoteLoop(problem)
+        except Exception:  # e.g. a constant that cannot be pickled: a thread will do
+            remote = None
+    if remote is None:
+        yield from runner.thread_loop(problem.descent(), ctrl)
+        return
+    ctrl.remote = remote
+    ctrl.poke()  # the child starts with the controls as they are now
+    yield from runner.remote_loop(remote, ctrl)
+
+
+class ProgressBridge(QObject):
+    """Carries progress callbacks from a worker thread to the GUI thread."""
+
+    progress = Signal(object)
+
+
+class JacobianJob:
+    """One Jacobian comparison on a worker thread, cancellable.
+
+    What the worker's function reads is a :class:`_JobState`, not this job: the worker then
+    holds no reference back to the job that holds it, so no reference cycle keeps either
+    (and the problem) alive until a cyclic collection, which may run on any thread."""
+
+    def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
+                 on_report, on_error):
+        self.state = _JobState(ProgressBridge())
+        self.bridge = self.state.bridge
+        self.bridge.progress.connect(on_progress)
+        self.worker = create_worker(_compare, self.state, problem, args, options,
+                                    _start_thread=False, _ignore_errors=True)
+        self.worker.returned.connect(on_report)
+        self.worker.errored.connect(on_error)
+        self.worker.start()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state.cancelled
+
+    @property
+    def done(self) -> bool:
+        return self.state.done
+
+    @property
+    def thread_id(self) -> int | None:
+        return self.state.thread_id
+
+    def cancel(self, force: bool = False):
+        """Ask the comparison to stop; ``force`` also interrupts user code stuck in a loop."""
+        state = self.state
+        state.cancelled = True
+        if force and state.thread_id is not None and not state.done:
+            interrupt_thread(state.thread_id)
+
+
+class _JobState:
+    """What a Jacobian job's worker thread and the GUI thread share."""
+
+    def __init__(self, bridge: ProgressBridge):
+        self.bridge = bridge
+        self.cancelled = False
+        self.done = False
+        self.thread_id: int | None = None
+
+
+def _compare(state: _JobState, problem: Problem, args, options):
+    """The Jacobian worker's function."""
+    state.thread_id = threading.get_ident()
+    try:
+        prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+        waited: list[float] = []  # seconds spent waiting for the view (not the comparison's)
+
+        def progress(p):
+            prepared = prepare(p)
+            # The view paints these while this thread waits (see JacobianView._await_paint):
+            # the same paint takes it two to four times as long while a comparison competes
+            # for the cores and the interpreter. The first progress carries the outputs and
+            # inputs alone (a new matrix is laid out); a big matrix's previews come a few
+            # times a second (ProgressPreparer), which costs the comparison a few percent.
+            first = p.phase == "numerical" and p.columns_done == 0
+            if first or prepared.big_preview:
+                prepared.painted = threading.Event()
+            try:
+                state.bridge.progress.emit(prepared)
+            except RuntimeError as exc:  # the window closed under us: stop quietly
+                state.cancelled = True
+                raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+            if prepared.painted is not None:
+                start = time.monotonic()
+                deadline = start + (LAYOUT_WAIT_SECONDS if first else PAINT_WAIT_SECONDS)
+                while not (prepared.painted.wait(0.02) or state.cancelled
+                           or time.monotonic() > deadline):
+                    pass
+                waited.append(time.monotonic() - start)
+                if state.cancelled:
+                    raise Cancelled("Jacobian comparison cancelled.")
+        report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
+                                 **options)
+        report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
+        at = problem.args if args is None else args
+        if not report.passed:  # what looks wrong: a few more calls, here, off the GUI thread
+            report.diagnoses = diagnose(report, problem.function, at)
+        # gradcheck's other default checks (and opcheck's, for a torch.library op)
+        report.checks = subchecks.run(problem.function, at,
+                                      subchecks.defaults_for(problem.function),
+                                      eps=report.eps, atol=report.atol, rtol=report.rtol,
+                                      report=report)
+        report.passed = all(c.passed for c in report.checks.values())
+        # what the view reads whole (difference, mask, peaks, pooled overviews): here, not
+        # on the GUI thread
+        for step in display_steps(report.shape):
+            report.prepare_display(step)
+        return report
+    finally:
+        state.done = True
+
+
+_warm = threading.Lock()
+_warmed = False
+_warmed_optim = False
+
+
+def _build(settings: Settings, target) -> Problem:
+    """build(), after warming torch's lazy imports once: two threads importing them for the
+    first time at the same moment can collide inside torch (a half-imported sympy)."""
+    global _warmed, _warmed_optim
+    with _warm:
+        if not _warmed:
+            x = torch.ones(2, requires_grad=True)
+            (x * 2).sum().backward()
+            torch.vmap(torch.sin)(torch.ones(2, 2))
+            _warmed = True
+        if settings.optimizer != "sgd" and not _warmed_optim:
+            # torch.optim's first optimizer imports torch._dynamo (and sympy): a second or
+            # two, here rather than on the GUI thread when the run starts
+            x = torch.ones(2, requires_grad=True)
+            x.grad = torch.ones(2)
+            torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
+            torch.optim.Adam([x], lr=0.1).step()
+            _warmed_optim = True
+    return build(settings, target)
+
+
+def start_build(settings: Settings, target, on_problem, on_error):
+    """Resolve the target, validate specs and draw inputs off the GUI thread."""
+    worker = create_worker(_build, settings, target, _start_thread=False,
+                           _ignore_errors=True)
+    worker.returned.connect(on_problem)
+    worker.errored.connect(on_error)
+    worker.start()
+    return worker

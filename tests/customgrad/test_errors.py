@@ -1,0 +1,275 @@
+"""Faults in user code become FunctionError naming the user's file and the offending line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from customgrad import catalog, jacobian
+from customgrad import problem as problem_module
+from customgrad.contract import (
+    Overtime,
+    method_line,
+    mutation_line,
+    return_line,
+    run_user,
+    run_user_within,
+)
+from customgrad.descent import Descent
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.inputs import ConstSpec, TensorSpec
+from customgrad.loader import load_file
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+FILE = str((DATA / "user_functions.py").resolve())
+U = load_file(FILE)
+SOURCE = Path(FILE).read_text().splitlines()
+
+
+def marked(name: str) -> int:
+    """The line of user_functions.py carrying the ``# <- name`` marker."""
+    hits = [i + 1 for i, text in enumerate(SOURCE) if text.rstrip().endswith(f"# <- {name}")]
+    assert len(hits) == 1, name
+    return hits[0]
+
+
+def x64(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+CASES = {
+    # name: (arguments, phase, message pattern)
+    "BackwardRaises": (lambda: [x64(3, 4)], "backward", r"raised ValueError: backward is broken"),
+    "ForwardRaises": (lambda: [x64(3, 4)], "forward", r"raised RuntimeError: shape '\[7, 7\]'"),
+    "TooManyGradients": (lambda: [x64(3, 4)], "backward", r"returned 2 gradients, but forward "
+                         r"takes 1 argument \(x\)"),
+    "TooFewGradients": (lambda: [x64(3, 4), x64(3, 4)], "backward",
+                        r"returned 1 gradient, but forward takes 2 arguments \(x, y\)"),
+    "WrongShapeGradient": (lambda: [x64(3, 4)], "backward",
+                           r"gradient of shape \[5\] for x, whose shape is \[3x4\]"),
+    "WrongDtypeGradient": (lambda: [x64(3, 4)], "backward",
+                           r"gradient of x as float32, but x is float64"),
+    "GradientForConstant": (lambda: [x64(3, 4), 2], "backward",
+                            r"gradient for n \(position 1\), which is not a tensor but a int"),
+    "NonTensorOutput": (lambda: [x64(3, 4)], "forward", r"returned a float .*must be tensors"),
+    "ModifiesGradOutput": (lambda: [x64(3, 4)], "backward", r"modifies grad_output in place"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compare_reports_file_and_offending_line(name):
+    make_args, phase, pattern = CASES[name]
+    fn = getattr(U, name)
+    with pytest.raises(FunctionError) as info:
+        jacobian.compare(fn, make_args())
+    err = info.value
+    assert re.search(pattern, str(err)), str(err)
+    assert str(err).startswith(name)
+    assert err.file == FILE
+    assert err.line == marked(name)
+    assert err.phase == phase
+    assert err.where() == f"{FILE}:{marked(name)}"
+
+
+@pytest.mark.parametrize("name", ["BackwardRaises", "ForwardRaises"])
+def test_exceptions_keep_the_full_traceback_in_details(name):
+    make_args, _, _ = CASES[name]
+    with pytest.raises(FunctionError) as info:
+        jacobian.compare(getattr(U, name), make_args())
+    assert "Traceback" in info.value.details
+    assert "user_functions.py" in info.value.details
+
+
+def test_functional_linear_batch_gradient_is_no_error():
+    p = build(Settings(target="functional_linear", dtype="float64"))
+    report = p.compare()  # must not raise
+    assert any(n.startswith("shape surprise") for n in report.notes)
+
+
+def test_wrong_dtype_is_fine_when_the_dtypes_agree():
+    """The same Function is correct in float32: the dtype check is about the argument's dtype."""
+    assert jacobian.compare(U.WrongDtypeGradient, [torch.randn(2, 3)]).passed
+
+
+def test_output_shape_depending_on_values_is_an_error():
+    x = torch.tensor([[0.25, 1.0, -1.0]], dtype=torch.float64)  # 0.25 +- eps flips the mask
+    with pytest.raises(FunctionError, match="must not depend on input values"):
+        jacobian.compare(U.ShapeDependsOnValues, [x])
+
+
+# ------------------------------------------------------------------ through the autograd engine
+
+
+def descent_for(fn, args):
+    """A descent on every tensor argument, towards a zero target."""
+    specs = [TensorSpec(f"a{i}") if isinstance(a, torch.Tensor) else ConstSpec(f"a{i}", a)
+             for i, a in enumerate(args)]
+    out = fn.apply(*args)  # forward itself is fine for all the Functions used here
+    return Descent(fn, specs, args, [torch.zeros_like(out)])
+
+
+@pytest.mark.parametrize("name, message", [
+    ("TooManyGradients", "returned the wrong number of gradients"),
+    ("WrongShapeGradient", "returned a gradient of the wrong shape"),
+    ("GradientForConstant", "returned a gradient for a non-tensor argument"),
+    ("BackwardRaises", "raised ValueError: backward is broken"),
+])
+def test_descent_reports_file_and_offending_line(name, message):
+    args = CASES[name][0]()
+    descent = descent_for(getattr(U, name), args)
+    with pytest.raises(FunctionError, match=message) as info:
+        descent.step()
+    assert info.value.file == FILE
+    assert info.value.line == marked(name)
+    assert info.value.phase == "backward"
+
+
+def test_descent_forward_error():
+    descent = descent_for(U.Square, [x64(3, 4)])
+    descent.function = U.ForwardRaises
+    with pytest.raises(FunctionError) as info:
+        descent.step()
+    assert (info.value.file, info.value.line, info.value.phase) == (
+        FILE, marked("ForwardRaises"), "forward")
+
+
+def test_build_reports_a_shape_the_function_rejects():
+    with pytest.raises(FunctionError) as info:
+        build(Settings(target="killhead", shapes={"input": "5"}))  # KillHead needs 2-D
+    assert info.value.file.endswith("seeds.py")
+    assert info.value.phase == "forward"
+    fn = catalog.get("killhead").function
+    assert "result[:, 0:ctx.n] = 0" in Path(info.value.file).read_text().splitlines()[
+        info.value.line - 1]
+    assert method_line(fn, "forward") < info.value.line
+
+
+# ------------------------------------------------------------------ the helpers themselves
+
+
+def test_line_helpers():
+    square_def = SOURCE[method_line(U.Square, "backward") - 1]
+    assert square_def.strip() == "def backward(ctx, grad_output):"
+    assert return_line(U.TooManyGradients, "backward") == marked("TooManyGradients")
+    assert mutation_line(U.ModifiesGradOutput) == marked("ModifiesGradOutput")
+    # no in-place modification: the def line
+    assert mutation_line(U.Square) == method_line(U.Square, "backward")
+    assert return_line(U.ScaleNewStyle, "forward") == method_line(U.ScaleNewStyle, "forward") + 4
+    # several returns: the def line
+    nomat = catalog.get("mulconstant_nomat").function
+    assert return_line(nomat, "backward") == method_line(nomat, "backward")
+    # decorated with once_differentiable: the def line of the wrapped function
+    fn = catalog.get("numpy_tanh").function
+    path, _ = catalog.get("numpy_tanh").location
+    line = Path(path).read_text().splitlines()[method_line(fn, "backward") - 1]
+    assert line.strip().startswith("def backward(")
+
+
+def test_run_user_passes_through_engine_errors():
+    fn = U.Square
+    with pytest.raises(Cancelled):
+        run_user(fn, "forward", lambda: (_ for _ in ()).throw(Cancelled("stop")))
+    original = FunctionError("inner", file="f.py", line=3)
+    with pytest.raises(FunctionError) as info:
+        run_user(fn, "forward", lambda: (_ for _ in ()).throw(original))
+    assert info.value is original
+    with pytest.raises(FunctionError, match=r"Square.forward raised KeyError"):
+        run_user(fn, "forward", lambda: {}["missing"])
+
+
+def test_run_user_within_stops_python_that_never_returns():
+    def forever():
+        n = 0
+        while n >= 0:
+            n += 1
+
+    with pytest.raises(Overtime):
+        run_user_within(U.Square, "backward", forever, 0.05)
+    with pytest.raises(FunctionError, match=r"Square\.forward raised KeyError"):
+        run_user_within(U.Square, "forward", lambda: {}["missing"], 10)
+
+
+def test_run_user_within_leaves_nothing_behind_when_the_call_returns_at_the_limit():
+    """A limit firing just as the call returns must not raise later, elsewhere."""
+    answers = 0
+    for _ in range(300):
+        try:
+            answers += run_user_within(U.Square, "forward", lambda: sum(range(200)) > 0, 1e-4)
+        except Overtime:
+            pass
+        total = 0
+        for k in range(2000):  # a stray exception would land somewhere in here
+            total += k
+        assert total == 1999000
+    assert answers >= 0
+
+
+def test_a_probe_of_a_backward_that_never_returns_does_not_hang_the_build(monkeypatch, tmp_path):
+    monkeypatch.setattr(problem_module, "PROBE_SECONDS", 0.1)
+    path = tmp_path / "stuck.py"
+    path.write_text(
+        "import torch\n\n\nclass Stuck(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x, y):\n        return x * y\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        n = 0\n"
+        "        while n >= 0:\n            n += 1\n        return g, g\n")
+    p = build(Settings(target=str(path), dtype="float64"))
+    assert all(isinstance(s, TensorSpec) for s in p.specs) and not p.guesses
+
+
+def test_error_hierarchy():
+    assert issubclass(FunctionError, CustomGradError)
+    assert FunctionError("x").where() == ""
+    assert FunctionError("x", file="a.py").where() == "a.py"
+    assert FunctionError("x", file="a.py", line=7).where() == "a.py:7"
+
+
+CONCURRENT_PARSES = """
+import ast, inspect, sys, threading, time
+import customgrad  # noqa: F401  (the fix under test is installed on import)
+
+SOURCE = inspect.getsource(inspect)
+errors = []
+
+
+class Churn:
+    def __del__(self):
+        time.sleep(0)  # Python code run by the collector lets another thread take the GIL
+
+
+def parse_with_garbage():
+    try:
+        for _ in range(20):
+            junk = [Churn() for _ in range(50)]
+            for item in junk:
+                item.me = item  # cycles, so they are freed by a collection in mid-parse
+            del junk
+            ast.parse(SOURCE)
+            inspect.getsource(threading.Thread)  # a class: inspect parses its module
+    except SystemError as exc:
+        errors.append(exc)
+
+
+threads = [threading.Thread(target=parse_with_garbage) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+def test_threads_parsing_at_once_do_not_fail():
+    """CPython 3.11's "AST constructor recursion depth mismatch" (issue 106905): the GUI
+    thread's inspect.getsource of a class and a worker's traceback formatting parse at once.
+    Without customgrad's import this script fails on 3.11 every time it was run."""
+    proc = subprocess.run([sys.executable, "-c", CONCURRENT_PARSES], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stdout + proc.stderr

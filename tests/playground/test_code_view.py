@@ -1,0 +1,164 @@
+"""Tests of the code view: highlighted source, real line numbers, error line (offscreen Qt)."""
+
+import pytest
+from PySide6.QtGui import QFont, QFontDatabase, QPalette
+
+from playground.views.code_view import CodeView
+
+SOURCE = '''class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad_output
+'''
+
+
+@pytest.fixture
+def view(qtbot):
+    w = CodeView()
+    qtbot.addWidget(w)
+    w.resize(900, 500)
+    return w
+
+
+def test_set_function_shows_title_note_file_and_source(view):
+    view.set_function("Square", SOURCE, "x² has gradient <b>2x</b>.", "/tmp/sq.py", 40)
+    assert view.editor.toPlainText() == SOURCE.rstrip("\n")
+    assert view.source() == SOURCE.rstrip("\n")
+    assert view.title_label.text() == "Square"
+    assert view.note_label.text() == "x² has gradient <b>2x</b>."
+    assert "sq.py" in view.file_label.text()
+    assert "40" in view.file_label.text()
+    assert view.file_label.isVisibleTo(view)
+    assert view.editor.isReadOnly()
+
+
+def test_without_a_file_the_file_label_is_hidden(view):
+    view.set_function("Square", SOURCE, "note", "/tmp/sq.py", 3)
+    view.set_function("Square", SOURCE, "note")
+    assert not view.file_label.isVisibleTo(view)
+    assert view.file is None
+    assert view.first_line == 1
+
+
+def test_highlighter_formats_the_python_source(view):
+    view.set_function("Square", SOURCE, "")
+    highlighter = view.editor.highlighter
+    assert highlighter.document() is view.editor.document()
+    first = view.editor.document().firstBlock()  # "class Square(Function):"
+    formats = first.layout().formats()
+    assert formats, "no syntax formats applied"
+    keyword = next(f for f in formats if f.start == 0)  # "class"
+    assert keyword.format.foreground().color().name() != "#000000"
+
+
+def _keyword_colour(view):
+    formats = view.editor.document().firstBlock().layout().formats()
+    starts = [f for f in formats if f.start == 0]
+    return starts[0].format.foreground().color().name() if starts else None
+
+
+def test_the_code_is_coloured_right_after_the_first_paint(view, qtbot):
+    """The lexer is built after the window's first paint (it takes a tenth of a second),
+    in the style chosen meanwhile."""
+    view.set_function("Square", SOURCE, "")
+    assert view.editor._highlighter is None  # nothing built before anything is painted
+    view.editor.set_style("monokai")
+    view.show()
+    qtbot.waitUntil(lambda: _keyword_colour(view) is not None, timeout=3000)
+    dark = _keyword_colour(view)
+    assert view.editor.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
+    view.editor.set_style("default")
+    assert _keyword_colour(view) not in (None, dark)
+
+
+def test_line_numbers_start_at_first_line(view):
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", 120)
+    assert view.line_number_text(0) == "120"
+    assert view.line_number_text(2) == "122"
+    narrow = view.editor.line_number_area_width()
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", 99_990)
+    assert view.line_number_text(9) == "99999"
+    assert view.editor.line_number_area_width() > narrow
+    assert view.editor.viewportMargins().left() == view.editor.line_number_area_width()
+
+
+def test_highlight_line_marks_the_right_block(view):
+    first = 57
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", first)
+    assert view.highlight_line(first + 2)
+    selections = view.editor.extraSelections()
+    assert len(selections) == 1
+    assert selections[0].cursor.blockNumber() == 2
+    assert selections[0].cursor.block().text() == "    def forward(ctx, x):"
+    assert view.highlighted_line == first + 2
+    assert view.editor.textCursor().blockNumber() == 2  # scrolled there
+
+    view.clear_highlight()
+    assert view.editor.extraSelections() == []
+    assert view.highlighted_line is None
+
+
+def test_highlight_line_outside_the_source_marks_nothing(view):
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", 10)
+    view.highlight_line(12)
+    assert not view.highlight_line(9)
+    assert not view.highlight_line(10 + 100)
+    assert view.editor.extraSelections() == []
+
+
+def test_new_function_clears_the_mark(view):
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", 10)
+    view.highlight_line(11)
+    view.set_function("Square", SOURCE, "", "/tmp/sq.py", 10)
+    assert view.editor.extraSelections() == []
+
+
+def test_apply_font_scales_code_and_labels(view):
+    view.set_function("Square", SOURCE, "note", "/tmp/sq.py", 1)
+    font = QFont(view.font())
+    font.setPointSizeF(19)
+    view.apply_font(font)
+    code = view.editor.font()
+    assert code.pointSizeF() == pytest.approx(19)
+    # a fixed-pitch font is asked for (what fontconfig answers differs between machines)
+    assert code.family() == QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
+    assert code.fixedPitch()
+    assert code.styleHint() == QFont.StyleHint.Monospace
+    assert view.note_label.font().pointSizeF() == pytest.approx(19)
+    assert view.title_label.font().pointSizeF() > 19
+    assert view.title_label.font().bold()
+    assert view.file_label.font().pointSizeF() < 19
+
+
+def test_set_style_switches_to_a_dark_theme(view):
+    view.set_function("Square", SOURCE, "")
+    light = view.editor.palette().color(QPalette.ColorRole.Base)
+    view.set_style("monokai")
+    dark = view.editor.palette().color(QPalette.ColorRole.Base)
+    assert light.lightnessF() > 0.5 > dark.lightnessF()
+    assert view.editor.palette().color(QPalette.ColorRole.Text).lightnessF() > 0.5
+    assert view.editor.style_name == "monokai"
+    with pytest.raises(Exception, match="nosuchstyle"):
+        view.set_style("nosuchstyle")
+
+
+def test_real_gallery_source(view):
+    from customgrad import catalog
+
+    entry = catalog.get("killhead")
+    file, first = entry.location
+    view.set_function(entry.title, entry.source, entry.note, file, first)
+    assert view.line_number_text(0) == str(first)
+    assert view.editor.document().firstBlock().text().startswith("class KillHead")
+    # The line "return result" of forward, by its real line number.
+    lines = entry.source.splitlines()
+    index = lines.index("        return result")
+    assert view.highlight_line(first + index)
+    assert view.editor.extraSelections()[0].cursor.block().text() == "        return result"
+    view.grab()

@@ -1,0 +1,978 @@
+"""JacobianView offscreen: heatmaps, shared colour scale, verdict, hover, tolerances, progress."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from customgrad import jacobian
+from customgrad.jacobian import Axis, Block, Entry, Progress, Report
+from customgrad.problem import build
+from customgrad.settings import Settings
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QFont
+
+from playground.support import preview
+from playground.views import jacobian_view
+from playground.views.jacobian_view import JacobianView
+
+
+@functools.cache
+def report_for(target: str, keep: bool = True) -> Report:
+    return build(Settings(target=target)).compare(keep=keep)
+
+
+@pytest.fixture
+def view(qtbot):
+    w = JacobianView()
+    qtbot.addWidget(w)
+    w.resize(1200, 560)
+    return w
+
+
+def _absmax(*tensors: torch.Tensor) -> float:
+    return max(float(t.nan_to_num(0.0, 0.0, 0.0).abs().max()) for t in tensors)
+
+
+def _ticks(axis_item) -> list[tuple[float, str]]:
+    return list(axis_item._tickLevels[0])
+
+
+def test_images_hold_the_report_matrices(view):
+    report = report_for("killhead_bug")
+    view.show_report(report)
+    np.testing.assert_array_equal(view.analytic_image.image, report.analytic.numpy())
+    np.testing.assert_array_equal(view.numerical_image.image, report.numerical.numpy())
+    np.testing.assert_array_equal(view.difference_image.image, report.difference().numpy())
+    assert view.analytic_image.axisOrder == "row-major"
+    # cell (r, c) is centred on (c, r): the images are shifted by half a cell
+    assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(0.0)
+    assert view.analytic_image.mapToParent(0.5, 0.5).y() == pytest.approx(0.0)
+
+
+def test_analytic_and_numerical_share_one_symmetric_scale(view):
+    report = report_for("linear")
+    view.show_report(report)
+    controlled = [ref() for ref in view.colorbar.img_list]
+    assert view.analytic_image in controlled and view.numerical_image in controlled
+    low, high = view.colorbar.levels()
+    assert low == -high
+    assert high == pytest.approx(_absmax(report.analytic, report.numerical))
+    for image in (view.analytic_image, view.numerical_image):
+        np.testing.assert_allclose(image.getLevels(), (low, high))
+    # the difference has its own symmetric scale, never smaller than atol
+    d_low, d_high = view.difference_colorbar.levels()
+    assert d_low == -d_high
+    assert d_high == pytest.approx(max(_absmax(report.difference()), report.atol))
+    assert view.difference_image in [ref() for ref in view.difference_colorbar.img_list]
+
+
+def test_failing_difference_scale_is_the_largest_error(view):
+    report = report_for("killhead_bug")
+    view.show_report(report)
+    assert view.difference_colorbar.levels() == pytest.approx((-1.0, 1.0))
+
+
+def test_verdict_passed(view):
+    report = report_for("linear")
+    view.show_report(report)
+    text = view.verdict_label.text()
+    assert "PASSED" in text and "✔" in text and "FAILED" not in text
+    assert f"{report.total:,}" in text
+
+
+def test_verdict_failed_with_count_worst_entry_and_notes(view):
+    report = report_for("killhead_bug")
+    view.show_report(report)
+    text = view.verdict_label.text()
+    assert "FAILED" in text and "✘" in text
+    assert f"{report.mismatches} of {report.total}" in text
+    assert "max abs error 1" in view.details_label.text()
+    assert "worst: d output[0, 0] / d input[0, 0]: analytic 1, numerical 0" in \
+        view.worst_label.text()
+    assert "float32 rule" in view.notes_label.text()
+
+
+def test_shape_surprise_notes_are_listed(view):
+    view.show_report(report_for("functional_linear"))
+    assert view.notes_label.text().count("shape surprise") == 2
+
+
+def test_failing_blocks_are_named(view):
+    report = report_for("linear_bug")
+    view.show_report(report)
+    failing = [b for b in report.blocks if not b.passed]
+    assert failing
+    assert f"failing blocks: {failing[0].name}" in view.worst_label.text()
+
+
+def test_hover_text_names_indices_and_values(view):
+    report = report_for("linear")
+    view.show_report(report)
+    weight = report.inputs[1]
+    row, col = 7, weight.offset + 6  # output[1, 2] / weight[1, 2]
+    a, n = float(report.analytic[row, col]), float(report.numerical[row, col])
+    text = view.hover_text(row, col)
+    assert text.startswith("output[1, 2]  /  weight[1, 2]")
+    assert f"analytic {a:.6g}" in text
+    assert f"numerical {n:.6g}" in text
+    assert f"difference {a - n:.6g}" in text
+    assert "within tolerance" in text
+    assert view.hover_text(-1, 0) == "" and view.hover_text(0, report.shape[1]) == ""
+
+
+def test_hover_text_of_a_mismatch(view):
+    view.show_report(report_for("killhead_bug"))
+    text = view.hover_text(0, 0)
+    assert text.startswith("output[0, 0]  /  input[0, 0]")
+    assert "analytic 1   numerical 0   difference 1" in text
+    assert "outside tolerance" in text
+
+
+def test_mouse_over_a_heatmap_updates_the_hover_label(view, qtbot):
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for("killhead_bug"))
+    qtbot.wait(50)
+    for image in (view.analytic_image, view.numerical_image, view.difference_image):
+        vb = image.getViewBox()
+        scene_pos = vb.mapViewToScene(QPointF(5, 2))  # column 5, row 2
+        view._mouse_moved(scene_pos)
+        assert view.hover_label.text() == view.hover_text(2, 5)
+    view._mouse_moved(QPointF(-1000, -1000))
+    assert "hover over a cell" in view.hover_label.text()  # back to the hint
+
+
+def test_mismatches_are_outlined_and_worst_is_ringed(view):
+    report = report_for("killhead_bug")
+    view.show_report(report)
+    mask = report.mismatch_mask().numpy()
+    x, y = view.mismatch_markers.getData()
+    assert len(x) == report.mismatches == int(mask.sum())
+    assert all(mask[int(r), int(c)] for r, c in zip(y, x))
+    for panel in view._panels:
+        wx, wy = panel.worst.getData()
+        assert (wx[0], wy[0]) == (report.worst.col, report.worst.row)
+    assert view.mismatch_overlay.image is None
+
+
+class _CountingReport(Report):
+    """A Report that counts calls of difference() and mismatch_mask() and memoizes them,
+    as the worker thread will have done before the GUI gets the report."""
+
+    def __init__(self, report: Report):
+        super().__init__(**{f.name: getattr(report, f.name)
+                            for f in dataclasses.fields(Report)})
+        self.calls = {"difference": 0, "mismatch_mask": 0}
+        self._memo = {}
+
+    def difference(self):
+        self.calls["difference"] += 1
+        if "difference" not in self._memo:
+            self._memo["difference"] = super().difference()
+        return self._memo["difference"]
+
+    def mismatch_mask(self):
+        self.calls["mismatch_mask"] += 1
+        if "mask" not in self._memo:
+            self._memo["mask"] = super().mismatch_mask()
+        return self._memo["mask"]
+
+
+@pytest.mark.parametrize("target", ["linear_bug", "sigmoid_bug", "softmax_bug", "abs_uv_bug",
+                                    "relu_inplace", "linear"])
+def test_the_report_s_difference_and_mask_are_shown(view, target):
+    report = _CountingReport(report_for(target))
+    view.show_report(report)
+    assert report.calls["mismatch_mask"] <= (1 if report.mismatches else 0)
+    # shown as they are: no copies on the GUI thread
+    assert np.shares_memory(view.difference_image.image, report.difference().numpy())
+    assert np.shares_memory(view.analytic_image.image, report.analytic.numpy())
+    assert np.shares_memory(view.numerical_image.image, report.numerical.numpy())
+    mask = report.mismatch_mask().numpy()
+    x, y = view.mismatch_markers.getData()
+    assert len(x) == report.mismatches
+    marked = np.zeros_like(mask)
+    marked[y.astype(int), x.astype(int)] = True
+    np.testing.assert_array_equal(marked, mask)
+    # the hover verdict agrees with the engine's mask
+    rows, cols = report.shape
+    for row, col in [(0, 0), (rows - 1, cols - 1), *zip(*np.nonzero(mask))][:20]:
+        text = view.hover_text(int(row), int(col))
+        assert ("outside tolerance" in text) == bool(mask[row, col])
+
+
+def _fake_report(rows: int, cols: int, bad: int) -> Report:
+    out, inp = Axis("output", 0, (rows,), 0), Axis("input", 0, (cols,), 0)
+    analytic = torch.zeros(rows, cols, dtype=torch.float64)
+    analytic.view(-1)[:bad] = 1.0
+    numerical = torch.zeros(cols, rows, dtype=torch.float64).T
+    block = Block(out, inp, mismatches=bad, max_abs_error=1.0, max_rel_error=1e5)
+    worst = Entry(0, 0, "output", "input", (0,), (0,), 0, 0, 1.0, 0.0)
+    return Report(passed=bad == 0, outputs=[out], inputs=[inp], blocks=[block], worst=worst,
+                  eps=1e-6, atol=1e-5, rtol=1e-3, numerical_dtype=torch.float64,
+                  analytic_path="direct", analytic=analytic, numerical=numerical)
+
+
+def test_many_mismatches_become_a_mask_image(view):
+    report = _fake_report(100, 120, jacobian_view.SCATTER_LIMIT + 1)
+    view.show_report(report)
+    assert view.mismatch_overlay.image is not None
+    np.testing.assert_array_equal(view.mismatch_overlay.image.astype(bool),
+                                  report.mismatch_mask().numpy())
+    assert len(view.mismatch_markers.getData()[0]) == 0
+    assert "FAILED" in view.verdict_label.text()
+
+
+def test_tick_labels_name_the_output_blocks(view):
+    report = report_for("sincos")
+    view.show_report(report)
+    # the rows are labelled once, in a column of their own left of the analytic view
+    assert _ticks(view.row_axis) == [(11.5, "output0 [3x8]"), (35.5, "output1 [3x8]")]
+    assert view.block_ticks()[1] == _ticks(view.row_axis)
+    for panel in view._panels:
+        assert _ticks(panel.plot.getAxis("bottom")) == [(11.5, "x [3x8]")]
+        _, gy = panel.grid.getData()
+        horizontal = {float(y) for y0, y in zip(gy[::2], gy[1::2]) if y0 == y}
+        assert horizontal == {-0.5, 23.5, 47.5}
+
+
+def test_tick_labels_name_the_input_blocks(view):
+    view.show_report(report_for("functional_linear"))
+    assert view.block_ticks()[0] == [(5.5, "input [3x4]"), (21.5, "weight [5x4]"),
+                                     (34.0, "bias [5]")]
+    for panel in view._panels:
+        assert _ticks(panel.plot.getAxis("bottom")) == view.block_ticks()[0]
+        gx, _ = panel.grid.getData()
+        vertical = {float(x) for x0, x in zip(gx[::2], gx[1::2]) if x0 == x}
+        assert vertical == {-0.5, 11.5, 31.5, 36.5}
+
+
+def test_views_are_linked(view, qtbot):
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for("linear"))
+    qtbot.wait(50)
+    sizes = {round(panel.plot.vb.width()) for panel in view._panels}
+    assert max(sizes) - min(sizes) <= 1  # equal widths, so linked ranges look the same
+    first = view._panels[0].plot.vb
+    first.setRange(xRange=(2, 8), yRange=(1, 4), padding=0)
+    view._panels[2].plot.vb.scaleBy((0.5, 0.5))
+    qtbot.wait(20)
+    for panel in view._panels:
+        for got, want in zip(panel.plot.vb.viewRange(), first.viewRange()):
+            assert got == pytest.approx(want)
+        assert panel.plot.vb.state["yInverted"]
+        assert panel.plot.vb.state["aspectLocked"] == first.state["aspectLocked"]
+    # the row labels follow the rows
+    assert view.rows_plot.vb.viewRange()[1] == pytest.approx(first.viewRange()[1])
+
+
+def _type(qtbot, edit, text):
+    edit.setFocus()
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+
+
+def test_invalid_tolerance_is_marked_and_not_emitted(view, qtbot):
+    view.set_tolerances(1e-6, 1e-5, 1e-3)
+    with qtbot.assertNotEmitted(view.tolerancesChanged):
+        _type(qtbot, view.atol_edit, "abc")
+    assert view.atol_edit.property("invalid") is True
+    assert "not a number" in view.atol_edit.toolTip()
+    assert "atol" in view.tolerance_message.text()
+    with qtbot.assertNotEmitted(view.tolerancesChanged):
+        _type(qtbot, view.eps_edit, "0")
+    assert view.eps_edit.property("invalid") is True
+    assert "greater than 0" in view.tolerance_message.text()
+
+
+def test_negative_tolerance_is_invalid(view, qtbot):
+    with qtbot.assertNotEmitted(view.tolerancesChanged):
+        _type(qtbot, view.rtol_edit, "-1e-3")
+    assert view.rtol_edit.property("invalid") is True
+
+
+def test_valid_tolerance_emits_once(view, qtbot):
+    view.set_tolerances(1e-6, 1e-5, 1e-3)
+    with qtbot.waitSignal(view.tolerancesChanged, timeout=1000) as blocker:
+        _type(qtbot, view.rtol_edit, "2e-3")
+    assert blocker.args == [1e-6, 1e-5, 2e-3]
+    assert view.rtol_edit.property("invalid") is False
+    assert view.tolerances() == (1e-6, 1e-5, 2e-3)
+    with qtbot.assertNotEmitted(view.tolerancesChanged):  # unchanged: nothing to emit
+        view.rtol_edit.editingFinished.emit()
+
+
+def test_fixing_an_invalid_tolerance_clears_the_mark(view, qtbot):
+    view.set_tolerances(1e-6, 1e-5, 1e-3)
+    _type(qtbot, view.eps_edit, "1e-")
+    assert view.eps_edit.property("invalid") is True
+    with qtbot.waitSignal(view.tolerancesChanged, timeout=1000) as blocker:
+        _type(qtbot, view.eps_edit, "1e-7")
+    assert blocker.args[0] == 1e-7
+    assert view.eps_edit.property("invalid") is False
+    assert view.tolerance_message.text() == ""
+
+
+def test_set_tolerances_shows_values_without_emitting(view, qtbot):
+    with qtbot.assertNotEmitted(view.tolerancesChanged):
+        view.set_tolerances(1e-4, 1e-3, 1e-2)
+    assert (view.eps_edit.text(), view.atol_edit.text(), view.rtol_edit.text()) == \
+        ("0.0001", "0.001", "0.01")
+
+
+def _snapshots(target: str) -> tuple[list[Progress], Report]:
+    seen: list[Progress] = []
+
+    def keep(p: Progress):
+        seen.append(Progress(p.fraction, p.phase,
+                             None if p.analytic is None else p.analytic.clone(),
+                             p.numerical.clone(), p.outputs, p.inputs, p.columns_done,
+                             p.rows_done))
+    report = build(Settings(target=target)).compare(progress=keep)
+    return seen, report
+
+
+def test_progress_ui_during_computation(view, qtbot):
+    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
+    view.start("Comparing Jacobians…")
+    assert not view.progress_bar.isHidden() and not view.cancel_button.isHidden()
+    assert view.progress_bar.value() == 0
+    assert not view.check_button.isEnabled()
+    assert "Comparing Jacobians" in view.verdict_label.text()
+    seen, report = _snapshots("killhead_bug")
+    assert seen
+    for p in seen:
+        view.show_progress(p)
+        assert not view.progress_bar.isHidden()
+        assert view.progress_bar.value() == round(p.fraction * 1000)
+    view.show_report(report)
+    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
+    assert view.check_button.isEnabled()
+    assert "FAILED" in view.verdict_label.text()
+
+
+def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
+    """The engine leaves entries not computed yet at zero: the view must not draw them as
+    zeros, nor hover them as values."""
+    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 24)  # one column / row per batch
+    monkeypatch.setattr(jacobian, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(preview, "REFRESH_SECONDS", 0.0)
+    seen, report = _snapshots("killhead_bug")
+    view.start()
+    numerical_steps = [p for p in seen if p.phase == "numerical" and p.columns_done < 24]
+    analytic_steps = [p for p in seen if p.phase == "analytic" and p.rows_done < 24]
+    assert numerical_steps and analytic_steps
+    for p in numerical_steps:
+        view.show_progress(p)
+        shown = view.numerical_image.image
+        c = p.columns_done
+        np.testing.assert_array_equal(shown[:, :c], report.numerical[:, :c].numpy())
+        assert np.isnan(shown[:, c:]).all()
+        assert "numerical not computed yet" in view.hover_text(0, c)
+        assert "numerical not computed yet" not in view.hover_text(0, c - 1)
+    for p in analytic_steps:
+        view.show_progress(p)
+        shown = view.analytic_image.image
+        r = p.rows_done
+        np.testing.assert_array_equal(shown[:r], report.analytic[:r].numpy())
+        assert np.isnan(shown[r:]).all()
+        assert np.isnan(view.difference_image.image[r:]).all()
+        assert "analytic not computed yet" in view.hover_text(r, 0)
+    view.show_report(report)
+    np.testing.assert_array_equal(view.analytic_image.image, report.analytic.numpy())
+
+
+def _half_done(report: Report, fraction: float) -> Progress:
+    rows, cols = report.shape
+    numerical = report.numerical.clone()
+    analytic = report.analytic.clone()
+    if fraction <= 0.5:
+        numerical[:, round(2 * fraction * cols):] = math.nan
+        analytic[:] = math.nan
+        phase = "numerical"
+    else:
+        analytic[round((2 * fraction - 1) * rows):] = math.nan
+        phase = "analytic"
+    return Progress(fraction, phase, analytic, numerical, report.outputs, report.inputs)
+
+
+def test_progress_fills_the_heatmaps_in(view):
+    report = report_for("killhead_bug")
+    view.start()
+    numerical_phase = _half_done(report, 0.25)
+    view.show_progress(numerical_phase)
+    np.testing.assert_array_equal(view.numerical_image.image, numerical_phase.numerical.numpy())
+    assert np.isnan(view.numerical_image.image[:, 12:]).all()
+    assert view.analytic_image.image is None  # nothing of the analytic Jacobian yet
+    assert view.difference_image.image is None
+    assert "column" in view.hover_label.text()
+    assert "not computed yet" in view.hover_text(0, 20)
+    analytic_phase = _half_done(report, 0.75)
+    view.show_progress(analytic_phase)
+    np.testing.assert_array_equal(view.analytic_image.image, analytic_phase.analytic.numpy())
+    expected = report.difference().numpy().copy()
+    expected[12:] = math.nan  # rows whose analytic entries are not computed yet
+    np.testing.assert_array_equal(view.difference_image.image, expected)
+    low, high = view.colorbar.levels()
+    assert low == -high and high >= 1.0
+    assert "not computed yet" in view.hover_text(20, 3)
+    view.show_report(report)
+    np.testing.assert_array_equal(view.difference_image.image, report.difference().numpy())
+
+
+def test_big_progress_is_previewed_and_redrawn_by_timer(view, qtbot):
+    n = preview.PREVIEW_PIXELS * 2
+    axes = ([Axis("output", 0, (n,), 0)], [Axis("input", 0, (n,), 0)])
+    numerical = torch.full((n, n), math.nan, dtype=torch.float64)
+    numerical[:, :4] = 2.0
+    view.start()
+    view.show_progress(Progress(0.001, "numerical", None, numerical, *axes))
+    assert view.numerical_image.image.shape == (n // 2, n // 2)
+    assert view.colorbar.levels() == (-2.0, 2.0)
+    numerical[:, 4:8] = -3.0
+    view.show_progress(Progress(0.002, "numerical", None, numerical, *axes))
+    assert view._refresh_timer.isActive()  # too soon for a second redraw of this size
+    qtbot.waitUntil(lambda: view.colorbar.levels() == (-3.0, 3.0), timeout=2000)
+
+
+def test_cancel_and_check_buttons_emit(view, qtbot):
+    view.start()
+    with qtbot.waitSignal(view.cancelRequested, timeout=1000):
+        qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
+    view.show_failure("cancelled")
+    with qtbot.waitSignal(view.checkRequested, timeout=1000):
+        qtbot.mouseClick(view.check_button, Qt.MouseButton.LeftButton)
+
+
+def test_failure_is_shown_in_the_banner(view):
+    view.start()
+    view.show_failure("forward raised ValueError")
+    assert view.verdict_label.text() == "Jacobian not computed: forward raised ValueError"
+    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
+    assert view.check_button.isEnabled()
+
+
+def test_report_without_matrices_shows_the_verdict_only(view):
+    report = report_for("killhead_bug", keep=False)
+    assert report.analytic is None
+    view.show_report(report)
+    assert "FAILED" in view.verdict_label.text()
+    assert f"{report.mismatches} of {report.total}" in view.verdict_label.text()
+    assert view.analytic_image.image is None and view.difference_image.image is None
+    assert "not kept" in view.hover_label.text()
+    assert view.hover_text(0, 0) == "output[0, 0]  /  input[0, 0]"
+
+
+def test_clear_resets_everything(view):
+    view.show_report(report_for("killhead_bug"))
+    view.clear()
+    assert view.analytic_image.image is None
+    assert len(view.mismatch_markers.getData()[0]) == 0
+    assert "No Jacobian yet" in view.verdict_label.text()
+
+
+def test_apply_font_scales_banner_and_axes(view):
+    base = QFont(view.font())
+    base.setPointSizeF(20)
+    view.apply_font(base)
+    assert view.verdict_label.font().pointSizeF() == pytest.approx(28)
+    axis = view._panels[0].plot.getAxis("bottom")
+    assert axis.style["tickFont"].pointSizeF() == pytest.approx(20)
+    assert view.colorbar.axis.style["tickFont"].pointSizeF() == pytest.approx(20)
+    assert view._panels[0].plot.titleLabel.opts["size"] == "23.0pt"
+
+
+def test_pixel_sized_fonts_work(view):
+    font = QFont(view.font())
+    font.setPixelSize(20)
+    view.apply_font(font)
+    assert view.verdict_label.font().pixelSize() == 28
+    assert view._panels[0].plot.titleLabel.opts["size"] == "23px"
+    view.show_report(report_for("linear"))
+    assert "PASSED" in view.verdict_label.text()
+
+
+def test_renders_without_errors(view, qtbot):
+    with qtbot.waitExposed(view):
+        view.show()
+    for target in ("killhead_bug", "sincos", "functional_linear"):
+        view.show_report(report_for(target))
+        qtbot.wait(20)
+        assert not view.grab().isNull()
+
+
+# ---------------------------------------------------------------------- layout
+
+
+def _shown(view, qtbot, target: str, width: int = 1200, height: int = 560):
+    view.resize(width, height)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for(target))
+    qtbot.wait(50)
+
+
+def _scene_rect(item):
+    return item.sceneBoundingRect()
+
+
+def test_the_three_views_share_the_width(view, qtbot):
+    _shown(view, qtbot, "linear_bug")
+    vbs = [panel.plot.vb for panel in view._panels]
+    widths = [vb.width() for vb in vbs]
+    assert max(widths) - min(widths) <= 1
+    # no reserved space for row labels on the views that do not show them
+    for panel in view._panels:
+        assert not panel.plot.getAxis("left").isVisible()
+    assert view.row_axis.isVisible()
+    # together the views take most of the width: labels and colour bars are all the rest
+    assert sum(widths) >= 0.65 * view.graphics.width()
+    # the row labels line up with the views' rows
+    rows = _scene_rect(view.rows_plot.vb)
+    for vb in vbs:
+        assert _scene_rect(vb).top() == pytest.approx(rows.top(), abs=1)
+        assert _scene_rect(vb).bottom() == pytest.approx(rows.bottom(), abs=1)
+    # compact colour bars, right next to the view they belong to
+    line = view.fontMetrics().height()
+    for bar, vb in ((view.colorbar, vbs[1]), (view.difference_colorbar, vbs[2])):
+        assert bar.vb.width() <= 2 * line
+        assert 0 <= _scene_rect(bar).left() - _scene_rect(vb).right() <= 12
+
+
+def test_wide_matrices_fill_the_view(view, qtbot):
+    _shown(view, qtbot, "linear_bug")  # 12 x 32
+    vb = view._panels[0].plot.vb
+    rows, cols = view._shape
+    (x0, x1), (y0, y1) = vb.viewRange()
+    drawn_width = vb.width() * cols / (x1 - x0)
+    drawn_height = vb.height() * rows / (y1 - y0)
+    assert drawn_width >= 0.9 * vb.width()
+    assert drawn_height >= 0.95 * jacobian_view.FILL_TARGET * vb.height()
+
+
+def test_cell_aspect():
+    aspect = jacobian_view._cell_aspect
+    target, most = jacobian_view.FILL_TARGET, jacobian_view.MAX_CELL_STRETCH
+    assert aspect(24, 24, 300, 280) == 1.0  # square cells fill most of the view
+    assert aspect(0, 5, 300, 280) == 1.0 and aspect(5, 5, 0, 0) == 1.0  # nothing to fit
+    # wide: cells grow taller (pyqtgraph's ratio is x pixels / y pixels per unit), just
+    # enough to fill FILL_TARGET of the height
+    ratio = aspect(12, 32, 250, 190)
+    assert 1 < 1 / ratio < most
+    assert 250 * 12 / 32 / ratio == pytest.approx(target * 190)
+    assert 1 / aspect(12, 80, 250, 190) == most
+    # tall: cells grow wider
+    ratio = aspect(40, 12, 250, 190)
+    assert ratio == most
+    # extreme: a single row still fills MIN_FILL of the height
+    ratio = aspect(1, 1000, 250, 190)
+    assert 250 / 1000 / ratio == pytest.approx(jacobian_view.MIN_FILL * 190)
+    # no jumps: the stretch follows the view's size smoothly
+    stretches = [1 / aspect(12, 32, w, 190) for w in range(150, 400)]
+    assert max(abs(a - b) for a, b in itertools.pairwise(stretches)) < 0.05
+
+
+def _axes(*sizes: int) -> list[Axis]:
+    out, offset = [], 0
+    for k, size in enumerate(sizes):
+        out.append(Axis(("input", "weight", "bias")[k], k, (size,), offset))
+        offset += size
+    return out
+
+
+def _fit(axes, length, low=None, high=None):
+    total = sum(a.size for a in axes)
+    low = -0.5 if low is None else low
+    high = total - 0.5 if high is None else high
+    return jacobian_view._fit_labels(axes, low, high, length, lambda text: 8 * len(text),
+                                     None, gap=6)
+
+
+def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
+    axes = _axes(12, 20, 5)  # "input [12]", "weight [20]", "bias [5]"
+    ticks, full = _fit(axes, 740)  # 20 px a column
+    assert full and [t for _, t in ticks] == ["input [12]", "weight [20]", "bias [5]"]
+    assert [p for p, _ in ticks] == pytest.approx([5.5, 21.5, 34.0])
+    ticks, full = _fit(axes, 222)  # 6 px a column: bias [5] would not fit its 30 px
+    assert not full and [t for _, t in ticks] == ["input [12]", "weight [20]", "bias"]
+    ticks, full = _fit(axes, 160)  # 4.3 px a column: names only
+    assert [t for _, t in ticks] == ["input", "weight", "bias"]
+    for (position, _), a in zip(ticks, axes):  # every label stays on its block
+        assert a.offset - 0.5 <= position <= a.offset + a.size - 0.5
+    ticks, full = _fit(axes, 148)  # 4 px a column: the smallest block loses its label
+    assert [t for _, t in ticks] == ["input", "weight"]
+    ticks, full = _fit(axes, 74)  # 2 px a column: the biggest keeps its label
+    assert ticks == [(21.5, "weight")]
+    assert _fit(axes, 40) == ([], False)
+    # zoomed into the weight block: its label, at the centre of what is visible
+    ticks, full = _fit(axes, 400, low=14.5, high=24.5)
+    assert ticks == [(pytest.approx(19.5), "weight [20]")]
+
+
+def test_block_ticks_fall_back_to_names_in_a_narrow_window(view, qtbot):
+    def titles():
+        return [panel.plot.titleLabel.text for panel in view._panels]
+
+    _shown(view, qtbot, "functional_linear", width=1400)
+    wide = view.block_ticks()[0]
+    assert [t for _, t in wide] == ["input [3x4]", "weight [5x4]", "bias [5]"]
+    assert "Columns:" not in view.hover_label.text()
+    assert titles() == ["Analytic (backward)", "Numerical (finite diff.)",
+                        "Difference (a − n)"]
+    view.resize(640, 560)
+    qtbot.waitUntil(lambda: view.block_ticks()[0] != wide, timeout=2000)
+    texts = [t for _, t in view.block_ticks()[0]]
+    assert "weight" in texts and "weight [5x4]" not in texts
+    assert titles() == ["Analytic", "Numerical", "Difference"]  # short, but all alike
+    for panel in view._panels:  # what block_ticks says is what the axes show
+        assert _ticks(panel.plot.getAxis("bottom")) == view.block_ticks()[0]
+    # what the axes no longer say in full, the hint line spells out
+    hint = view.hover_label.text()
+    assert "Columns: input [3x4], weight [5x4], bias [5]." in hint
+    assert "Rows: output [3x5]." in hint
+    view.resize(1400, 560)
+    qtbot.waitUntil(lambda: view.block_ticks()[0] == wide, timeout=2000)
+    assert "Columns:" not in view.hover_label.text()
+    assert titles()[0] == "Analytic (backward)"
+
+
+# ---------------------------------------------------------------------- big matrices
+
+
+def _two_block_report(rows: int, cols: int, bad: int) -> Report:
+    """rows x cols, inputs a | b; ``bad`` mismatches at the start of block b's first row."""
+    out = Axis("output", 0, (rows,), 0)
+    a, b = Axis("a", 0, (cols // 2,), 0), Axis("b", 1, (cols - cols // 2,), cols // 2)
+    analytic = torch.zeros(rows, cols, dtype=torch.float64)
+    analytic[0, b.offset:b.offset + bad] = 1.0
+    numerical = torch.zeros(cols, rows, dtype=torch.float64).T
+    blocks = [Block(out, a), Block(out, b, mismatches=bad, max_abs_error=1.0,
+                                   max_rel_error=1e5)]
+    worst = Entry(0, 1, "output", "b", (0,), (0,), 0, b.offset, 1.0, 0.0)
+    return Report(passed=bad == 0, outputs=[out], inputs=[a, b], blocks=blocks, worst=worst,
+                  eps=1e-6, atol=1e-5, rtol=1e-3, numerical_dtype=torch.float64,
+                  analytic_path="direct", analytic=analytic, numerical=numerical)
+
+
+def _record_scans(monkeypatch) -> list[int]:
+    """Sizes of the matrices read whole (for peaks or pooling) from now on."""
+    sizes: list[int] = []
+    def recorder(original):
+        def recording(matrix, *args):
+            sizes.append(matrix.numel())
+            return original(matrix, *args)
+        return recording
+    for name in ("finite_absmax", "pool_signed"):
+        monkeypatch.setattr(jacobian, name, recorder(getattr(jacobian, name)))
+    return sizes
+
+
+def test_big_report_reads_no_whole_matrix(view, monkeypatch):
+    report = _CountingReport(_fake_report(1100, 1000, 40))  # one block of 1.1M entries
+    assert report.analytic.numel() > jacobian_view.SCAN_ENTRIES
+    step = preview.preview_step(report.shape)
+    assert step == 2
+    report.prepare_display(step)  # what the worker thread does
+    sizes = _record_scans(monkeypatch)
+    view.show_report(report)
+    assert sizes == []  # nothing left to read whole on the GUI thread
+    # levels: the ringed worst entry's values, and the largest |a - n|
+    assert view.colorbar.levels() == (-1.0, 1.0)
+    assert view.difference_colorbar.levels() == (-1.0, 1.0)
+    # drawn pooled 2 x 2, keeping the largest magnitude of each cell
+    assert view.analytic_image.image.shape == (550, 500)
+    np.testing.assert_array_equal(view.analytic_image.image[0, :20], np.ones(20))
+    assert not view.analytic_image.image[0, 20:].any() and not view.analytic_image.image[1:].any()
+    # finding 40 mismatches in 1.1M entries would mean a scan: the mask is drawn instead
+    assert len(view.mismatch_markers.getData()[0]) == 0
+    wash = view.mismatch_overlay.image
+    assert wash.shape == (550, 500) and wash[0, :20].all() and wash.sum() == 20
+    assert "Amber cells" in view.hover_label.text()
+    assert "outside tolerance" in view.hover_text(0, 0)
+    assert "within tolerance" in view.hover_text(5, 5)
+
+
+def test_big_report_outlines_mismatches_of_a_small_failing_block(view, monkeypatch):
+    report = _two_block_report(1100, 1200, 30)  # 1.32M entries, the failing half 660k
+    report.prepare_display(preview.preview_step(report.shape))
+    sizes = _record_scans(monkeypatch)
+    view.show_report(report)
+    assert sizes == []
+    x, y = view.mismatch_markers.getData()
+    assert sorted(zip(y.astype(int), x.astype(int))) == [(0, 600 + k) for k in range(30)]
+    assert view.mismatch_overlay.image is None
+    assert "Outlined cells" in view.hover_label.text()
+
+
+def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
+        view, qtbot, monkeypatch):
+    """Fitted, each heatmap is pooled to about the views' size (pyqtgraph would otherwise
+    average a bigger image down at every repaint, on the GUI thread); zoomed in, finer."""
+    with qtbot.waitExposed(view):
+        view.show()
+    report = _fake_report(2048, 2048, 40)
+    pixels = preview.DISPLAY["pixels"]  # the views' size, as they report it
+    assert pixels < 500
+    steps = preview.display_steps(report.shape)
+    fit = math.ceil(2048 / pixels)
+    assert steps == (3, fit)  # finer: at most PREVIEW_PIXELS cells a side; fitted
+    fitted = math.ceil(2048 / fit)
+    for step in steps:
+        report.prepare_display(step)  # what the worker thread does
+    sizes = _record_scans(monkeypatch)
+    view.show_report(report)
+    assert view.analytic_image.image.shape == (fitted, fitted)
+    np.testing.assert_array_equal(view.difference_image.image,
+                                  report.overview(fit).difference.numpy())
+    # a pooled cell of many entries still shows the bad entries in full strength
+    assert view.analytic_image.image[0, 0] == 1.0
+    view._user_zoomed()  # what zooming with the wheel or dragging calls
+    assert view.analytic_image.image.shape == (683, 683)
+    assert view.mismatch_overlay.image.shape == (683, 683)
+    view.fit()
+    assert view.analytic_image.image.shape == (fitted, fitted)
+    assert view.mismatch_overlay.image.shape == (fitted, fitted)
+    assert sizes == []  # every pooling was the worker's: nothing read whole here
+    # the pooled image still lines up with the entries: cell (r, c) centred on (c, r)
+    assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(fit / 2 - 0.5)
+
+
+def test_prepared_progress_needs_no_reduction_on_the_gui_thread(view, monkeypatch):
+    """The worker makes the previews, their difference and its peak: a torch reduction on
+    the GUI thread waits for the cores the comparison keeps busy."""
+    report = report_for("killhead_bug")
+    progress = _half_done(report, 0.75)
+    progress.rows_done, progress.columns_done = 12, report.shape[1]
+    progress.value_peak = report.value_peak()  # the engine tracks it as it goes
+    prepared = preview.ProgressPreparer()(progress)  # on the worker thread, in the app
+    assert prepared.difference_preview is not None
+    calls = []
+    monkeypatch.setattr(preview, "absmax", lambda matrix: calls.append(matrix) or 0.0)
+    view.start()
+    view.show_progress(prepared)
+    assert calls == []
+    expected = report.difference().numpy().copy()
+    expected[12:] = math.nan
+    np.testing.assert_array_equal(view.difference_image.image, expected)
+    peak = float(np.nanmax(np.abs(expected)))
+    assert prepared.difference_peak == peak
+    assert view.difference_colorbar.levels()[1] >= peak
+
+
+def test_new_colour_levels_do_not_re_typeset_the_bars_hidden_labels(view, monkeypatch):
+    """A colour bar has no unit label: a change of levels (a few a second while computing)
+    must not re-typeset one, which cost about 4 ms a bar on the GUI thread."""
+    typeset = []
+    for bar in (view.colorbar, view.difference_colorbar):
+        monkeypatch.setattr(bar.axis.label, "setHtml", typeset.append)
+    view._set_levels(view.colorbar, 3e-7)
+    view._set_levels(view.difference_colorbar, 250.0)
+    assert typeset == []
+    assert view.colorbar.levels() == (-3e-7, 3e-7)
+    assert view.colorbar.axis.autoSIPrefixScale == 1.0  # tick values are shown unscaled
+
+
+def _first_progress(report: Report):
+    """What the worker hands over first: the new matrix's outputs and inputs, no entry yet."""
+    progress = Progress(0.0, "numerical", None, torch.zeros(report.shape, dtype=torch.float64),
+                        report.outputs, report.inputs, 0, 0)
+    prepared = preview.ProgressPreparer()(progress)
+    prepared.painted = threading.Event()
+    return prepared
+
+
+def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
+    """The first repaint of a new matrix is the pane's costliest: the view says when it is
+    done, so the comparison starts after it rather than competing with it."""
+    with qtbot.waitExposed(view):
+        view.show()
+    progress = _first_progress(report_for("killhead"))
+    painted = []  # at each repaint: the layout shown, and whether the worker was let go
+    spy = _PaintSpy(painted, lambda: (view._layout_key, progress.painted.is_set()))
+    view.graphics.viewport().installEventFilter(spy)  # kept: Qt does not keep a filter alive
+    view.show_progress(progress)
+    assert not progress.painted.is_set()  # not before the repaint
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
+    key = view._layout_key
+    # the pane repainted the new matrix before the worker was let go
+    assert key is not None and (key, False) in painted
+    # the same matrix again (a check every K steps): nothing to lay out, no wait
+    again = _first_progress(report_for("killhead"))
+    view.show_progress(again)
+    assert again.painted.is_set()
+    # an ended comparison lets a waiting worker go at once
+    other = _first_progress(report_for("linear"))
+    view.show_progress(other)
+    assert not other.painted.is_set()
+    view.clear()
+    assert other.painted.is_set()
+
+
+def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
+    progress = _first_progress(report_for("killhead"))
+    assert not view.graphics.isVisible()
+    view.show_progress(progress)
+    assert progress.painted.is_set()
+    # shown, but squeezed to nothing (a splitter dragged shut): no paint is coming either
+    from PySide6.QtWidgets import QSplitter, QWidget
+
+    splitter = QSplitter(Qt.Orientation.Vertical)
+    qtbot.addWidget(splitter)
+    squeezed = JacobianView()  # the splitter owns it
+    splitter.addWidget(QWidget())
+    splitter.addWidget(squeezed)
+    splitter.resize(1200, 600)
+    with qtbot.waitExposed(splitter):
+        splitter.show()
+    splitter.setSizes([600, 0])
+    qtbot.wait(50)
+    viewport = squeezed.graphics.viewport()
+    assert squeezed.graphics.isVisible() and viewport.visibleRegion().isEmpty()
+    collapsed = _first_progress(report_for("linear"))
+    squeezed.show_progress(collapsed)
+    assert collapsed.painted.is_set()
+    splitter.setSizes([300, 300])  # dragged open again: it waits for the repaint
+    qtbot.wait(50)
+    assert not viewport.visibleRegion().isEmpty()
+    again = _first_progress(report_for("killhead"))
+    squeezed.show_progress(again)
+    assert not again.painted.is_set()
+    qtbot.waitUntil(again.painted.is_set, timeout=2000)
+
+
+class _PaintSpy(jacobian_view.QObject):
+    def __init__(self, seen: list, probe=lambda: True):
+        super().__init__()
+        self.seen, self.probe = seen, probe
+
+    def eventFilter(self, watched, event):
+        if event.type() == jacobian_view.QEvent.Type.Paint:
+            self.seen.append(self.probe())
+        return False
+
+
+class _EventSpy(jacobian_view.QObject):
+    def __init__(self, kind, seen: list, name: object = True):
+        super().__init__()
+        self.kind, self.seen, self.name = kind, seen, name
+
+    def eventFilter(self, watched, event):
+        if event.type() == self.kind:
+            self.seen.append(self.name)
+        return False
+
+
+def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
+    """With a worker waiting, a new matrix's layout waits for the next turn of the event loop
+    (it is not piled onto what else came in), and is settled before the repaint (no layout
+    after it, which would cost a second one)."""
+    with qtbot.waitExposed(view):
+        view.show()
+    events = []
+    spies = [_EventSpy(jacobian_view.QEvent.Type.LayoutRequest, events, "layout"),
+             _EventSpy(jacobian_view.QEvent.Type.Paint, events, "paint")]
+    view.graphics.ci.installEventFilter(spies[0])
+    view.graphics.viewport().installEventFilter(spies[1])
+    view.show_report(report_for("killhead"))
+    qtbot.waitUntil(lambda: "paint" in events, timeout=2000)
+    qtbot.wait(50)
+    events.clear()
+    progress = _first_progress(report_for("sincos"))  # two outputs: the axes change size
+    key = view._layout_key
+    view.show_progress(progress)
+    assert view._layout_key == key  # not yet
+    qtbot.waitUntil(lambda: view._layout_key != key, timeout=2000)
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
+    qtbot.wait(50)
+    assert "layout" in events and "paint" in events
+    last_layout = len(events) - 1 - events[::-1].index("layout")
+    assert last_layout < events.index("paint"), events  # all laid out before the first paint
+    # a comparison that ends (or another that starts) first lets the waiting worker go
+    for end, target in ((view.clear, "killhead"), (view.start, "linear")):
+        other = _first_progress(report_for(target))
+        shape = view._shape
+        view.show_progress(other)
+        end()
+        assert other.painted.is_set()
+        qtbot.wait(20)
+        assert view._shape == shape  # and it is not drawn afterwards
+
+
+def test_a_newer_progress_replaces_one_held_for_its_layout(view, qtbot):
+    """The worker stopped waiting for a held first progress (the GUI thread was busy) and sent
+    a newer one: the held one is never shown after it (the bar and heatmaps would go back)."""
+    with qtbot.waitExposed(view):
+        view.show()
+    view.start()
+    report = report_for("killhead")
+    first = _first_progress(report)
+    view.show_progress(first)
+    assert view._deferred is first
+    numerical = report.numerical.clone()
+    numerical[:, 4:] = float("nan")
+    newer = preview.PreparedProgress(0.5, "numerical", None, numerical, report.outputs,
+                                           report.inputs, 4, 0)
+    newer.numerical_preview = numerical.numpy().copy()
+    view.show_progress(newer)
+    assert first.painted.is_set() and view._deferred is None
+    bar, shown = view.progress_bar.value(), view.numerical_image.image.copy()
+    assert bar == 500
+    qtbot.wait(30)
+    assert view.progress_bar.value() == bar
+    np.testing.assert_array_equal(view.numerical_image.image, shown)
+
+
+def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):
+    """Setting a report out and repainting the pane would otherwise share one pass of the
+    event loop: together 10 to 30 ms with input and timers waiting."""
+    from PySide6.QtCore import QTimer
+
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(report_for("killhead"))
+    qtbot.waitUntil(view.graphics.updatesEnabled, timeout=2000)
+    qtbot.wait(50)
+    painted, at_next_turn = [], []
+    spy = _EventSpy(jacobian_view.QEvent.Type.Paint, painted)
+    view.graphics.viewport().installEventFilter(spy)
+    view.show_report(report_for("sigmoid_bug"))
+    QTimer.singleShot(0, lambda: at_next_turn.append(len(painted)))
+    qtbot.waitUntil(lambda: bool(painted), timeout=2000)
+    assert at_next_turn == [0]
+
+
+def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
+    with qtbot.waitExposed(view):
+        view.show()
+    report = report_for("killhead")
+    view.show_progress(_first_progress(report))
+    qtbot.waitUntil(lambda: view._layout_key is not None and not view._deferred, timeout=2000)
+    qtbot.wait(50)
+    numerical = report.numerical.clone()
+    numerical[:, 4:] = 0.0
+    progress = preview.PreparedProgress(0.25, "numerical", None, numerical, report.outputs,
+                                              report.inputs, 4, 0)
+    progress.numerical_preview = numerical.numpy().copy()
+    progress.big_preview, progress.painted = True, threading.Event()
+    view.show_progress(progress)
+    assert not progress.painted.is_set()
+    qtbot.waitUntil(progress.painted.is_set, timeout=2000)
+    # nothing new drawn (a progress without previews): no paint to wait for
+    bare = preview.PreparedProgress(0.3, "numerical", None, numerical, report.outputs,
+                                          report.inputs, 5, 0)
+    bare.painted = threading.Event()
+    view.show_progress(bare)
+    assert bare.painted.is_set()

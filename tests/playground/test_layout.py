@@ -1,0 +1,346 @@
+"""The window's layout on a projector and a laptop: it fits, the heatmaps' cells are readable,
+no text overlaps another or is cut without a tooltip; and the keys work from the start."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtGui import QFont, QImage, QPainter, QPalette
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip
+
+from playground.main_window import MainWindow
+from playground.state.session import Session
+from playground.views import pacing, theme
+from playground.views.fitting import fitted_tick_levels
+
+TIMEOUT = 20_000
+#: (mode, width, height, zoom %, smallest cell in pixels the issue asks for)
+SCREENS = [("present", 1280, 720, 150, 12), ("normal", 1440, 900, 100, 10)]
+
+
+@pytest.fixture(autouse=True)
+def app_font(qapp, tmp_path, monkeypatch):
+    """The app's start-up font (11 pt, as ``autograd-playground`` sets it) and a config
+    folder of the test's own; the application's font, palette and sheet put back after."""
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    app = QApplication.instance()
+    saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
+             QFont(QToolTip.font()), app.property("playground_zoom_base_points"),
+             pg.getConfigOption("background"), pg.getConfigOption("foreground"))
+    font = QFont(app.font())
+    font.setPointSizeF(11.0)
+    app.setFont(font)
+    app.setProperty("playground_zoom_base_points", 11.0)
+    yield
+    font, palette, style, sheet, tip, base, bg, fg = saved
+    app.setStyleSheet(sheet)
+    app.setStyle(style)
+    app.setPalette(palette)
+    app.setFont(font)
+    QToolTip.setFont(tip)
+    app.setProperty("playground_zoom_base_points", base)
+    pg.setConfigOptions(background=bg, foreground=fg)
+
+
+def _window(qtbot, width, height, theme_name="light", percent=100, present=False):
+    win = MainWindow(Session(), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(win)
+    win.resize(width, height)
+    room = win.classroom
+    with qtbot.waitExposed(win):
+        win.show()
+    if present:  # as ``autograd-playground --present --size WxH --screenshot`` does
+        room.set_presentation(True, fullscreen=False)
+    room.set_theme(theme_name, remember=False)
+    room.set_zoom(percent, remember=False)
+    with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+        win.session.set_target("killhead")
+    _settle(qtbot, win)
+    return win
+
+
+def _settle(qtbot, win) -> None:
+    """Let the layouts, the main area's fitting and the paced repaints finish."""
+    for _ in range(3):
+        qtbot.wait(60)
+        pacing.release_all()
+        QApplication.processEvents()
+
+
+def _cell_pixels(win) -> float:
+    """The on-screen size of one heatmap cell (the smaller side)."""
+    vb = win.jacobian._panels[0].plot.vb
+    (x0, x1), (y0, y1) = vb.viewRange()
+    return min(vb.width() / (x1 - x0), vb.height() / (y1 - y0))
+
+
+def _global_rect(widget) -> QRect:
+    """Where ``widget`` is seen in its window (a label in a scroll area: its visible part)."""
+    seen = widget.visibleRegion().boundingRect()
+    return seen.translated(widget.mapTo(widget.window(), QPoint(0, 0)))
+
+
+def _in_scroll_area(widget) -> bool:
+    parent = widget.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QScrollArea):
+            return True
+        parent = parent.parentWidget()
+    return False
+
+
+def _visible_labels(win) -> list[QLabel]:
+    return [label for label in win.findChildren(QLabel)
+            if label.isVisible() and label.text() and label.width() > 0]
+
+
+def _tick_texts(axis) -> list:
+    """The rectangles (scene coordinates) and texts of an axis' tick labels, as drawn."""
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        painter.setFont(axis.style["tickFont"] or QFont())
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    if specs is None:
+        return []
+    return [(axis.mapRectToScene(rect), text) for rect, _flags, text in specs[2]]
+
+
+def _problems(win) -> list[str]:
+    """Overlapping or cut text in ``win``: label against label, tick label against tick
+    label, wrapped text taller than its label, one-line text cut without a tooltip."""
+    found = []
+    labels = _visible_labels(win)
+    for a, b in itertools.combinations(labels, 2):
+        if a.isAncestorOf(b) or b.isAncestorOf(a):
+            continue
+        overlap = _global_rect(a).intersected(_global_rect(b))
+        if overlap.width() > 1 and overlap.height() > 1:
+            found.append(f"labels overlap: {a.text()[:30]!r} / {b.text()[:30]!r}")
+    for label in labels:
+        rect = label.contentsRect()
+        if _in_scroll_area(label):
+            continue  # what does not fit scrolls: not cut
+        if label.wordWrap():
+            if label.heightForWidth(rect.width()) > rect.height() + 2:
+                found.append(f"wrapped text cut: {label.text()[:40]!r}")
+        elif label.textFormat() != Qt.TextFormat.RichText and "<" not in label.text():
+            wide = label.fontMetrics().horizontalAdvance(label.text())
+            if wide > rect.width() + 1 and not label.toolTip():
+                found.append(f"cut without a tooltip: {label.text()[:40]!r}")
+    j = win.jacobian
+    for bar in (j.colorbar, j.difference_colorbar):
+        texts = _tick_texts(bar.axis)
+        if not texts:
+            found.append("a colour bar without tick labels")
+        for (ra, ta), (rb, tb) in itertools.combinations(texts, 2):
+            if ra.intersects(rb):
+                found.append(f"tick labels overlap: {ta!r} / {tb!r}")
+    for axis in [j.row_axis, *(p.plot.getAxis("bottom") for p in j._panels)]:
+        for (ra, ta), (rb, tb) in itertools.combinations(_tick_texts(axis), 2):
+            if ra.intersects(rb):
+                found.append(f"block labels overlap: {ta!r} / {tb!r}")
+    return found
+
+
+@pytest.mark.parametrize("theme_name", ["light", "high-contrast"])
+@pytest.mark.parametrize(("mode", "width", "height", "percent", "least"), SCREENS)
+def test_window_fits_and_the_heatmaps_are_readable(qtbot, mode, width, height, percent,
+                                                   least, theme_name):
+    win = _window(qtbot, width, height, theme_name, percent, present=mode == "present")
+    try:
+        need = win.minimumSizeHint()
+        assert need.width() <= width and need.height() <= height, need
+        assert (win.width(), win.height()) == (width, height)
+        assert win.jacobian.graphics.isVisible() and win.loss_plot.isVisible()
+        assert _cell_pixels(win) >= least
+        # the heatmaps are the tallest thing in the main area; the loss plot keeps some room
+        assert win.loss_plot.plot_widget.height() >= 4 * win.fontMetrics().height()
+        assert _problems(win) == []
+        # the banner is one line while folded, and stays readable when unfolded
+        j = win.jacobian
+        assert j.banner.height() <= 2.2 * j.verdict_label.fontMetrics().height() + 16
+        j.set_details_shown(True)
+        _settle(qtbot, win)
+        assert not j.details_label.isHidden()
+        assert _problems(win) == []
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("percent", [50, 300])
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_no_text_overlaps_at_the_ends_of_the_zoom(qtbot, percent, theme_name):
+    width, height = (1440, 900) if percent <= 100 else (2560, 1600)
+    win = _window(qtbot, width, height, theme_name, percent)
+    try:
+        win.jacobian.set_details_shown(True)
+        _settle(qtbot, win)
+        assert _problems(win) == []
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_colour_bar_ticks_are_thinned_to_what_fits():
+    levels = [(0.5, 0.0), (0.1, 0.0)]
+    # labels 20 px tall need 24 px from one to the next
+    assert fitted_tick_levels(levels, -1, 1, 600, 20) == levels  # 0.1 is 30 px
+    assert fitted_tick_levels(levels, -1, 1, 300, 20) == [(0.5, 0.0)]  # 0.1 is 15 px
+    assert fitted_tick_levels(levels, -1, 1, 60, 20) == [(1.0, 0.0)]  # -1, 0, 1
+    assert fitted_tick_levels(levels, -1, 1, 30, 20) == [(2.0, 0.0)]  # just 0
+    assert fitted_tick_levels([], -1e-5, 1e-5, 50, 20) == [(1e-5, 0.0)]
+
+
+def test_space_plays_right_after_start_without_a_click(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        focus = QApplication.focusWidget()
+        assert focus is not win.picker.search
+        assert focus is None or not hasattr(focus, "cursorPosition")  # not in a text field
+        with qtbot.waitSignal(win.session.runningChanged, timeout=TIMEOUT) as blocker:
+            QTest.keyClick(focus or win, Qt.Key.Key_Space)
+        assert blocker.args == [True]
+        win.session.pause()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_escape_leaves_a_text_field_and_the_keys_act_again(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        search = win.picker.search
+        search.setFocus()
+        qtbot.waitUntil(search.hasFocus)
+        QTest.keyClick(search, Qt.Key.Key_R)  # typed, not a reset
+        assert search.text() == "r"
+        QTest.keyClick(search, Qt.Key.Key_Escape)
+        assert not search.hasFocus()
+        with qtbot.waitSignal(win.session.runReset, timeout=TIMEOUT):
+            QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_R)
+        assert search.text() == "r"
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_button_icons_contrast_with_the_button(qtbot, theme_name):
+    """Play, Step and Reset draw their icons in the palette's text colour: at least 3:1
+    against the button in every theme (rendered, pixel by pixel)."""
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        controls = win.controls
+        for button in (controls.play, controls.step, controls.reset):
+            image = button.grab().toImage()
+            background = image.pixelColor(3, button.height() // 2)
+            size = button.iconSize()
+            pixmap = button.icon().pixmap(size)
+            icon = pixmap.toImage()
+            inked = [icon.pixelColor(x, y) for x in range(icon.width())
+                     for y in range(icon.height()) if icon.pixelColor(x, y).alpha() > 200]
+            assert inked, f"{button.text()}: an empty icon"
+            darkest = max(inked, key=lambda c: theme.contrast(c, background))
+            assert theme.contrast(darkest, background) >= 3.0, (button.text(), theme_name)
+            # and where the button draws it: find the icon's pixels on the rendered button
+            drawn = [image.pixelColor(x, y) for x in range(image.width())
+                     for y in range(image.height())]
+            assert max(theme.contrast(c, background) for c in drawn) >= 3.0
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_teaching_note_is_the_class_own_docstring_only(qtbot, tmp_path):
+    source = tmp_path / "nodoc.py"
+    source.write_text(
+        "import torch\n\n\nclass NoDoc(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n\n\n"
+        "class WithDoc(torch.autograd.Function):\n    \"\"\"Doubles.\n\n    Twice.\"\"\"\n\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n")
+    win = MainWindow(Session(), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(win)
+    try:
+        win.session.set_target(f"{source}:NoDoc")
+        assert win.code.note_label.text() == ""
+        assert win.code.note_label.isHidden()
+        win.session.set_target(f"{source}:WithDoc")
+        assert win.code.note_label.text() == "Doubles.\n\nTwice."
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_play_after_the_last_step_is_a_notice_not_an_error(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        s = win.session
+        s.update(steps=2)  # the run stops after two steps
+        s.play()
+        qtbot.waitUntil(lambda: s.step >= 2 and not s.running, timeout=TIMEOUT)
+        with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker, \
+                qtbot.assertNotEmitted(s.errorRaised):
+            s.play()
+        assert blocker.args == ["Run finished at step 2 — Reset (R) or raise steps"]
+        assert win.errors.isHidden()
+        assert win.notice.isVisible() and "Reset (R)" in win.notice.text()
+        assert win.controls.play.text() == "Play"
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_side_panel_hides_with_one_key_and_the_heatmaps_keep_their_room(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        before = _cell_pixels(win)
+        QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_F9)
+        assert win.side_tabs.isHidden() and not win.loss_plot.isHidden()
+        assert not win.classroom.actions["side_panel"].isChecked()
+        _settle(qtbot, win)
+        assert _cell_pixels(win) >= before - 0.5
+        QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_F9)
+        assert not win.side_tabs.isHidden()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_splitters_and_banner_details_are_remembered(qtbot):
+    win = _window(qtbot, 1440, 900)
+    try:
+        area = win.main_area
+        total = sum(area.sizes())
+        area.setSizes([total - 300, 300])
+        area.splitterMoved.emit(total - 300, 1)  # as a drag does
+        win.jacobian.set_details_shown(True)
+        win.classroom._save_layout()  # what the drag's timer does once it stops
+        sizes = area.sizes()
+    finally:
+        win.session.shutdown(wait=0.5)
+    again = MainWindow(Session(), restore_prefs=True, restore_session=False)
+    qtbot.addWidget(again)
+    try:
+        again.resize(1440, 900)
+        with qtbot.waitExposed(again):
+            again.show()
+        _settle(qtbot, again)
+        assert again._area_user_set
+        assert again.main_area.sizes() == pytest.approx(sizes, abs=3)
+        assert again.jacobian.details_shown()
+        again.classroom.reset_layout()  # and View > Reset layout gives the heatmaps room
+        assert not again._area_user_set
+        assert again.classroom.prefs.value("layout/area") is None
+    finally:
+        again.session.shutdown(wait=0.5)

@@ -1,0 +1,265 @@
+"""Tests of the live loss plot (offscreen Qt)."""
+
+import csv
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QFont
+
+from playground.views.loss_plot import LossPlot
+
+
+@pytest.fixture
+def plot(qtbot):
+    w = LossPlot()
+    qtbot.addWidget(w)
+    w.resize(900, 500)
+    return w
+
+
+def original(curve):
+    x, y = curve.getOriginalDataset()
+    return (np.empty(0), np.empty(0)) if x is None else (x, y)
+
+
+def legend_texts(w):
+    return [label.text for _sample, label in w.legend.items]
+
+
+def test_append_batches_give_the_curve_the_appended_points(plot):
+    plot.start_run("lr=0.1")
+    steps = np.arange(30)
+    losses = np.linspace(3.0, 0.1, 30)
+    for lo in range(0, 30, 10):
+        plot.append(steps[lo : lo + 10], losses[lo : lo + 10])
+    x, y = original(plot.current_curve)
+    np.testing.assert_array_equal(x, steps)
+    np.testing.assert_array_equal(y, losses)
+    assert plot.point_count == 30
+
+
+def test_pending_points_reach_the_curve_without_being_asked(plot, qtbot):
+    plot.start_run("run")
+    for lo in range(0, 50, 10):  # faster than the redraw rate: some are deferred
+        plot.append(np.arange(lo, lo + 10), np.ones(10))
+    qtbot.waitUntil(lambda: plot.status_label.text().startswith("50 points"), timeout=2000)
+
+
+def test_append_rejects_mismatched_lengths(plot):
+    with pytest.raises(ValueError, match="differ in length"):
+        plot.append(np.arange(3), np.ones(4))
+
+
+def test_start_run_twice_keeps_one_overlay_in_the_legend(plot):
+    plot.start_run("first")
+    plot.append(np.arange(5), np.ones(5))
+    plot.start_run("second")
+    plot.append(np.arange(3), np.full(3, 2.0))
+
+    assert len(plot.overlay_curves) == 1
+    overlay = plot.overlay_curves[0]
+    assert overlay is not plot.current_curve
+    np.testing.assert_array_equal(original(overlay)[1], np.ones(5))
+    np.testing.assert_array_equal(original(plot.current_curve)[1], np.full(3, 2.0))
+    assert legend_texts(plot) == ["first", "second"]
+    # The overlay is drawn fainter: a thinner pen than the current run.
+    assert overlay.opts["pen"].widthF() < plot.current_curve.opts["pen"].widthF()
+    assert plot.current_label == "second"
+
+
+def test_a_run_without_points_leaves_no_overlay(plot):
+    plot.start_run("empty")
+    plot.start_run("real")
+    assert plot.overlay_curves == []
+    assert legend_texts(plot) == ["real"]
+
+
+def test_clear_history_removes_overlays_and_their_legend_entries(plot):
+    for label in ("a", "b", "c"):
+        plot.start_run(label)
+        plot.append(np.arange(4), np.arange(4.0) + 1)
+    assert len(plot.overlay_curves) == 2
+    overlays = list(plot.overlay_curves)
+
+    plot.clear_button.click()
+
+    assert plot.overlay_curves == []
+    assert legend_texts(plot) == ["c"]
+    items = plot.plot_item.listDataItems()
+    assert plot.current_curve in items
+    assert all(o not in items for o in overlays)
+
+
+def test_overlays_are_capped(qtbot):
+    w = LossPlot(max_overlays=2)
+    qtbot.addWidget(w)
+    for i in range(5):
+        w.start_run(f"run {i}")
+        w.append(np.arange(3), np.ones(3))
+    assert len(w.overlay_curves) == 2
+    assert legend_texts(w) == ["run 2", "run 3", "run 4"]
+
+
+def test_reset_current_empties_the_current_run_only(plot):
+    plot.start_run("a")
+    plot.append(np.arange(4), np.ones(4))
+    plot.start_run("b")
+    plot.append(np.arange(4), np.array([1.0, np.nan, 2.0, 3.0]))
+    assert plot.nonfinite_count == 1
+
+    plot.reset_current()
+
+    assert plot.point_count == 0
+    assert plot.nonfinite_count == 0
+    assert len(original(plot.current_curve)[0]) == 0
+    assert len(plot.overlay_curves) == 1
+    assert legend_texts(plot) == ["a", "b"]
+    plot.append(np.arange(2), np.array([5.0, 4.0]))
+    np.testing.assert_array_equal(original(plot.current_curve)[1], [5.0, 4.0])
+
+
+def test_log_checkbox_toggles_log_mode_of_the_plot(plot):
+    plot.start_run("a")
+    plot.append(np.arange(5), np.array([1.0, 0.5, 0.1, 0.05, 0.01]))
+    plot.log_checkbox.setChecked(True)
+    assert plot.log_y()
+    assert plot.plot_item.ctrl.logYCheck.isChecked()
+    assert plot.plot_item.getAxis("left").logMode
+    assert plot.current_curve.opts["logMode"] == [False, True]
+
+    plot.start_run("b")  # a new curve inherits the log mode
+    assert plot.current_curve.opts["logMode"] == [False, True]
+
+    plot.set_log_y(False)
+    assert not plot.log_checkbox.isChecked()
+    assert not plot.plot_item.ctrl.logYCheck.isChecked()
+    assert plot.current_curve.opts["logMode"] == [False, False]
+    assert plot.overlay_curves[0].opts["logMode"] == [False, False]
+
+
+def test_log_y_from_the_plot_menu_updates_the_checkbox(plot):
+    plot.plot_item.ctrl.logYCheck.setChecked(True)
+    assert plot.log_checkbox.isChecked()
+
+
+def test_a_million_points_in_a_hundred_batches(plot):
+    plot.start_run("big")
+    n, batches = 1_000_000, 100
+    size = n // batches
+    for b in range(batches):
+        steps = np.arange(b * size, (b + 1) * size)
+        plot.append(steps, np.exp(-steps / 2e5))
+    x, y = original(plot.current_curve)
+    assert len(x) == n
+    assert x[-1] == n - 1
+    assert y[-1] == pytest.approx(np.exp(-(n - 1) / 2e5))
+    plot.grab()  # draws (downsampled) without trouble
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_non_finite_zero_and_negative_losses_do_not_break_the_plot(plot, qtbot, log):
+    with qtbot.waitExposed(plot):
+        plot.show()
+    plot.set_log_y(log)
+    plot.start_run("diverging")
+    plot.append(np.arange(4), np.array([1.0, 0.5, 0.0, -0.2]))
+    plot.append(np.arange(4, 8), np.array([np.nan, np.inf, -np.inf, 0.3]))
+    plot.append(np.array([8.0, np.nan]), np.array([0.2, 0.1]))  # a NaN step too
+
+    assert plot.nonfinite_count == 4
+    x, y = original(plot.current_curve)
+    np.testing.assert_array_equal(x, [0, 1, 2, 3, 7, 8])
+    np.testing.assert_array_equal(y, [1.0, 0.5, 0.0, -0.2, 0.3, 0.2])
+    assert "4 NaN/Inf dropped" in legend_texts(plot)[-1]
+    assert "4 NaN/Inf dropped" in plot.status_label.text()
+    image = plot.grab()
+    assert not image.isNull()
+    rect = plot.plot_item.getViewBox().viewRect()
+    assert np.isfinite([rect.left(), rect.right(), rect.top(), rect.bottom()]).all()
+
+
+def test_only_non_finite_losses_in_log_mode(plot):
+    plot.set_log_y(True)
+    plot.start_run("nan")
+    plot.append(np.arange(3), np.full(3, np.nan))
+    plot.append(np.arange(3, 5), np.zeros(2))
+    assert plot.nonfinite_count == 3
+    plot.grab()
+
+
+def test_export_csv_writes_every_run(plot, tmp_path):
+    plot.start_run("lr=0.1")
+    plot.append(np.arange(3), np.array([1.0, 0.5, 0.25]))
+    plot.start_run("lr, big")  # a comma in the label is quoted
+    plot.append(np.array([0.0, 1.0]), np.array([2.0, np.nan]))
+    plot.append(np.array([1.5]), np.array([0.1]))
+
+    path = tmp_path / "loss.csv"
+    plot.export_csv(path)
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows == [
+        ["run", "step", "loss"],
+        ["lr=0.1", "0", "1.0"],
+        ["lr=0.1", "1", "0.5"],
+        ["lr=0.1", "2", "0.25"],
+        ["lr, big", "0", "2.0"],
+        ["lr, big", "1.5", "0.1"],
+    ]
+
+
+def test_apply_font_resizes_ticks_axis_labels_and_legend(plot):
+    plot.start_run("a")
+    plot.append(np.arange(3), np.ones(3))
+    font = QFont(plot.font())
+    font.setPointSizeF(21)
+
+    plot.apply_font(font)
+
+    for name in ("left", "bottom"):
+        axis = plot.plot_item.getAxis(name)
+        assert axis.style["tickFont"].pointSizeF() == pytest.approx(21)
+        assert "font-size: 23.1pt" in axis.labelString()
+    assert plot.legend.opts["labelTextSize"] == "21.0pt"
+    assert "font-size:21pt" in plot.legend.items[0][1].item.toHtml()
+    assert plot.log_checkbox.font().pointSizeF() == pytest.approx(21)
+    assert plot.plot_item.getAxis("bottom").labelText == "step"
+    assert plot.plot_item.getAxis("left").labelText == "loss"
+
+
+def test_legend_hidden_until_the_first_run(plot):
+    assert not plot.legend.isVisible()
+    plot.start_run("a")
+    assert plot.legend.isVisible()
+
+
+def test_legend_moves_below_a_curve_that_ends_high(plot):
+    plot.start_run("falls")
+    steps = np.arange(20, dtype=np.float64)
+    plot.append(steps, 1.0 / (1.0 + steps))  # ends low: the top right is free
+    plot.flush()
+    assert plot.legend_corner == "top"
+    plot.start_run("flat")
+    plot.append(steps, 1.2 - 0.01 * steps)  # ends in the upper half of the view
+    plot.flush()
+    assert plot.legend_corner == "bottom"
+    top_left = plot.legend.mapToParent(plot.legend.boundingRect().topLeft())
+    assert top_left.y() > plot.plot_item.vb.height() / 2  # drawn in the lower half
+
+
+def test_a_new_run_is_repainted_a_turn_of_the_event_loop_later(plot, qtbot):
+    # the slot that starts a run (a reset, a new Function) does more; the plot's repaint,
+    # with its overlays, gets a pass of the event loop of its own
+    from playground.views import pacing
+
+    with qtbot.waitExposed(plot):
+        plot.show()
+    plot.start_run("run 1")
+    plot.append(np.arange(50.0), np.linspace(1.0, 0.1, 50))
+    plot.flush()
+    qtbot.wait(20)
+    plot.start_run("run 2")
+    assert plot.plot_widget in pacing.held() and not plot.plot_widget.updatesEnabled()
+    qtbot.waitUntil(plot.plot_widget.updatesEnabled, timeout=2000)
+    assert pacing.held() == []

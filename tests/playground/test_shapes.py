@@ -1,0 +1,97 @@
+"""One shape grammar, ``N(xN)*``, in every front end: the CLI's --shape, the app's form and
+session files all go through customgrad.inputs.parse_shape, and a bad shape is the field's
+fault (a SpecError naming it), never the Function's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from customgrad import cli
+from customgrad.errors import SpecError
+from customgrad.inputs import TensorSpec, parse_shape
+from customgrad.problem import build
+from playground.state import session_files
+
+BAD = ["3x", "x3", "3xx8", "0x3", "-3", "", "3,8", "3.5x2", "abc", "3 8"]
+
+
+def message(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_shape(text, "input")
+    return str(info.value)
+
+
+@pytest.mark.parametrize("text", BAD)
+def test_cli_blames_the_field_not_the_function(capsys, text):
+    code = cli.main(["check", "killhead", "--shape", f"input={text}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out
+    flat = " ".join(err.split())
+    assert flat == f"customgrad: {message(text)}"
+    assert "KillHead" not in flat and "raised" not in flat
+
+
+@pytest.mark.parametrize("text", ["3X8", " 3 x 8 ", "3 X8"])
+def test_cli_takes_a_capital_x_and_spaces(capsys, text):
+    assert cli.main(["check", "killhead", "--shape", f"input={text}", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["blocks"][0]["input_shape"] == [3, 8]
+
+
+def test_the_form_uses_the_same_grammar(qtbot):
+    pytest.importorskip("pytestqt")
+    from PySide6.QtCore import Qt
+
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        form.show_specs([TensorSpec("input")])
+        field = form.fields["input"]
+        for text in BAD:
+            field.edit.setText("")
+            qtbot.keyClicks(field.edit, text or "3")
+            if not text:
+                qtbot.keyClick(field.edit, Qt.Key.Key_Backspace)
+            assert not field.valid, text
+            assert field.reason.text() == message(text)
+        field.edit.setText("")
+        qtbot.keyClicks(field.edit, "4X5")
+        assert field.valid
+        assert "3,8" not in field.edit.toolTip()
+    finally:
+        session.shutdown(wait=0.5)
+
+
+def write_session(tmp_path, shape) -> session_files.Loaded:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": session_files.FORMAT, "version": 1,
+                                "settings": {"target": "killhead", "shapes": {"input": shape}}}))
+    return session_files.read(path)
+
+
+@pytest.mark.parametrize(("old", "now"), [
+    ("3,8", "3x8"), ("[3, 8]", "3x8"), ("(3, 8)", "3x8"), ("3*8", "3x8"), ("3×8", "3x8"),
+    ("3 8", "3x8"), ("3x8", "3x8"), ("3 X 8", "3 X 8"), ([3, 8], [3, 8]),
+])
+def test_old_sessions_still_open_with_their_shapes(tmp_path, old, now):
+    """Older versions took 3,8 and the like: their sessions keep the shape, written 3x8."""
+    loaded = write_session(tmp_path, old)
+    assert loaded.settings.shapes == {"input": now}
+    assert not loaded.problems
+    assert build(loaded.settings).args[0].shape == (3, 8)
+
+
+@pytest.mark.parametrize("text", ["3x", "x3", "3xx8", "0x3", "3,,8"])
+def test_a_bad_shape_in_a_session_is_kept_and_refused_at_its_field(tmp_path, text):
+    loaded = write_session(tmp_path, text)
+    assert loaded.settings.shapes == {"input": text}  # what the user had is not thrown away
+    with pytest.raises(SpecError) as info:
+        build(loaded.settings)
+    assert info.value.field == "input"
+    assert str(info.value).startswith("input: ")
