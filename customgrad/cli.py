@@ -4,11 +4,17 @@ Exit codes: 0 the backward agrees (or the command succeeded), 1 it does not, 2 a
 (bad target, bad shape, the Function raising...) with a one-paragraph message on stderr, and
 141 when the reader of stdout went away (``customgrad run ... | head -1``), as for any Unix
 tool a SIGPIPE ends, silently.
+
+``check`` and ``run`` execute the user's code in a child process (:mod:`customgrad.isolation`):
+a Function that segfaults, aborts or calls ``os._exit`` gives exit 2 and a paragraph naming
+the signal and the line, with faulthandler's stack below it, instead of killing the CLI.
+``--in-process`` runs it in this process instead (for pdb and profilers).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
 import json
 import math
@@ -16,7 +22,7 @@ import os
 import sys
 import textwrap
 
-from customgrad import catalog, subchecks
+from customgrad import catalog, isolation, subchecks
 from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.diagnosis import diagnose
@@ -89,6 +95,16 @@ def _gib(text: str) -> float:
     return value
 
 
+def _limit_gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"GIB must be a number of GiB (0: no limit), not {text}")
+    return value
+
+
 def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("target", help="gallery name (see customgrad list), path/to/file.py[:Class] "
                                   "or package.module:Class")
@@ -110,6 +126,12 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the inputs and targets drawn (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the Function in this process, not in a child process (for pdb "
+                        "and profilers; a crash in the Function then ends customgrad too)")
+    p.add_argument("--memory-limit", type=_limit_gib, default=None, metavar="GIB",
+                   help="stop the child process running the Function once it uses more than "
+                        "this many GiB (default: half this machine's memory; 0: no limit)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -202,11 +224,23 @@ def _guess_notes(problem: Problem) -> list[str]:
             for g in problem.guesses]
 
 
+#: told the Function's name once it is loaded (a child process passes it on to its parent, so
+#: that a crash message can name it)
+_announce = None
+
+
+def _built(settings: Settings) -> Problem:
+    problem = build(settings)
+    if _announce is not None:
+        _announce(problem.function.__name__)
+    return problem
+
+
 def cmd_check(args) -> int:
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
-    problem = build(settings)
+    problem = _built(settings)
     if args.projected is not None:
         return _projected(args, problem)
     report = problem.compare(keep=False)
@@ -274,7 +308,7 @@ def cmd_run(args) -> int:
     settings.lr, settings.loss, settings.optimizer = args.lr, args.loss, args.optimizer
     if args.steps < 0:
         raise CustomGradError(f"--steps must be >= 0, not {args.steps}.")
-    problem = build(settings)
+    problem = _built(settings)
     if not args.json:
         for note in _guess_notes(problem):
             print(f"customgrad: note: {note}", file=sys.stderr)
@@ -299,6 +333,8 @@ def _message(exc: Exception) -> str:
     where = ""
     if isinstance(exc, (FunctionError, TargetError)) and exc.file:
         where = f" ({exc.file}{f':{exc.line}' if exc.line else ''})"
+        if isinstance(exc, isolation.ProcessCrashed):
+            where = f" ({exc.file})"  # the message names the line already
     return textwrap.fill(f"customgrad: {text}{where}", width=100, break_long_words=False,
                          break_on_hyphens=False)
 
@@ -315,13 +351,57 @@ def _stdout_gone() -> int:
     return BROKEN_PIPE
 
 
+COMMANDS = {"list": cmd_list, "check": cmd_check, "run": cmd_run}
+
+
+def _in_child(args, channel) -> int:
+    """A command in the child process: its exit code, its messages on the parent's stderr."""
+    global _announce
+    _announce = channel.context
+    name = args.target.rpartition(":")[2]
+    if name.isidentifier():  # file.py:Class, module:Class: named before it is even loaded
+        channel.context(name)
+    return _run(args, isolated=False)
+
+
+def _isolated(args) -> int:
+    limit = None if args.memory_limit is None else int(args.memory_limit * 2**30)
+    what = ", ".join(args.shape or []) or args.target
+    job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
+    return isolation.call(job, args, memory_limit=limit, what=what,
+                          name=f"customgrad {args.command} {args.target}")
+
+
+def _run(args, isolated: bool) -> int:
+    try:
+        if isolated:
+            code = _isolated(args)
+        else:
+            code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
+    except CustomGradError as exc:
+        print(_message(exc), file=sys.stderr)
+        stack = getattr(exc, "stack", "")
+        if stack:
+            print(f"\nWhere it crashed (faulthandler, most recent call first):\n{stack}",
+                  file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("customgrad: interrupted", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("customgrad: out of memory; use smaller shapes.", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        command = {"list": cmd_list, "check": cmd_check, "run": cmd_run}[args.command]
-        code = command(args)
-        sys.stdout.flush()  # a closed pipe shows here, not at exit
-        return code
+        isolated = args.command != "list" and not args.in_process
+        return _run(args, isolated)
     except BrokenPipeError:
         return _stdout_gone()
     except CustomGradError as exc:

@@ -1,0 +1,354 @@
+"""User code in a process of its own: what crashes there ends that process, not the caller's.
+
+The Functions people bring are often C++/CUDA extensions or numpy/ctypes code. Such code can
+segfault, call ``abort()``, end the process with ``os._exit``, trip a CUDA device-side assert
+(after which the process's CUDA context is unusable), exhaust memory or block inside C where
+no Python exception reaches it. :func:`call` runs a job there instead:
+
+- the child comes from the fork server of :mod:`customgrad.runner` (torch already imported,
+  so it starts in milliseconds; ``spawn`` where there is no fork server: slower, same result);
+- :mod:`faulthandler` writes the Python stack to a file when the child crashes, so the error
+  names the signal *and* the user's ``file:line``;
+- the parent watches the child's resident memory and ends it past a limit (half the
+  machine's memory by default), before the operating system ends something else;
+- ``should_stop`` ends the child at once (a job stuck inside C included);
+- what the child prints is relayed to the caller's ``sys.stdout`` / ``sys.stderr``, and
+  :class:`Channel` carries the job's own messages (progress) while it runs;
+- tensors in the result travel through shared memory (torch's reductions for
+  :mod:`multiprocessing`), so a big Jacobian is not copied through the pipe.
+
+Every job gets a fresh child: a crashed or poisoned one is never reused.
+
+Only the standard library and torch: no Qt here.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import torch.multiprocessing  # noqa: F401 (registers the reductions that share tensors)
+
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
+
+#: the share of the machine's memory a child may use by default before it is stopped
+MEMORY_FRACTION = 0.5
+#: how often the parent looks at the child (memory, stop requests)
+POLL_SECONDS = 0.02
+#: signals whose death faulthandler reports with a stack
+_FAULTS = {"SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL"}
+_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>\S+)')
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+class ProcessCrashed(FunctionError):
+    """The child process died without reporting: a signal (``signal_name``) or an exit code
+    (``exit_code``). ``stack`` is faulthandler's text; ``file``/``line`` the innermost frame
+    of the user's code in it, where there is one."""
+
+    def __init__(self, message: str, *, signal_name: str | None = None,
+                 exit_code: int | None = None, stack: str = "", file: str | None = None,
+                 line: int | None = None):
+        super().__init__(message, details=stack or None, file=file, line=line)
+        self.signal_name = signal_name
+        self.exit_code = exit_code
+        self.stack = stack
+
+
+class MemoryLimitExceeded(FunctionError):
+    """The child used more memory than it was allowed, and was stopped."""
+
+    def __init__(self, message: str, limit: int):
+        super().__init__(message)
+        self.limit = limit
+
+
+def machine_memory() -> int:
+    """Bytes of physical memory, or 0 where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def default_memory_limit() -> int:
+    """Half the machine's memory (0, no limit, where the system does not say how much)."""
+    return int(machine_memory() * MEMORY_FRACTION)
+
+
+def _resident_bytes(pid: int) -> int | None:
+    """The process's resident memory (Linux /proc); None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f} GiB"
+
+
+class Channel:
+    """The child's side of the pipe: :meth:`send` a message to the caller's ``on_message``,
+    :meth:`context` names what runs now (a crash message says it)."""
+
+    def __init__(self, conn, lock: threading.Lock):
+        self._conn = conn
+        self._lock = lock
+
+    def _put(self, message) -> None:
+        with self._lock:
+            self._conn.send(message)
+
+    def send(self, payload) -> None:
+        self._put(("msg", payload))
+
+    def context(self, text: str) -> None:
+        self._put(("context", text))
+
+
+class _Relay:
+    """A text stream whose writes go to the parent (``kind`` "out" or "err")."""
+
+    def __init__(self, channel: Channel, kind: str, original):
+        self._channel, self._kind, self._original = channel, kind, original
+        self.encoding = getattr(original, "encoding", "utf-8") or "utf-8"
+
+    def write(self, text: str) -> int:
+        if text:
+            self._channel._put((self._kind, text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._original.fileno()
+
+
+def _child_main(conn, fault_path: str, job: Callable, args: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
+    fault_file = open(fault_path, "w", encoding="utf-8")
+    faulthandler.enable(file=fault_file, all_threads=True)
+    channel = Channel(conn, threading.Lock())
+    channel._put(("started", os.getpid()))
+    sys.stdout = _Relay(channel, "out", sys.__stdout__)
+    sys.stderr = _Relay(channel, "err", sys.__stderr__)
+    try:
+        try:
+            result = job(*args, channel)
+        except BaseException as exc:  # the caller raises it
+            channel._put(("error", _portable_error(exc)))
+        else:
+            channel._put(("result", result))
+        conn.recv()  # the parent has the result (shared tensors are handed over meanwhile)
+    except (EOFError, OSError, BrokenPipeError):
+        pass  # the parent is gone: nobody to tell
+    finally:
+        faulthandler.disable()
+        fault_file.close()
+        conn.close()
+
+
+def _portable_error(exc: BaseException) -> BaseException:
+    from customgrad.runner import _portable_error as portable
+
+    return portable(exc)
+
+
+def _context():
+    from customgrad import runner
+
+    if runner.process_available():
+        return runner._get_context()
+    return multiprocessing.get_context("spawn")
+
+
+def _library_file(path: str) -> bool:
+    """True for frames that are not the user's: the standard library, installed packages
+    (torch, numpy) and customgrad itself."""
+    resolved = str(Path(path).resolve()) if not path.startswith("<") else path
+    if resolved.startswith(_PACKAGE):
+        return True
+    prefixes = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                      "platlib")}
+    return any(resolved.startswith(str(Path(p).resolve())) for p in prefixes if p) \
+        or path.startswith("<")
+
+
+def user_frame(stack: str) -> tuple[str, int, str] | None:
+    """The innermost frame of faulthandler's ``stack`` that is the user's code:
+    (file, line, function), or None."""
+    frames = [m for m in map(_FRAME.match, stack.splitlines()) if m]
+    for m in frames:  # faulthandler lists the most recent call first
+        if not _library_file(m["file"]):
+            return m["file"], int(m["line"]), m["func"]
+    return None
+
+
+def _first_thread(stack: str) -> str:
+    """The crashing thread's part of faulthandler's text (it comes first), without the
+    frames of the process's own start-up (below the job) and the list of extensions."""
+    block = re.split(r"\n\s*\n(?=Thread 0x)|\n(?=Thread 0x)", stack.strip())[0]
+    kept = []
+    for text in block.splitlines():
+        if text.startswith("Extension modules:"):
+            break
+        frame = _FRAME.match(text)
+        if frame and Path(frame["file"]).name == "isolation.py" \
+                and frame["func"] == "_child_main":
+            break
+        kept.append(text)
+    return "\n".join(kept).rstrip()
+
+
+def describe_death(exitcode: int | None, stack: str, context: str | None) -> ProcessCrashed:
+    """The error for a child that ended without reporting."""
+    who = context or "The Function's code"
+    stack = _first_thread(stack) if stack.strip() else ""
+    frame = user_frame(stack) if stack else None
+    where, file, line = "", None, None
+    if frame is not None:
+        file, line, func = frame
+        where = f" at {Path(file).name}:{line} (in {func})"
+        if context and "." not in context:
+            who = f"{context}.{func}" if func in ("forward", "backward", "setup_context",
+                                                   "jvp", "vmap") else context
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        if name == "SIGKILL":
+            text = (f"{who} was killed (SIGKILL){where}; the system ends processes that way "
+                    "when memory runs out.")
+        else:
+            text = f"{who} crashed the process with {name}{where}."
+        return ProcessCrashed(text + " Only its own process ended; nothing else was lost.",
+                              signal_name=name, stack=stack, file=file, line=line)
+    return ProcessCrashed(f"{who} ended the process with exit code {exitcode}{where} "
+                          "(os._exit, sys.exit in a thread, or a library that exits). Only its "
+                          "own process ended; nothing else was lost.",
+                          exit_code=exitcode, stack=stack, file=file, line=line)
+
+
+def call(job: Callable, *args, on_message: Callable | None = None,
+         should_stop: Callable[[], bool] | None = None, memory_limit: int | None = None,
+         what: str = "", name: str = "customgrad job"):
+    """``job(*args, channel)`` in a fresh child process; its return value.
+
+    ``job`` and ``args`` must pickle (a module-level function; tensors and plain data).
+    ``on_message`` receives what the job sends with ``channel.send`` (on this thread).
+    Raises what the job raised; :class:`ProcessCrashed` when the child died without a word;
+    :class:`MemoryLimitExceeded` past ``memory_limit`` bytes (None: the default, 0: none),
+    ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
+    ``should_stop()`` is true.
+    """
+    from customgrad.runner import _main_stays_home
+
+    limit = default_memory_limit() if memory_limit is None else memory_limit
+    context = _context()
+    fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
+    os.close(fd)
+    parent, child = context.Pipe(duplex=True)
+    process = context.Process(target=_child_main, args=(child, fault_path, job, args),
+                              daemon=True, name=name)
+    try:
+        with _main_stays_home():
+            process.start()
+        child.close()
+        return _serve(process, parent, fault_path, on_message, should_stop, limit, what)
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+        parent.close()
+        _read_fault(fault_path, remove=True)
+
+
+def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str):
+    context_text: str | None = None
+    started = False
+    while True:
+        if should_stop is not None and should_stop():
+            process.kill()
+            raise Cancelled("Stopped.")
+        if limit:
+            used = _resident_bytes(process.pid)
+            if used is not None and used > limit:
+                process.kill()
+                raise MemoryLimitExceeded(
+                    f"{context_text or 'The Function'} used more than {gib(limit)} of memory "
+                    f"{'for ' + what if what else ''} and was stopped before the system ran "
+                    "out. Use smaller shapes, or raise the memory limit.".replace("  ", " "),
+                    limit)
+        try:
+            ready = conn.poll(POLL_SECONDS)
+            message = conn.recv() if ready else None
+        except (EOFError, OSError):
+            raise _died(process, started, fault_path, context_text) from None
+        if message is None:
+            if not process.is_alive() and not conn.poll(0):
+                raise _died(process, started, fault_path, context_text)
+            continue
+        kind, payload = message
+        if kind == "msg":
+            if on_message is not None:
+                on_message(payload)
+        elif kind == "out":
+            sys.stdout.write(payload)
+            sys.stdout.flush()
+        elif kind == "err":
+            sys.stderr.write(payload)
+            sys.stderr.flush()
+        elif kind == "started":
+            started = True
+        elif kind == "context":
+            context_text = payload
+        elif kind == "result":
+            _acknowledge(conn)
+            return payload
+        elif kind == "error":
+            _acknowledge(conn)
+            raise payload
+
+
+def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
+    process.join(5)
+    if not started:
+        return CustomGradError(f"The worker process could not start (exit code "
+                               f"{process.exitcode}); its error is above.")
+    return describe_death(process.exitcode, _read_fault(fault_path), context_text)
+
+
+def _acknowledge(conn) -> None:
+    try:
+        conn.send(True)
+    except OSError:
+        pass
+
+
+def _read_fault(path: str, remove: bool = False) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    if remove:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return text
