@@ -253,9 +253,9 @@ def warm() -> None:
 
 
 @dataclass
-class _Job:
-    """What the child needs to run the problem's descent: how to load the Function again,
-    and the very tensors the parent drew."""
+class ProblemRef:
+    """A problem as a child process receives it: how to load the Function again (its spec,
+    and a file's or the editor's text), and the very tensors the parent drew."""
 
     spec: str
     code: str | None
@@ -263,6 +263,21 @@ class _Job:
     settings: object
     args: list
     targets: list
+    dtype: object = None
+    device: object = None
+
+    @classmethod
+    def of(cls, problem) -> ProblemRef:
+        return cls(problem.target.spec, problem.target.code, problem.specs, problem.settings,
+                   problem.args, problem.targets, problem.dtype, problem.device)
+
+    def load(self):
+        """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
+        from customgrad.loader import resolve
+        from customgrad.problem import Problem
+
+        return Problem(resolve(self.spec, self.code), self.specs, self.dtype, self.device,
+                       self.args, self.targets, self.settings)
 
     def descent(self) -> Descent:
         from customgrad.loader import resolve
@@ -414,8 +429,7 @@ class RemoteLoop:
 
     def __init__(self, problem):
         context = _get_context()
-        job = _Job(problem.target.spec, problem.target.code, problem.specs, problem.settings,
-                   problem.args, problem.targets)
+        job = ProblemRef.of(problem)
         payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         if _USER_MODULE in payload:
             # an object of the user's module (a default value, say) is pickled by reference

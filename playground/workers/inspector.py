@@ -1,6 +1,7 @@
 """The inspector's worker: :func:`customgrad.inspector.inspect_call` off the GUI thread, one
-call at a time; a call still running after ``timeout`` seconds (user code stuck in a loop)
-is interrupted."""
+call at a time, in a worker process when the problem is given (a crash there spares the
+window); a call still running after ``timeout`` seconds (user code stuck in a loop, or in C)
+is stopped."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from PySide6.QtCore import QObject, Signal
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import Inspection, inspect_call
-from playground.workers.jobs import create_worker, interrupt_thread
+from customgrad.runner import ProblemRef, SetupFailed, portable
+from playground.workers.jobs import ISOLATE, create_worker, interrupt_thread
 
 
 class InspectorRunner(QObject):
@@ -32,17 +34,23 @@ class InspectorRunner(QObject):
     def busy(self) -> bool:
         return any(not job["done"] for job in self._running.values())
 
-    def run(self, function: type, args: list, seed: int = 0) -> None:
+    def run(self, function: type, args: list, seed: int = 0, problem=None) -> None:
+        """Inspect ``function`` at ``args``; given the ``problem`` it belongs to (and a child
+        can load its Function again), in a worker process."""
         self.cancel()
         self._serial += 1
         serial = self._serial
-        job = {"thread": None, "done": False, "timed_out": False}
+        job = {"thread": None, "done": False, "timed_out": False, "stop": False}
         timer = threading.Timer(self.timeout, self._stop, args=(job,))
         timer.daemon = True
         job["timer"] = timer
         self._running[serial] = job
-        worker = create_worker(self._work, job, function, list(args), seed, _start_thread=False,
-                               _ignore_errors=True)
+        if problem is not None and ISOLATE and portable(problem.target):
+            worker = create_worker(self._work_isolated, job, ProblemRef.of(problem), function,
+                                   list(args), seed, _start_thread=False, _ignore_errors=True)
+        else:
+            worker = create_worker(self._work, job, function, list(args), seed,
+                                   _start_thread=False, _ignore_errors=True)
         worker.returned.connect(lambda result: self._returned(serial, result))
         worker.errored.connect(lambda exc: self._errored(serial, exc))
         self.worker = worker
@@ -60,7 +68,25 @@ class InspectorRunner(QObject):
             job["timer"].cancel()
 
     @staticmethod
+    def _work_isolated(job: dict, ref: ProblemRef, function: type, args: list,
+                       seed: int) -> Inspection:
+        from customgrad import isolation
+        from playground.workers import remote
+
+        job["thread"] = threading.get_ident()
+        try:
+            try:
+                return isolation.call(remote.inspect, ref, args, seed,
+                                      should_stop=lambda: job["stop"], name="inspector")
+            except SetupFailed:  # the child cannot load this Function: this thread runs it
+                return inspect_call(function, args, seed=seed)
+        finally:
+            job["done"] = True
+            job["timer"].cancel()
+
+    @staticmethod
     def _stop(job: dict, timed_out: bool = True) -> None:
+        job["stop"] = True  # a worker process ends at once
         if not job["done"] and job["thread"] is not None:
             job["timed_out"] = job["timed_out"] or timed_out
             interrupt_thread(job["thread"])

@@ -39,6 +39,10 @@ IMPORT_TIMEOUT = 10.0
 LAYOUT_WAIT_SECONDS = 0.25
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
 PAINT_WAIT_SECONDS = 0.1
+#: comparisons run in a worker process: a Function that crashes (segfault, abort, os._exit,
+#: memory) ends that process, not the window's. Functions a child cannot load again (a class
+#: made in ``__main__``) are compared on a thread of this process.
+ISOLATE = True
 
 
 class TopLevelTooSlow(Exception):
@@ -170,11 +174,14 @@ class JacobianJob:
     (and the problem) alive until a cyclic collection, which may run on any thread."""
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
-                 on_report, on_error):
+                 on_report, on_error, isolate: bool | None = None):
         self.state = _JobState(ProgressBridge())
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
-        self.worker = create_worker(_compare, self.state, problem, args, options,
+        isolate = ISOLATE if isolate is None else isolate
+        self.state.isolated = isolate and runner.portable(problem.target)
+        work = _compare_in_process if self.state.isolated else _compare
+        self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
         self.worker.returned.connect(on_report)
         self.worker.errored.connect(on_error)
@@ -189,14 +196,21 @@ class JacobianJob:
         return self.state.done
 
     @property
+    def isolated(self) -> bool:
+        """True while the comparison runs in a worker process (a crash there spares the
+        window)."""
+        return self.state.isolated
+
+    @property
     def thread_id(self) -> int | None:
         return self.state.thread_id
 
     def cancel(self, force: bool = False):
-        """Ask the comparison to stop; ``force`` also interrupts user code stuck in a loop."""
+        """Ask the comparison to stop; ``force`` also interrupts user code stuck in a loop.
+        A comparison in a worker process ends with that process, at once."""
         state = self.state
         state.cancelled = True
-        if force and state.thread_id is not None and not state.done:
+        if force and not state.isolated and state.thread_id is not None and not state.done:
             interrupt_thread(state.thread_id)
 
 
@@ -208,10 +222,75 @@ class _JobState:
         self.cancelled = False
         self.done = False
         self.thread_id: int | None = None
+        self.isolated = False
+
+
+def _await_paint(state: _JobState, prepared, first: bool) -> float:
+    """Hold the worker until the view has painted ``prepared`` (at most a short while);
+    the seconds waited."""
+    start = time.monotonic()
+    deadline = start + (LAYOUT_WAIT_SECONDS if first else PAINT_WAIT_SECONDS)
+    while not (prepared.painted.wait(0.02) or state.cancelled or time.monotonic() > deadline):
+        pass
+    if state.cancelled:
+        raise Cancelled("Jacobian comparison cancelled.")
+    return time.monotonic() - start
+
+
+def _emit(state: _JobState, prepared) -> None:
+    try:
+        state.bridge.progress.emit(prepared)
+    except RuntimeError as exc:  # the window closed under us: stop quietly
+        state.cancelled = True
+        raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+
+
+def _compare_in_process(state: _JobState, problem: Problem, args, options):
+    """The Jacobian worker's function when the comparison runs in a worker process: this
+    thread relays the child's progress (and paces it to the view's paints, as
+    :func:`_compare` does) and returns its report. A crash of the child raises
+    :class:`customgrad.isolation.ProcessCrashed`; the next check gets a fresh child."""
+    from customgrad import isolation
+    from playground.workers import remote
+
+    state.thread_id = threading.get_ident()
+    live: dict = {}
+
+    def on_message(message) -> None:
+        kind, payload = message
+        if kind == "matrices":
+            live.clear()
+            live.update(payload)
+            return
+        prepared = remote.restore(*payload, live)
+        first = prepared.phase == "numerical" and prepared.columns_done == 0
+        if first or prepared.big_preview:
+            prepared.painted = threading.Event()
+        _emit(state, prepared)
+        if prepared.painted is not None:
+            _await_paint(state, prepared, first)
+
+    job = remote.CompareJob(runner.ProblemRef.of(problem), args, options)
+    shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
+                       if hasattr(s, "shape"))
+    try:
+        return isolation.call(remote.compare, job, on_message=on_message,
+                              should_stop=lambda: state.cancelled, what=shapes,
+                              name=f"Jacobian check {problem.target.spec}")
+    except runner.SetupFailed:
+        # the child cannot load this Function (a module made at run time, say): this thread
+        # runs it, as the loop does (runner.SetupFailed)
+        state.isolated = False
+        return _compare(state, problem, args, options)
+    except Cancelled:
+        raise Cancelled("Jacobian comparison cancelled.") from None
+    finally:
+        state.done = True
 
 
 def _compare(state: _JobState, problem: Problem, args, options):
-    """The Jacobian worker's function."""
+    """The Jacobian worker's function, on this process's worker thread (for a Function a
+    child process cannot load again)."""
     state.thread_id = threading.get_ident()
     try:
         prepare = ProgressPreparer()  # previews made here, not on the GUI thread
@@ -227,20 +306,9 @@ def _compare(state: _JobState, problem: Problem, args, options):
             first = p.phase == "numerical" and p.columns_done == 0
             if first or prepared.big_preview:
                 prepared.painted = threading.Event()
-            try:
-                state.bridge.progress.emit(prepared)
-            except RuntimeError as exc:  # the window closed under us: stop quietly
-                state.cancelled = True
-                raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+            _emit(state, prepared)
             if prepared.painted is not None:
-                start = time.monotonic()
-                deadline = start + (LAYOUT_WAIT_SECONDS if first else PAINT_WAIT_SECONDS)
-                while not (prepared.painted.wait(0.02) or state.cancelled
-                           or time.monotonic() > deadline):
-                    pass
-                waited.append(time.monotonic() - start)
-                if state.cancelled:
-                    raise Cancelled("Jacobian comparison cancelled.")
+                waited.append(_await_paint(state, prepared, first))
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time

@@ -1,0 +1,125 @@
+"""The Jacobian check as it runs in a worker process (no Qt here: the child imports this).
+
+:func:`compare` loads the Function again (by its spec; a file's or the editor's text travels
+along), compares at the window's exact tensors, diagnoses a failure, runs the sub-checks and
+prepares what the view reads whole, all in the child. While it runs it sends:
+
+- once per matrix, ``("matrices", {"analytic": A, "numerical": N})``: tensors in shared
+  memory that the child keeps up to date (the part computed since the last progress is
+  copied in), so the window reads the live matrices without a copy through the pipe;
+- ``("progress", prepared)``: the :class:`~playground.support.preview.PreparedProgress`
+  with its small previews, its big matrices left out (the window puts the shared ones in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from customgrad import subchecks
+from customgrad.diagnosis import diagnose
+from customgrad.inspector import Inspection, inspect_call
+from customgrad.jacobian import Progress, Report
+from customgrad.problem import Problem
+from customgrad.runner import ProblemRef, SetupFailed
+from playground.support.preview import PreparedProgress, ProgressPreparer, display_steps
+
+
+@dataclass
+class CompareJob:
+    problem: ProblemRef
+    args: list | None
+    options: dict
+
+
+class _Mirror:
+    """Shared-memory copies of the engine's matrices, filled as far as they are computed."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self.key = None
+        self.analytic: torch.Tensor | None = None
+        self.numerical: torch.Tensor | None = None
+        self.cols = self.rows = 0
+
+    @staticmethod
+    def _like(matrix: torch.Tensor | None) -> torch.Tensor | None:
+        if matrix is None:
+            return None
+        copy = torch.empty_strided(matrix.size(), matrix.stride(), dtype=matrix.dtype)
+        return copy.fill_(float("nan")).share_memory_()
+
+    def update(self, progress: Progress) -> tuple[bool, bool]:
+        """Copy what is new; tell the window about new matrices. Which of the two it has."""
+        numerical, analytic = progress.numerical, progress.analytic
+        key = (_address(numerical), _address(analytic))
+        if key != self.key:
+            self.key = key
+            self.numerical, self.analytic = self._like(numerical), self._like(analytic)
+            self.cols = self.rows = 0
+            self.channel.send(("matrices", {"numerical": self.numerical,
+                                            "analytic": self.analytic}))
+        cols = progress.columns_done or 0
+        if numerical is not None and cols > self.cols:
+            self.numerical[:, self.cols:cols] = numerical[:, self.cols:cols]
+            self.cols = cols
+        rows = progress.rows_done or 0
+        if analytic is not None and rows > self.rows:
+            self.analytic[self.rows:rows] = analytic[self.rows:rows]
+            self.rows = rows
+        return analytic is not None, numerical is not None
+
+
+def _address(tensor) -> int:
+    return tensor.data_ptr() if isinstance(tensor, torch.Tensor) else 0
+
+
+def _load(ref: ProblemRef) -> Problem:
+    """The problem again, in the child; :class:`SetupFailed` when the child cannot load it
+    (say, a module the window made at run time): the window then works on a thread."""
+    try:
+        return ref.load()
+    except Exception as exc:  # any failure to load means "not here"
+        raise SetupFailed(f"the worker process could not load {ref.spec}: {exc}") from None
+
+
+def compare(job: CompareJob, channel) -> Report:
+    """The child's work for one "Check Jacobian"."""
+    problem = _load(job.problem)
+    channel.context(problem.function.__name__)
+    prepare = ProgressPreparer()
+    mirror = _Mirror(channel)
+
+    def progress(p: Progress) -> None:
+        prepared = prepare(p)
+        has = mirror.update(p)
+        prepared.analytic = prepared.numerical = None  # the window has the shared ones
+        channel.send(("progress", (prepared, has)))
+
+    report = problem.compare(job.args, progress=progress, **job.options)
+    at = problem.args if job.args is None else job.args
+    if not report.passed:
+        report.diagnoses = diagnose(report, problem.function, at)
+    report.checks = subchecks.run(problem.function, at, subchecks.defaults_for(problem.function),
+                                  eps=report.eps, atol=report.atol, rtol=report.rtol,
+                                  report=report)
+    report.passed = all(c.passed for c in report.checks.values())
+    for step in display_steps(report.shape):
+        report.prepare_display(step)
+    return report
+
+
+def restore(prepared: PreparedProgress, has: tuple[bool, bool], live: dict) -> PreparedProgress:
+    """The window's side: put the shared matrices back into a progress."""
+    has_analytic, has_numerical = has
+    prepared.analytic = live.get("analytic") if has_analytic else None
+    prepared.numerical = live.get("numerical") if has_numerical else None
+    return prepared
+
+
+def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
+    """The child's work for the Inspector tab: one forward + backward, laid open."""
+    problem = _load(ref)
+    channel.context(problem.function.__name__)
+    return inspect_call(problem.function, args, seed=seed)
