@@ -31,7 +31,7 @@ class Target:
     spec: str
     function: type[torch.autograd.Function]
     label: str
-    entry: catalog.Entry | None = None
+    entry: catalog.GalleryEntry | None = None
     file: str | None = None
     #: the text that was run, for a Function loaded from a file (so that another process
     #: can load the very same code even if the file changed since)
