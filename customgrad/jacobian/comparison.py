@@ -44,7 +44,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
     numerical_dtype, tol = numerical_pass(probe, space, pacer, tol, notes)
-    backward = Backward(probe, notes)
+    backward = Backward(probe, space.rows, space.cols, notes)
     tally = Tally(space, tol.atol, tol.rtol)
     analytic_pass(space, pacer, backward, tally)
     return Report(

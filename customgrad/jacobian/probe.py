@@ -41,14 +41,6 @@ class Probe:
     inputs: list[Axis]  # its columns
     node: object | None  # the Function's graph node; None: rows go through the engine
 
-    @property
-    def rows(self) -> int:
-        return sum(a.size for a in self.outputs)
-
-    @property
-    def cols(self) -> int:
-        return sum(a.size for a in self.inputs)
-
     def copies(self, base: list) -> list:
         """``base`` with a copy of each differentiated argument."""
         return [a.clone() if i in self.leaves else a for i, a in enumerate(base)]
