@@ -367,8 +367,8 @@ def test_progress_ui_during_computation(view, qtbot):
 def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
     """The engine leaves entries not computed yet at zero: the view must not draw them as
     zeros, nor hover them as values."""
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 24)  # one column / row per batch
-    monkeypatch.setattr(jacobian, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(jacobian.limits, "CHUNK_ELEMENTS", 24)  # one column / row per batch
+    monkeypatch.setattr(jacobian.limits, "PROGRESS_SECONDS", 0.0)
     monkeypatch.setattr(preview, "REFRESH_SECONDS", 0.0)
     seen, report = _snapshots("killhead_bug")
     view.start()
@@ -676,7 +676,7 @@ def _record_scans(monkeypatch) -> list[int]:
             return original(matrix, *args)
         return recording
     for name in ("finite_absmax", "pool_signed"):
-        monkeypatch.setattr(jacobian, name, recorder(getattr(jacobian, name)))
+        monkeypatch.setattr(jacobian.matrices, name, recorder(getattr(jacobian.matrices, name)))
     return sizes
 
 
