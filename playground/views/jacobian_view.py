@@ -53,8 +53,9 @@ from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report
 from playground.support import preview
 from playground.support.discard import held
 from playground.views.fitting import FitScroll, FittedTickSpacing
-from playground.views.fonts import point_size
+from playground.views.fonts import css_size, point_size, scaled
 from playground.views.pacing import paint_later
+from playground.views.theme import mix
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
 SCATTER_LIMIT = 5000
@@ -994,7 +995,7 @@ class JacobianView(QWidget):
         upwards along the rows, one line wide, so the heatmaps keep the width. Several: the
         longest "name [shape]" label, unless that takes more than a fifth of the width; then
         the longest bare name (up to the same)."""
-        metrics = QFontMetrics(_scaled(self.font(), 1.0))
+        metrics = QFontMetrics(scaled(self.font(), 1.0))
         points = point_size(self.font())
         axis = self.row_axis
         if len(self._outputs) <= 1:
@@ -1007,7 +1008,7 @@ class JacobianView(QWidget):
                 if room >= 2 and metrics.horizontalAdvance(text) > room:
                     text = metrics.elidedText(out.name, Qt.TextElideMode.ElideRight,
                                               max(int(room), 1))
-            axis.setLabel(html.escape(text), **{"font-size": _css_size(self.font(), 1.0),
+            axis.setLabel(html.escape(text), **{"font-size": css_size(self.font(), 1.0),
                                                 "color": self._text_color})
             axis.showLabel(bool(text))
             width = metrics.height() + max(4, round(points * 0.5)) + 4
@@ -1088,7 +1089,7 @@ class JacobianView(QWidget):
         """Lay the block labels out for the current zoom and size (see block_ticks)."""
         vb = self._panels[0].plot.vb
         (x0, x1), (y0, y1) = vb.viewRange()
-        metrics = QFontMetrics(_scaled(self.font(), 1.0))
+        metrics = QFontMetrics(scaled(self.font(), 1.0))
         if not self.graphics.isVisible() or vb.width() < 2 or vb.height() < 2:
             # not on screen yet: every block in full, at its centre
             x_ticks, x_full = _block_ticks(self._inputs), True
@@ -1322,9 +1323,9 @@ class JacobianView(QWidget):
     def _restyle_now(self) -> None:
         base = QFont(self.font())
         points = point_size(base)
-        big = _scaled(base, 1.4 * self._verdict_scale, bold=True)
+        big = scaled(base, 1.4 * self._verdict_scale, bold=True)
         self.verdict_label.setFont(big)
-        self.details_button.setFont(_scaled(base, 1.0))
+        self.details_button.setFont(scaled(base, 1.0))
         # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
         self.details_button.setText("Details" if self._verdict_scale == 1.0 else "")
         self.details_button.setToolButtonStyle(
@@ -1333,23 +1334,23 @@ class JacobianView(QWidget):
         # explicit fonts: the banner's style sheet stops fonts from being inherited
         for widget in (self.details_label, self.worst_label, self.tolerance_message,
                        *self._tolerance_edits.values()):
-            widget.setFont(_scaled(base, 1.0))
-        self.notes_label.setFont(_scaled(base, 0.92))
-        hover_font = _scaled(base, 1.1)
+            widget.setFont(scaled(base, 1.0))
+        self.notes_label.setFont(scaled(base, 0.92))
+        hover_font = scaled(base, 1.1)
         self.hover_label.setFont(hover_font)
         pal = self.palette()
         bg = pal.color(QPalette.ColorRole.Base)
         fg = pal.color(QPalette.ColorRole.Text)
         self.graphics.setBackground(bg)
-        title_font = _scaled(base, 1.15, bold=True)
+        title_font = scaled(base, 1.15, bold=True)
         title_height = QFontMetrics(title_font).height() + 2
-        tick_font = _scaled(base, 1.0)
+        tick_font = scaled(base, 1.0)
         metrics = QFontMetrics(tick_font)
         offset = max(3, round(points * 0.4))
         self._text_color = fg.name()
         self._title_font = title_font
         self._title_height = title_height
-        self._title_style = {"size": _css_size(base, 1.15), "bold": True, "color": fg.name()}
+        self._title_style = {"size": css_size(base, 1.15), "bold": True, "color": fg.name()}
         for panel in self._panels:
             plot = panel.plot
             panel.shown_title = ""
@@ -1357,7 +1358,7 @@ class JacobianView(QWidget):
             plot.layout.setRowFixedHeight(0, title_height)
             for side in ("left", "bottom"):
                 axis = plot.getAxis(side)
-                axis.setPen(_mix(fg, bg, 0.5))
+                axis.setPen(mix(fg, bg, 0.5))
                 axis.setTextPen(fg)
                 axis.setStyle(tickFont=tick_font, tickTextOffset=offset,
                               tickLength=-max(4, round(points * 0.5)))
@@ -1366,7 +1367,7 @@ class JacobianView(QWidget):
         rows = self.rows_plot
         rows.layout.setRowFixedHeight(0, title_height)
         rows.getAxis("bottom").setHeight(bottom_height)
-        self.row_axis.setPen(_mix(fg, bg, 0.5))
+        self.row_axis.setPen(mix(fg, bg, 0.5))
         self.row_axis.setTextPen(fg)
         self.row_axis.setStyle(tickFont=tick_font, tickTextOffset=offset,
                                tickLength=-max(4, round(points * 0.5)),
@@ -1380,9 +1381,9 @@ class JacobianView(QWidget):
             bar.layout.setColumnFixedWidth(1, self._bar_width)
             bar.axis.setStyle(tickFont=tick_font, tickTextOffset=offset)
             bar.axis.setTextPen(fg)
-            bar.axis.setPen(_mix(fg, bg, 0.5))
+            bar.axis.setPen(mix(fg, bg, 0.5))
             for side in ("left", "top", "bottom"):
-                bar.getAxis(side).setPen(_mix(fg, bg, 0.5))
+                bar.getAxis(side).setPen(mix(fg, bg, 0.5))
             bar.getAxis("bottom").setHeight(bottom_height)
             self._fit_bar(bar)
         for panel in self._panels:
@@ -1650,28 +1651,3 @@ def _compact_tick_strings(values, scale, spacing) -> list[str]:
         else:
             out.append(f"{v:.3g}".replace("-", "−"))
     return out
-
-
-def _css_size(font: QFont, factor: float) -> str:
-    if font.pointSizeF() > 0:
-        return f"{font.pointSizeF() * factor:.1f}pt"
-    if font.pixelSize() > 0:
-        return f"{font.pixelSize() * factor:.0f}px"
-    return f"{point_size(font) * factor:.1f}pt"
-
-
-def _scaled(font: QFont, factor: float, bold: bool | None = None) -> QFont:
-    out = QFont(font)
-    if font.pointSizeF() > 0:
-        out.setPointSizeF(font.pointSizeF() * factor)
-    elif font.pixelSize() > 0:
-        out.setPixelSize(max(1, round(font.pixelSize() * factor)))
-    if bold is not None:
-        out.setBold(bold)
-    return out
-
-
-def _mix(a: QColor, b: QColor, t: float) -> QColor:
-    return QColor(round(a.red() * (1 - t) + b.red() * t),
-                  round(a.green() * (1 - t) + b.green() * t),
-                  round(a.blue() * (1 - t) + b.blue() * t))

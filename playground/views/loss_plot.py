@@ -28,8 +28,9 @@ from PySide6.QtWidgets import (
 )
 
 from playground.views.fitting import FittedTickSpacing
-from playground.views.fonts import point_size
+from playground.views.fonts import css_size, point_size, scaled
 from playground.views.pacing import paint_later
+from playground.views.theme import mix
 
 __all__ = ["LossPlot"]
 
@@ -99,15 +100,6 @@ class _Run:
         if self.nonfinite:
             text += f" ({self.nonfinite:,} NaN/Inf dropped)"
         return text
-
-
-def _mix(a: QColor, b: QColor, t: float) -> QColor:
-    """t * a + (1 - t) * b, opaque."""
-    return QColor.fromRgbF(
-        t * a.redF() + (1 - t) * b.redF(),
-        t * a.greenF() + (1 - t) * b.greenF(),
-        t * a.blueF() + (1 - t) * b.blueF(),
-    )
 
 
 class LossPlot(QWidget):
@@ -433,9 +425,8 @@ class LossPlot(QWidget):
 
     def _apply_graphics_font(self, font: QFont) -> None:
         size = point_size(font)
-        tick_font = QFont(font)
-        tick_font.setPointSizeF(size)
-        label_size = f"{size * 1.1:.1f}pt"
+        tick_font = scaled(font)
+        label_size = css_size(font, 1.1)
         for name in ("bottom", "left"):
             axis = self.plot_item.getAxis(name)
             axis.setStyle(
@@ -452,7 +443,7 @@ class LossPlot(QWidget):
                 axis.setWidth(None)
             else:
                 axis.setHeight(None)
-        self.legend.setLabelTextSize(f"{size:.1f}pt")
+        self.legend.setLabelTextSize(css_size(font))
         self._rerender_legend()
 
     # ------------------------------------------------------------------ colours
@@ -465,16 +456,16 @@ class LossPlot(QWidget):
         self.plot_widget.setBackground(bg)
         for name in ("bottom", "left"):
             axis = self.plot_item.getAxis(name)
-            axis.setPen(_mix(fg, bg, 0.55))
+            axis.setPen(mix(fg, bg, 0.55))
             axis.setTextPen(fg)
         self.legend.setBrush(QColor(bg.red(), bg.green(), bg.blue(), 215))
-        self.legend.setPen(_mix(fg, bg, 0.25))
+        self.legend.setPen(mix(fg, bg, 0.25))
         self.legend.setLabelTextColor(fg)
         self._rerender_legend()
         current = QColor(_CURRENT_DARK if dark else _CURRENT_LIGHT)
         self._current.curve.setPen(pg.mkPen(current, width=3.5))
         for run in self._overlays:
-            run.curve.setPen(pg.mkPen(_mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
+            run.curve.setPen(pg.mkPen(mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
         self.legend.update()
 
     def _place_legend(self) -> None:
