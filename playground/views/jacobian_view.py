@@ -49,9 +49,11 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.diagnosis import PHRASES
+from customgrad.errors import SpecError
 from customgrad.jacobian import ATOL, EPS, RTOL, Axis, Progress, Report
 from playground.support import preview
 from playground.support.discard import held
+from playground.views.fields import setting_number
 from playground.views.fitting import FitScroll, FittedTickSpacing
 from playground.views.fonts import css_size, point_size, scaled
 from playground.views.pacing import paint_later
@@ -1217,20 +1219,10 @@ class JacobianView(QWidget):
     # ------------------------------------------------------------------ tolerances
 
     def _parse(self, name: str) -> tuple[float | None, str]:
-        text = self._tolerance_edits[name].text().strip()
-        if not text:
-            return None, f"{name}: enter a number such as 1e-6"
         try:
-            value = float(text)
-        except ValueError:
-            return None, f"{name}: “{text}” is not a number (write e.g. 1e-6)"
-        if not math.isfinite(value):
-            return None, f"{name} must be a finite number"
-        if value < 0:
-            return None, f"{name} must be ≥ 0"
-        if name == "eps" and value == 0:
-            return None, "eps must be greater than 0"
-        return value, ""
+            return setting_number(name)(self._tolerance_edits[name].text()), ""
+        except SpecError as exc:
+            return None, str(exc)
 
     def _validate_edits(self) -> tuple[float, float, float] | None:
         values, problems = [], []
