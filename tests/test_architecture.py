@@ -71,6 +71,27 @@ def test_a_view_starting_a_worker_breaks_its_contract(tmp_path):
     assert "playground.views is not allowed to import playground.workers" in proc.stdout
 
 
+def test_a_pane_importing_another_panes_internals_breaks_their_independence(tmp_path):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / "views" / "loss_plot.py",
+                "import playground.views.jacobian.words  # noqa")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    output = " ".join(proc.stdout.split())
+    assert "playground.views.loss_plot is not allowed to import playground.views.jacobian" \
+        in output
+
+
+def test_a_helper_importing_a_pane_breaks_its_contract(tmp_path):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / "views" / "fonts.py",
+                "import playground.views.picker  # noqa")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    output = " ".join(proc.stdout.split())
+    assert "playground.views.fonts is not allowed to import playground.views.picker" in output
+
+
 def test_engine_imports_without_qt_modules():
     code = ("import sys, customgrad.cli, customgrad.problem, customgrad.jacobian; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
