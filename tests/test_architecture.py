@@ -74,7 +74,7 @@ def test_a_view_starting_a_worker_breaks_its_contract(tmp_path):
 
 
 @pytest.mark.parametrize("module, statement, message", [
-    ("views/loss_plot.py", "import playground.views.jacobian.words  # noqa",
+    ("views/loss_plot/plot.py", "import playground.views.jacobian.words  # noqa",
      "playground.views.loss_plot is not allowed to import playground.views.jacobian"),
     ("views/fonts.py", "import playground.views.picker  # noqa",
      "playground.views.fonts is not allowed to import playground.views.picker"),
