@@ -27,7 +27,7 @@ from playground.views import theme
 from playground.views.code_view import CodeView
 from playground.views.error_banner import ErrorBanner
 from playground.views.form import InputsForm, LoopForm
-from playground.views.jacobian_view import JacobianView
+from playground.views.jacobian import JacobianView
 from playground.views.loss_plot import LossPlot
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape

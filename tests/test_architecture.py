@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 LINT = ("import sys; from importlinter.cli import lint_imports; "
         "sys.exit(lint_imports(no_cache=True))")
@@ -69,6 +71,21 @@ def test_a_view_starting_a_worker_breaks_its_contract(tmp_path):
     proc = _lint(copy)
     assert proc.returncode != 0
     assert "playground.views is not allowed to import playground.workers" in proc.stdout
+
+
+@pytest.mark.parametrize("module, statement, message", [
+    ("views/loss_plot/plot.py", "import playground.views.jacobian.words  # noqa",
+     "playground.views.loss_plot is not allowed to import playground.views.jacobian"),
+    ("views/fonts.py", "import playground.views.picker  # noqa",
+     "playground.views.fonts is not allowed to import playground.views.picker"),
+], ids=["pane-imports-a-pane", "helper-imports-a-pane"])
+def test_panes_stay_independent_and_helpers_never_import_a_pane(tmp_path, module, statement,
+                                                                 message):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / module, statement)
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert message in " ".join(proc.stdout.split())
 
 
 def test_engine_imports_without_qt_modules():

@@ -13,9 +13,8 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from playground.views.fonts import code_font, point_size, scaled
 
 __all__ = ["StepExplainer", "as_matrix", "example_entries", "explain"]
 
@@ -337,25 +338,16 @@ class StepExplainer(QWidget):
     # ---- look -----------------------------------------------------------------------------
     def apply_font(self, font: QFont) -> None:
         self.setFont(font)
-        size = font.pointSizeF() if font.pointSizeF() > 0 else QApplication.font().pointSizeF()
-        head = QFont(font)
-        head.setPointSizeF(size * 1.35)
-        head.setBold(True)
-        self.head.setFont(head)
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        mono.setPointSizeF(size)
-        self.examples.setFont(mono)
+        self.head.setFont(scaled(font, 1.35, bold=True))
+        self.examples.setFont(code_font(point_size(font)))
         self._style_colorbar()
 
     def _style_colorbar(self) -> None:
         """Colour-bar ticks a little smaller than the tab's font."""
         if self._graphics is None:
             return
-        size = self.font().pointSizeF()
-        tick = QFont(self.font())
-        tick.setPointSizeF((size if size > 0 else QApplication.font().pointSizeF()) * 0.9)
-        self._colorbar.axis.setStyle(tickFont=tick)
-        self._colorbar.axis.setWidth(int(tick.pointSizeF() * 6))
+        self._colorbar.axis.setStyle(tickFont=scaled(self.font(), 0.9))
+        self._colorbar.axis.setWidth(int(point_size(self.font()) * 0.9 * 6))
 
     def apply_theme(self, name: str) -> None:
         self._apply_colors()

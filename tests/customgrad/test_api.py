@@ -184,7 +184,7 @@ def test_assert_backward_saves_the_heatmaps(qapp, tmp_path):
 
     image = QImage(str(path))
     assert image.width() > 2 * image.height() > 0  # three heatmaps side by side
-    from playground.views.jacobian_view import JacobianView
+    from playground.views.jacobian import JacobianView
 
     assert not [w for w in qapp.topLevelWidgets() if isinstance(w, JacobianView)]
 
