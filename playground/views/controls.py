@@ -108,6 +108,10 @@ class ControlsBar(QWidget):
         self.updateGeometry()
         self._arrange()
 
+    def readout_lent(self) -> bool:
+        """Whether the readout is shown elsewhere (see lend_readout)."""
+        return self.readout.parent() is not self
+
     def _readout_width(self) -> int:
         return self._readout.minimumSize().width() if self.readout.parent() is self else 0
 
