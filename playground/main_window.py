@@ -1,73 +1,122 @@
-"""The one-screen window: picker and form on the left; controls, loss, code and Jacobians."""
+"""The one-screen window: picker and form on the left; controls, loss, code and Jacobians.
+
+:class:`MainWindow` composes, nothing more: it builds the views, lays them out, connects them
+to the session, and hands each feature (own Functions, the classroom) the views, menus and
+commands it works with.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (
-    QLabel,
-    QMainWindow,
-    QScrollArea,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+import os
 
-from playground.features import byof, classroom
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from playground.features.byof import Byof
+from playground.features.classroom import Classroom, Panes
+from playground.features.commands import Commands
+from playground.state.preferences import Preferences
 from playground.state.session import Session
 from playground.views.code_view import CodeView
 from playground.views.controls import ControlsBar
+from playground.views.editor import FunctionEditor, RestoreOffer
 from playground.views.error_banner import ErrorBanner
+from playground.views.explainer import StepExplainer
 from playground.views.form import InputsForm, LoopForm
+from playground.views.inspector_view import InspectorView
 from playground.views.jacobian_view import JacobianView
 from playground.views.loss_plot import LossPlot
+from playground.views.notices import NoticeBar, PendingSessionBar
+from playground.views.panes import LeftPane, MainArea
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape
 
 
-class MainWindow(QMainWindow):
-    """Builds the views from the session and wires their signals to it."""
+def _restore_default() -> bool:
+    return not os.environ.get("AUTOGRAD_PLAYGROUND_NO_RESTORE")
 
-    def __init__(self, session: Session | None = None, *, restore_prefs: bool | None = None,
+
+class MainWindow(QMainWindow):
+    """Builds the views from the session, wires their signals to it, adds the features."""
+
+    def __init__(self, session: Session | None = None, *,
+                 preferences: Preferences | None = None, restore_prefs: bool | None = None,
                  restore_session: bool | None = None):
         """``restore_*``: apply the remembered zoom and theme, reopen the last session
         (None: yes, unless AUTOGRAD_PLAYGROUND_NO_RESTORE is set)."""
         super().__init__()
         self.session = session or Session()
-        s = self.session
+        self.preferences = preferences or Preferences(parent=self)
         self.setWindowTitle("Autograd playground")
+        self._build_views()
+        main = self._build_layout()
+        self.status = self.statusBar()
+        self.status.addPermanentWidget(self.restore_offer)
+        self._build_menus()
+        self._connect_session()
+        self._compose_features()
+        if restore_prefs if restore_prefs is not None else _restore_default():
+            self.classroom.restore_prefs()
+        if restore_session if restore_session is not None else _restore_default():
+            self.classroom.restore_last_session()
+        self._escape = TextFieldEscape(self, main)
+        main.setFocus()
+
+    # ---- building ---------------------------------------------------------------------------
+    def _build_views(self) -> None:
+        s = self.session
         self.picker = FunctionPicker()
         self.inputs = InputsForm(s)
         self.loop_form = LoopForm(s)
         self.controls = ControlsBar(s)
         self.errors = ErrorBanner()
+        self.notice = NoticeBar()
+        self.pending_bar = PendingSessionBar()
         self.loss_plot = LossPlot()
         self.code = CodeView()
+        self.editor = FunctionEditor()
+        self.inspector = InspectorView()
+        self.explainer = StepExplainer(s)
+        self.restore_offer = RestoreOffer()
         self.jacobian = JacobianView()
         self.jacobian.set_tolerances(s.settings.eps, s.settings.atol, s.settings.rtol)
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(6, 6, 6, 6)
-        left_layout.addWidget(self.picker, 3)
-        form_holder = QWidget()
-        form_layout = QVBoxLayout(form_holder)
-        form_layout.setContentsMargins(0, 0, 0, 0)
-        form_layout.addWidget(self.inputs)
-        form_layout.addWidget(self.loop_form)
-        form_layout.addStretch(1)
-        scroll = QScrollArea(widgetResizable=True)
-        scroll.setWidget(form_holder)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        left.setMinimumWidth(380)
-        left_layout.addWidget(scroll, 4)
+    def _build_layout(self) -> QSplitter:
+        """Left: the picker and forms; right: the controls and bars above the main area (loss
+        plot and side tabs, the Jacobian pane below). The outer splitter, returned."""
+        self.left = LeftPane(self.picker, [self.inputs, self.loop_form])
+        upper = self._build_upper()
+        # the Jacobian pane gets the height its heatmaps' square cells need (see MainArea)
+        self.main_area = MainArea(upper, self.jacobian)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(4, 4, 4, 4)
+        for widget in (self.controls, self.errors, self.notice, self.pending_bar):
+            right_layout.addWidget(widget)
+        right_layout.addWidget(self.main_area, 1)
+        main = QSplitter(Qt.Orientation.Horizontal)
+        main.addWidget(self.left)
+        main.addWidget(right)
+        main.setStretchFactor(1, 1)
+        main.setSizes([LeftPane.START_WIDTH, 1060])
+        # the window itself takes the keyboard first: Space, S, R and C work from the start
+        main.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setCentralWidget(main)
+        #: name -> splitter, for remembering where the user put them
+        self.splitters = {"main": main, "side": upper, "area": self.main_area}
+        return main
 
-        # the side panel: secondary views, as tabs beside the loss plot (F9 hides it)
+    def _build_upper(self) -> QSplitter:
+        """The loss plot, the side panel's tabs beside it (F9 hides them), and room for the
+        step and loss in presentation mode."""
         self.side_tabs = QTabWidget()
-        self.side_tabs.addTab(self.code, "Code")
+        for widget, title in ((self.code, "Code"), (self.editor, "Editor"),
+                              (self.inspector, "Inspector"), (self.explainer, "Step")):
+            self.side_tabs.addTab(widget, title)
+        self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
+                                     "The last step of gradient descent, in numbers")
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.loss_plot)
         upper.addWidget(self.side_tabs)
@@ -82,47 +131,31 @@ class MainWindow(QMainWindow):
         upper.setStretchFactor(1, 1)
         upper.setStretchFactor(2, 0)
         upper.setSizes([500, 500])
-        # the main area: the loss plot above, the Jacobian pane below, which gets the height
-        # its heatmaps' square cells need at the width there is (see fit_main_area)
-        right_split = QSplitter(Qt.Orientation.Vertical)
-        right_split.setChildrenCollapsible(False)
-        right_split.addWidget(upper)
-        right_split.addWidget(self.jacobian)
-        right_split.setSizes([290, 560])
-        self.main_area = right_split
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(4, 4, 4, 4)
-        right_layout.addWidget(self.controls)
-        right_layout.addWidget(self.errors)
-        self.notice = QLabel(wordWrap=True)
-        self.notice.setStyleSheet("background: #fff4ce; border: 1px solid #c9a227; "
-                                  "border-radius: 4px; padding: 4px; color: #3b2f00;")
-        self.notice.hide()
-        self._notice_timer = QTimer(self, singleShot=True, interval=15000)
-        self._notice_timer.timeout.connect(self.notice.hide)
-        right_layout.addWidget(self.notice)
-        right_layout.addWidget(right_split, 1)
+        return upper
 
-        main = QSplitter(Qt.Orientation.Horizontal)
-        main.addWidget(left)
-        main.addWidget(right)
-        main.setStretchFactor(1, 1)
-        main.setSizes([380, 1060])
-        # the window itself takes the keyboard first: Space, S, R and C work from the start
-        main.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.setCentralWidget(main)
-        #: name -> splitter, for remembering where the user put them
-        self.splitters = {"main": main, "side": upper, "area": right_split}
-        self._area_user_set = False  # the user moved the main area's splitter: keep it
-        right_split.splitterMoved.connect(self._area_moved)
-        self._fit_timer = QTimer(self, singleShot=True, interval=0)
-        self._fit_timer.timeout.connect(self.fit_main_area)
-        self.jacobian.idealHeightChanged.connect(self._fit_timer.start)
-        right_split.installEventFilter(self)
-        self.status = self.statusBar()
-        self._make_actions()
+    def _build_menus(self) -> None:
+        """The menu bar, and the Run menu's commands (the features add theirs)."""
+        s = self.session
+        bar = self.menuBar()
+        self.menus = {key: bar.addMenu(title) for key, title in (
+            ("file", "&File"), ("run", "&Run"), ("view", "&View"), ("help", "&Help"))}
+        self.commands = Commands(self)
+        #: every command of the window by name (the features' too)
+        self.actions_by_name = self.commands.by_name
+        for name, text, keys, slot in (
+                ("play", "Play / Pause", ["Space"], s.toggle),
+                ("step", "One step", ["S", "Right"], s.step_once),
+                ("reset", "Reset (same seed)", ["R"], s.reset),
+                ("check", "Check the Jacobian at the current point", ["C"], s.check_now)):
+            self.commands.add(name, text, keys, slot, self.menus["run"])
+        quit_action = QAction("&Quit", self)  # in the menu only, as the platform has it
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        self.menus["file"].addAction(quit_action)
+        self.actions_by_name["quit"] = quit_action
 
+    def _connect_session(self) -> None:
+        s = self.session
         self.picker.picked.connect(s.set_target)
         s.targetChanged.connect(self._target_changed)
         s.runReset.connect(self.loss_plot.start_run)
@@ -133,76 +166,48 @@ class MainWindow(QMainWindow):
         s.jacobianFailed.connect(self.jacobian.show_failure)
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self.errors.hide)
-        s.notice.connect(self._notice)
+        s.notice.connect(self.notice.show_notice)
         s.busyChanged.connect(self._busy)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
         self.jacobian.checkRequested.connect(s.check_now)
         self.errors.jump.connect(self._jump)
-        byof.install(self)
-        classroom.install(self, restore_prefs=restore_prefs, restore_session=restore_session)
-        self._escape = TextFieldEscape(self, main)
-        main.setFocus()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.main_area and event.type() in (QEvent.Type.Resize,
-                                                          QEvent.Type.Show):
-            self._fit_timer.start()
-        return super().eventFilter(watched, event)
+    def _compose_features(self) -> None:
+        """Own Functions, then the classroom (whose menu entries go around theirs)."""
+        self.byof = Byof(
+            self.session, window=self, commands=self.commands, menus=self.menus,
+            tabs=self.side_tabs, status=self.status, errors=self.errors, code=self.code,
+            editor=self.editor, inspector=self.inspector, restore_offer=self.restore_offer)
+        self._open_tab_from_env()
+        panels = {"picker": [self.left], "code": [self.side_tabs], "loss": [self.loss_plot],
+                  "heatmaps": [self.jacobian.graphics, self.jacobian.hover_label],
+                  "status": [self.status]}
+        self.classroom = Classroom(
+            self.session, self.preferences, window=self, commands=self.commands,
+            menus=self.menus, show_settings=self._show_loaded_settings, panes=Panes(
+                status=self.status, left=self.left, side_tabs=self.side_tabs,
+                splitters=self.splitters, readout_holder=self.readout_holder,
+                controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
+                explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
 
-    def _area_moved(self, *_args) -> None:
-        self._area_user_set = True
+    def _open_tab_from_env(self) -> None:
+        """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the
+        window on that tab, e.g. for ``--screenshot``."""
+        tab = os.environ.get("AUTOGRAD_PLAYGROUND_TAB", "").strip().lower()
+        if tab:
+            for index in range(self.side_tabs.count()):
+                if self.side_tabs.tabText(index).lower().startswith(tab):
+                    self.side_tabs.setCurrentIndex(index)
+                    break
 
-    def reset_main_area(self) -> None:
-        """Give the Jacobian pane its room again (forget where the user put the splitter)."""
-        self._area_user_set = False
-        self.fit_main_area()
+    def _show_loaded_settings(self, settings) -> None:
+        """Settings from a session file are about to load: the views show them afresh."""
+        self.inputs.forget_typed()
+        self.jacobian.set_tolerances(settings.eps, settings.atol, settings.rtol)
 
-    def fit_main_area(self) -> None:
-        """Give the Jacobian pane the height its square cells need at the width there is,
-        leaving the loss plot (and side panel) at least their minimum; unless the user has
-        put the splitter somewhere."""
-        split = self.main_area
-        upper, pane = split.widget(0), split.widget(1)
-        if self._area_user_set or upper.isHidden() or pane.isHidden() \
-                or not split.isVisible():
-            return
-        sizes = split.sizes()
-        total = sum(sizes)
-        if total <= 0:
-            return
-        floor = max(upper.minimumSizeHint().height(), upper.minimumHeight(),
-                    4 * self.fontMetrics().height())
-        height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
-        want = [total - height, height]
-        if any(abs(a - b) > 2 for a, b in zip(want, sizes)):
-            split.setSizes(want)
-
-    def _make_actions(self) -> None:
-        s = self.session
-        bar = self.menuBar()
-        self.menus = {key: bar.addMenu(title) for key, title in (
-            ("file", "&File"), ("run", "&Run"), ("view", "&View"), ("help", "&Help"))}
-        self.actions_by_name: dict[str, QAction] = {}
-        for name, text, keys, slot in (
-                ("play", "Play / Pause", ["Space"], s.toggle),
-                ("step", "One step", ["S", "Right"], s.step_once),
-                ("reset", "Reset (same seed)", ["R"], s.reset),
-                ("check", "Check the Jacobian at the current point", ["C"], s.check_now)):
-            action = QAction(text, self)
-            action.setShortcuts([QKeySequence(k) for k in keys])
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
-            self.menus["run"].addAction(action)
-            self.actions_by_name[name] = action
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        self.menus["file"].addAction(quit_action)
-        self.actions_by_name["quit"] = quit_action
-
+    # ---- the session's news -----------------------------------------------------------------
     def _target_changed(self, target) -> None:
         self.setWindowTitle(f"Autograd playground — {target.label}")
         self.picker.select(target.entry.name if target.entry else None)
@@ -243,14 +248,13 @@ class MainWindow(QMainWindow):
                                                    if self.session.target else None):
             self.code.highlight_line(line)
 
-    def _notice(self, text: str) -> None:
-        self.notice.setText(f"ℹ {text}")
-        self.notice.show()
-        self._notice_timer.start()
-
     def _jump(self, file: str, line: int) -> None:
         self.code.highlight_line(line)
 
     def closeEvent(self, event) -> None:
+        """The features hear of it first (the classroom remembers the session, the editor
+        writes its autosave), then the session stops its work."""
+        self.classroom.window_closing()
+        self.byof.window_closing()
         self.session.shutdown(wait=0.5)
         super().closeEvent(event)

@@ -103,7 +103,7 @@ def point_size(font: QFont) -> float:
 
 def pane_sizes(win) -> dict[str, float]:
     room = win.classroom
-    heatmap = room.heatmap_plots()["analytic"]
+    heatmap = room.exports.heatmap_plots()["analytic"]
     return {
         "form": point_size(win.loop_form.lr.edit.font()),
         "inputs": point_size(win.inputs.dtype.font()),
@@ -133,7 +133,7 @@ def test_zoom_scales_every_pane_and_is_remembered(qtbot, window):
     window.actions_by_name["zoom_reset"].trigger()
     assert pane_sizes(window) == pytest.approx(before)
     window.classroom.set_zoom(175)
-    assert window.classroom.prefs.value("view/zoom") in (175, "175")
+    assert window.preferences.store.value("view/zoom") in (175, "175")
 
 
 def test_zoom_keys_and_ctrl_wheel(qtbot, window):
@@ -219,7 +219,7 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     assert axis.textPen().color().lightnessF() > 0.9  # white ticks on black
     verdict = window.jacobian.verdict_label.text()
     assert "✘" in verdict and "FAILED" in verdict  # symbol and word, not colour alone
-    assert room.prefs.value("view/theme") == "high-contrast"
+    assert window.preferences.store.value("view/theme") == "high-contrast"
 
 
 def test_theme_menu_chooses_a_theme(qtbot, window):
@@ -274,7 +274,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     assert not window.side_tabs.isHidden() and not window.status.isHidden()
     assert point_size(window.controls.loss_label.font()) == pytest.approx(readout)
     assert point_size(window.jacobian.verdict_label.font()) == pytest.approx(verdict)
-    assert room.prefs.value("presentation/hidden") == "code,loss,picker,status"
+    assert window.preferences.store.value("presentation/hidden") == "code,loss,picker,status"
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert window.loss_plot.isHidden()  # remembered choice
     QTest.keyClick(window, Qt.Key.Key_F5)
@@ -306,8 +306,8 @@ def press(window, sequence: str) -> None:
 
 def test_each_shortcut_triggers_its_action(qtbot, window, tmp_path, monkeypatch):
     room = window.classroom
-    monkeypatch.setattr(room, "ask_save_path", lambda *a: str(tmp_path / "saved.json"))
-    monkeypatch.setattr(room, "ask_open_path", lambda *a: None)
+    monkeypatch.setattr(room.dialogs, "ask_save_path", lambda *a: str(tmp_path / "saved.json"))
+    monkeypatch.setattr(room.dialogs, "ask_open_path", lambda *a: None)
     activate(qtbot, window)
     expected = dict(KEYS)
     for name in ("open_session", "export_window", "step"):
@@ -395,7 +395,7 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     assert window.inputs.fields["input"].edit.text() == "4x6"
     assert (window.classroom.zoom, window.classroom.theme) == (125, "dark")
     assert run_losses(qtbot, window, 5) == expected
-    assert window.classroom.session_path == path
+    assert window.classroom.sessions.session_path == path
 
 
 def test_corrupt_session_starts_with_defaults_and_a_message(qtbot, window, tmp_path):
@@ -488,19 +488,19 @@ def test_session_naming_a_file_waits_for_the_users_click(qtbot, window, tmp_path
         window.classroom.open_session(session_file)  # shows the default Function meanwhile
     room = window.classroom
     assert not marker.exists()
-    assert room.pending is not None and not room.pending_bar.isHidden()
-    assert room.load_button.text() == "Load double_fn.py"
-    assert "Double (double_fn.py)" in room.pending_label.text()
+    assert room.sessions.pending is not None and not room.sessions.bar.isHidden()
+    assert room.sessions.bar.load_button.text() == "Load double_fn.py"
+    assert "Double (double_fn.py)" in room.sessions.bar.label.text()
     assert window.session.target.spec == "killhead"
-    pending = json.loads(json.dumps(room.session_data()))
+    pending = json.loads(json.dumps(room.sessions.session_data()))
     assert pending["settings"]["target"] == f"{module}:Double"  # kept until decided
 
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        qtbot.mouseClick(room.load_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(room.sessions.bar.load_button, Qt.MouseButton.LeftButton)
     assert marker.exists()
     assert window.session.target.function.__name__ == "Double"
     assert window.session.settings.seed == 3
-    assert room.pending is None and room.pending_bar.isHidden()
+    assert room.sessions.pending is None and room.sessions.bar.isHidden()
 
 
 def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, monkeypatch):
@@ -516,12 +516,12 @@ def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, monkeyp
         win.show()
     try:
         assert not (tmp_path / "double_fn.imported").exists()
-        assert win.classroom.restored and win.classroom.pending is not None
-        assert win.classroom.load_button.text() == "Load double_fn.py"
+        assert win.classroom.restored and win.classroom.sessions.pending is not None
+        assert win.classroom.sessions.bar.load_button.text() == "Load double_fn.py"
         with qtbot.waitSignal(session.targetChanged, timeout=TIMEOUT):
-            qtbot.mouseClick(win.classroom.dismiss_button, Qt.MouseButton.LeftButton)
+            qtbot.mouseClick(win.classroom.sessions.bar.dismiss_button, Qt.MouseButton.LeftButton)
             win.session.set_target("abs_uv")
-        assert win.classroom.pending is None
+        assert win.classroom.sessions.pending is None
         assert not (tmp_path / "double_fn.imported").exists()
     finally:
         session.shutdown(wait=0.5)
@@ -541,16 +541,16 @@ def test_editor_function_source_travels_with_the_session(qtbot, window, tmp_path
 
     file.unlink()
     window.classroom.open_session(path)
-    assert window.classroom.pending is not None and not file.exists()
+    assert window.classroom.sessions.pending is not None and not file.exists()
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        window.classroom.load_pending()
+        window.classroom.sessions.load_pending()
     assert file.read_text(encoding="utf-8") == source
     assert window.session.target.function.__name__ == "Double"
 
     file.write_text(source + "\n# edited since\n", encoding="utf-8")
     window.classroom.open_session(path)
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        window.classroom.load_pending()
+        window.classroom.sessions.load_pending()
     assert file.read_text(encoding="utf-8").endswith("# edited since\n")  # not overwritten
     assert window.session.target.file == str((paths.editor_dir() / "mine_2.py").resolve())
 
@@ -585,7 +585,7 @@ def test_classify_needs_no_import(tmp_path):
 def test_exports_write_the_right_contents(qtbot, window, tmp_path):
     report = open_target(qtbot, window, "killhead_bug")
     room = window.classroom
-    written = room.export_jacobians("npy", path=tmp_path / "jac.npy")
+    written = room.exports.export_jacobians("npy", path=tmp_path / "jac.npy")
     names = sorted(p.name for p in written)
     assert names == ["jac_analytic.npy", "jac_difference.npy", "jac_numerical.npy"]
     np.testing.assert_array_equal(np.load(tmp_path / "jac_analytic.npy"),
@@ -594,12 +594,12 @@ def test_exports_write_the_right_contents(qtbot, window, tmp_path):
                                   report.numerical.numpy())
     np.testing.assert_array_equal(np.load(tmp_path / "jac_difference.npy"),
                                   report.difference().numpy())
-    room.export_jacobians("csv", path=tmp_path / "jac")
+    room.exports.export_jacobians("csv", path=tmp_path / "jac")
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "jac_analytic.csv", delimiter=","),
                                   report.analytic.numpy().astype(np.float64))
 
     run_losses(qtbot, window, 5)
-    room.export_loss_csv(path=tmp_path / "loss.csv")
+    room.exports.export_loss_csv(path=tmp_path / "loss.csv")
     with open(tmp_path / "loss.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["run", "step", "loss"] and len(rows) == 6
@@ -607,16 +607,16 @@ def test_exports_write_the_right_contents(qtbot, window, tmp_path):
     assert rows[1][0].startswith("run ") and float(rows[1][2]) > 0
 
     for fmt in ("png", "svg"):
-        room.export_loss(fmt, path=tmp_path / f"loss.{fmt}")
-        room.export_heatmaps(fmt, path=tmp_path / f"heat.{fmt}")
-        room.export_heatmaps(fmt, "difference", path=tmp_path / f"diff.{fmt}")
+        room.exports.export_loss(fmt, path=tmp_path / f"loss.{fmt}")
+        room.exports.export_heatmaps(fmt, path=tmp_path / f"heat.{fmt}")
+        room.exports.export_heatmaps(fmt, "difference", path=tmp_path / f"diff.{fmt}")
     for name in ("loss", "heat", "diff"):
         image = QImage(str(tmp_path / f"{name}.png"))
         assert not image.isNull() and image.width() > 100, name
         svg = (tmp_path / f"{name}.svg").read_text(encoding="utf-8")
         assert "<svg" in svg and len(svg) > 1000, name
     assert "Difference" in (tmp_path / "diff.svg").read_text(encoding="utf-8")
-    room.export_window(path=tmp_path / "window")
+    room.exports.export_window(path=tmp_path / "window")
     shot = QImage(str(tmp_path / "window.png"))
     assert shot.width() == window.width() and shot.height() == window.height()
 
@@ -633,13 +633,13 @@ def test_export_menus(qtbot, window, tmp_path, monkeypatch):
     assert "Loss plot as SVG…" in plot_menu and "Loss history as CSV…" in plot_menu
     open_target(qtbot, window, "killhead")
     graphics = window.jacobian.graphics
-    analytic = room.heatmap_plots()["analytic"]
+    analytic = room.exports.heatmap_plots()["analytic"]
     pos = graphics.mapFromScene(analytic.sceneBoundingRect().center())
-    menu = room.heatmap_menu(pos)
+    menu = room.exports.heatmap_menu(pos)
     items = [a.text() for a in menu.actions()]
     assert items[0] == "This heatmap (analytic) as PNG…"
     assert "Jacobians as .npy…" in items
-    monkeypatch.setattr(room, "ask_save_path", lambda *a: str(tmp_path / "picked"))
+    monkeypatch.setattr(room.dialogs, "ask_save_path", lambda *a: str(tmp_path / "picked"))
     menu.actions()[0].trigger()
     assert QImage(str(tmp_path / "picked.png")).width() > 50
     window.actions_by_name["export_window"].trigger()  # also the shortcut's action
@@ -647,7 +647,7 @@ def test_export_menus(qtbot, window, tmp_path, monkeypatch):
 
 
 def test_export_without_report_says_so(window, tmp_path):
-    assert window.classroom.export_jacobians("npy", path=tmp_path / "x.npy") is None
+    assert window.classroom.exports.export_jacobians("npy", path=tmp_path / "x.npy") is None
     assert "No Jacobian" in window.notice.text()
 
 
