@@ -185,12 +185,13 @@ class MainWindow(QMainWindow):
                   "heatmaps": [self.jacobian.graphics, self.jacobian.hover_label],
                   "status": [self.status]}
         self.classroom = Classroom(
-            self.session, self.preferences, window=self, commands=self.commands,
-            menus=self.menus, show_settings=self._show_loaded_settings, panes=Panes(
-                status=self.status, left=self.left, side_tabs=self.side_tabs,
+            self.session, self.preferences, commands=self.commands, menus=self.menus,
+            panes=Panes(
+                window=self, status=self.status, left=self.left, side_tabs=self.side_tabs,
                 splitters=self.splitters, readout_holder=self.readout_holder,
                 controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
                 explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
+        self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
 
     def _open_tab_from_env(self) -> None:
         """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the

@@ -126,13 +126,13 @@ def pane_sizes(win) -> dict[str, float]:
 def test_zoom_scales_every_pane_and_is_remembered(qtbot, window):
     open_target(qtbot, window, "killhead")
     before = pane_sizes(window)
-    window.classroom.set_zoom(150)
+    window.preferences.set_zoom(150)
     after = pane_sizes(window)
     for pane, size in before.items():
         assert after[pane] == pytest.approx(1.5 * size, rel=0.03), pane
     window.actions_by_name["zoom_reset"].trigger()
     assert pane_sizes(window) == pytest.approx(before)
-    window.classroom.set_zoom(175)
+    window.preferences.set_zoom(175)
     assert window.preferences.store.value("view/zoom") in (175, "175")
 
 
@@ -140,12 +140,12 @@ def test_zoom_keys_and_ctrl_wheel(qtbot, window):
     activate(qtbot, window)
     room = window.classroom
     QTest.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 110
+    assert room.preferences.zoom == 110
     QTest.keyClick(window, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
     QTest.keyClick(window, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 90
+    assert room.preferences.zoom == 90
     QTest.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 100
+    assert room.preferences.zoom == 100
     target = window.loss_plot.plot_widget.viewport()
     center = QPointF(target.rect().center())
     wheel = QWheelEvent(center, QPointF(target.mapToGlobal(center.toPoint())), QPoint(0, 0),
@@ -153,33 +153,33 @@ def test_zoom_keys_and_ctrl_wheel(qtbot, window):
                         Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase,
                         False)
     QApplication.sendEvent(target, wheel)
-    assert room.zoom == 110
+    assert room.preferences.zoom == 110
     half = QWheelEvent(center, QPointF(target.mapToGlobal(center.toPoint())), QPoint(0, 0),
                        QPoint(0, -60), Qt.MouseButton.NoButton,
                        Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase,
                        False)
     QApplication.sendEvent(target, half)
-    assert room.zoom == 110  # half a notch (a touchpad) waits for the rest
+    assert room.preferences.zoom == 110  # half a notch (a touchpad) waits for the rest
     QApplication.sendEvent(target, half)
-    assert room.zoom == 100
+    assert room.preferences.zoom == 100
 
 
 def test_zoomed_form_stays_inside_the_left_pane(qtbot, window):
     open_target(qtbot, window, "killhead")
     window.resize(1900, 1000)
-    window.classroom.set_zoom(175)
+    window.preferences.set_zoom(175)
     left = window.picker.parentWidget()
     holder = window.inputs.parentWidget()
     qtbot.waitUntil(lambda: left.width() >= holder.minimumSizeHint().width())
 
 
 def test_remembered_zoom_and_theme_apply_at_start(qtbot, window):
-    window.classroom.set_zoom(125)
-    window.classroom.set_theme("dark")
+    window.preferences.set_zoom(125)
+    window.preferences.set_theme("dark")
     second = make_window(qtbot, restore_prefs=True)
     try:
-        assert second.classroom.zoom == 125
-        assert second.classroom.theme == "dark"
+        assert second.preferences.zoom == 125
+        assert second.preferences.theme == "dark"
         assert second.classroom.actions["theme_dark"].isChecked()
     finally:
         second.session.shutdown(wait=0.5)
@@ -199,12 +199,12 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     open_target(qtbot, window, "killhead_bug")
     activate(qtbot, window)
     room = window.classroom
-    room.set_theme("light")
+    room.preferences.set_theme("light")
     light = backgrounds(window)
     seen = {light}
     for expected in ("dark", "high-contrast", "light"):
         QTest.keyClick(window, Qt.Key.Key_F2)
-        assert room.theme == expected
+        assert room.preferences.theme == expected
         assert room.actions[f"theme_{expected}"].isChecked()
         colours = backgrounds(window)
         if expected != "light":
@@ -214,7 +214,7 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     assert backgrounds(window) == light
     assert window.code.editor.viewport().palette().color(QPalette.ColorRole.Base).name() \
         == light[3]
-    room.set_theme("high-contrast")
+    room.preferences.set_theme("high-contrast")
     axis = window.loss_plot.plot_item.getAxis("left")
     assert axis.textPen().color().lightnessF() > 0.9  # white ticks on black
     verdict = window.jacobian.verdict_label.text()
@@ -227,7 +227,7 @@ def test_theme_menu_chooses_a_theme(qtbot, window):
     texts = [a.text() for a in room.theme_menu.actions() if not a.isSeparator()]
     assert texts[:3] == ["Light", "Dark", "High contrast"]
     room.actions["theme_dark"].trigger()
-    assert room.theme == "dark"
+    assert room.preferences.theme == "dark"
     assert QApplication.instance().palette().color(QPalette.ColorRole.Window).lightnessF() < 0.3
 
 
@@ -243,9 +243,9 @@ def test_apply_theme_tells_widgets_in_their_terms(qtbot, window):
             self.got = dark
 
     a, b = ByName(window), ByDark(window)
-    window.classroom.set_theme("high-contrast")
+    window.preferences.set_theme("high-contrast")
     assert (a.got, b.got) == ("high-contrast", True)
-    window.classroom.set_theme("light")
+    window.preferences.set_theme("light")
     assert (a.got, b.got) == ("light", False)
 
 
@@ -259,7 +259,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     readout = point_size(window.controls.loss_label.font())
     verdict = point_size(window.jacobian.verdict_label.font())
     QTest.keyClick(window, Qt.Key.Key_F5)
-    assert room.presenting and window.isFullScreen()
+    assert room.preferences.presenting and window.isFullScreen()
     assert left.isHidden() and window.status.isHidden()
     assert window.side_tabs.isHidden()  # the side panel too: the heatmaps get the room
     assert not window.loss_plot.isHidden() and not window.jacobian.graphics.isHidden()
@@ -269,7 +269,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     assert window.loss_plot.isHidden()
     assert window.loss_plot.parentWidget().isHidden()  # nothing left above: no empty pane
     QTest.keyClick(window, Qt.Key.Key_Escape)
-    assert not room.presenting and not window.isFullScreen()
+    assert not room.preferences.presenting and not window.isFullScreen()
     assert not left.isHidden() and not window.loss_plot.isHidden()
     assert not window.side_tabs.isHidden() and not window.status.isHidden()
     assert point_size(window.controls.loss_label.font()) == pytest.approx(readout)
@@ -278,7 +278,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert window.loss_plot.isHidden()  # remembered choice
     QTest.keyClick(window, Qt.Key.Key_F5)
-    assert not room.presenting
+    assert not room.preferences.presenting
 
 
 def test_f11_toggles_full_screen(qtbot, window):
@@ -370,8 +370,8 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.session.update(seed=7, shapes={"input": "4x6"}, optimizer="momentum")
     window.session.update(lr=0.3)
-    window.classroom.set_zoom(125)
-    window.classroom.set_theme("dark")
+    window.preferences.set_zoom(125)
+    window.preferences.set_theme("dark")
     path = window.classroom.save_session(tmp_path / "lesson.json")
     data = json.loads(path.read_text())
     assert data["function"]["kind"] == "catalog"
@@ -381,8 +381,8 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.session.set_target("abs_uv")
     window.session.update(seed=1, lr=1.0, optimizer="sgd")
-    window.classroom.set_zoom(100)
-    window.classroom.set_theme("light")
+    window.preferences.set_zoom(100)
+    window.preferences.set_theme("light")
 
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.classroom.open_session(path)
@@ -393,7 +393,7 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     assert window.loop_form.lr.edit.text() == "0.3"
     assert window.loop_form.optimizer.currentText() == "momentum"
     assert window.inputs.fields["input"].edit.text() == "4x6"
-    assert (window.classroom.zoom, window.classroom.theme) == (125, "dark")
+    assert (window.preferences.zoom, window.preferences.theme) == (125, "dark")
     assert run_losses(qtbot, window, 5) == expected
     assert window.classroom.sessions.session_path == path
 
@@ -419,7 +419,7 @@ def test_corrupt_session_starts_with_defaults_and_a_message(qtbot, window, tmp_p
     text = window.notice.text()
     for word in ("'lr'", "'bogus'", "newer version", "zoom", "neon"):
         assert word in text, word
-    assert window.classroom.zoom == 100 and window.classroom.theme == "light"
+    assert window.preferences.zoom == 100 and window.preferences.theme == "light"
 
 
 def test_corrupt_last_session_still_starts(qtbot, monkeypatch):
@@ -451,7 +451,7 @@ def test_last_session_is_restored_at_start(qtbot, monkeypatch):
         assert win.classroom.restored
         assert (session.settings.target, session.settings.seed, session.settings.lr) == (
             "abs_uv", 4, 0.25)
-        assert (win.classroom.zoom, win.classroom.theme) == (110, "dark")
+        assert (win.preferences.zoom, win.preferences.theme) == (110, "dark")
         session.update(seed=9)
         win.close()  # closing remembers the session
         assert json.loads(session_files.last_session_path().read_text())["settings"]["seed"] == 9
@@ -711,8 +711,8 @@ def test_step_heatmap_is_built_when_first_needed_in_the_current_zoom_and_theme(q
     explainer = window.explainer
     assert explainer._graphics is None  # not built with the window (start-up time)
     tick_before = point_size(window.jacobian.colorbar.axis.style["tickFont"])
-    window.classroom.set_zoom(150)
-    window.classroom.set_theme("dark", remember=False)
+    window.preferences.set_zoom(150)
+    window.preferences.set_theme("dark", remember=False)
     window.classroom.show_explainer()
     window.session.batchReady.emit(Batch([fake_record(0)]))
     qtbot.waitUntil(lambda: explainer._graphics is not None and explainer.graphics.isVisible())

@@ -57,9 +57,9 @@ def _window(qtbot, width, height, theme_name="light", percent=100, present=False
     with qtbot.waitExposed(win):
         win.show()
     if present:  # as ``autograd-playground --present --size WxH --screenshot`` does
-        room.set_presentation(True, fullscreen=False)
-    room.set_theme(theme_name, remember=False)
-    room.set_zoom(percent, remember=False)
+        room.presentation.set_presentation(True, fullscreen=False)
+    room.preferences.set_theme(theme_name, remember=False)
+    room.preferences.set_zoom(percent, remember=False)
     with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
         win.session.set_target("killhead")
     _settle(qtbot, win)

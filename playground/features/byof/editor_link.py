@@ -30,7 +30,6 @@ class EditorLink(QObject):
         super().__init__(parent)
         self.session = session
         self.editor = editor
-        self.restore_offer = restore_offer
         self.code = code
         self._show_tab = show_tab
         self._open = open_editor_file

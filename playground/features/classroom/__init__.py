@@ -11,20 +11,20 @@ puts together
 - :mod:`.exports`: plots, heatmaps, Jacobians and the window written to files;
 - :mod:`.menus`: the menu entries and keys of all of the above.
 
-Zoom, theme and the presentation panels are :class:`~playground.state.preferences.Preferences`
-(remembered in ``classroom.ini`` in the config folder); the last session is
-``last-session.json`` next to it. A session never imports a Function file (or module) without
-the user's click.
+Zoom, theme and the presentation panels are state, not the classroom's: they live in
+:class:`~playground.state.preferences.Preferences` (``window.preferences``, remembered in
+``classroom.ini`` in the config folder), which the menus edit and the look follows. The last
+session is ``last-session.json`` next to it. A session never imports a Function file (or
+module) without the user's click.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QStatusBar, QTabWidget, QWidget
+from PySide6.QtWidgets import QMainWindow, QStatusBar, QTabWidget, QWidget
 
 from playground.features.classroom.appearance import Appearance
 from playground.features.classroom.dialogs import FileDialogs
@@ -44,6 +44,7 @@ __all__ = ["PANELS", "Classroom", "Panes"]
 class Panes:
     """The window's views the classroom works with."""
 
+    window: QMainWindow  # full screen, its menu bar; zoom and themes reach all inside it
     status: QStatusBar
     left: QWidget  # LeftPane: the picker and the forms
     side_tabs: QTabWidget
@@ -56,69 +57,48 @@ class Panes:
     pending_bar: QWidget  # PendingSessionBar
     panels: dict  # PANELS key -> the widgets presentation mode hides for it
 
+    @property
+    def upper(self):
+        """The splitter of the loss plot, the side tabs and the readout holder."""
+        return self.splitters["side"]
+
+    @property
+    def main_area(self):
+        """The MainArea: the loss plot and side tabs above, the Jacobian pane below."""
+        return self.splitters["area"]
+
 
 class Classroom(QObject):
-    """The classroom features of ``window``; ``window.classroom``.
+    """The classroom features of ``panes.window``; ``window.classroom``. Its parts are
+    attributes (``appearance``, ``layout``, ``presentation``, ``sessions``, ``exports``,
+    ``dialogs``); what the command line uses is here too.
 
-    ``show_settings(settings)``: the window's views take settings read from a session file.
+    ``sessions.settingsLoading(settings)``: settings read from a session file are about to
+    load (the window's views show them afresh).
     """
 
-    def __init__(self, session, preferences, *, window, commands, menus, panes: Panes,
-                 show_settings: Callable) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session, preferences, *, commands, menus, panes: Panes) -> None:
+        super().__init__(panes.window)
+        self.window = window = panes.window
         self.session = session
         self.preferences = preferences
         self.explainer = panes.explainer
         self.actions: dict[str, QAction] = {}
         self.dialogs = FileDialogs(window, lambda: self.sessions.session_path)
-        self.appearance = Appearance(
-            preferences, window=window, session=session, status=panes.status,
-            controls=panes.controls, jacobian=panes.jacobian, left=panes.left, parent=self)
-        self.layout = PaneLayout(
-            preferences, splitters=panes.splitters, left=panes.left, side_tabs=panes.side_tabs,
-            loss_plot=panes.loss_plot, jacobian=panes.jacobian, actions=self.actions,
-            parent=self)
-        self.presentation = Presentation(
-            preferences, window=window, panels=panes.panels, upper=panes.splitters["side"],
-            readout_holder=panes.readout_holder, controls=panes.controls,
-            loss_plot=panes.loss_plot, main_area=panes.splitters["area"], layout=self.layout,
-            actions=self.actions, parent=self)
-        self.sessions = SessionFiles(
-            session, preferences, bar=panes.pending_bar, dialogs=self.dialogs,
-            status=panes.status, show_settings=show_settings, parent=self)
-        self.exports = Exports(
-            session, window=window, loss_plot=panes.loss_plot, jacobian=panes.jacobian,
-            dialogs=self.dialogs, status=panes.status, actions=self.actions, parent=self)
+        self.appearance = Appearance(preferences, panes, session=session, parent=self)
+        self.layout = PaneLayout(preferences, panes, actions=self.actions, parent=self)
+        self.presentation = Presentation(preferences, panes, layout=self.layout,
+                                         actions=self.actions, parent=self)
+        self.sessions = SessionFiles(session, preferences, panes, dialogs=self.dialogs,
+                                     parent=self)
+        self.exports = Exports(session, panes, dialogs=self.dialogs, actions=self.actions,
+                               parent=self)
         made = make_actions(self, commands, menus)
         self.export_menu, self.theme_menu, self.panels_menu = (
             made["export"], made["theme"], made["panels"])
         self.exports.add_context_menus()
 
-    # ---- the look ---------------------------------------------------------------------------
-    @property
-    def zoom(self) -> int:
-        return self.preferences.zoom
-
-    @property
-    def theme(self) -> str:
-        return self.preferences.theme
-
-    @property
-    def presenting(self) -> bool:
-        return self.preferences.presenting
-
-    def set_zoom(self, percent: float, remember: bool = True) -> int:
-        """Every pane at ``percent`` % of the start font size (50-300)."""
-        return self.preferences.set_zoom(percent, remember)
-
-    def set_theme(self, name: str, remember: bool = True) -> str:
-        """Switch to theme ``name`` (light, dark, high-contrast)."""
-        return self.preferences.set_theme(name, remember)
-
-    def set_presentation(self, on: bool, fullscreen: bool = True) -> None:
-        self.presentation.set_presentation(on, fullscreen)
-
+    # ---- the look ----------------------------------------------------------------------------
     def restore_prefs(self) -> None:
         """Apply the remembered theme and zoom, pane sizes and banner details."""
         self.layout.restore()

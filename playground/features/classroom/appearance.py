@@ -16,47 +16,43 @@ PRESENT_JACOBIAN = 1.25  # the verdict line, relative to its size outside presen
 
 
 class Appearance(QObject):
-    """Applies ``preferences`` to ``window``: fonts at its zoom (the ``controls`` readout and
-    the ``jacobian`` verdict larger while presenting, the ``left`` pane as wide as its forms
-    need), its theme; and says so in ``status``."""
+    """Applies ``preferences`` to ``panes.window``: fonts at its zoom (the readout of
+    ``panes.controls`` and the verdict of ``panes.jacobian`` larger while presenting, the
+    ``panes.left`` pane as wide as its forms need), its theme; says so in ``panes.status``."""
 
-    def __init__(self, preferences, *, window, session, status, controls, jacobian, left,
+    def __init__(self, preferences, panes, *, session,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.preferences = preferences
-        self.window = window
+        self.panes = panes
         self.session = session
-        self.status = status
-        self.controls = controls
-        self.jacobian = jacobian
-        self.left = left
         zoom.base_point_size()  # the font size at 100 %, before anything zooms
-        self._wheel = zoom.WheelZoom(window, preferences.zoom_by)
+        self._wheel = zoom.WheelZoom(panes.window, preferences.zoom_by)
         QApplication.instance().installEventFilter(self._wheel)
         preferences.zoomChanged.connect(self._zoom_changed)
         preferences.themeChanged.connect(self._theme_changed)
         preferences.presentingChanged.connect(self.apply_fonts)
-        left.fit_width()  # the form whole at the start size too, not only after a zoom
+        panes.left.fit_width()  # the form whole at the start size too, not only after a zoom
 
     def apply_fonts(self) -> None:
         """Every pane at the zoom; in presentation mode the readout and verdict larger."""
-        presenting = self.preferences.presenting
-        self.controls.readout_scale = PRESENT_READOUT if presenting else NORMAL_READOUT
-        font = zoom.apply_zoom(self.window, self.preferences.zoom)
+        presenting, panes = self.preferences.presenting, self.panes
+        panes.controls.readout_scale = PRESENT_READOUT if presenting else NORMAL_READOUT
+        font = zoom.apply_zoom(self.panes.window, self.preferences.zoom)
         if presenting:
             # the verdict larger; the heatmaps' labels stay at the zoom: the cells need the room
-            self.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
-        self.left.fit_width()
-        QTimer.singleShot(0, self.left.fit_width)  # again once the layouts have caught up
+            panes.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
+        panes.left.fit_width()
+        QTimer.singleShot(0, panes.left.fit_width)  # again once the layouts have caught up
 
     def _zoom_changed(self, percent: int) -> None:
         self.apply_fonts()
-        self.status.showMessage(f"Zoom {percent} %", 2000)
+        self.panes.status.showMessage(f"Zoom {percent} %", 2000)
         QTimer.singleShot(0, self._check_fits)
 
     def _check_fits(self) -> None:
         """Say so when the window no longer fits its screen at this zoom."""
-        w = self.window
+        w = self.panes.window
         screen = w.screen()
         if screen is None or QApplication.platformName() == "offscreen" or not w.isVisible():
             return
@@ -68,5 +64,5 @@ class Appearance(QObject):
                 "presentation mode (F5, View > Presentation panels) or zoom out (Ctrl+-).")
 
     def _theme_changed(self, name: str) -> None:
-        theme.apply_theme(self.window, name)
-        self.status.showMessage(f"Theme: {theme.get(name).title}", 2000)
+        theme.apply_theme(self.panes.window, name)
+        self.panes.status.showMessage(f"Theme: {theme.get(name).title}", 2000)

@@ -20,22 +20,18 @@ HEATMAP_MENU = ("export_heatmaps_png", "export_heatmaps_svg", "export_jacobians_
 
 
 class Exports(QObject):
-    """Writes what ``window``'s ``loss_plot`` and ``jacobian`` show; ``actions``: the
-    classroom's actions by name, for the right-click menus."""
+    """Writes what ``panes.loss_plot`` and ``panes.jacobian`` show, and ``panes.window``;
+    ``actions``: the classroom's actions by name, for the right-click menus."""
 
     last_report = held("last_report")  # for export; a replaced one is freed off the GUI thread
 
-    def __init__(self, session, *, window, loss_plot, jacobian, dialogs, status, actions,
+    def __init__(self, session, panes, *, dialogs, actions,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
-        self.window = window
-        self.loss_plot = loss_plot
-        self.jacobian = jacobian
+        self.panes = panes
         self.dialogs = dialogs
-        self.status = status
         self.actions = actions
-        self.last_report = None
         session.targetChanged.connect(self._target_changed)
         session.jacobianReady.connect(self._report)
 
@@ -48,19 +44,19 @@ class Exports(QObject):
     # ---- right-click menus ------------------------------------------------------------------
     def add_context_menus(self) -> None:
         """The export actions in the loss plot's menu and the heatmaps' own menu."""
-        menu = self.loss_plot.plot_item.vb.menu
+        menu = self.panes.loss_plot.plot_item.vb.menu
         if menu is not None:
             menu.addSeparator()
             for name in LOSS_MENU:
                 menu.addAction(self.actions[name])
-        graphics = self.jacobian.graphics
+        graphics = self.panes.jacobian.graphics
         graphics.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         graphics.customContextMenuRequested.connect(
             lambda pos: self.heatmap_menu(pos).popup(graphics.mapToGlobal(pos)))
 
     def heatmap_plots(self) -> dict[str, object]:
         """title -> PlotItem of each heatmap."""
-        j = self.jacobian
+        j = self.panes.jacobian
         plots = {}
         for key, image in (("analytic", j.analytic_image), ("numerical", j.numerical_image),
                            ("difference", j.difference_image)):
@@ -73,8 +69,8 @@ class Exports(QObject):
 
     def heatmap_menu(self, pos=None) -> QMenu:
         """The right-click menu of the heatmaps (the one under ``pos`` first)."""
-        menu = QMenu(self.window)
-        graphics = self.jacobian.graphics
+        menu = QMenu(self.panes.window)
+        graphics = self.panes.jacobian.graphics
         if pos is not None:
             scene_pos = graphics.mapToScene(pos)
             for key, plot in self.heatmap_plots().items():
@@ -93,14 +89,14 @@ class Exports(QObject):
         path = self.dialogs.ask_export_path(f"Save the loss plot as {fmt.upper()}", fmt,
                                             "loss", path)
         if path:
-            return self._try(lambda: [export.export_item(self.loss_plot.plot_item, path)])
+            return self._try(lambda: [export.export_item(self.panes.loss_plot.plot_item, path)])
         return None
 
     def export_loss_csv(self, path=None):
         path = self.dialogs.ask_export_path("Save the loss history as CSV", "csv", "loss",
                                             path)
         if path:
-            return self._try(lambda: [export.save_loss_csv(self.loss_plot, path)])
+            return self._try(lambda: [export.save_loss_csv(self.panes.loss_plot, path)])
         return None
 
     def export_heatmaps(self, fmt: str, which: str | None = None, path=None):
@@ -110,7 +106,7 @@ class Exports(QObject):
                                             path)
         if not path:
             return None
-        item = self.heatmap_plots()[which] if which else self.jacobian.graphics.ci
+        item = self.heatmap_plots()[which] if which else self.panes.jacobian.graphics.ci
         return self._try(lambda: [export.export_item(item, path)])
 
     def export_jacobians(self, fmt: str, path=None):
@@ -130,7 +126,7 @@ class Exports(QObject):
         path = self.dialogs.ask_export_path("Save a screenshot of the window", "png",
                                             "playground", path)
         if path:
-            return self._try(lambda: [export.save_window(self.window, path)])
+            return self._try(lambda: [export.save_window(self.panes.window, path)])
         return None
 
     def _try(self, write):
@@ -140,5 +136,5 @@ class Exports(QObject):
             self.session.notice.emit(f"Export failed: {exc}")
             return None
         names = ", ".join(Path(p).name for p in written)
-        self.status.showMessage(f"Saved {names}", 5000)
+        self.panes.status.showMessage(f"Saved {names}", 5000)
         return written

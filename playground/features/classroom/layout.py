@@ -11,27 +11,20 @@ SAVE_AFTER_MS = 500  # a moved splitter is remembered once the drag has stopped 
 
 
 class PaneLayout(QObject):
-    """``splitters`` (name -> QSplitter; "main" holds the ``left`` pane, "side" the
-    ``loss_plot`` and ``side_tabs``, "area" is the MainArea), remembered in ``preferences``.
-    ``actions``: the classroom's actions by name (side_panel and jacobian_details)."""
+    """The splitters of ``panes`` ("main" holds the left pane, "side" the loss plot and the
+    side tabs, "area" is the MainArea), remembered in ``preferences``. ``actions``: the
+    classroom's actions by name (side_panel and jacobian_details)."""
 
-    def __init__(self, preferences, *, splitters, left, side_tabs, loss_plot, jacobian,
-                 actions, parent: QObject | None = None) -> None:
+    def __init__(self, preferences, panes, *, actions, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.preferences = preferences
-        self.splitters = splitters
-        self.main_area = splitters["area"]
-        self.upper = splitters["side"]
-        self.left = left
-        self.side_tabs = side_tabs
-        self.loss_plot = loss_plot
-        self.jacobian = jacobian
+        self.panes = panes
         self.actions = actions
         self._save_timer = QTimer(self, singleShot=True, interval=SAVE_AFTER_MS)
         self._save_timer.timeout.connect(self.save)
-        for splitter in splitters.values():
+        for splitter in panes.splitters.values():
             splitter.splitterMoved.connect(self._splitter_moved)
-        jacobian.detailsToggled.connect(self._details_toggled)
+        panes.jacobian.detailsToggled.connect(self._details_toggled)
 
     # ---- remembered sizes -------------------------------------------------------------------
     def _splitter_moved(self, *_args) -> None:
@@ -40,52 +33,60 @@ class PaneLayout(QObject):
 
     def save(self) -> None:
         """Remember where the splitters are (what the drag's timer does once it stops)."""
+        panes = self.panes
         self.preferences.remember_layout(
-            {name: splitter.saveState() for name, splitter in self.splitters.items()},
-            self.main_area.user_set)
+            {name: splitter.saveState() for name, splitter in panes.splitters.items()},
+            panes.main_area.user_set)
 
     def restore(self) -> None:
         """The splitters where the user left them last time, the verdict's details too."""
-        for name, splitter in self.splitters.items():
-            state = self.preferences.splitter_state(name)
+        panes, prefs = self.panes, self.preferences
+        for name, splitter in panes.splitters.items():
+            state = prefs.splitter_state(name)
             if state is not None:
                 splitter.restoreState(state)
-        self.main_area.user_set = self.preferences.area_user_set()
-        self.jacobian.set_details_shown(self.preferences.details_shown())
+        panes.main_area.user_set = prefs.area_user_set()
+        panes.jacobian.set_details_shown(prefs.details_shown())
 
     def reset(self) -> None:
         """Panes back to their first sizes, the heatmaps given their room; forgotten."""
+        panes = self.panes
         self.preferences.forget_layout()
-        main = self.splitters["main"]
+        main = panes.splitters["main"]
         total = sum(main.sizes())
-        left = max(self.left.minimumWidth(), self.left.START_WIDTH)
+        left = max(panes.left.minimumWidth(), panes.left.START_WIDTH)
         main.setSizes([left, max(0, total - left)])
-        half = sum(self.upper.sizes()) // 2
-        self.upper.setSizes([half, half])
-        self.main_area.reset()
+        half = sum(panes.upper.sizes()) // 2
+        panes.upper.setSizes([half, half])
+        panes.main_area.reset()
+
+    def set_details_shown(self, shown: bool) -> None:
+        """The verdict's numbers, worst entry, notes and tolerances shown or not."""
+        self.panes.jacobian.set_details_shown(shown)
 
     def _details_toggled(self, shown: bool) -> None:
         self.actions["jacobian_details"].setChecked(shown)
         self.preferences.remember_details(shown)
-        self.main_area.schedule_fit()
+        self.panes.main_area.schedule_fit()
 
     # ---- the side panel ---------------------------------------------------------------------
     def toggle_side_panel(self) -> None:
-        self.set_side_panel(self.side_tabs.isHidden())
+        self.set_side_panel(self.panes.side_tabs.isHidden())
 
     def set_side_panel(self, shown: bool) -> None:
         """Show or hide the side panel (code, editor, inspector and step tabs): F9."""
-        self.side_tabs.setVisible(shown)
-        self.upper.setVisible(shown or not self.loss_plot.isHidden())
+        panes = self.panes
+        panes.side_tabs.setVisible(shown)
+        panes.upper.setVisible(shown or not panes.loss_plot.isHidden())
         self.sync_side_action()
-        self.main_area.schedule_fit()
+        panes.main_area.schedule_fit()
 
     def show_side_tab(self, widget) -> None:
         """The side panel shown, on ``widget``'s tab."""
-        self.side_tabs.setVisible(True)
-        self.upper.setVisible(True)
-        self.side_tabs.setCurrentWidget(widget)
+        self.panes.side_tabs.setVisible(True)
+        self.panes.upper.setVisible(True)
+        self.panes.side_tabs.setCurrentWidget(widget)
         self.sync_side_action()
 
     def sync_side_action(self) -> None:
-        self.actions["side_panel"].setChecked(not self.side_tabs.isHidden())
+        self.actions["side_panel"].setChecked(not self.panes.side_tabs.isHidden())

@@ -121,7 +121,7 @@ def _panes(room, add, view: QMenu) -> None:
                layout.toggle_side_panel, view, checkable=True,
                tip="Show or hide the tabs beside the loss plot")
     side.setChecked(True)
-    add("jacobian_details", "Jacobian details", (), layout.jacobian.set_details_shown, view,
+    add("jacobian_details", "Jacobian details", (), layout.set_details_shown, view,
         checkable=True, tip="The verdict's numbers, the worst entry, notes and tolerances")
     add("reset_layout", "Reset layout", (), layout.reset, view,
         tip="Panes back to their first sizes: the heatmaps get their room")

@@ -13,24 +13,18 @@ __all__ = ["Presentation"]
 
 
 class Presentation(QObject):
-    """Presentation mode of ``window``.
+    """Presentation mode of ``panes.window``.
 
-    ``panels``: PANELS key -> the widgets that panel is; ``upper``: the splitter of the loss
-    plot and the side panel; ``readout_holder``: where the readout goes beside the loss plot;
-    ``layout``: the PaneLayout (the side panel's action); ``actions``: the classroom's actions.
+    ``panes.panels``: PANELS key -> the widgets that panel is; ``panes.readout_holder``: where
+    the readout goes beside the loss plot; ``layout``: the PaneLayout (the side panel's
+    action); ``actions``: the classroom's actions by name.
     """
 
-    def __init__(self, preferences, *, window, panels, upper, readout_holder, controls,
-                 loss_plot, main_area, layout, actions, parent: QObject | None = None) -> None:
+    def __init__(self, preferences, panes, *, layout, actions,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.preferences = preferences
-        self.window = window
-        self.panels = panels
-        self.upper = upper
-        self.readout_holder = readout_holder
-        self.controls = controls
-        self.loss_plot = loss_plot
-        self.main_area = main_area
+        self.panes = panes
         self.layout = layout
         self.actions = actions
         self._before: dict = {}  # what presentation mode changed, to put back
@@ -39,7 +33,7 @@ class Presentation(QObject):
     def set_presentation(self, on: bool, fullscreen: bool = True) -> None:
         """Presentation mode: full screen, big readout and verdict, chosen panels hidden."""
         on = bool(on)
-        w = self.window
+        w = self.panes.window
         if on == self.preferences.presenting:
             self.actions["presentation"].setChecked(on)
             return
@@ -56,7 +50,7 @@ class Presentation(QObject):
         self.set_presentation(not self.preferences.presenting)
 
     def toggle_fullscreen(self) -> None:
-        w = self.window
+        w = self.panes.window
         if w.isFullScreen():
             w.showNormal()
         else:
@@ -64,15 +58,15 @@ class Presentation(QObject):
         self.actions["fullscreen"].setChecked(w.isFullScreen())
 
     def _widgets(self):
-        return [widget for key in PANELS for widget in self.panels[key]]
+        return [widget for key in PANELS for widget in self.panes.panels[key]]
 
     def _enter(self, fullscreen: bool) -> None:
-        w = self.window
+        w, area = self.panes.window, self.panes.main_area
         self._before = {
             "visible": {id(x): not x.isHidden() for x in self._widgets()},
             "fullscreen": w.isFullScreen(), "maximized": w.isMaximized(),
-            "area": (self.main_area.user_set, self.main_area.saveState())}
-        self.main_area.user_set = False  # the heatmaps get their room on the projector
+            "area": (area.user_set, area.saveState())}
+        area.user_set = False  # the heatmaps get their room on the projector
         self._before["menu"] = not w.menuBar().isHidden()
         w.menuBar().hide()  # every command keeps its key (F5 or Esc leaves)
         self._show_panels()
@@ -84,25 +78,25 @@ class Presentation(QObject):
             QTimer.singleShot(0, self, self._fill_screen)
 
     def _leave(self) -> None:
-        w = self.window
+        w, area = self.panes.window, self.panes.main_area
         visible = self._before.get("visible", {})
         for widget in self._widgets():
             widget.setVisible(visible.get(id(widget), True))
-        self.upper.setVisible(True)
+        self.panes.upper.setVisible(True)
         if w.isFullScreen() and not self._before.get("fullscreen"):
             w.showMaximized() if self._before.get("maximized") else w.showNormal()
         w.menuBar().setVisible(self._before.get("menu", True))
         self._place_readout(presenting=False)
         user_set, state = self._before.get("area", (False, None))
         if user_set and state is not None:
-            self.main_area.restoreState(state)
-        self.main_area.user_set = user_set
+            area.restoreState(state)
+        area.user_set = user_set
         self._before = {}
         self.layout.sync_side_action()
-        self.main_area.schedule_fit()
+        area.schedule_fit()
 
     def _fill_screen(self) -> None:
-        w = self.window
+        w = self.panes.window
         if self.preferences.presenting and w.isFullScreen() and w.screen() is not None \
                 and w.geometry() != w.screen().geometry():
             w.setGeometry(w.screen().geometry())
@@ -117,25 +111,26 @@ class Presentation(QObject):
             self._show_panels()  # the menu of panels applies at once
 
     def _show_panels(self) -> None:
-        hidden = self.preferences.hidden_panels
+        hidden, panes = self.preferences.hidden_panels, self.panes
         visible = self._before.get("visible", {})
         for key in PANELS:
-            for widget in self.panels[key]:
+            for widget in panes.panels[key]:
                 widget.setVisible(key not in hidden and visible.get(id(widget), True))
-        self.upper.setVisible(not {"loss", "code"} <= hidden)
+        panes.upper.setVisible(not {"loss", "code"} <= hidden)
         self._place_readout(presenting=True)
         self.layout.sync_side_action()
-        self.main_area.schedule_fit()
+        panes.main_area.schedule_fit()
 
     def _place_readout(self, presenting: bool) -> None:
         """Presenting with the loss plot shown: the step and loss beside it, one above the
         other (the heatmaps get the row they took); else beside the buttons."""
-        self.loss_plot.set_compact(presenting)
-        holder = self.readout_holder
-        beside = presenting and not self.loss_plot.isHidden()
-        if beside == self.controls.readout_lent():
+        panes = self.panes
+        panes.loss_plot.set_compact(presenting)
+        holder = panes.readout_holder
+        beside = presenting and not panes.loss_plot.isHidden()
+        if beside == panes.controls.readout_lent():
             return
-        self.controls.lend_readout(holder.layout() if beside else None)
+        panes.controls.lend_readout(holder.layout() if beside else None)
         if beside:
             holder.layout().addStretch(1)
         else:
@@ -144,7 +139,7 @@ class Presentation(QObject):
             holder.layout().addStretch(1)
         holder.setVisible(beside)
         if beside:
-            split = self.upper
+            split = panes.upper
             split.setCollapsible(2, False)
             total = sum(split.sizes())
             need = holder.sizeHint().width()

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from playground.state import session_files
 from playground.views import theme
@@ -23,21 +22,23 @@ AUTOSAVE_MS = 1500  # the last session is written this long after the last chang
 
 
 class SessionFiles(QObject):
-    """Opens and saves ``session`` with the view of ``preferences`` (zoom, theme).
+    """Opens and saves ``session`` with the view of ``preferences`` (zoom, theme); asks with
+    ``panes.pending_bar`` (:attr:`bar`), reports in ``panes.status``.
 
-    ``bar``: the PendingSessionBar; ``show_settings(settings)``: called before settings from
-    a file are loaded, so that the views forget what was typed and show the new values.
+    ``settingsLoading(settings)`` comes just before settings from a file are loaded: the
+    views forget what was typed and show the new values.
     """
 
-    def __init__(self, session, preferences, *, bar, dialogs, status,
-                 show_settings: Callable, parent: QObject | None = None) -> None:
+    settingsLoading = Signal(object)
+
+    def __init__(self, session, preferences, panes, *, dialogs,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.preferences = preferences
-        self.bar = bar
+        self.bar = bar = panes.pending_bar
+        self.status = panes.status
         self.dialogs = dialogs
-        self.status = status
-        self._show_settings = show_settings
         self.session_path: Path | None = None
         self.pending: session_files.Loaded | None = None
         self.restored = False
@@ -135,7 +136,7 @@ class SessionFiles(QObject):
         return self.restored
 
     def _apply(self, settings) -> None:
-        self._show_settings(settings)
+        self.settingsLoading.emit(settings)
         self.session.load_settings(settings)
 
     # ---- a Function that waits for the user's click -----------------------------------------
