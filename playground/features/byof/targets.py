@@ -1,5 +1,6 @@
-"""What a target names and how to import it, without Qt: ``where[:Class]`` specs, a module
-imported with the file and line where it broke, a gallery Function's source for the editor."""
+"""What a target names and how to import it, without Qt: ``where[:Class]`` specs (parsed as
+session files parse them), a module imported with the file and line where it broke, a gallery
+Function's source for the editor."""
 
 from __future__ import annotations
 
@@ -13,24 +14,10 @@ import traceback
 from customgrad import loader
 from customgrad.errors import TargetError, format_traceback
 from customgrad.loader import Target
+from playground.state.session_files import is_file_spec, split_spec
 
 __all__ = ["class_line", "gallery_source", "import_module", "is_file_spec", "same_file",
            "split_spec"]
-
-
-def is_file_spec(spec: str) -> bool:
-    """True for ``path/to/file.py[:Class]`` (as :func:`customgrad.loader.resolve` decides)."""
-    where, _ = split_spec(spec)
-    return where.endswith(".py") or os.sep in where or "/" in where
-
-
-def split_spec(spec: str) -> tuple[str, str | None]:
-    """``where[:Class]`` -> (where, Class or None); a Windows drive letter is not a class."""
-    text = str(spec).strip()
-    head, sep, tail = text.rpartition(":")
-    if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
-        return head, tail
-    return text, None
 
 
 def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
