@@ -33,11 +33,11 @@ from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
 from playground.features.byof.inspection import InspectorLink
 from playground.features.byof.tab_windows import TabWindows
-from playground.features.byof.targets import class_line, import_module, is_file_spec, split_spec
+from playground.features.byof.targets import class_line, import_module, is_file_spec, split_target
 from playground.state import paths
 
 __all__ = ["Byof", "ask_import_path", "ask_open_file", "choose_function", "is_file_spec",
-           "split_spec"]
+           "split_target"]
 
 
 class Byof(QObject):
@@ -156,7 +156,7 @@ class Byof(QObject):
             return better
 
     def _recover(self, text: str, exc: TargetError) -> Target | None:
-        where, class_name = split_spec(text)
+        where, class_name = split_target(text)
         if is_file_spec(text):
             # the loader hands over the Functions it found: no second import of the file
             functions = exc.choices
@@ -204,7 +204,7 @@ class Byof(QObject):
         text = text.strip()
         if not text:
             return
-        where, class_name = split_spec(text)
+        where, class_name = split_target(text)
         if class_name is not None or is_file_spec(text):
             self.session.set_target(text)
             return

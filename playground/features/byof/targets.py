@@ -13,11 +13,11 @@ import traceback
 
 from customgrad import loader
 from customgrad.errors import TargetError, format_traceback
-from customgrad.loader import Target
-from playground.state.session_files import is_file_spec, split_spec
+from customgrad.loader import Target, split_target
+from playground.state.session_files import is_file_spec
 
 __all__ = ["class_line", "gallery_source", "import_module", "is_file_spec", "same_file",
-           "split_spec"]
+           "split_target"]
 
 
 def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
