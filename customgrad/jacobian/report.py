@@ -292,13 +292,13 @@ class Report:
     def _repr_html_(self) -> str:
         """Jupyter: the verdict, the block table and the three heatmaps (drawn by the
         playground when Qt is available, else the text in a ``<pre>``)."""
-        from customgrad.api import report_html
+        from customgrad.display import report_html
 
         return report_html(self)
 
     def _repr_png_(self) -> bytes | None:
         """Front ends without HTML: the three heatmaps as PNG (None without Qt)."""
-        from customgrad.api import report_png
+        from customgrad.display import report_png
 
         return report_png(self)
 

@@ -237,6 +237,10 @@ class CodeEditor(QPlainTextEdit):
             self._highlighter.setTheme(name)
         self._apply_style_colors()
 
+    def apply_code_style(self, name: str) -> None:
+        """What :func:`playground.views.theme.apply_theme` calls: the theme's code style."""
+        self.set_style(name)
+
     def _apply_style_colors(self) -> None:
         style = get_style_by_name(self._style_name)
         bg = _color(style.background_color) or QColor("#ffffff")

@@ -84,6 +84,27 @@ def example_entries(before, grad, after, count: int = EXAMPLES) -> list[tuple]:
     return rows
 
 
+def _examples(step_detail, name: str, optimizer: str, eta: float) -> str:
+    """The update worked through for the entries with the largest gradients (rich text)."""
+    if step_detail is None:
+        return ("<p><i>Take a step (S) with this tab open to see the gradient and the "
+                "update entry by entry.</i></p>")
+    lines = []
+    for index, before, grad, after in example_entries(step_detail.before, step_detail.grad,
+                                                      step_detail.after):
+        label = html.escape(_index_text(name, index))
+        if optimizer == "sgd":
+            lines.append(f"{label}: {_num(before)} − {_num(eta)} × {_num(grad)} = "
+                         f"<b>{_num(after)}</b>")
+        else:
+            lines.append(f"{label}: {_num(before)} → <b>{_num(after)}</b> (grad "
+                         f"{_num(grad)}, moved {_num(after - before)})")
+    if not lines:
+        return ""
+    return ("<p>The entries with the largest gradients:</p><p style="
+            "'font-family: monospace'>" + "<br>".join(lines) + "</p>")
+
+
 def explain(record, settings, function_name: str, name: str | None) -> dict[str, str]:
     """The texts of the explainer for ``record`` (rich text), for trained input ``name``."""
     loss_words = _LOSS_WORDS.get(settings.loss, settings.loss)
@@ -125,24 +146,7 @@ def explain(record, settings, function_name: str, name: str | None) -> dict[str,
             f"<p><b>3. Update.</b> The {html.escape(settings.optimizer)} optimizer moves each "
             f"entry against its gradient using running averages of earlier gradients, so the "
             f"move is not exactly η · grad (η = <b>{_num(eta)}</b>).</p>")
-    examples = ""
-    if step_detail is None:
-        examples = ("<p><i>Take a step (S) with this tab open to see the gradient and the "
-                    "update entry by entry.</i></p>")
-    else:
-        rows = example_entries(step_detail.before, step_detail.grad, step_detail.after)
-        lines = []
-        for index, before, grad, after in rows:
-            label = html.escape(_index_text(name, index))
-            if settings.optimizer == "sgd":
-                lines.append(f"{label}: {_num(before)} − {_num(eta)} × {_num(grad)} = "
-                             f"<b>{_num(after)}</b>")
-            else:
-                lines.append(f"{label}: {_num(before)} → <b>{_num(after)}</b> (grad "
-                             f"{_num(grad)}, moved {_num(after - before)})")
-        if lines:
-            examples = ("<p>The entries with the largest gradients:</p><p style="
-                        "'font-family: monospace'>" + "<br>".join(lines) + "</p>")
+    examples = _examples(step_detail, name, settings.optimizer, eta)
     # before the heatmap: loss and gradient; after it: the update
     return {"head": head, "body": "".join(parts), "before": "".join(parts[:2]),
             "after": "".join(parts[2:]), "examples": examples, "name": name}

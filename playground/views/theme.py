@@ -217,8 +217,6 @@ def _theme_argument(method, theme: Theme):
 
 def apply_theme(window: QWidget, name: str) -> Theme:
     """Switch the application, and everything in ``window``, to theme ``name``."""
-    from playground.views.code_editor import CodeEditor
-
     theme = get(name)
     app = QApplication.instance()
     if app.style().name().lower() != "fusion":
@@ -238,8 +236,8 @@ def apply_theme(window: QWidget, name: str) -> Theme:
         method = getattr(widget, "apply_theme", None)
         if callable(method):
             method(_theme_argument(method, theme))
-        elif isinstance(widget, CodeEditor):
-            widget.set_style(theme.code_style)
+        elif callable(getattr(widget, "apply_code_style", None)):  # a code editor
+            widget.apply_code_style(theme.code_style)
     # last: a style sheet fixes each widget's palette as it is at that moment
     if ours and sheet and app.styleSheet() != sheet:
         app.setStyleSheet(sheet)
