@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
@@ -225,12 +224,8 @@ class MainWindow(QMainWindow):
         self.loss_plot.clear_history()
 
     def _batch(self, batch) -> None:
-        if batch.records:
-            steps = np.fromiter((r.step for r in batch.records), dtype=np.float64,
-                                count=len(batch.records))
-            losses = np.fromiter((r.loss for r in batch.records), dtype=np.float64,
-                                 count=len(batch.records))
-            self.loss_plot.append(steps, losses)
+        if len(batch):
+            self.loss_plot.append(batch.steps, batch.losses)
 
     def _busy(self, busy: bool) -> None:
         self.status.showMessage("Preparing inputs…" if busy else "Ready", 0 if busy else 3000)

@@ -320,8 +320,8 @@ class Session(QObject):
             self._rebuild()
 
     def _on_batch(self, batch: Batch) -> None:
-        if batch.records:
-            self.last_record = batch.records[-1]
+        if len(batch):
+            self.last_record = batch.last
             self.step = self.last_record.step + 1
             self.last_loss = self.last_record.loss
         self.batchReady.emit(batch)

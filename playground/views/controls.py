@@ -155,8 +155,8 @@ class ControlsBar(QWidget):
         self._color_icons()
 
     def _batch(self, batch) -> None:
-        if batch.records:
-            record = batch.records[-1]
+        record = batch.last
+        if record is not None:
             self.step_label.setText(f"step {record.step + 1}")
             self.loss_label.setText(f"loss {_fmt(record.loss)}")
 

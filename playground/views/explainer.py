@@ -264,8 +264,8 @@ class StepExplainer(QWidget):
 
     # ---- session --------------------------------------------------------------------------
     def _batch(self, batch) -> None:
-        if batch.records:
-            self._record = batch.records[-1]
+        if len(batch):
+            self._record = batch.last
             self._schedule()
 
     def _target_changed(self, _target) -> None:
