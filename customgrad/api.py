@@ -1,23 +1,19 @@
-"""The Python API: :func:`check` a Function at your own tensors, and the report's notebook
-display.
+"""The Python API: :func:`check` a Function at your own tensors.
 
 ``check`` takes forward's actual arguments, exactly as ``apply`` takes them, and returns the
-:class:`~customgrad.jacobian.Report` the CLI prints. The heatmaps of a notebook display are
-drawn by the playground (Qt, offscreen), found by name at call time: this package never
-imports Qt, and without it a report shows as text.
+:class:`~customgrad.jacobian.Report` the CLI prints (its notebook display is
+:mod:`customgrad.display`'s).
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import importlib
 from collections.abc import Iterable
 
 import torch
 
 from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
+from customgrad.display import heatmaps_png, renderer, report_html, report_png
 from customgrad.errors import SpecError
 from customgrad.inputs import parse_dtype
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
@@ -27,8 +23,6 @@ from customgrad.loader import is_function, resolve
 #: backward, forward AD, batched gradients, undefined gradients, gradient dtypes and
 #: nondeterminism); by default gradcheck's: the Jacobian and undefined gradients
 CHECKS = subchecks.NAMES
-#: where the heatmaps are drawn (imported by name when first needed: it needs Qt)
-RENDERER = "playground.render"
 
 __all__ = ["CHECKS", "check", "heatmaps_png", "renderer", "report_html", "report_png"]
 
@@ -97,77 +91,3 @@ def _copy(value: object, dtype: torch.dtype | None) -> object:
     if dtype is not None and copy.is_floating_point():
         copy = copy.to(dtype)
     return copy
-
-
-# ------------------------------------------------------------------ notebook display
-
-
-def renderer():
-    """The playground's drawing module (:data:`RENDERER`), or why it cannot be had: a
-    sentence. Imported by name, so that this package never imports Qt itself."""
-    try:
-        return importlib.import_module(RENDERER)
-    except Exception as exc:  # no PySide6, a Qt that cannot load: the text still shows
-        return (f"drawing the heatmaps needs the playground's Qt, which cannot be imported "
-                f"here ({type(exc).__name__}: {exc})")
-
-
-def heatmaps_png(report: Report) -> tuple[bytes | None, str]:
-    """The three heatmaps as PNG bytes (drawn once per report, then cached), or None and
-    why not."""
-    cached = report._cache.get("png")
-    if cached is not None:
-        return cached
-    drawer = renderer()
-    if isinstance(drawer, str):
-        result: tuple[bytes | None, str] = (None, drawer)
-    else:
-        try:
-            result = (drawer.heatmaps_png(report), "")
-        except Exception as exc:
-            result = (None, f"the heatmaps could not be drawn ({type(exc).__name__}: {exc})")
-    report._cache["png"] = result
-    return result
-
-
-def report_png(report: Report) -> bytes | None:
-    """``Report._repr_png_``: the heatmaps, or None (the front end then shows the text)."""
-    return heatmaps_png(report)[0]
-
-
-_PASS_COLOUR, _FAIL_COLOUR = "#1b7a36", "#c0261c"  # the app's banner colours
-
-
-def report_html(report: Report) -> str:
-    """``Report._repr_html_``: the verdict line, the block table, the worst entry,
-    diagnoses and notes, and the three heatmaps as an inline PNG; without Qt, the CLI's
-    text in a ``<pre>`` and the reason the heatmaps are missing."""
-    png, why = heatmaps_png(report)
-    if png is None:
-        return (f"<div class='customgrad-report'><pre>{html.escape(report.text())}</pre>"
-                f"<p><i>{html.escape(why)}</i></p></div>")
-    e = html.escape
-    head = report.text().splitlines()[0]
-    colour = _PASS_COLOUR if report.passed else _FAIL_COLOUR
-    parts = [f"<div class='customgrad-report'><p style='color:{colour};font-weight:bold'>"
-             f"{e(head)}</p>"]
-    cells = "".join(f"<th>{e(h)}</th>" for h in ("block", "entries", "mismatches", "max abs",
-                                                  "max rel", ""))
-    rows = [f"<tr>{cells}</tr>"]
-    for b in report.blocks:
-        verdict = "ok" if b.passed else f"<b style='color:{_FAIL_COLOUR}'>MISMATCH</b>"
-        rows.append(f"<tr><td style='text-align:left'>{e(b.name)}</td><td>{b.size:,}</td>"
-                    f"<td>{b.mismatches:,}</td><td>{b.max_abs_error:.3g}</td>"
-                    f"<td>{b.max_rel_error:.3g}</td><td>{verdict}</td></tr>")
-    parts.append(f"<table>{''.join(rows)}</table>")
-    lines = [report.worst_line()] if report.worst is not None else []
-    lines += [f"diagnosis: {d}" for d in report.diagnoses]
-    lines += [f"check {c.name}: {c.status}: {c.detail}" for c in report.checks.values()
-              if c.name != "jacobian"]
-    lines += [f"note: {n}" for n in report.notes]
-    if lines:
-        parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>")
-    data = base64.b64encode(png).decode("ascii")
-    parts.append(f"<img src='data:image/png;base64,{data}' style='max-width:100%' "
-                 "alt='analytic, numerical and difference Jacobians as heatmaps'/></div>")
-    return "".join(parts)

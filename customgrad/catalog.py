@@ -1,64 +1,26 @@
-"""The gallery of example Functions: seeds, classics and find-the-bug twins."""
+"""The gallery of example Functions, as the CLI, the loader and the app read it: every entry
+in display order, and one by name.
+
+Entries are built in :mod:`customgrad.gallery`; what an entry is, in
+:mod:`customgrad.gallery.entry`. This module imports both; neither imports it.
+"""
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-from dataclasses import dataclass, field
-
-import torch
-
 from customgrad.errors import TargetError
+from customgrad.gallery import ENTRIES
+from customgrad.gallery.entry import CATEGORIES, CATEGORY_TITLES, GalleryEntry
 
-CATEGORIES = ("seed", "classic", "find-the-bug")
-#: what the CLI's list and the app's picker call each category (JSON gives both)
-CATEGORY_TITLES = {"seed": "From the lessons", "classic": "Classics (one ctx feature each)",
-                   "find-the-bug": "Find the bug"}
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One gallery Function with the defaults the lesson uses."""
-
-    name: str
-    title: str
-    category: str
-    function: type[torch.autograd.Function]
-    note: str
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    constants: dict[str, object] = field(default_factory=dict)
-    init: dict[str, str] = field(default_factory=dict)
-    trained: tuple[str, ...] | None = None
-    twin_of: str | None = None
-    correct: bool = True
-
-    @property
-    def defined(self) -> object:
-        """What the code view shows: the Function's class, or for a custom op the module
-        that defines it."""
-        return vars(self.function).get("__source_object__") or self.function
-
-    @property
-    def source(self) -> str:
-        """The Function's class source, for the code view."""
-        return textwrap.dedent(inspect.getsource(self.defined))
-
-    @property
-    def location(self) -> tuple[str, int]:
-        """(file, first line) of the Function's class."""
-        _, first = inspect.getsourcelines(self.defined)
-        return inspect.getsourcefile(self.defined) or "", max(first, 1)
+__all__ = ["CATEGORIES", "CATEGORY_TITLES", "GalleryEntry", "entries", "get"]
 
 
-def entries() -> list[Entry]:
+def entries() -> list[GalleryEntry]:
     """All gallery entries, in display order (by category, then as listed)."""
-    from customgrad.gallery import ENTRIES
-
     order = {c: i for i, c in enumerate(CATEGORIES)}
     return sorted(ENTRIES, key=lambda e: order[e.category])
 
 
-def get(name: str) -> Entry:
+def get(name: str) -> GalleryEntry:
     """The entry called ``name`` (case-insensitive); TargetError if none."""
     wanted = name.strip().lower()
     for entry in entries():

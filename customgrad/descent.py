@@ -231,6 +231,29 @@ class Descent:
         except BaseException as exc:
             raise_user_error(fn, "forward", exc)
         outs = (raw,) if type(raw) is torch.Tensor else normalize_outputs(fn, raw)
+        loss = self._total_loss(outs)
+        leaves = self._leaves
+        for leaf in leaves:
+            # a fresh gradient each step (not zeroed in place), so a record can keep it
+            leaf.grad = None
+        try:
+            loss.backward()
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:
+            raise_user_error(fn, "backward", exc)
+        value = loss.item()
+        grads = tuple([leaf.grad for leaf in leaves])
+        before = [leaf.detach().cpu().clone() for leaf in leaves] if self.keep_detail else None
+        self._update(leaves, grads)
+        record = self._record(value, grads, before)
+        self.step_count += 1
+        return record
+
+    def _total_loss(self, outs: tuple) -> torch.Tensor:
+        """The criterion summed over the differentiable outputs, each against its target;
+        SpecError if an output changed shape or their number changed since the start."""
+        fn = self.function
         targets = self.targets
         loss, count = None, 0
         for out in outs:
@@ -248,19 +271,10 @@ class Descent:
         if count != len(targets):
             raise SpecError(f"{fn.__name__} returned {count} differentiable outputs at step "
                             f"{self.step_count}, but {len(targets)} at the start.")
-        leaves = self._leaves
-        for leaf in leaves:
-            # a fresh gradient each step (not zeroed in place), so a record can keep it
-            leaf.grad = None
-        try:
-            loss.backward()
-        except PASS_THROUGH:
-            raise
-        except BaseException as exc:
-            raise_user_error(fn, "backward", exc)
-        value = loss.item()
-        grads = tuple([leaf.grad for leaf in leaves])
-        before = [leaf.detach().cpu().clone() for leaf in leaves] if self.keep_detail else None
+        return loss
+
+    def _update(self, leaves: tuple, grads: tuple) -> None:
+        """Move the trained inputs: plain SGD by hand (the seed's loop), else the optimizer."""
         if self._optimizer is None:
             lr = self._lr
             for leaf, grad in zip(leaves, grads):
@@ -269,19 +283,19 @@ class Descent:
         else:
             with torch.no_grad():
                 self._optimizer.step()
+
+    def _record(self, value: float, grads: tuple, before: list | None) -> StepRecord:
+        """The step's record: the loss, the gradients (their norms, or kept for later), and
+        before/after details when asked for."""
         detail = None
         if before is not None:
             detail = {name: StepDetail(b, _grad_copy(leaf), leaf.detach().cpu().clone())
-                      for name, b, leaf in zip(self.trained, before, leaves)}
+                      for name, b, leaf in zip(self.trained, before, self._leaves)}
         if self._lazy_norms:
-            record = StepRecord(self.step_count, value, None, self._lr, detail, grads,
-                                self._names)
-        else:
-            record = StepRecord(self.step_count, value,
-                                {name: _norm(g) for name, g in zip(self._names, grads)},
-                                self._lr, detail)
-        self.step_count += 1
-        return record
+            return StepRecord(self.step_count, value, None, self._lr, detail, grads, self._names)
+        return StepRecord(self.step_count, value,
+                          {name: _norm(g) for name, g in zip(self._names, grads)}, self._lr,
+                          detail)
 
     def run(self, steps: int):
         """Yield one StepRecord per step (a generator, so callers can stop between steps)."""

@@ -17,6 +17,7 @@ Torch only (no Qt): the app runs it on a worker thread and draws the :class:`Ins
 from __future__ import annotations
 
 import inspect as _inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -406,50 +407,57 @@ def _check_returned(result: Inspection, function: type, call: list, raw) -> None
             add(Surprise("not_tensor", f"backward returned {_article(type(g).__name__)} as the "
                          f"gradient of {param}; gradients must be tensors or None.", ERROR, pos))
             continue
-        if not wanted:
-            v.note = "discarded by autograd"
-            add(Surprise("unneeded_gradient",
-                         f"backward computed a gradient for {param}, but "
-                         f"ctx.needs_input_grad[{pos}] is False, so autograd throws it away "
-                         "(check ctx.needs_input_grad to skip that work).", NOTE, pos))
-        if g.device != arg.device:
-            v.note = "wrong device"
-            add(Surprise("device", f"backward returned the gradient of {param} on "
-                         f"{g.device}, but {param} is on {arg.device}: autograd refuses it.",
-                         ERROR, pos))
-            continue
-        if g.dtype != arg.dtype:
-            add(Surprise("dtype", f"backward returned the gradient of {param} as "
-                         f"{dtype_text(g.dtype)}, but {param} is {dtype_text(arg.dtype)}: "
-                         "autograd casts it silently; the check treats it as a bug.",
-                         ERROR, pos))
-        if g.shape != arg.shape:
-            try:
-                summed = g.sum_to_size(arg.shape)
-            except RuntimeError:
-                v.note = "wrong shape"
-                add(Surprise("wrong_shape",
-                             f"backward returned a gradient of shape {shape_text(tuple(g.shape))}"
-                             f" for {param}, whose shape is {shape_text(tuple(arg.shape))}: "
-                             "autograd refuses it.", ERROR, pos))
-                continue
-            v.final_shape = tuple(summed.shape)
-            v.note = f"autograd sums it to {shape_text(v.final_shape)}"
-            add(Surprise("summed",
-                         f"shape surprise: backward returns a {shape_text(tuple(g.shape))} "
-                         f"gradient for {param}; autograd sums it to {param}'s "
-                         f"{shape_text(tuple(arg.shape))}.", NOTE, pos))
-        else:
-            v.final_shape = tuple(g.shape)
-        if not v.finite:
-            add(Surprise("nan_gradient", f"backward's gradient for {param} contains NaN or Inf "
-                         "at these inputs.", WARNING, pos))
+        _check_tensor_gradient(v, param, pos, g, arg, wanted, add)
     if len(grads) < len(params) or any(g is not None for g in grads[len(params):]):
         count = len(grads)
         add(Surprise("count", f"backward returned {count} gradient{'s' if count != 1 else ''}, "
                      f"but forward takes {len(params)} argument"
                      f"{'s' if len(params) != 1 else ''} ({', '.join(params)}): return one per "
                      "argument, None for non-tensors.", ERROR))
+
+
+def _check_tensor_gradient(v: Value, param: str, pos: int, g: torch.Tensor, arg: torch.Tensor,
+                           wanted: bool, add: Callable[[Surprise], None]) -> None:
+    """The checks on a tensor gradient for a tensor argument: wanted at all, then device,
+    dtype, shape (summed by autograd, or refused) and finiteness; notes go on ``v``."""
+    if not wanted:
+        v.note = "discarded by autograd"
+        add(Surprise("unneeded_gradient",
+                     f"backward computed a gradient for {param}, but "
+                     f"ctx.needs_input_grad[{pos}] is False, so autograd throws it away "
+                     "(check ctx.needs_input_grad to skip that work).", NOTE, pos))
+    if g.device != arg.device:
+        v.note = "wrong device"
+        add(Surprise("device", f"backward returned the gradient of {param} on "
+                     f"{g.device}, but {param} is on {arg.device}: autograd refuses it.",
+                     ERROR, pos))
+        return
+    if g.dtype != arg.dtype:
+        add(Surprise("dtype", f"backward returned the gradient of {param} as "
+                     f"{dtype_text(g.dtype)}, but {param} is {dtype_text(arg.dtype)}: "
+                     "autograd casts it silently; the check treats it as a bug.",
+                     ERROR, pos))
+    if g.shape != arg.shape:
+        try:
+            summed = g.sum_to_size(arg.shape)
+        except RuntimeError:
+            v.note = "wrong shape"
+            add(Surprise("wrong_shape",
+                         f"backward returned a gradient of shape {shape_text(tuple(g.shape))}"
+                         f" for {param}, whose shape is {shape_text(tuple(arg.shape))}: "
+                         "autograd refuses it.", ERROR, pos))
+            return
+        v.final_shape = tuple(summed.shape)
+        v.note = f"autograd sums it to {shape_text(v.final_shape)}"
+        add(Surprise("summed",
+                     f"shape surprise: backward returns a {shape_text(tuple(g.shape))} "
+                     f"gradient for {param}; autograd sums it to {param}'s "
+                     f"{shape_text(tuple(arg.shape))}.", NOTE, pos))
+    else:
+        v.final_shape = tuple(g.shape)
+    if not v.finite:
+        add(Surprise("nan_gradient", f"backward's gradient for {param} contains NaN or Inf "
+                     "at these inputs.", WARNING, pos))
 
 
 __all__ = ["ERROR", "NOTE", "VALUES_LIMIT", "WARNING", "Inspection",

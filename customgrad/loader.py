@@ -31,7 +31,7 @@ class Target:
     spec: str
     function: type[torch.autograd.Function]
     label: str
-    entry: catalog.Entry | None = None
+    entry: catalog.GalleryEntry | None = None
     file: str | None = None
     #: the text that was run, for a Function loaded from a file (so that another process
     #: can load the very same code even if the file changed since)
@@ -156,26 +156,48 @@ def _pick(functions: list[type], class_name: str | None, where: str, path: str |
 _OP_NAME = re.compile(r"(?:^|:)([A-Za-z_]\w*::[A-Za-z_]\w*(?:\.\w+)?)$")
 
 
-def _op_target(text: str) -> Target | None:
-    """``[path/to/file.py:|package.module:]mylib::myop``: a torch.library custom op, found
-    after running what defines it; None if ``text`` names no op."""
+def split_target(spec: str) -> tuple[str, str | None]:
+    """A TARGET string as ``(where, name)``, without importing or reading anything.
+
+    ``name`` is what follows the last ``:`` when it is a Python identifier (a class), or a
+    torch.library op's qualified name ``ns::op[.overload]`` (it holds ``::``); None when the
+    target names neither. ``where`` is the rest: a file, a module, a gallery name, or "" for a
+    bare op. The text is stripped first; a one-letter head is a Windows drive, not a module::
+
+        "killhead"            -> ("killhead", None)
+        "dir/file.py"         -> ("dir/file.py", None)
+        "dir/file.py:MyFn"    -> ("dir/file.py", "MyFn")
+        "pkg.module:MyFn"     -> ("pkg.module", "MyFn")
+        "mylib::myop"         -> ("", "mylib::myop")
+        "dir/file.py:mylib::myop" -> ("dir/file.py", "mylib::myop")
+        "pkg.module:mylib::myop"  -> ("pkg.module", "mylib::myop")
+        "C:\\dir\\file.py:MyFn" -> ("C:\\dir\\file.py", "MyFn");  "C:MyFn" -> ("C:MyFn", None)
+    """
+    text = str(spec).strip()
     match = _OP_NAME.search(text)
-    if match is None:
-        return None
-    qualname = match.group(1)
-    where = text[:match.start(1)].rstrip(":")
+    if match is not None:
+        return text[:match.start(1)].rstrip(":"), match.group(1)
+    head, sep, tail = text.rpartition(":")
+    if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
+        return head, tail
+    return text, None
+
+
+def is_file_target(where: str) -> bool:
+    """True when the ``where`` of :func:`split_target` names a file (``.py``, or a path
+    separator in it), False for a module or gallery name."""
+    return where.endswith(".py") or os.sep in where or "/" in where
+
+
+def _op_target(text: str, where: str, qualname: str) -> Target:
+    """``[path/to/file.py:|package.module:]mylib::myop``: a torch.library custom op, found
+    after running what defines it."""
     file = None
-    if where.endswith(".py") or os.sep in where or "/" in where:
+    if is_file_target(where):
         module = load_file(where, None)
         file = os.path.abspath(where)
     elif where:
-        try:
-            module = run_module_code(lambda: importlib.import_module(where), where)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
-                              details=format_traceback(exc)) from None
+        module = _import(where)
     else:
         module = None
     op = op_by_name(qualname)
@@ -184,11 +206,15 @@ def _op_target(text: str) -> Target | None:
                   code=getattr(module, "__source__", None))
 
 
-def _split(spec: str) -> tuple[str, str | None]:
-    head, sep, tail = spec.rpartition(":")
-    if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
-        return head, tail
-    return spec, None
+def _import(where: str):
+    """The module ``where``, imported as user code; TargetError naming what went wrong."""
+    try:
+        return run_module_code(lambda: importlib.import_module(where), where)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
+                          details=format_traceback(exc)) from None
 
 
 def resolve(spec: str, code: str | None = None) -> Target:
@@ -199,24 +225,17 @@ def resolve(spec: str, code: str | None = None) -> Target:
     text = str(spec).strip()
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
-    op = _op_target(text)
-    if op is not None:
-        return op
-    where, class_name = _split(text)
-    if where.endswith(".py") or os.sep in where or "/" in where:
+    where, class_name = split_target(text)
+    if class_name is not None and "::" in class_name:
+        return _op_target(text, where, class_name)
+    if is_file_target(where):
         module = load_file(where, code)
         path = os.path.abspath(where)
         cls = _pick(functions_in(module), class_name, os.path.basename(where), path)
         return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path,
                       code=module.__source__)
     if class_name is not None:
-        try:
-            module = run_module_code(lambda: importlib.import_module(where), where)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
-                              details=format_traceback(exc)) from None
+        module = _import(where)
         obj = getattr(module, class_name, None)
         if obj is None:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")

@@ -33,37 +33,21 @@ class Settings:
     memory_cap: int = MEMORY_CAP
 
     def validate(self) -> None:
-        """SpecError naming the first invalid scalar field."""
-        if self.dtype not in ("float32", "float64"):
-            raise SpecError(f"dtype {self.dtype!r} is not supported; use float32 or float64.",
-                            field="dtype")
-        if self.loss not in LOSSES:
-            raise SpecError(f"loss {self.loss!r} is unknown; use {', '.join(LOSSES)}.",
-                            field="loss")
-        if self.optimizer not in OPTIMIZERS:
-            raise SpecError(f"optimizer {self.optimizer!r} is unknown; use "
-                            f"{', '.join(OPTIMIZERS)}.", field="optimizer")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not \
-                0 <= self.seed < 2**63:
-            raise SpecError(f"seed must be a whole number >= 0, not {self.seed!r}.",
-                            field="seed")
-        if not isinstance(self.steps, int) or self.steps < 0:
-            raise SpecError(f"steps must be a whole number >= 0, not {self.steps!r}.",
-                            field="steps")
-        if not isinstance(self.check_every, int) or self.check_every < 0:
-            raise SpecError(f"check_every must be a whole number >= 0, not "
-                            f"{self.check_every!r}.", field="check_every")
-        if not isinstance(self.memory_cap, int) or self.memory_cap <= 0:
-            raise SpecError(f"memory_cap must be a positive number of bytes, not "
-                            f"{self.memory_cap!r}.", field="memory_cap")
-        for name in ("lr", "eps"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise SpecError(f"{name} must be a positive number, not {value!r}.", field=name)
-        for name in ("atol", "rtol"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise SpecError(f"{name} must be a number >= 0, not {value!r}.", field=name)
+        """SpecError naming the first invalid scalar field (see :meth:`check_field`)."""
+        for name, rule in _RULES.items():
+            problem = rule(name, getattr(self, name))
+            if problem is not None:
+                raise SpecError(problem, field=name)
+
+    @staticmethod
+    def check_field(name: str, value: object) -> str | None:
+        """What is wrong with ``value`` as setting ``name``, in words, or None where it is
+        fine (or the field has no rule of its own). The one rule per field: :meth:`validate`
+        raises these messages, and the app's fields show them as the user types."""
+        if name not in _FIELDS:
+            raise ValueError(f"Settings has no field {name!r}")
+        rule = _RULES.get(name)
+        return None if rule is None else rule(name, value)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,3 +87,54 @@ class Settings:
                 setattr(settings, key, previous)
                 problems.append(f"{exc} Default used.")
         return settings, problems
+
+
+# ---------------------------------------------------------------------- rules, one per field
+
+
+def _choice(options: tuple[str, ...], verdict: str = "is unknown", joiner: str = ", "):
+    def rule(name: str, value: object) -> str | None:
+        if value in options:
+            return None
+        return f"{name} {value!r} {verdict}; use {joiner.join(options)}."
+    return rule
+
+
+def _whole(what: str, minimum: int, limit: int | None = None):
+    def rule(name: str, value: object) -> str | None:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= minimum \
+                and (limit is None or value < limit):
+            return None
+        return f"{name} must be {what}, not {value!r}."
+    return rule
+
+
+def _number(positive: bool):
+    def rule(name: str, value: object) -> str | None:
+        if not isinstance(value, (int, float)):
+            return f"{name} must be a number, not {value!r}."
+        if not math.isfinite(value):
+            return f"{name} must be a finite number, not {value!r}."
+        if positive and not value > 0:
+            return f"{name} must be a positive number (greater than 0), not {value!r}."
+        if not positive and value < 0:
+            return f"{name} must be a number >= 0, not {value!r}."
+        return None
+    return rule
+
+
+_FIELDS = frozenset(f.name for f in fields(Settings))
+#: in the order :meth:`Settings.validate` checks them
+_RULES = {
+    "dtype": _choice(("float32", "float64"), "is not supported", " or "),
+    "loss": _choice(LOSSES),
+    "optimizer": _choice(OPTIMIZERS),
+    "seed": _whole("a whole number >= 0", 0, 2**63),
+    "steps": _whole("a whole number >= 0", 0),
+    "check_every": _whole("a whole number >= 0", 0),
+    "memory_cap": _whole("a positive number of bytes", 1),
+    "lr": _number(positive=True),
+    "eps": _number(positive=True),
+    "atol": _number(positive=False),
+    "rtol": _number(positive=False),
+}

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import torch
 
-from customgrad import api
+from customgrad import display
 from customgrad.api import check
 from customgrad.jacobian import Report
 
@@ -56,7 +56,7 @@ def failure_message(report: Report, save: str | os.PathLike | None = None) -> st
 
 
 def _save(report: Report, path: str | os.PathLike) -> str:
-    renderer = api.renderer()
+    renderer = display.renderer()
     if isinstance(renderer, str):
         return f"heatmaps not saved to {os.fspath(path)}: {renderer}."
     try:

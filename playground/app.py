@@ -130,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.session:
             room.open_session(args.session)
         if args.theme:
-            room.set_theme(args.theme, remember=not shot)
+            room.preferences.set_theme(args.theme, remember=not shot)
         if args.zoom:
-            room.set_zoom(args.zoom, remember=not shot)
+            room.preferences.set_zoom(args.zoom, remember=not shot)
         if args.target or not (args.session or room.restored):
             session.set_target(args.target or "killhead")
         if args.tab == "step":
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     window.resize(min(1440, room_on_screen.width()), min(900, room_on_screen.height()))
     window.show()
     if args.present:
-        room.set_presentation(True)
+        room.presentation.set_presentation(True)
     _release_after_show(session, window)
     return app.exec()
 
@@ -226,7 +226,7 @@ def _screenshot(app, window, session, args, start) -> int:
     window.resize(width, height)
     window.show()
     if args.present:
-        window.classroom.set_presentation(True, fullscreen=False)
+        window.classroom.presentation.set_presentation(True, fullscreen=False)
     if (window.width(), window.height()) != (width, height):
         sys.stderr.write(f"autograd-playground: note: --size {width}x{height} is below the "
                          f"window's minimum; the screenshot is {window.width()}x"

@@ -1,7 +1,7 @@
 """The three heatmaps of a report drawn offscreen, as PNG: for notebooks, ``save=`` of
 ``customgrad.testing.assert_backward`` and scripts.
 
-The drawing is the app's own: a :class:`~playground.views.jacobian_view.JacobianView` that never
+The drawing is the app's own: a :class:`~playground.views.jacobian.JacobianView` that never
 shows on screen lays the report out (block lines, mismatches outlined, the worst entry
 circled, big matrices pooled to the picture's size), and the heatmaps with their colour bars
 are written by the app's export (:func:`playground.views.export.export_item`).
@@ -50,7 +50,7 @@ def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SI
         raise ValueError("the report did not keep its matrices (keep=False): nothing to draw")
     _application()
     from playground.views.export import export_item
-    from playground.views.jacobian_view import JacobianView
+    from playground.views.jacobian import JacobianView
     from playground.views.pacing import release_all
 
     view = JacobianView()

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 LINT = ("import sys; from importlinter.cli import lint_imports; "
         "sys.exit(lint_imports(no_cache=True))")
@@ -71,6 +73,21 @@ def test_a_view_starting_a_worker_breaks_its_contract(tmp_path):
     assert "playground.views is not allowed to import playground.workers" in proc.stdout
 
 
+@pytest.mark.parametrize("module, statement, message", [
+    ("views/loss_plot/plot.py", "import playground.views.jacobian.words  # noqa",
+     "playground.views.loss_plot is not allowed to import playground.views.jacobian"),
+    ("views/fonts.py", "import playground.views.picker  # noqa",
+     "playground.views.fonts is not allowed to import playground.views.picker"),
+], ids=["pane-imports-a-pane", "helper-imports-a-pane"])
+def test_panes_stay_independent_and_helpers_never_import_a_pane(tmp_path, module, statement,
+                                                                 message):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / module, statement)
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert message in " ".join(proc.stdout.split())
+
+
 def test_engine_imports_without_qt_modules():
     code = ("import sys, customgrad.cli, customgrad.problem, customgrad.jacobian; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
@@ -79,3 +96,36 @@ def test_engine_imports_without_qt_modules():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def import_cycles(*packages: str) -> list[tuple[str, str]]:
+    """Pairs of modules that import each other, directly or through others (imports under
+    ``TYPE_CHECKING`` left out: they never run)."""
+    import grimp
+
+    graph = grimp.build_graph(*packages, exclude_type_checking_imports=True, cache_dir=None)
+    found = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if graph.chain_exists(importer=imported, imported=module):
+                found.add(tuple(sorted((module, imported))))
+    return sorted(found)
+
+
+def test_no_import_cycles():
+    assert import_cycles("customgrad", "playground") == []
+
+
+def test_the_cycle_check_finds_one_through_a_lazy_import(tmp_path, monkeypatch):
+    package = tmp_path / "cyclic_pkg_xyz"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cyclic_pkg_xyz import b, d\n")  # d: types only
+    (package / "b.py").write_text("def later():\n    from cyclic_pkg_xyz import c\n")
+    (package / "c.py").write_text("import cyclic_pkg_xyz.a\n")
+    (package / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                  "    from cyclic_pkg_xyz import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("cyclic_pkg_xyz") == [
+        ("cyclic_pkg_xyz.a", "cyclic_pkg_xyz.b"), ("cyclic_pkg_xyz.a", "cyclic_pkg_xyz.c"),
+        ("cyclic_pkg_xyz.b", "cyclic_pkg_xyz.c")]

@@ -2,7 +2,6 @@
 
 import torch
 
-from customgrad.catalog import Entry
 from customgrad.gallery.bugs import (
     KillHeadBuggy,
     LinearFunctionBuggy,
@@ -22,6 +21,7 @@ from customgrad.gallery.classic import (
     Softmax,
     Sort,
 )
+from customgrad.gallery.entry import GalleryEntry
 from customgrad.gallery.seeds import (
     FunctionalLinear,
     KillHead,
@@ -34,8 +34,8 @@ from customgrad.gallery.seeds import (
 
 __all__ = ["ENTRIES", "MyOwnLayer"]
 
-SEEDS: list[Entry] = [
-    Entry(
+SEEDS: list[GalleryEntry] = [
+    GalleryEntry(
         name="killhead",
         title="KillHead",
         category="seed",
@@ -50,7 +50,7 @@ SEEDS: list[Entry] = [
         init={"input": "normal"},
         trained=("input",),
     ),
-    Entry(
+    GalleryEntry(
         name="abs_uv",
         title="|u v| (the seed's Something)",
         category="seed",
@@ -64,7 +64,7 @@ SEEDS: list[Entry] = [
         shapes={"input1": (3, 8), "input2": (3, 8)},
         init={"input1": "normal", "input2": "normal"},
     ),
-    Entry(
+    GalleryEntry(
         name="functional_linear",
         title="FunctionalLinear",
         category="seed",
@@ -80,7 +80,7 @@ SEEDS: list[Entry] = [
         init={"input": "normal", "weight": "uniform(-0.5,0.5)", "bias": "uniform(-0.5,0.5)"},
         trained=("weight", "bias"),
     ),
-    Entry(
+    GalleryEntry(
         name="linear",
         title="LinearFunction",
         category="seed",
@@ -95,7 +95,7 @@ SEEDS: list[Entry] = [
         init={"input": "normal", "weight": "uniform(-0.5,0.5)", "bias": "uniform(-0.5,0.5)"},
         trained=("weight", "bias"),
     ),
-    Entry(
+    GalleryEntry(
         name="mulconstant",
         title="MulConstant",
         category="seed",
@@ -108,7 +108,7 @@ SEEDS: list[Entry] = [
         shapes={"tensor": (3, 8)},
         constants={"constant": 2.5},
     ),
-    Entry(
+    GalleryEntry(
         name="mulconstant_nomat",
         title="MulConstant with set_materialize_grads(False)",
         category="seed",
@@ -124,8 +124,8 @@ SEEDS: list[Entry] = [
     ),
 ]
 
-CLASSICS: list[Entry] = [
-    Entry(
+CLASSICS: list[GalleryEntry] = [
+    GalleryEntry(
         name="exp",
         title="Exp (saves its output)",
         category="classic",
@@ -138,7 +138,7 @@ CLASSICS: list[Entry] = [
         shapes={"x": (3, 8)},
         init={"x": "uniform(-1,1)"},
     ),
-    Entry(
+    GalleryEntry(
         name="sigmoid",
         title="Sigmoid (saves its output)",
         category="classic",
@@ -150,7 +150,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 8)},
     ),
-    Entry(
+    GalleryEntry(
         name="sincos",
         title="SinCos (two outputs)",
         category="classic",
@@ -162,7 +162,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 8)},
     ),
-    Entry(
+    GalleryEntry(
         name="sort",
         title="Sort (non-differentiable indices)",
         category="classic",
@@ -176,7 +176,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 6)},
     ),
-    Entry(
+    GalleryEntry(
         name="relu_inplace",
         title="ReLU in place (mark_dirty)",
         category="classic",
@@ -189,7 +189,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 8)},
     ),
-    Entry(
+    GalleryEntry(
         name="numpy_tanh",
         title="Tanh in NumPy",
         category="classic",
@@ -202,7 +202,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 8)},
     ),
-    Entry(
+    GalleryEntry(
         name="cube_newstyle",
         title="Cube (new style: setup_context, vmap)",
         category="classic",
@@ -217,7 +217,7 @@ CLASSICS: list[Entry] = [
         shapes={"x": (3, 8)},
         init={"x": "uniform(-1,1)"},
     ),
-    Entry(
+    GalleryEntry(
         name="softmax",
         title="Softmax (coupled outputs)",
         category="classic",
@@ -230,7 +230,7 @@ CLASSICS: list[Entry] = [
         ),
         shapes={"x": (3, 5)},
     ),
-    Entry(
+    GalleryEntry(
         name="ste_sign",
         title="Sign, straight-through",
         category="classic",
@@ -248,8 +248,8 @@ CLASSICS: list[Entry] = [
     ),
 ]
 
-BUGS: list[Entry] = [
-    Entry(
+BUGS: list[GalleryEntry] = [
+    GalleryEntry(
         name="killhead_bug",
         title="KillHead (find the bug)",
         category="find-the-bug",
@@ -265,7 +265,7 @@ BUGS: list[Entry] = [
         twin_of="killhead",
         correct=False,
     ),
-    Entry(
+    GalleryEntry(
         name="mulconstant_bug",
         title="MulConstant (find the bug)",
         category="find-the-bug",
@@ -279,7 +279,7 @@ BUGS: list[Entry] = [
         twin_of="mulconstant",
         correct=False,
     ),
-    Entry(
+    GalleryEntry(
         name="abs_uv_bug",
         title="|u v| (find the bug)",
         category="find-the-bug",
@@ -293,7 +293,7 @@ BUGS: list[Entry] = [
         twin_of="abs_uv",
         correct=False,
     ),
-    Entry(
+    GalleryEntry(
         name="linear_bug",
         title="LinearFunction (find the bug)",
         category="find-the-bug",
@@ -308,7 +308,7 @@ BUGS: list[Entry] = [
         twin_of="linear",
         correct=False,
     ),
-    Entry(
+    GalleryEntry(
         name="softmax_bug",
         title="Softmax (find the bug)",
         category="find-the-bug",
@@ -321,7 +321,7 @@ BUGS: list[Entry] = [
         twin_of="softmax",
         correct=False,
     ),
-    Entry(
+    GalleryEntry(
         name="sigmoid_bug",
         title="Sigmoid (find the bug)",
         category="find-the-bug",
@@ -336,7 +336,7 @@ BUGS: list[Entry] = [
     ),
 ]
 
-def _custom_ops() -> list[Entry]:
+def _custom_ops() -> list[GalleryEntry]:
     """The torch.library custom-op pair (torch 2.4 and newer: torch.library.custom_op)."""
     if not hasattr(torch.library, "custom_op"):
         return []
@@ -344,7 +344,7 @@ def _custom_ops() -> list[Entry]:
     from customgrad.gallery import op_sin, op_sin_bug
 
     return [
-        Entry(
+        GalleryEntry(
             name="sin_op",
             title="sin as a torch.library custom op",
             category="classic",
@@ -357,7 +357,7 @@ def _custom_ops() -> list[Entry]:
             ),
             shapes={"x": (3, 8)},
         ),
-        Entry(
+        GalleryEntry(
             name="sin_op_bug",
             title="sin custom op (find the bug)",
             category="find-the-bug",
@@ -374,4 +374,4 @@ def _custom_ops() -> list[Entry]:
     ]
 
 
-ENTRIES: list[Entry] = SEEDS + CLASSICS + BUGS + _custom_ops()
+ENTRIES: list[GalleryEntry] = SEEDS + CLASSICS + BUGS + _custom_ops()

@@ -1,11 +1,32 @@
-"""Preferences that are plain values: the zoom steps and their limits (the view applies the
-zoom to fonts; session files check a stored zoom against these)."""
+"""Preferences: the zoom, the theme and presentation mode's choices, remembered between runs.
+
+The zoom steps and their limits are plain values (the views apply a zoom to fonts; session
+files check a stored zoom against these). :class:`Preferences` holds the current zoom, theme,
+presentation flag and the panels presentation mode hides: the classroom's menus edit it, and
+what shows them follows its signals. It also keeps where the user left the splitters and
+whether the verdict's details are shown. Everything remembered goes to ``classroom.ini`` in
+the config folder (the file name of earlier versions: their settings still apply).
+"""
 
 from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
+
+from playground.state import paths
 
 #: zoom levels the menu and Ctrl+wheel step through (percent of the base font)
 STEPS = (50, 67, 75, 80, 90, 100, 110, 125, 150, 175, 200, 250, 300)
 MIN, MAX = STEPS[0], STEPS[-1]
+
+#: panels presentation mode can hide: key -> menu text
+PANELS = {
+    "picker": "Function picker and inputs",
+    "code": "Code and Step tabs",
+    "loss": "Loss plot",
+    "heatmaps": "Jacobian heatmaps",
+    "status": "Status bar",
+}
+DEFAULT_HIDDEN = ("picker", "code", "status")
 
 
 def clamp(percent: float) -> int:
@@ -18,3 +39,123 @@ def step_zoom(percent: int, direction: int) -> int:
     if direction > 0:
         return next((s for s in STEPS if s > percent), MAX)
     return next((s for s in reversed(STEPS) if s < percent), MIN)
+
+
+def _truthy(value) -> bool:
+    """A bool QSettings read back (an INI file gives "true"/"false" strings)."""
+    return value is True or str(value).lower() in ("true", "1")
+
+
+class Preferences(QObject):
+    """Zoom, theme and presentation mode, with a signal for each change.
+
+    ``zoomChanged`` and ``themeChanged`` come on every set, also to the value there was (the
+    window applies it again, and says so in the status bar); ``viewChosen`` follows when the
+    user chose it (``remember=True``): it is kept for the next start, and a session that
+    records the view wants saving.
+    """
+
+    zoomChanged = Signal(int)
+    themeChanged = Signal(str)
+    viewChosen = Signal()
+    presentingChanged = Signal(bool)
+    hiddenPanelsChanged = Signal()
+
+    def __init__(self, store: QSettings | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        #: where the preferences are remembered
+        self.store = store or QSettings(str(paths.config_dir() / "classroom.ini"),
+                                        QSettings.Format.IniFormat)
+        self.zoom = 100
+        self.theme = "light"
+        self.presenting = False
+        self.hidden_panels: set[str] = set(self._stored_panels())
+
+    # ---- zoom and theme ---------------------------------------------------------------------
+    def set_zoom(self, percent: float, remember: bool = True) -> int:
+        """Every pane at ``percent`` % of the start font size (50-300); the zoom set."""
+        self.zoom = clamp(percent)
+        if remember:
+            self._keep("view/zoom", self.zoom)
+        self.zoomChanged.emit(self.zoom)
+        if remember:
+            self.viewChosen.emit()
+        return self.zoom
+
+    def zoom_by(self, direction: int) -> int:
+        """One zoom step up (direction > 0) or down."""
+        return self.set_zoom(step_zoom(self.zoom, direction))
+
+    def set_theme(self, name: str, remember: bool = True) -> str:
+        """Theme ``name`` (light, dark, high-contrast)."""
+        self.theme = name
+        if remember:
+            self._keep("view/theme", name)
+        self.themeChanged.emit(name)
+        if remember:
+            self.viewChosen.emit()
+        return name
+
+    def remembered_zoom(self) -> float:
+        """The zoom of the last run (100 when there is none, or it is not a number)."""
+        try:
+            return float(self.store.value("view/zoom", 100))
+        except (TypeError, ValueError):
+            return 100
+
+    def remembered_theme(self, known=()) -> str:
+        """The theme of the last run, if it is one of ``known``; else light."""
+        name = self.store.value("view/theme", "light")
+        return name if name in known else "light"
+
+    # ---- presentation -----------------------------------------------------------------------
+    def set_presenting(self, on: bool) -> None:
+        self.presenting = bool(on)
+        self.presentingChanged.emit(self.presenting)
+
+    def set_panel_hidden(self, key: str, hidden: bool) -> None:
+        """Whether presentation mode hides panel ``key`` (one of PANELS); remembered."""
+        if hidden:
+            self.hidden_panels.add(key)
+        else:
+            self.hidden_panels.discard(key)
+        self._keep("presentation/hidden", ",".join(sorted(self.hidden_panels)))
+        self.hiddenPanelsChanged.emit()
+
+    def _stored_panels(self) -> list[str]:
+        value = self.store.value("presentation/hidden", None)
+        if value is None:
+            return list(DEFAULT_HIDDEN)
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        return [v for v in value if v in PANELS]
+
+    # ---- layout -----------------------------------------------------------------------------
+    def splitter_state(self, name: str) -> QByteArray | None:
+        """Where the user left splitter ``name`` (None: nowhere remembered)."""
+        state = self.store.value(f"layout/{name}")
+        return state if isinstance(state, QByteArray) and not state.isEmpty() else None
+
+    def area_user_set(self) -> bool:
+        """Whether the user had moved the main area's splitter."""
+        return _truthy(self.store.value("layout/area_set", False))
+
+    def remember_layout(self, states: dict[str, QByteArray], area_user_set: bool) -> None:
+        for name, state in states.items():
+            self.store.setValue(f"layout/{name}", state)
+        self._keep("layout/area_set", area_user_set)
+
+    def forget_layout(self) -> None:
+        self.store.remove("layout")
+        self.store.sync()
+
+    def details_shown(self) -> bool:
+        """Whether the verdict's details were shown last time."""
+        return _truthy(self.store.value("view/jacobian_details", False))
+
+    def remember_details(self, shown: bool) -> None:
+        self._keep("view/jacobian_details", shown)
+
+    def _keep(self, key: str, value) -> None:
+        self.store.setValue(key, value)
+        self.store.sync()

@@ -32,6 +32,30 @@ _REBUILD = {"target", "shapes", "constants", "init", "trained", "dtype", "device
             "loss", "optimizer", "memory_cap"}
 
 
+def carried_over(old: Settings, spec: str, params: set[str],
+                 keep: bool) -> tuple[Settings, set[str]]:
+    """``old`` for the target ``spec`` whose forward takes ``params``: its shapes, constants,
+    init and trained flags kept (when ``keep``) for the parameters that remain; and the names
+    dropped."""
+    new = copy.deepcopy(old)
+    new.target = spec
+    dropped: set[str] = set()
+    for table in ("shapes", "constants", "init", "trained"):
+        values = getattr(old, table) if keep else {}
+        setattr(new, table, {k: v for k, v in values.items() if k in params})
+        dropped |= set(values) - params
+    return new, dropped
+
+
+def _wait_or_interrupt(ctrl: LoopControl, done, wait: float) -> None:
+    """Wait up to ``wait`` seconds for ``done()``; then interrupt the loop if it started."""
+    deadline = time.perf_counter() + wait
+    while not done() and time.perf_counter() < deadline:
+        time.sleep(0.005)
+    if not done() and ctrl.started:
+        ctrl.interrupt()
+
+
 class Session(QObject):
     """Owns the settings and orchestrates build -> Jacobian -> descent."""
 
@@ -96,19 +120,12 @@ class Session(QObject):
             return
         if keep is None:
             keep = self.target is not None and self.target.spec == target.spec
-        old = self.settings
-        new = copy.deepcopy(old)
-        new.target = target.spec
-        dropped: set[str] = set()
         try:
             params = {p.name for p in forward_parameters(target.function)}
         except CustomGradError as exc:
             self.errorRaised.emit(exc)
             return
-        for table in ("shapes", "constants", "init", "trained"):
-            values = getattr(old, table) if keep else {}
-            setattr(new, table, {k: v for k, v in values.items() if k in params})
-            dropped |= set(values) - params
+        new, dropped = carried_over(self.settings, target.spec, params, keep)
         if dropped:
             self.notice.emit(f"Reset to defaults: {', '.join(sorted(dropped))} (no longer "
                              f"parameters of {target.function.__name__}.forward).")
@@ -303,8 +320,8 @@ class Session(QObject):
             self._rebuild()
 
     def _on_batch(self, batch: Batch) -> None:
-        if batch.records:
-            self.last_record = batch.records[-1]
+        if len(batch):
+            self.last_record = batch.last
             self.step = self.last_record.step + 1
             self.last_loss = self.last_record.loss
         self.batchReady.emit(batch)
@@ -353,19 +370,12 @@ class Session(QObject):
                 except (RuntimeError, TypeError):
                     pass
             if wait:
-                self._wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
+                _wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
             else:
                 QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
         self.descent_worker = None
         if was_running:
             self.runningChanged.emit(False)
-
-    def _wait_or_interrupt(self, ctrl, done, wait: float) -> None:
-        deadline = time.perf_counter() + wait
-        while not done() and time.perf_counter() < deadline:
-            time.sleep(0.005)
-        if not done() and ctrl.started:
-            ctrl.interrupt()
 
     # ---- Jacobian ---------------------------------------------------------------------------
     def check_now(self) -> None:

@@ -17,11 +17,12 @@ from pathlib import Path
 from customgrad import catalog
 from customgrad.errors import SpecError, TargetError
 from customgrad.inputs import format_shape, parse_shape
+from customgrad.loader import is_file_target, split_target
 from customgrad.settings import Settings
 from playground.state import paths, preferences
 
-__all__ = ["FORMAT", "VERSION", "FunctionRef", "Loaded", "classify", "last_session_path",
-           "make", "read", "write", "write_editor_source"]
+__all__ = ["FORMAT", "VERSION", "FunctionRef", "Loaded", "classify", "is_file_spec",
+           "last_session_path", "make", "read", "write", "write_editor_source"]
 
 FORMAT = "autograd-playground-session"
 VERSION = 1
@@ -33,12 +34,9 @@ def last_session_path() -> Path:
     return paths.config_dir() / "last-session.json"
 
 
-def _split(spec: str) -> tuple[str, str | None]:
-    """``path:Class`` -> (path, Class), like the loader, without importing anything."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and tail and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):
-        return head, tail
-    return spec, None
+def is_file_spec(spec: str) -> bool:
+    """True for ``path/to/file.py[:Class]`` (as :func:`customgrad.loader.resolve` decides)."""
+    return is_file_target(split_target(spec)[0])
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -51,8 +49,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def classify(spec: str) -> str:
     """catalog, file, editor (a file in the editor's folder), import, or unknown."""
-    where, class_name = _split(str(spec).strip())
-    if where.endswith(".py") or os.sep in where or "/" in where:
+    where, class_name = split_target(spec)
+    if is_file_spec(spec):
         return "editor" if _inside(Path(where), paths.editor_dir()) else "file"
     if class_name is not None:
         return "import"
@@ -80,18 +78,18 @@ class FunctionRef:
 
     @property
     def display_name(self) -> str:
-        where, class_name = _split(self.spec)
+        where, class_name = split_target(self.spec)
         if self.kind in ("file", "editor"):
             base = os.path.basename(where)
             return f"{class_name} ({base})" if class_name else base
-        if self.kind == "import":
-            return f"{class_name} ({where})"
+        if self.kind == "import":  # a class in a module, or a torch.library op
+            return f"{class_name} ({where})" if where else class_name
         return self.name or self.spec
 
     @property
     def button_target(self) -> str:
         """What the confirmation button names: the file, or the module."""
-        where, _ = _split(self.spec)
+        where, _ = split_target(self.spec)
         return os.path.basename(where) if self.kind in ("file", "editor") else where
 
     def to_dict(self) -> dict:
@@ -107,7 +105,7 @@ def describe(spec: str, label: str = "") -> FunctionRef:
     """A FunctionRef for the target ``spec``; file paths made absolute, editor source kept."""
     kind = classify(spec)
     if kind in ("file", "editor"):
-        where, class_name = _split(spec)
+        where, class_name = split_target(spec)
         file = os.path.abspath(where)
         spec = f"{file}:{class_name}" if class_name else file
         source = None
@@ -232,7 +230,7 @@ def read(path: str | os.PathLike, known_themes=()) -> Loaded:
         source = None
     name = function.get("name") if isinstance(function.get("name"), str) else ""
     ref = FunctionRef(kind, settings.target, name,
-                      os.path.abspath(_split(settings.target)[0])
+                      os.path.abspath(split_target(settings.target)[0])
                       if kind in ("file", "editor") else None, source)
 
     view = data.get("view", {})
@@ -259,7 +257,7 @@ def write_editor_source(ref: FunctionRef) -> FunctionRef:
     """
     if ref.kind != "editor" or ref.source is None:
         return ref
-    where, class_name = _split(ref.spec)
+    where, class_name = split_target(ref.spec)
     folder = paths.editor_dir()
     stem, suffix = Path(where).stem, Path(where).suffix or ".py"
     candidate = folder / f"{stem}{suffix}"

@@ -1,3 +1,12 @@
-"""One widget per pane (heatmaps, loss plot, form, code, inspector, ...) and the helpers they
-share (fonts, fitting text, paced repaints, themes, export). Views draw from the session's
-signals and call its methods; they never start workers themselves."""
+"""One widget per pane and the helper modules the panes share.
+
+Panes: ``jacobian/`` (the heatmaps, a package of its parts), ``loss_plot``, ``form``,
+``code_view``, ``editor``, ``inspector_view``, ``picker``, ``error_banner``, ``explainer``,
+``shortcuts``. Helpers: ``fonts``, ``fitting`` (text that fits), ``pacing`` (paced repaints),
+``theme``, ``zoom``, ``export``, ``fields`` (checked text fields), ``code_editor`` (the code
+widget both code panes show).
+
+No pane imports another, and no helper imports a pane (import-linter contracts in
+pyproject.toml). Views draw from the session's signals and call its methods; they never start
+workers themselves.
+"""

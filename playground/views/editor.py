@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from playground.state import paths
-from playground.views.code_view import DARK_STYLE, LIGHT_STYLE, CodeEditor
-from playground.views.fonts import point_size
+from playground.views.code_editor import DARK_STYLE, LIGHT_STYLE, CodeEditor
+from playground.views.fonts import code_font, point_size, scaled
 
 AUTOSAVE_NAME = "editor-autosave.py"
 PREVIOUS_AUTOSAVE_NAME = "editor-autosave.previous.py"
@@ -414,17 +414,9 @@ class FunctionEditor(QWidget):
     def apply_font(self, font: QFont) -> None:
         """Labels follow ``font``; the code gets a monospace font of the same size."""
         self.setFont(font)
-        size = point_size(font)
-        title = QFont(font)
-        title.setPointSizeF(size * 1.25)
-        title.setBold(True)
-        self.title.setFont(title)
-        small = QFont(font)
-        small.setPointSizeF(max(6.0, size * 0.85))
-        self.file_label.setFont(small)
-        code = QFont(self.code.font())
-        code.setPointSizeF(size)
-        self.code.setFont(code)
+        self.title.setFont(scaled(font, 1.25, bold=True))
+        self.file_label.setFont(scaled(font, 0.85, minimum=6.0))
+        self.code.setFont(code_font(point_size(font)))
 
     def apply_theme(self, dark: bool) -> None:
         self.code.set_style(DARK_STYLE if dark else LIGHT_STYLE)

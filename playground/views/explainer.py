@@ -13,9 +13,8 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from playground.views.fonts import code_font, point_size, scaled
 
 __all__ = ["StepExplainer", "as_matrix", "example_entries", "explain"]
 
@@ -83,6 +84,27 @@ def example_entries(before, grad, after, count: int = EXAMPLES) -> list[tuple]:
     return rows
 
 
+def _examples(step_detail, name: str, optimizer: str, eta: float) -> str:
+    """The update worked through for the entries with the largest gradients (rich text)."""
+    if step_detail is None:
+        return ("<p><i>Take a step (S) with this tab open to see the gradient and the "
+                "update entry by entry.</i></p>")
+    lines = []
+    for index, before, grad, after in example_entries(step_detail.before, step_detail.grad,
+                                                      step_detail.after):
+        label = html.escape(_index_text(name, index))
+        if optimizer == "sgd":
+            lines.append(f"{label}: {_num(before)} − {_num(eta)} × {_num(grad)} = "
+                         f"<b>{_num(after)}</b>")
+        else:
+            lines.append(f"{label}: {_num(before)} → <b>{_num(after)}</b> (grad "
+                         f"{_num(grad)}, moved {_num(after - before)})")
+    if not lines:
+        return ""
+    return ("<p>The entries with the largest gradients:</p><p style="
+            "'font-family: monospace'>" + "<br>".join(lines) + "</p>")
+
+
 def explain(record, settings, function_name: str, name: str | None) -> dict[str, str]:
     """The texts of the explainer for ``record`` (rich text), for trained input ``name``."""
     loss_words = _LOSS_WORDS.get(settings.loss, settings.loss)
@@ -124,24 +146,7 @@ def explain(record, settings, function_name: str, name: str | None) -> dict[str,
             f"<p><b>3. Update.</b> The {html.escape(settings.optimizer)} optimizer moves each "
             f"entry against its gradient using running averages of earlier gradients, so the "
             f"move is not exactly η · grad (η = <b>{_num(eta)}</b>).</p>")
-    examples = ""
-    if step_detail is None:
-        examples = ("<p><i>Take a step (S) with this tab open to see the gradient and the "
-                    "update entry by entry.</i></p>")
-    else:
-        rows = example_entries(step_detail.before, step_detail.grad, step_detail.after)
-        lines = []
-        for index, before, grad, after in rows:
-            label = html.escape(_index_text(name, index))
-            if settings.optimizer == "sgd":
-                lines.append(f"{label}: {_num(before)} − {_num(eta)} × {_num(grad)} = "
-                             f"<b>{_num(after)}</b>")
-            else:
-                lines.append(f"{label}: {_num(before)} → <b>{_num(after)}</b> (grad "
-                             f"{_num(grad)}, moved {_num(after - before)})")
-        if lines:
-            examples = ("<p>The entries with the largest gradients:</p><p style="
-                        "'font-family: monospace'>" + "<br>".join(lines) + "</p>")
+    examples = _examples(step_detail, name, settings.optimizer, eta)
     # before the heatmap: loss and gradient; after it: the update
     return {"head": head, "body": "".join(parts), "before": "".join(parts[:2]),
             "after": "".join(parts[2:]), "examples": examples, "name": name}
@@ -259,8 +264,8 @@ class StepExplainer(QWidget):
 
     # ---- session --------------------------------------------------------------------------
     def _batch(self, batch) -> None:
-        if batch.records:
-            self._record = batch.records[-1]
+        if len(batch):
+            self._record = batch.last
             self._schedule()
 
     def _target_changed(self, _target) -> None:
@@ -337,25 +342,16 @@ class StepExplainer(QWidget):
     # ---- look -----------------------------------------------------------------------------
     def apply_font(self, font: QFont) -> None:
         self.setFont(font)
-        size = font.pointSizeF() if font.pointSizeF() > 0 else QApplication.font().pointSizeF()
-        head = QFont(font)
-        head.setPointSizeF(size * 1.35)
-        head.setBold(True)
-        self.head.setFont(head)
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        mono.setPointSizeF(size)
-        self.examples.setFont(mono)
+        self.head.setFont(scaled(font, 1.35, bold=True))
+        self.examples.setFont(code_font(point_size(font)))
         self._style_colorbar()
 
     def _style_colorbar(self) -> None:
         """Colour-bar ticks a little smaller than the tab's font."""
         if self._graphics is None:
             return
-        size = self.font().pointSizeF()
-        tick = QFont(self.font())
-        tick.setPointSizeF((size if size > 0 else QApplication.font().pointSizeF()) * 0.9)
-        self._colorbar.axis.setStyle(tickFont=tick)
-        self._colorbar.axis.setWidth(int(tick.pointSizeF() * 6))
+        self._colorbar.axis.setStyle(tickFont=scaled(self.font(), 0.9))
+        self._colorbar.axis.setWidth(int(point_size(self.font()) * 0.9 * 6))
 
     def apply_theme(self, name: str) -> None:
         self._apply_colors()

@@ -1,4 +1,5 @@
-"""A line edit that validates as the user types and shows the reason at the field."""
+"""A line edit that validates as the user types and shows the reason at the field, and the
+parser of a number typed for a setting (the rule is the Settings object's own)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,32 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from customgrad.errors import SpecError
+from customgrad.settings import Settings
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
+#: what the message for an empty or unreadable field suggests writing
+_EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3"}
+
+
+def setting_number(name: str) -> Callable[[str], float]:
+    """A parser for text typed as the number setting ``name``: the number, or SpecError
+    saying what is wrong (unreadable, or against :meth:`Settings.check_field`'s rule)."""
+    example = _EXAMPLES.get(name, "1e-3")
+
+    def parse(text: str) -> float:
+        text = text.strip()
+        if not text:
+            raise SpecError(f"{name}: enter a number such as {example}")
+        try:
+            value = float(text)
+        except ValueError:
+            raise SpecError(f"{name}: “{text}” is not a number (write e.g. {example})") from None
+        problem = Settings.check_field(name, value)
+        if problem is not None:
+            raise SpecError(problem)
+        return value
+
+    return parse
 
 
 class CheckedField(QWidget):

@@ -31,19 +31,9 @@ from customgrad.inputs import (
     parse_init,
     parse_shape,
 )
-from playground.views.fields import CheckedField
+from playground.views.fields import CheckedField, setting_number
 
 INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise SpecError(f"{text!r} is not a number (e.g. 0.1 or 1e-3).") from None
-    if not value > 0 or value == float("inf"):
-        raise SpecError("must be a positive number.")
-    return value
 
 
 class InputsForm(QWidget):
@@ -173,7 +163,8 @@ class LoopForm(QGroupBox):
         super().__init__("Gradient descent", parent)
         self.session = session
         s = session.settings
-        self.lr = CheckedField(f"{s.lr:g}", _positive, "Learning rate eta (x <- x - eta*grad); "
+        self.lr = CheckedField(f"{s.lr:g}", setting_number("lr"),
+                               "Learning rate eta (x <- x - eta*grad); "
                                "changing it mid-run keeps the run going")
         self.lr.committed.connect(lambda v: self.session.update(lr=v))
         self.steps = QSpinBox(minimum=0, maximum=10_000_000, value=s.steps)

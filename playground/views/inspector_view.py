@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.inspector import ERROR, WARNING, Inspection, Value, shape_text
-from playground.views.fonts import point_size
+from playground.views.fonts import scaled
 
 # (negative, zero, positive, not finite) colours of the heatmaps
 _LIGHT_MAP = ("#2166ac", "#f7f7f7", "#b2182b", "#9c27b0")
@@ -462,14 +462,8 @@ class InspectorView(QWidget):
 
     def apply_font(self, font: QFont) -> None:
         self.setFont(font)
-        size = point_size(font)
-        title = QFont(font)
-        title.setPointSizeF(size * 1.25)
-        title.setBold(True)
-        self.title.setFont(title)
-        heading = QFont(font)
-        heading.setBold(True)
-        heading.setPointSizeF(size * 1.05)
+        self.title.setFont(scaled(font, 1.25, bold=True))
+        heading = scaled(font, 1.05, bold=True)
         for label in self.headings.values():
             label.setFont(heading)
         for rows in self._rows.values():
@@ -478,13 +472,9 @@ class InspectorView(QWidget):
 
     def _style_row(self, row: _ValueRow) -> None:
         font = self.font()
-        bold = QFont(font)
-        bold.setBold(True)
-        row.name.setFont(bold)
+        row.name.setFont(scaled(font, bold=True))
         row.describe.setFont(font)
-        italic = QFont(font)
-        italic.setItalic(True)
-        row.note.setFont(italic)
+        row.note.setFont(scaled(font, italic=True))
         light, dark = _SEVERITY["note"]
         row.note.setStyleSheet(f"color: {dark if self._dark else light};")
 

@@ -7,6 +7,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from customgrad import catalog
+from playground.views.fonts import scaled
 
 
 class FunctionPicker(QWidget):
@@ -26,9 +27,7 @@ class FunctionPicker(QWidget):
         for category in catalog.CATEGORIES:
             group = QTreeWidgetItem(self.tree, [catalog.CATEGORY_TITLES[category]])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            font = group.font(0)
-            font.setBold(True)
-            group.setFont(0, font)
+            group.setFont(0, scaled(group.font(0), bold=True))
             for entry in catalog.entries():
                 if entry.category == category:
                     item = QTreeWidgetItem(group, [entry.title])
@@ -43,8 +42,7 @@ class FunctionPicker(QWidget):
     def apply_font(self, font: QFont) -> None:
         """The tree and search in ``font``; category headings stay bold at the new size."""
         self.setFont(font)
-        bold = QFont(font)
-        bold.setBold(True)
+        bold = scaled(font, bold=True)
         for i in range(self.tree.topLevelItemCount()):
             self.tree.topLevelItem(i).setFont(0, bold)
 

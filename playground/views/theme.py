@@ -108,6 +108,15 @@ def _luminance(color: QColor) -> float:
             + 0.0722 * channel(color.blueF()))
 
 
+def mix(a: QColor, b: QColor, t: float) -> QColor:
+    """t * a + (1 - t) * b, opaque."""
+    return QColor.fromRgbF(
+        t * a.redF() + (1 - t) * b.redF(),
+        t * a.greenF() + (1 - t) * b.greenF(),
+        t * a.blueF() + (1 - t) * b.blueF(),
+    )
+
+
 def contrast(a: QColor, b: QColor) -> float:
     """The WCAG contrast ratio of two colours (1 to 21; 3 is the least for icons)."""
     hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
@@ -208,8 +217,6 @@ def _theme_argument(method, theme: Theme):
 
 def apply_theme(window: QWidget, name: str) -> Theme:
     """Switch the application, and everything in ``window``, to theme ``name``."""
-    from playground.views.code_view import CodeEditor
-
     theme = get(name)
     app = QApplication.instance()
     if app.style().name().lower() != "fusion":
@@ -229,8 +236,8 @@ def apply_theme(window: QWidget, name: str) -> Theme:
         method = getattr(widget, "apply_theme", None)
         if callable(method):
             method(_theme_argument(method, theme))
-        elif isinstance(widget, CodeEditor):
-            widget.set_style(theme.code_style)
+        elif callable(getattr(widget, "apply_code_style", None)):  # a code editor
+            widget.apply_code_style(theme.code_style)
     # last: a style sheet fixes each widget's palette as it is at that moment
     if ours and sheet and app.styleSheet() != sheet:
         app.setStyleSheet(sheet)

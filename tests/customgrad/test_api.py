@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import api, cli, subchecks
+from customgrad import cli, display, subchecks
 from customgrad.errors import SpecError
 from customgrad.gallery import LinearFunctionBuggy, MulConstant, ReluInplace
 from customgrad.jacobian import Report, compare
@@ -184,13 +184,13 @@ def test_assert_backward_saves_the_heatmaps(qapp, tmp_path):
 
     image = QImage(str(path))
     assert image.width() > 2 * image.height() > 0  # three heatmaps side by side
-    from playground.views.jacobian_view import JacobianView
+    from playground.views.jacobian import JacobianView
 
     assert not [w for w in qapp.topLevelWidgets() if isinstance(w, JacobianView)]
 
 
 def test_without_qt_the_message_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(api, "RENDERER", "playground.no_such_renderer")
+    monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
     p = _problem("linear_bug")
     path = tmp_path / "never.png"
     with pytest.raises(AssertionError) as failure:
@@ -239,7 +239,7 @@ def test_a_report_without_its_matrices_shows_as_text(qapp):
 
 
 def test_without_qt_html_is_the_escaped_text(monkeypatch):
-    monkeypatch.setattr(api, "RENDERER", "playground.no_such_renderer")
+    monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
     x = torch.randn(2, 2, dtype=torch.float64)
     report = customgrad.check(MulConstant, x, 2.0)
     page = report._repr_html_()

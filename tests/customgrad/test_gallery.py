@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as nnf
 from torch.autograd.gradcheck import GradcheckError
 
-from customgrad.catalog import CATEGORIES, Entry
+from customgrad.catalog import CATEGORIES, GalleryEntry
 from customgrad.gallery import ENTRIES, MyOwnLayer
 from customgrad.problem import build
 from customgrad.settings import Settings
@@ -16,7 +16,7 @@ from customgrad.settings import Settings
 BY_NAME = {e.name: e for e in ENTRIES}
 
 
-def forward_params(entry: Entry) -> list[inspect.Parameter]:
+def forward_params(entry: GalleryEntry) -> list[inspect.Parameter]:
     """forward's parameters without ctx (new-style forwards have none)."""
     params = list(inspect.signature(entry.function.forward).parameters.values())
     if params and params[0].name == "ctx":
@@ -35,7 +35,7 @@ def kink_free(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     return (mags * signs).reshape(shape)
 
 
-def make_args(entry: Entry, seed: int = 0) -> tuple[list, list[int]]:
+def make_args(entry: GalleryEntry, seed: int = 0) -> tuple[list, list[int]]:
     """forward's arguments in signature order, and the positions of the tensors."""
     gen = torch.Generator().manual_seed(seed)
     args, tensor_pos = [], []
@@ -51,7 +51,7 @@ def make_args(entry: Entry, seed: int = 0) -> tuple[list, list[int]]:
     return args, tensor_pos
 
 
-def make_fn(entry: Entry, args: list, tensor_pos: list[int]):
+def make_fn(entry: GalleryEntry, args: list, tensor_pos: list[int]):
     """A function of the tensor inputs only, applying the entry's Function."""
 
     def fn(*tensors):
@@ -72,7 +72,7 @@ def test_entries_are_well_formed():
     names = [e.name for e in ENTRIES]
     assert len(names) == len(set(names))
     for e in ENTRIES:
-        assert isinstance(e, Entry)
+        assert isinstance(e, GalleryEntry)
         assert e.name == e.name.lower() and " " not in e.name
         assert e.title.strip()
         assert e.category in CATEGORIES
@@ -101,15 +101,27 @@ def test_every_category_has_one_display_title():
     assert CATEGORY_TITLES["seed"] == "From the lessons"
 
 
+def test_the_gallery_never_imports_the_catalog():
+    """catalog reads the gallery; the gallery (entry type included) imports nothing back, not
+    even lazily: no import cycle."""
+    import grimp  # import-linter's graph builder, in the test extra
+
+    graph = grimp.build_graph("customgrad", cache_dir=None)
+    assert graph.find_shortest_chains(importer="customgrad.gallery",
+                                      imported="customgrad.catalog") == set()
+    assert graph.find_shortest_chain(importer="customgrad.catalog",
+                                     imported="customgrad.gallery") is not None
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_gallery_entries_need_no_guessed_constants(entry: Entry):
+def test_gallery_entries_need_no_guessed_constants(entry: GalleryEntry):
     """The gallery gives every value its lesson uses: nothing is left to a probe."""
     problem = build(Settings(target=entry.name, dtype="float64"))
     assert problem.guesses == []
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_defaults_match_signature(entry: Entry):
+def test_defaults_match_signature(entry: GalleryEntry):
     names = [p.name for p in forward_params(entry)]
     assert set(entry.shapes) <= set(names)
     assert set(entry.constants) <= set(names)
@@ -136,7 +148,7 @@ def test_catalog_lookup():
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_runs_without_error(entry: Entry):
+def test_runs_without_error(entry: GalleryEntry):
     args, pos = make_args(entry)
     fn = make_fn(entry, args, pos)
     tensors = [args[i] for i in pos]
@@ -149,7 +161,7 @@ def test_runs_without_error(entry: Entry):
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_gradcheck_verdict(entry: Entry):
+def test_gradcheck_verdict(entry: GalleryEntry):
     args, pos = make_args(entry)
     fn = make_fn(entry, args, pos)
     tensors = tuple(args[i] for i in pos)

@@ -21,7 +21,7 @@ from customgrad.errors import (
     SpecError,
     TooLargeError,
 )
-from customgrad.jacobian import Axis, compare, estimate_bytes
+from customgrad.jacobian import Axis, compare, estimate_bytes, limits
 from customgrad.loader import load_file
 from customgrad.problem import build
 from customgrad.settings import Settings
@@ -458,8 +458,8 @@ def test_keep_false_halves_the_memory_and_still_reports():
 
 
 def test_progress_fractions_increase_to_one_with_partial_matrices(monkeypatch):
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 1)  # one column / row per batch
-    monkeypatch.setattr(jacobian, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", 1)  # one column / row per batch
+    monkeypatch.setattr(limits, "PROGRESS_SECONDS", 0.0)
     seen = []
 
     def progress(p):
@@ -625,8 +625,8 @@ def test_any_tile_grid_gives_the_same_report(monkeypatch, name, chunk):
     not bit for bit; what the user reads (verdict, mismatch mask, worst entry) is identical.
     """
     reference = problem(name).compare()
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
-    monkeypatch.setattr(jacobian, "_TILE_ELEMENTS", max(1, chunk // 3))
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(limits, "TILE_ELEMENTS", max(1, chunk // 3))
     report = problem(name).compare()
     assert_same_matrices(report, reference)
     assert report.passed == reference.passed
@@ -645,7 +645,7 @@ def test_any_tile_grid_gives_the_same_report(monkeypatch, name, chunk):
 ])
 def test_error_in_a_tile_zero_in_one_jacobian_is_found(monkeypatch, chunk, name, analytic,
                                                        numerical):
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", chunk)
     report = compare(getattr(U, name), [torch.randn(6, 8, dtype=torch.float64)])
     assert not report.passed and report.mismatches == 1
     w = report.worst
@@ -665,7 +665,7 @@ def test_all_zero_block_reports_its_first_entry_as_worst():
 def test_backward_returning_its_grad_output_is_read_before_reuse(monkeypatch, chunk):
     """The batched path hands backward one-hot rows it reuses: an aliased result must be
     copied out before they are cleared."""
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", chunk)
     report = compare(U.IdentityAlias, [torch.randn(5, 8, dtype=torch.float64)])
     assert report.passed
     torch.testing.assert_close(report.analytic, torch.eye(40, dtype=torch.float64))
@@ -709,7 +709,7 @@ def test_pool_signed_keeps_the_largest_magnitude_of_each_cell(shape, step):
 
 
 def test_finite_absmax_ignores_nan_and_infinity_and_reads_views(monkeypatch):
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 5)  # several passes
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", 5)  # several passes
     m = torch.tensor([[1.0, -7.0, math.nan], [math.inf, 2.0, -math.inf]], dtype=torch.float64)
     assert jacobian.finite_absmax(m) == 7.0
     assert jacobian.finite_absmax(m.T) == 7.0

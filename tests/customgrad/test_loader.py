@@ -10,7 +10,14 @@ import torch
 
 from customgrad import catalog
 from customgrad.errors import TargetError
-from customgrad.loader import functions_in, is_function, load_file, resolve
+from customgrad.loader import (
+    functions_in,
+    is_file_target,
+    is_function,
+    load_file,
+    resolve,
+    split_target,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,3 +224,56 @@ def test_user_file_can_import_a_module_next_to_it(tmp_path):
 
     target = resolve(str(tmp_path / "uses_sibling.py"))
     assert target.function.__name__ == "Triple"
+
+
+@pytest.mark.parametrize("spec, where, name", [
+    ("killhead", "killhead", None),  # a gallery name
+    ("  KillHead \n", "KillHead", None),  # stripped
+    ("file.py", "file.py", None),
+    ("dir/file.py", "dir/file.py", None),
+    ("file.py:MyFn", "file.py", "MyFn"),
+    ("dir/file.py:MyFn", "dir/file.py", "MyFn"),
+    (" ./dir/file.py:MyFn ", "./dir/file.py", "MyFn"),
+    ("pkg.module:MyFn", "pkg.module", "MyFn"),
+    ("pkg.module", "pkg.module", None),
+    ("mylib::myop", "", "mylib::myop"),  # a torch.library op
+    ("mylib::myop.default", "", "mylib::myop.default"),  # ... and an overload of it
+    ("dir/file.py:mylib::myop", "dir/file.py", "mylib::myop"),
+    ("pkg.module:mylib::myop", "pkg.module", "mylib::myop"),
+    (r"C:\x\f.py:Cls", r"C:\x\f.py", "Cls"),  # a Windows path with a class
+    (r"C:\x\f.py", r"C:\x\f.py", None),  # the drive's colon names no class
+    (r"C:\x\f.py:mylib::myop", r"C:\x\f.py", "mylib::myop"),
+    ("C:Cls", "C:Cls", None),  # a one-letter head is a drive, not a module
+    ("file.py:not a class", "file.py:not a class", None),  # not an identifier
+    ("file.py:", "file.py:", None),
+    ("", "", None),
+])
+def test_split_target_forms(spec, where, name):
+    assert split_target(spec) == (where, name)
+
+
+@pytest.mark.parametrize("where, is_file", [
+    ("file.py", True), ("dir/file", True), ("./f", True), ("pkg.module", False),
+    ("killhead", False), ("", False),
+])
+def test_is_file_target(where, is_file):
+    assert is_file_target(where) is is_file
+
+
+def test_split_target_agrees_with_resolve(monkeypatch):
+    """What split_target calls the class (or op) is what resolve loads, for each kind."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    cases = [(f"{USER}:Square", True, "Square"), ("tests.data.user_functions:Square", False,
+                                                  "Square"), ("killhead", False, None)]
+    if hasattr(torch.library, "custom_op"):
+        cases.append(("customgrad.gallery.op_sin:customgrad::sin", False, "customgrad::sin"))
+    for spec, is_file, name in cases:
+        where, class_name = split_target(spec)
+        assert (is_file_target(where), class_name) == (is_file, name)
+        target = resolve(spec)
+        if name is None:
+            assert target.entry is not None and target.entry.name == where
+        elif "::" in name:
+            assert target.label == f"{name} (torch.library op)"
+        else:
+            assert target.function.__name__ == name

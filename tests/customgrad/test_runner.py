@@ -9,6 +9,7 @@ import pickle
 import textwrap
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -251,6 +252,14 @@ def test_step_record_norms_lazy_batched_and_pickled():
     assert copy == records[3] and copy.grad_norms == records[3].grad_norms
     batch = pickle.loads(pickle.dumps(runner.Batch(records, paused=True)))
     assert batch.paused and batch.snapshot is None
+    # the window reads the columns as arrays and the last record alone: no records made
+    assert len(batch) == 5
+    assert batch.steps.dtype == np.float64 and batch.steps.tolist() == list(range(5))
+    assert batch.losses.tolist() == [r.loss for r in records]
+    last = batch.last
+    assert (last.step, last.loss, last.lr) == (4, records[4].loss, records[4].lr)
+    assert last.grad_norms["input"] == pytest.approx(expected[4], rel=1e-6)
+    assert batch._records is None
     assert [r.step for r in batch.records] == list(range(5))
     assert [r.loss for r in batch.records] == [r.loss for r in records]
     assert [r.lr for r in batch.records] == [r.lr for r in records]

@@ -104,3 +104,32 @@ def test_validate_names_the_field(field, value):
     with pytest.raises(SpecError) as info:
         s.validate()
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("lr", 0.0, "lr must be a positive number (greater than 0), not 0.0."),
+    ("eps", -1e-6, "eps must be a positive number (greater than 0)"),
+    ("eps", math.inf, "eps must be a finite number, not inf."),
+    ("atol", -1.0, "atol must be a number >= 0, not -1.0."),
+    ("rtol", math.nan, "rtol must be a finite number"),
+    ("lr", "fast", "lr must be a number, not 'fast'."),
+    ("steps", -5, "steps must be a whole number >= 0"),
+    ("dtype", "half", "dtype 'half' is not supported; use float32 or float64."),
+    ("loss", "huber", "loss 'huber' is unknown; use mse, l1, sse."),
+])
+def test_check_field_is_the_rule_validate_raises(field, value, fragment):
+    """One rule per field: what check_field says is what validate raises (the app's fields
+    show it as the user types)."""
+    problem = Settings.check_field(field, value)
+    assert problem is not None and fragment in problem
+    with pytest.raises(SpecError) as info:
+        Settings(**{field: value}).validate()
+    assert str(info.value) == problem and info.value.field == field
+
+
+def test_check_field_accepts_good_values_and_knows_its_fields():
+    for field, value in (("lr", 0.5), ("eps", 1e-6), ("atol", 0), ("rtol", 0.0),
+                         ("seed", 3), ("dtype", "float64"), ("target", "anything")):
+        assert Settings.check_field(field, value) is None  # target: no rule of its own
+    with pytest.raises(ValueError, match="no field 'learning_rate'"):
+        Settings.check_field("learning_rate", 0.1)

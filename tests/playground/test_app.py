@@ -584,7 +584,7 @@ def test_a_replaced_big_report_is_freed_off_the_gui_thread(qtbot):
     qtbot.waitUntil(lambda: len(freed_on) == 4, timeout=5000)
     assert freed_on == ["discard"] * 4
     # the second report is still shown, whole
-    assert window.jacobian._report is window.classroom.last_report
+    assert window.jacobian._report is window.classroom.exports.last_report
     assert window.jacobian._analytic.shape == (2048, 2048)
 
 

@@ -103,7 +103,7 @@ def point_size(font: QFont) -> float:
 
 def pane_sizes(win) -> dict[str, float]:
     room = win.classroom
-    heatmap = room.heatmap_plots()["analytic"]
+    heatmap = room.exports.heatmap_plots()["analytic"]
     return {
         "form": point_size(win.loop_form.lr.edit.font()),
         "inputs": point_size(win.inputs.dtype.font()),
@@ -126,26 +126,26 @@ def pane_sizes(win) -> dict[str, float]:
 def test_zoom_scales_every_pane_and_is_remembered(qtbot, window):
     open_target(qtbot, window, "killhead")
     before = pane_sizes(window)
-    window.classroom.set_zoom(150)
+    window.preferences.set_zoom(150)
     after = pane_sizes(window)
     for pane, size in before.items():
         assert after[pane] == pytest.approx(1.5 * size, rel=0.03), pane
     window.actions_by_name["zoom_reset"].trigger()
     assert pane_sizes(window) == pytest.approx(before)
-    window.classroom.set_zoom(175)
-    assert window.classroom.prefs.value("view/zoom") in (175, "175")
+    window.preferences.set_zoom(175)
+    assert window.preferences.store.value("view/zoom") in (175, "175")
 
 
 def test_zoom_keys_and_ctrl_wheel(qtbot, window):
     activate(qtbot, window)
     room = window.classroom
     QTest.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 110
+    assert room.preferences.zoom == 110
     QTest.keyClick(window, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
     QTest.keyClick(window, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 90
+    assert room.preferences.zoom == 90
     QTest.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
-    assert room.zoom == 100
+    assert room.preferences.zoom == 100
     target = window.loss_plot.plot_widget.viewport()
     center = QPointF(target.rect().center())
     wheel = QWheelEvent(center, QPointF(target.mapToGlobal(center.toPoint())), QPoint(0, 0),
@@ -153,33 +153,33 @@ def test_zoom_keys_and_ctrl_wheel(qtbot, window):
                         Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase,
                         False)
     QApplication.sendEvent(target, wheel)
-    assert room.zoom == 110
+    assert room.preferences.zoom == 110
     half = QWheelEvent(center, QPointF(target.mapToGlobal(center.toPoint())), QPoint(0, 0),
                        QPoint(0, -60), Qt.MouseButton.NoButton,
                        Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase,
                        False)
     QApplication.sendEvent(target, half)
-    assert room.zoom == 110  # half a notch (a touchpad) waits for the rest
+    assert room.preferences.zoom == 110  # half a notch (a touchpad) waits for the rest
     QApplication.sendEvent(target, half)
-    assert room.zoom == 100
+    assert room.preferences.zoom == 100
 
 
 def test_zoomed_form_stays_inside_the_left_pane(qtbot, window):
     open_target(qtbot, window, "killhead")
     window.resize(1900, 1000)
-    window.classroom.set_zoom(175)
+    window.preferences.set_zoom(175)
     left = window.picker.parentWidget()
     holder = window.inputs.parentWidget()
     qtbot.waitUntil(lambda: left.width() >= holder.minimumSizeHint().width())
 
 
 def test_remembered_zoom_and_theme_apply_at_start(qtbot, window):
-    window.classroom.set_zoom(125)
-    window.classroom.set_theme("dark")
+    window.preferences.set_zoom(125)
+    window.preferences.set_theme("dark")
     second = make_window(qtbot, restore_prefs=True)
     try:
-        assert second.classroom.zoom == 125
-        assert second.classroom.theme == "dark"
+        assert second.preferences.zoom == 125
+        assert second.preferences.theme == "dark"
         assert second.classroom.actions["theme_dark"].isChecked()
     finally:
         second.session.shutdown(wait=0.5)
@@ -199,12 +199,12 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     open_target(qtbot, window, "killhead_bug")
     activate(qtbot, window)
     room = window.classroom
-    room.set_theme("light")
+    room.preferences.set_theme("light")
     light = backgrounds(window)
     seen = {light}
     for expected in ("dark", "high-contrast", "light"):
         QTest.keyClick(window, Qt.Key.Key_F2)
-        assert room.theme == expected
+        assert room.preferences.theme == expected
         assert room.actions[f"theme_{expected}"].isChecked()
         colours = backgrounds(window)
         if expected != "light":
@@ -214,12 +214,12 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     assert backgrounds(window) == light
     assert window.code.editor.viewport().palette().color(QPalette.ColorRole.Base).name() \
         == light[3]
-    room.set_theme("high-contrast")
+    room.preferences.set_theme("high-contrast")
     axis = window.loss_plot.plot_item.getAxis("left")
     assert axis.textPen().color().lightnessF() > 0.9  # white ticks on black
     verdict = window.jacobian.verdict_label.text()
     assert "✘" in verdict and "FAILED" in verdict  # symbol and word, not colour alone
-    assert room.prefs.value("view/theme") == "high-contrast"
+    assert window.preferences.store.value("view/theme") == "high-contrast"
 
 
 def test_theme_menu_chooses_a_theme(qtbot, window):
@@ -227,7 +227,7 @@ def test_theme_menu_chooses_a_theme(qtbot, window):
     texts = [a.text() for a in room.theme_menu.actions() if not a.isSeparator()]
     assert texts[:3] == ["Light", "Dark", "High contrast"]
     room.actions["theme_dark"].trigger()
-    assert room.theme == "dark"
+    assert room.preferences.theme == "dark"
     assert QApplication.instance().palette().color(QPalette.ColorRole.Window).lightnessF() < 0.3
 
 
@@ -243,9 +243,9 @@ def test_apply_theme_tells_widgets_in_their_terms(qtbot, window):
             self.got = dark
 
     a, b = ByName(window), ByDark(window)
-    window.classroom.set_theme("high-contrast")
+    window.preferences.set_theme("high-contrast")
     assert (a.got, b.got) == ("high-contrast", True)
-    window.classroom.set_theme("light")
+    window.preferences.set_theme("light")
     assert (a.got, b.got) == ("light", False)
 
 
@@ -259,7 +259,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     readout = point_size(window.controls.loss_label.font())
     verdict = point_size(window.jacobian.verdict_label.font())
     QTest.keyClick(window, Qt.Key.Key_F5)
-    assert room.presenting and window.isFullScreen()
+    assert room.preferences.presenting and window.isFullScreen()
     assert left.isHidden() and window.status.isHidden()
     assert window.side_tabs.isHidden()  # the side panel too: the heatmaps get the room
     assert not window.loss_plot.isHidden() and not window.jacobian.graphics.isHidden()
@@ -269,16 +269,16 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     assert window.loss_plot.isHidden()
     assert window.loss_plot.parentWidget().isHidden()  # nothing left above: no empty pane
     QTest.keyClick(window, Qt.Key.Key_Escape)
-    assert not room.presenting and not window.isFullScreen()
+    assert not room.preferences.presenting and not window.isFullScreen()
     assert not left.isHidden() and not window.loss_plot.isHidden()
     assert not window.side_tabs.isHidden() and not window.status.isHidden()
     assert point_size(window.controls.loss_label.font()) == pytest.approx(readout)
     assert point_size(window.jacobian.verdict_label.font()) == pytest.approx(verdict)
-    assert room.prefs.value("presentation/hidden") == "code,loss,picker,status"
+    assert window.preferences.store.value("presentation/hidden") == "code,loss,picker,status"
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert window.loss_plot.isHidden()  # remembered choice
     QTest.keyClick(window, Qt.Key.Key_F5)
-    assert not room.presenting
+    assert not room.preferences.presenting
 
 
 def test_f11_toggles_full_screen(qtbot, window):
@@ -306,8 +306,8 @@ def press(window, sequence: str) -> None:
 
 def test_each_shortcut_triggers_its_action(qtbot, window, tmp_path, monkeypatch):
     room = window.classroom
-    monkeypatch.setattr(room, "ask_save_path", lambda *a: str(tmp_path / "saved.json"))
-    monkeypatch.setattr(room, "ask_open_path", lambda *a: None)
+    monkeypatch.setattr(room.dialogs, "ask_save_path", lambda *a: str(tmp_path / "saved.json"))
+    monkeypatch.setattr(room.dialogs, "ask_open_path", lambda *a: None)
     activate(qtbot, window)
     expected = dict(KEYS)
     for name in ("open_session", "export_window", "step"):
@@ -370,8 +370,8 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.session.update(seed=7, shapes={"input": "4x6"}, optimizer="momentum")
     window.session.update(lr=0.3)
-    window.classroom.set_zoom(125)
-    window.classroom.set_theme("dark")
+    window.preferences.set_zoom(125)
+    window.preferences.set_theme("dark")
     path = window.classroom.save_session(tmp_path / "lesson.json")
     data = json.loads(path.read_text())
     assert data["function"]["kind"] == "catalog"
@@ -381,8 +381,8 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.session.set_target("abs_uv")
     window.session.update(seed=1, lr=1.0, optimizer="sgd")
-    window.classroom.set_zoom(100)
-    window.classroom.set_theme("light")
+    window.preferences.set_zoom(100)
+    window.preferences.set_theme("light")
 
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.classroom.open_session(path)
@@ -393,9 +393,9 @@ def test_session_round_trip_reproduces_the_losses(qtbot, window, tmp_path):
     assert window.loop_form.lr.edit.text() == "0.3"
     assert window.loop_form.optimizer.currentText() == "momentum"
     assert window.inputs.fields["input"].edit.text() == "4x6"
-    assert (window.classroom.zoom, window.classroom.theme) == (125, "dark")
+    assert (window.preferences.zoom, window.preferences.theme) == (125, "dark")
     assert run_losses(qtbot, window, 5) == expected
-    assert window.classroom.session_path == path
+    assert window.classroom.sessions.session_path == path
 
 
 def test_corrupt_session_starts_with_defaults_and_a_message(qtbot, window, tmp_path):
@@ -419,7 +419,7 @@ def test_corrupt_session_starts_with_defaults_and_a_message(qtbot, window, tmp_p
     text = window.notice.text()
     for word in ("'lr'", "'bogus'", "newer version", "zoom", "neon"):
         assert word in text, word
-    assert window.classroom.zoom == 100 and window.classroom.theme == "light"
+    assert window.preferences.zoom == 100 and window.preferences.theme == "light"
 
 
 def test_corrupt_last_session_still_starts(qtbot, monkeypatch):
@@ -451,7 +451,7 @@ def test_last_session_is_restored_at_start(qtbot, monkeypatch):
         assert win.classroom.restored
         assert (session.settings.target, session.settings.seed, session.settings.lr) == (
             "abs_uv", 4, 0.25)
-        assert (win.classroom.zoom, win.classroom.theme) == (110, "dark")
+        assert (win.preferences.zoom, win.preferences.theme) == (110, "dark")
         session.update(seed=9)
         win.close()  # closing remembers the session
         assert json.loads(session_files.last_session_path().read_text())["settings"]["seed"] == 9
@@ -488,19 +488,19 @@ def test_session_naming_a_file_waits_for_the_users_click(qtbot, window, tmp_path
         window.classroom.open_session(session_file)  # shows the default Function meanwhile
     room = window.classroom
     assert not marker.exists()
-    assert room.pending is not None and not room.pending_bar.isHidden()
-    assert room.load_button.text() == "Load double_fn.py"
-    assert "Double (double_fn.py)" in room.pending_label.text()
+    assert room.sessions.pending is not None and not room.sessions.bar.isHidden()
+    assert room.sessions.bar.load_button.text() == "Load double_fn.py"
+    assert "Double (double_fn.py)" in room.sessions.bar.label.text()
     assert window.session.target.spec == "killhead"
-    pending = json.loads(json.dumps(room.session_data()))
+    pending = json.loads(json.dumps(room.sessions.session_data()))
     assert pending["settings"]["target"] == f"{module}:Double"  # kept until decided
 
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        qtbot.mouseClick(room.load_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(room.sessions.bar.load_button, Qt.MouseButton.LeftButton)
     assert marker.exists()
     assert window.session.target.function.__name__ == "Double"
     assert window.session.settings.seed == 3
-    assert room.pending is None and room.pending_bar.isHidden()
+    assert room.sessions.pending is None and room.sessions.bar.isHidden()
 
 
 def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, monkeypatch):
@@ -516,12 +516,12 @@ def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, monkeyp
         win.show()
     try:
         assert not (tmp_path / "double_fn.imported").exists()
-        assert win.classroom.restored and win.classroom.pending is not None
-        assert win.classroom.load_button.text() == "Load double_fn.py"
+        assert win.classroom.restored and win.classroom.sessions.pending is not None
+        assert win.classroom.sessions.bar.load_button.text() == "Load double_fn.py"
         with qtbot.waitSignal(session.targetChanged, timeout=TIMEOUT):
-            qtbot.mouseClick(win.classroom.dismiss_button, Qt.MouseButton.LeftButton)
+            qtbot.mouseClick(win.classroom.sessions.bar.dismiss_button, Qt.MouseButton.LeftButton)
             win.session.set_target("abs_uv")
-        assert win.classroom.pending is None
+        assert win.classroom.sessions.pending is None
         assert not (tmp_path / "double_fn.imported").exists()
     finally:
         session.shutdown(wait=0.5)
@@ -541,16 +541,16 @@ def test_editor_function_source_travels_with_the_session(qtbot, window, tmp_path
 
     file.unlink()
     window.classroom.open_session(path)
-    assert window.classroom.pending is not None and not file.exists()
+    assert window.classroom.sessions.pending is not None and not file.exists()
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        window.classroom.load_pending()
+        window.classroom.sessions.load_pending()
     assert file.read_text(encoding="utf-8") == source
     assert window.session.target.function.__name__ == "Double"
 
     file.write_text(source + "\n# edited since\n", encoding="utf-8")
     window.classroom.open_session(path)
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
-        window.classroom.load_pending()
+        window.classroom.sessions.load_pending()
     assert file.read_text(encoding="utf-8").endswith("# edited since\n")  # not overwritten
     assert window.session.target.file == str((paths.editor_dir() / "mine_2.py").resolve())
 
@@ -585,7 +585,7 @@ def test_classify_needs_no_import(tmp_path):
 def test_exports_write_the_right_contents(qtbot, window, tmp_path):
     report = open_target(qtbot, window, "killhead_bug")
     room = window.classroom
-    written = room.export_jacobians("npy", path=tmp_path / "jac.npy")
+    written = room.exports.export_jacobians("npy", path=tmp_path / "jac.npy")
     names = sorted(p.name for p in written)
     assert names == ["jac_analytic.npy", "jac_difference.npy", "jac_numerical.npy"]
     np.testing.assert_array_equal(np.load(tmp_path / "jac_analytic.npy"),
@@ -594,12 +594,12 @@ def test_exports_write_the_right_contents(qtbot, window, tmp_path):
                                   report.numerical.numpy())
     np.testing.assert_array_equal(np.load(tmp_path / "jac_difference.npy"),
                                   report.difference().numpy())
-    room.export_jacobians("csv", path=tmp_path / "jac")
+    room.exports.export_jacobians("csv", path=tmp_path / "jac")
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "jac_analytic.csv", delimiter=","),
                                   report.analytic.numpy().astype(np.float64))
 
     run_losses(qtbot, window, 5)
-    room.export_loss_csv(path=tmp_path / "loss.csv")
+    room.exports.export_loss_csv(path=tmp_path / "loss.csv")
     with open(tmp_path / "loss.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["run", "step", "loss"] and len(rows) == 6
@@ -607,16 +607,16 @@ def test_exports_write_the_right_contents(qtbot, window, tmp_path):
     assert rows[1][0].startswith("run ") and float(rows[1][2]) > 0
 
     for fmt in ("png", "svg"):
-        room.export_loss(fmt, path=tmp_path / f"loss.{fmt}")
-        room.export_heatmaps(fmt, path=tmp_path / f"heat.{fmt}")
-        room.export_heatmaps(fmt, "difference", path=tmp_path / f"diff.{fmt}")
+        room.exports.export_loss(fmt, path=tmp_path / f"loss.{fmt}")
+        room.exports.export_heatmaps(fmt, path=tmp_path / f"heat.{fmt}")
+        room.exports.export_heatmaps(fmt, "difference", path=tmp_path / f"diff.{fmt}")
     for name in ("loss", "heat", "diff"):
         image = QImage(str(tmp_path / f"{name}.png"))
         assert not image.isNull() and image.width() > 100, name
         svg = (tmp_path / f"{name}.svg").read_text(encoding="utf-8")
         assert "<svg" in svg and len(svg) > 1000, name
     assert "Difference" in (tmp_path / "diff.svg").read_text(encoding="utf-8")
-    room.export_window(path=tmp_path / "window")
+    room.exports.export_window(path=tmp_path / "window")
     shot = QImage(str(tmp_path / "window.png"))
     assert shot.width() == window.width() and shot.height() == window.height()
 
@@ -633,13 +633,13 @@ def test_export_menus(qtbot, window, tmp_path, monkeypatch):
     assert "Loss plot as SVG…" in plot_menu and "Loss history as CSV…" in plot_menu
     open_target(qtbot, window, "killhead")
     graphics = window.jacobian.graphics
-    analytic = room.heatmap_plots()["analytic"]
+    analytic = room.exports.heatmap_plots()["analytic"]
     pos = graphics.mapFromScene(analytic.sceneBoundingRect().center())
-    menu = room.heatmap_menu(pos)
+    menu = room.exports.heatmap_menu(pos)
     items = [a.text() for a in menu.actions()]
     assert items[0] == "This heatmap (analytic) as PNG…"
     assert "Jacobians as .npy…" in items
-    monkeypatch.setattr(room, "ask_save_path", lambda *a: str(tmp_path / "picked"))
+    monkeypatch.setattr(room.dialogs, "ask_save_path", lambda *a: str(tmp_path / "picked"))
     menu.actions()[0].trigger()
     assert QImage(str(tmp_path / "picked.png")).width() > 50
     window.actions_by_name["export_window"].trigger()  # also the shortcut's action
@@ -647,7 +647,7 @@ def test_export_menus(qtbot, window, tmp_path, monkeypatch):
 
 
 def test_export_without_report_says_so(window, tmp_path):
-    assert window.classroom.export_jacobians("npy", path=tmp_path / "x.npy") is None
+    assert window.classroom.exports.export_jacobians("npy", path=tmp_path / "x.npy") is None
     assert "No Jacobian" in window.notice.text()
 
 
@@ -711,8 +711,8 @@ def test_step_heatmap_is_built_when_first_needed_in_the_current_zoom_and_theme(q
     explainer = window.explainer
     assert explainer._graphics is None  # not built with the window (start-up time)
     tick_before = point_size(window.jacobian.colorbar.axis.style["tickFont"])
-    window.classroom.set_zoom(150)
-    window.classroom.set_theme("dark", remember=False)
+    window.preferences.set_zoom(150)
+    window.preferences.set_theme("dark", remember=False)
     window.classroom.show_explainer()
     window.session.batchReady.emit(Batch([fake_record(0)]))
     qtbot.waitUntil(lambda: explainer._graphics is not None and explainer.graphics.isVisible())

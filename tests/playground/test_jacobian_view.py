@@ -19,12 +19,13 @@ from customgrad.settings import Settings
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QFont
 
 from playground.support import preview
-from playground.views import jacobian_view
-from playground.views.jacobian_view import JacobianView
+from playground.views import jacobian as jacobian_view
+from playground.views.jacobian import JacobianView, words
+from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lines
 
 
 @functools.cache
@@ -137,6 +138,46 @@ def test_hover_text_of_a_mismatch(view):
     assert text.startswith("output[0, 0]  /  input[0, 0]")
     assert "analytic 1   numerical 0   difference 1" in text
     assert "outside tolerance" in text
+
+
+def test_hover_text_is_a_pure_function_of_axes_indices_and_values():
+    """No Qt, no view: given the blocks, an entry's indices and its values, the text."""
+    outputs = [Axis("out", 0, (2, 3), 0), Axis("loss", 1, (), 6)]
+    inputs = [Axis("x", 0, (4,), 0), Axis("scale", 1, (), 4)]
+    assert words.hover_text(outputs, inputs, 4, 2, 1.5, 1.25) == \
+        "out[1, 1]  /  x[2]   analytic 1.5   numerical 1.25   difference 0.25"
+    assert words.hover_text(outputs, inputs, 6, 4, 0.0, float("nan"), outside=True) == \
+        "loss  /  scale   analytic 0   numerical NaN   difference NaN   ✘ outside tolerance"
+    assert words.hover_text(outputs, inputs, 0, 0, 1.0, 1.0, outside=False).endswith(
+        "difference 0   ✔ within tolerance")
+    # while computing: what lies past the rows/columns done is not computed yet
+    assert words.hover_text(outputs, inputs, 3, 1, None, 2.0, computing=True, rows_done=0,
+                            cols_done=4) == \
+        "out[1, 0]  /  x[1]   analytic not computed yet   numerical 2   " \
+        "difference not computed yet"
+    assert "numerical not computed yet" in words.hover_text(
+        outputs, inputs, 0, 3, 1.0, 0.0, computing=True, rows_done=7, cols_done=3)
+    assert words.hover_text(outputs, inputs, 7, 0, 1.0, 1.0) == ""  # outside the matrix
+    assert words.hover_text(outputs, inputs, 0, -1, 1.0, 1.0) == ""
+    assert words.hover_text([], [], 0, 0, None, None) == ""
+
+
+def test_hover_hint_and_legend_are_pure():
+    assert words.hover_hint(False) == "Rows are output elements, columns are input elements."
+    wash = words.hover_hint(True, "wash", True)
+    assert wash.startswith("Amber cells are outside tolerance") and "double-click" in wash
+    assert words.hover_hint(True, "", True).startswith("The ring marks the entry closest")
+    blocks = words.legend(_axes(3), _axes(2, 4))
+    assert blocks == "Columns: input [2], weight [4].  Rows: input [3].  "
+    assert words.hover_hint(True, "outline", blocks=blocks).startswith(blocks + "Outlined")
+
+
+def test_block_lines_sit_on_the_blocks_edges():
+    xs, ys = grid_lines(_axes(3), _axes(2, 4))  # 3 rows; columns 2 | 4
+    pairs = list(zip(zip(xs[::2], ys[::2]), zip(xs[1::2], ys[1::2])))
+    assert pairs == [((-0.5, -0.5), (-0.5, 2.5)), ((1.5, -0.5), (1.5, 2.5)),
+                     ((5.5, -0.5), (5.5, 2.5)),  # vertical: left edge, between, right edge
+                     ((-0.5, -0.5), (5.5, -0.5)), ((-0.5, 2.5), (5.5, 2.5))]
 
 
 def test_mouse_over_a_heatmap_updates_the_hover_label(view, qtbot):
@@ -298,6 +339,16 @@ def test_invalid_tolerance_is_marked_and_not_emitted(view, qtbot):
     assert "greater than 0" in view.tolerance_message.text()
 
 
+def test_tolerance_editors_say_what_the_settings_rule_says(view, qtbot):
+    """One rule per field: the editors show Settings.check_field's words."""
+    for edit, name, text in ((view.eps_edit, "eps", "-1e-6"), (view.atol_edit, "atol", "-1"),
+                             (view.rtol_edit, "rtol", "inf")):
+        with qtbot.assertNotEmitted(view.tolerancesChanged):
+            _type(qtbot, edit, text)
+        assert edit.toolTip() == Settings.check_field(name, float(text))
+        assert edit.toolTip() in view.tolerance_message.text()
+
+
 def test_negative_tolerance_is_invalid(view, qtbot):
     with qtbot.assertNotEmitted(view.tolerancesChanged):
         _type(qtbot, view.rtol_edit, "-1e-3")
@@ -367,8 +418,8 @@ def test_progress_ui_during_computation(view, qtbot):
 def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
     """The engine leaves entries not computed yet at zero: the view must not draw them as
     zeros, nor hover them as values."""
-    monkeypatch.setattr(jacobian, "_CHUNK_ELEMENTS", 24)  # one column / row per batch
-    monkeypatch.setattr(jacobian, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(jacobian.limits, "CHUNK_ELEMENTS", 24)  # one column / row per batch
+    monkeypatch.setattr(jacobian.limits, "PROGRESS_SECONDS", 0.0)
     monkeypatch.setattr(preview, "REFRESH_SECONDS", 0.0)
     seen, report = _snapshots("killhead_bug")
     view.start()
@@ -564,7 +615,7 @@ def test_wide_matrices_fill_the_view(view, qtbot):
 
 
 def test_cell_aspect():
-    aspect = jacobian_view._cell_aspect
+    aspect = cell_aspect
     target, most = jacobian_view.FILL_TARGET, jacobian_view.MAX_CELL_STRETCH
     assert aspect(24, 24, 300, 280) == 1.0  # square cells fill most of the view
     assert aspect(0, 5, 300, 280) == 1.0 and aspect(5, 5, 0, 0) == 1.0  # nothing to fit
@@ -597,8 +648,7 @@ def _fit(axes, length, low=None, high=None):
     total = sum(a.size for a in axes)
     low = -0.5 if low is None else low
     high = total - 0.5 if high is None else high
-    return jacobian_view._fit_labels(axes, low, high, length, lambda text: 8 * len(text),
-                                     None, gap=6)
+    return fit_labels(axes, low, high, length, lambda text: 8 * len(text), None, gap=6)
 
 
 def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
@@ -676,7 +726,7 @@ def _record_scans(monkeypatch) -> list[int]:
             return original(matrix, *args)
         return recording
     for name in ("finite_absmax", "pool_signed"):
-        monkeypatch.setattr(jacobian, name, recorder(getattr(jacobian, name)))
+        monkeypatch.setattr(jacobian.matrices, name, recorder(getattr(jacobian.matrices, name)))
     return sizes
 
 
@@ -853,18 +903,18 @@ def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
     qtbot.waitUntil(again.painted.is_set, timeout=2000)
 
 
-class _PaintSpy(jacobian_view.QObject):
+class _PaintSpy(QObject):
     def __init__(self, seen: list, probe=lambda: True):
         super().__init__()
         self.seen, self.probe = seen, probe
 
     def eventFilter(self, watched, event):
-        if event.type() == jacobian_view.QEvent.Type.Paint:
+        if event.type() == QEvent.Type.Paint:
             self.seen.append(self.probe())
         return False
 
 
-class _EventSpy(jacobian_view.QObject):
+class _EventSpy(QObject):
     def __init__(self, kind, seen: list, name: object = True):
         super().__init__()
         self.kind, self.seen, self.name = kind, seen, name
@@ -882,8 +932,8 @@ def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
     with qtbot.waitExposed(view):
         view.show()
     events = []
-    spies = [_EventSpy(jacobian_view.QEvent.Type.LayoutRequest, events, "layout"),
-             _EventSpy(jacobian_view.QEvent.Type.Paint, events, "paint")]
+    spies = [_EventSpy(QEvent.Type.LayoutRequest, events, "layout"),
+             _EventSpy(QEvent.Type.Paint, events, "paint")]
     view.graphics.ci.installEventFilter(spies[0])
     view.graphics.viewport().installEventFilter(spies[1])
     view.show_report(report_for("killhead"))
@@ -946,7 +996,7 @@ def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):
     qtbot.waitUntil(view.graphics.updatesEnabled, timeout=2000)
     qtbot.wait(50)
     painted, at_next_turn = [], []
-    spy = _EventSpy(jacobian_view.QEvent.Type.Paint, painted)
+    spy = _EventSpy(QEvent.Type.Paint, painted)
     view.graphics.viewport().installEventFilter(spy)
     view.show_report(report_for("sigmoid_bug"))
     QTimer.singleShot(0, lambda: at_next_turn.append(len(painted)))

@@ -57,9 +57,9 @@ def _window(qtbot, width, height, theme_name="light", percent=100, present=False
     with qtbot.waitExposed(win):
         win.show()
     if present:  # as ``autograd-playground --present --size WxH --screenshot`` does
-        room.set_presentation(True, fullscreen=False)
-    room.set_theme(theme_name, remember=False)
-    room.set_zoom(percent, remember=False)
+        room.presentation.set_presentation(True, fullscreen=False)
+    room.preferences.set_theme(theme_name, remember=False)
+    room.preferences.set_zoom(percent, remember=False)
     with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
         win.session.set_target("killhead")
     _settle(qtbot, win)
@@ -325,7 +325,7 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         area.setSizes([total - 300, 300])
         area.splitterMoved.emit(total - 300, 1)  # as a drag does
         win.jacobian.set_details_shown(True)
-        win.classroom._save_layout()  # what the drag's timer does once it stops
+        win.classroom.layout.save()  # what the drag's timer does once it stops
         sizes = area.sizes()
     finally:
         win.session.shutdown(wait=0.5)
@@ -336,11 +336,11 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         with qtbot.waitExposed(again):
             again.show()
         _settle(qtbot, again)
-        assert again._area_user_set
+        assert again.main_area.user_set
         assert again.main_area.sizes() == pytest.approx(sizes, abs=3)
         assert again.jacobian.details_shown()
-        again.classroom.reset_layout()  # and View > Reset layout gives the heatmaps room
-        assert not again._area_user_set
-        assert again.classroom.prefs.value("layout/area") is None
+        again.classroom.layout.reset()  # and View > Reset layout gives the heatmaps room
+        assert not again.main_area.user_set
+        assert again.preferences.store.value("layout/area") is None
     finally:
         again.session.shutdown(wait=0.5)

@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtGui import QFont
 
 from playground.views.loss_plot import LossPlot
+from playground.views.loss_plot.runs import Run, legend_corner, stepped_range
 
 
 @pytest.fixture
@@ -263,3 +264,22 @@ def test_a_new_run_is_repainted_a_turn_of_the_event_loop_later(plot, qtbot):
     assert plot.plot_widget in pacing.held() and not plot.plot_widget.updatesEnabled()
     qtbot.waitUntil(plot.plot_widget.updatesEnabled, timeout=2000)
     assert pacing.held() == []
+
+
+def test_the_view_range_changes_in_steps_and_log_y_snaps_to_decades():
+    """No widget: stepped_range is a function of the runs and the view range."""
+    run = Run("a", curve=None)
+    run.extend(np.array([0.0, 1.0, 2.0, 3.0]), np.array([4.0, 2.0, np.nan, 0.5]))
+    assert run.n == 3 and run.nonfinite == 1
+    assert stepped_range([run], ((0, 1), (0, 1)), log_y=False, force=True) == \
+        ((0.0, 4.5), (0.0, 4.0))
+    assert stepped_range([run], ((0, 5), (0, 8)), log_y=False) == (None, None)  # all in view
+    assert stepped_range([run], ((0, 5), (0, 3)), log_y=False) == (None, (0.0, 6.0))  # doubles
+    assert stepped_range([run], ((0, 5), (0, 0)), log_y=True) == (None, (-1, 1))  # decades
+    assert stepped_range([Run("empty", curve=None)], ((0, 1), (0, 1)), False) == (None, None)
+
+
+def test_the_legend_goes_below_a_curve_that_ends_in_the_upper_half():
+    assert legend_corner(1.0, (0.0, 4.0), log_y=False) == "top"
+    assert legend_corner(3.5, (0.0, 4.0), log_y=False) == "bottom"
+    assert legend_corner(100.0, (0.0, 3.0), log_y=True) == "bottom"  # 10^2 of 10^0..10^3

@@ -1,7 +1,8 @@
-"""Live loss curve of a gradient-descent run, with fainter overlays of earlier runs.
+"""The loss plot widget: the live loss curve of a gradient-descent run, with fainter overlays
+of earlier runs.
 
-Points live in growing numpy buffers (amortized doubling); the curve is fed views
-of the filled part, with clip-to-view and peak downsampling, so a million points
+Points live in growing numpy buffers (amortized doubling, see :mod:`.runs`); the curve is fed
+views of the filled part, with clip-to-view and peak downsampling, so a million points
 stay smooth. Non-finite losses (NaN/Inf) are dropped from the plotted data and
 counted; in log mode pyqtgraph skips zero and negative losses.
 """
@@ -12,7 +13,6 @@ import csv
 import math
 import os
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
@@ -28,86 +28,24 @@ from PySide6.QtWidgets import (
 )
 
 from playground.views.fitting import FittedTickSpacing
-from playground.views.fonts import point_size
+from playground.views.fonts import css_size, point_size, scaled
+from playground.views.loss_plot.runs import (
+    Run,
+    csv_rows,
+    legend_corner,
+    overlay_hue,
+    stepped_range,
+)
 from playground.views.pacing import paint_later
+from playground.views.theme import mix
 
 __all__ = ["LossPlot"]
 
-_INITIAL_CAPACITY = 1024
 _MIN_FLUSH_INTERVAL = 1 / 10  # seconds between two redraws of the live curve, at least
 
-# Distinct hues for the overlays of earlier runs (Tableau 10 minus the current blue).
-_OVERLAY_HUES = (
-    "#ff7f0e",
-    "#2ca02c",
-    "#9467bd",
-    "#d62728",
-    "#17becf",
-    "#8c564b",
-    "#e377c2",
-    "#bcbd22",
-)
 _CURRENT_LIGHT = "#0b4fa8"  # deep blue: high contrast on a light background
 _CURRENT_DARK = "#5fb4ff"  # light blue: high contrast on a dark background
 _OVERLAY_STRENGTH = 0.65  # overlay colour = this much hue, the rest background
-
-
-@dataclass
-class _Run:
-    """One run: its label, its point buffers and its curve."""
-
-    label: str | None
-    curve: pg.PlotDataItem
-    steps: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
-    losses: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
-    n: int = 0
-    nonfinite: int = 0
-    hue: str = ""
-    hi: float = -math.inf  # largest loss so far
-    lo_pos: float = math.inf  # smallest positive loss so far (for the log axis)
-
-    def note_range(self, losses: np.ndarray) -> None:
-        if losses.size:
-            self.hi = max(self.hi, float(losses.max()))
-            positive = losses[losses > 0]
-            if positive.size:
-                self.lo_pos = min(self.lo_pos, float(positive.min()))
-
-    def filled(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.steps[: self.n], self.losses[: self.n]
-
-    def reserve(self, extra: int) -> None:
-        need = self.n + extra
-        capacity = len(self.steps)
-        if need <= capacity:
-            return
-        while capacity < need:
-            capacity *= 2
-        for name in ("steps", "losses"):
-            old = getattr(self, name)
-            new = np.empty(capacity, dtype=np.float64)
-            new[: self.n] = old[: self.n]
-            setattr(self, name, new)
-
-    def shrink(self) -> None:
-        """Drop the slack of the buffers (the run will not grow any more)."""
-        self.steps = self.steps[: self.n].copy()
-        self.losses = self.losses[: self.n].copy()
-
-    def legend_text(self) -> str:
-        text = self.label if self.label else "previous run"
-        if self.nonfinite:
-            text += f" ({self.nonfinite:,} NaN/Inf dropped)"
-        return text
-
-
-def _mix(a: QColor, b: QColor, t: float) -> QColor:
-    """t * a + (1 - t) * b, opaque."""
-    return QColor.fromRgbF(
-        t * a.redF() + (1 - t) * b.redF(),
-        t * a.greenF() + (1 - t) * b.greenF(),
-        t * a.blueF() + (1 - t) * b.blueF(),
-    )
 
 
 class LossPlot(QWidget):
@@ -119,45 +57,8 @@ class LossPlot(QWidget):
     def __init__(self, parent: QWidget | None = None, max_overlays: int = 8) -> None:
         super().__init__(parent)
         self.max_overlays = max_overlays
-
-        # Toolbar row: log y, clear history, and a live count of points.
-        self.log_checkbox = QCheckBox("log y")
-        self.log_checkbox.setToolTip("Logarithmic loss axis (zero and negative losses are hidden)")
-        self.clear_button = QPushButton("Clear history")
-        self.clear_button.setToolTip("Remove the faded curves of earlier runs")
-        self.status_label = QLabel("")
-        self.status_label.setToolTip("Points in the current run")
-
-        self.toolbar = QWidget()
-        bar = QHBoxLayout(self.toolbar)
-        bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.log_checkbox)
-        bar.addWidget(self.clear_button)
-        bar.addStretch(1)
-        bar.addWidget(self.status_label)
-
-        self.plot_widget = pg.PlotWidget()
-        self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
-        self.plot_item.setTitle(None)
-        self.plot_item.showGrid(x=True, y=True, alpha=0.25)
-        self.plot_item.setLabel("bottom", "step")
-        self.plot_item.setLabel("left", "loss")
-        for name in ("bottom", "left"):
-            # "loss (x0.001)" style rescaling only confuses an audience: show real values.
-            self.plot_item.getAxis(name).enableAutoSIPrefix(False)
-        # a short plot (presentation mode on a small screen) shows fewer loss labels, never
-        # overlapping ones
-        left = self.plot_item.getAxis("left")
-        left.tickSpacing = FittedTickSpacing(left)
-        self.plot_item.layout.setContentsMargins(6, 6, 14, 6)
-        # A million points stay smooth: draw only the visible x range, and at most
-        # about two points (min and max) per pixel column. Curves added later
-        # (PlotItem.addItem) inherit these settings.
-        self.plot_item.setClipToView(True)
-        self.plot_item.setDownsampling(auto=True, mode="peak")
-        self.legend: pg.LegendItem = self.plot_item.addLegend(offset=(-12, 12))
-        self.legend_corner = "top"  # moved to the bottom when the curve ends high (see flush)
-
+        self._build_toolbar()
+        self._build_plot()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
@@ -184,7 +85,7 @@ class LossPlot(QWidget):
 
         self._current = self._new_run(None)
         self.overlay_curves: list[pg.PlotDataItem] = []
-        self._overlays: list[_Run] = []
+        self._overlays: list[Run] = []
 
         self.log_checkbox.toggled.connect(self.set_log_y)
         # Keep our checkbox in step with pyqtgraph's own context-menu checkbox.
@@ -195,6 +96,46 @@ class LossPlot(QWidget):
         self._apply_graphics_font(self.font())
         self._update_status()
         self._sync_legend()
+
+    def _build_toolbar(self) -> None:
+        """Toolbar row: log y, clear history, and a live count of points."""
+        self.log_checkbox = QCheckBox("log y")
+        self.log_checkbox.setToolTip("Logarithmic loss axis (zero and negative losses are hidden)")
+        self.clear_button = QPushButton("Clear history")
+        self.clear_button.setToolTip("Remove the faded curves of earlier runs")
+        self.status_label = QLabel("")
+        self.status_label.setToolTip("Points in the current run")
+
+        self.toolbar = QWidget()
+        bar = QHBoxLayout(self.toolbar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.log_checkbox)
+        bar.addWidget(self.clear_button)
+        bar.addStretch(1)
+        bar.addWidget(self.status_label)
+
+    def _build_plot(self) -> None:
+        self.plot_widget = pg.PlotWidget()
+        self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
+        self.plot_item.setTitle(None)
+        self.plot_item.showGrid(x=True, y=True, alpha=0.25)
+        self.plot_item.setLabel("bottom", "step")
+        self.plot_item.setLabel("left", "loss")
+        for name in ("bottom", "left"):
+            # "loss (x0.001)" style rescaling only confuses an audience: show real values.
+            self.plot_item.getAxis(name).enableAutoSIPrefix(False)
+        # a short plot (presentation mode on a small screen) shows fewer loss labels, never
+        # overlapping ones
+        left = self.plot_item.getAxis("left")
+        left.tickSpacing = FittedTickSpacing(left)
+        self.plot_item.layout.setContentsMargins(6, 6, 14, 6)
+        # A million points stay smooth: draw only the visible x range, and at most
+        # about two points (min and max) per pixel column. Curves added later
+        # (PlotItem.addItem) inherit these settings.
+        self.plot_item.setClipToView(True)
+        self.plot_item.setDownsampling(auto=True, mode="peak")
+        self.legend: pg.LegendItem = self.plot_item.addLegend(offset=(-12, 12))
+        self.legend_corner = "top"  # moved to the bottom when the curve ends high (see flush)
 
     # ------------------------------------------------------------------ runs
 
@@ -242,9 +183,7 @@ class LossPlot(QWidget):
         """Empty the current run (same label), e.g. when Reset restarts it."""
         self._cancel_flush()
         run = self._current
-        run.n = 0
-        run.nonfinite = 0
-        run.hi, run.lo_pos = -math.inf, math.inf
+        run.clear()
         self._fresh = True
         run.curve.setData(np.empty(0), np.empty(0))
         self._refresh_legend_label(run)
@@ -268,20 +207,7 @@ class LossPlot(QWidget):
             )
         if steps.size == 0:
             return
-        ok = np.isfinite(losses) & np.isfinite(steps)
-        dropped = int(steps.size - np.count_nonzero(ok))
-        run = self._current
-        if dropped:
-            steps = steps[ok]
-            losses = losses[ok]
-            run.nonfinite += dropped
-        k = steps.size
-        if k:
-            run.reserve(k)
-            run.steps[run.n : run.n + k] = steps
-            run.losses[run.n : run.n + k] = losses
-            run.n += k
-            run.note_range(losses)
+        self._current.extend(steps, losses)
         self._pending = True
         self._schedule_flush()
 
@@ -317,30 +243,14 @@ class LossPlot(QWidget):
         self._step_range(force=True)
 
     def _step_range(self, force: bool = False) -> None:
-        """Keep every run in view, changing the range only in steps: x grows by half again,
-        y starts at 0 (losses are never negative) and doubles; log y snaps to decades."""
-        runs = [r for r in (self._current, *self._overlays) if r.n]
-        if not runs:
-            return
+        """Keep every run in view, changing the range only in steps (see stepped_range)."""
         vb = self.plot_item.vb
-        (vx0, vx1), (vy0, vy1) = vb.viewRange()
-        x_lo = min(float(r.steps[0]) for r in runs)
-        x_hi = max(float(r.steps[r.n - 1]) for r in runs)
-        if force or x_hi > vx1 or x_lo < vx0:
-            vb.setXRange(x_lo, x_lo + max(1.0, (x_hi - x_lo) * 1.5), padding=0.02)
-        hi = max(r.hi for r in runs)
-        if not math.isfinite(hi):
-            return
-        if self.log_y():
-            lo = min(r.lo_pos for r in runs)
-            if not (math.isfinite(lo) and hi > 0):
-                return
-            lo_d, hi_d = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-            if force or lo_d < vy0 - 1e-9 or hi_d > vy1 + 1e-9:
-                vb.setYRange(lo_d, max(hi_d, lo_d + 1), padding=0.02)
-        elif force or hi > vy1 or vy0 > 0:
-            top = hi if force else max(hi, 2 * vy1)
-            vb.setYRange(0.0, top if top > 0 else 1.0, padding=0.04)
+        x, y = stepped_range((self._current, *self._overlays), vb.viewRange(), self.log_y(),
+                             force)
+        if x is not None:
+            vb.setXRange(*x, padding=0.02)
+        if y is not None:
+            vb.setYRange(*y, padding=0.02 if self.log_y() else 0.04)
 
     def _schedule_flush(self) -> None:
         if self._flush_timer.isActive():
@@ -394,19 +304,10 @@ class LossPlot(QWidget):
 
         Dropped non-finite points are not written.
         """
-        runs = [*self._overlays, self._current]
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(("run", "step", "loss"))
-            for run in runs:
-                if run.n == 0:
-                    continue
-                label = run.label if run.label else "run"
-                x, y = run.filled()
-                writer.writerows(
-                    (label, int(s) if s.is_integer() else s, v)
-                    for s, v in zip(x.tolist(), y.tolist())
-                )
+            writer.writerows(csv_rows([*self._overlays, self._current]))
 
     def set_compact(self, on: bool) -> None:
         """Compact (presentation mode on a small screen): no toolbar and no axis titles, so
@@ -433,9 +334,8 @@ class LossPlot(QWidget):
 
     def _apply_graphics_font(self, font: QFont) -> None:
         size = point_size(font)
-        tick_font = QFont(font)
-        tick_font.setPointSizeF(size)
-        label_size = f"{size * 1.1:.1f}pt"
+        tick_font = scaled(font)
+        label_size = css_size(font, 1.1)
         for name in ("bottom", "left"):
             axis = self.plot_item.getAxis(name)
             axis.setStyle(
@@ -452,7 +352,7 @@ class LossPlot(QWidget):
                 axis.setWidth(None)
             else:
                 axis.setHeight(None)
-        self.legend.setLabelTextSize(f"{size:.1f}pt")
+        self.legend.setLabelTextSize(css_size(font))
         self._rerender_legend()
 
     # ------------------------------------------------------------------ colours
@@ -465,30 +365,25 @@ class LossPlot(QWidget):
         self.plot_widget.setBackground(bg)
         for name in ("bottom", "left"):
             axis = self.plot_item.getAxis(name)
-            axis.setPen(_mix(fg, bg, 0.55))
+            axis.setPen(mix(fg, bg, 0.55))
             axis.setTextPen(fg)
         self.legend.setBrush(QColor(bg.red(), bg.green(), bg.blue(), 215))
-        self.legend.setPen(_mix(fg, bg, 0.25))
+        self.legend.setPen(mix(fg, bg, 0.25))
         self.legend.setLabelTextColor(fg)
         self._rerender_legend()
         current = QColor(_CURRENT_DARK if dark else _CURRENT_LIGHT)
         self._current.curve.setPen(pg.mkPen(current, width=3.5))
         for run in self._overlays:
-            run.curve.setPen(pg.mkPen(_mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
+            run.curve.setPen(pg.mkPen(mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
         self.legend.update()
 
     def _place_legend(self) -> None:
-        """Top right, unless the newest loss is in the upper half of the view (a loss that
-        barely falls, or grows): then bottom right, so the legend never hides the curve's
-        end (the view reaches past the data on the right, so the rest stays clear)."""
+        """Top right, or bottom right where the curve ends high (see legend_corner)."""
         run = self._current
         if not run.n:
             return
-        (_x0, _x1), (y0, y1) = self.plot_item.vb.viewRange()
-        y = float(run.losses[run.n - 1])
-        if self.log_y():
-            y = math.log10(y) if y > 0 else y0
-        corner = "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
+        corner = legend_corner(float(run.losses[run.n - 1]), self.plot_item.vb.viewRange()[1],
+                               self.log_y())
         if corner == self.legend_corner:
             return
         self.legend_corner = corner
@@ -509,18 +404,16 @@ class LossPlot(QWidget):
 
     # ------------------------------------------------------------------ internals
 
-    def _new_run(self, label: str | None) -> _Run:
+    def _new_run(self, label: str | None) -> Run:
         curve = pg.PlotDataItem(np.empty(0), np.empty(0), skipFiniteCheck=True)
         curve.setZValue(10)  # the current run above the overlays
         # addItem applies the plot's log mode, clip-to-view and downsampling settings.
         self.plot_item.addItem(curve)
-        return _Run(label=label, curve=curve)
+        return Run(label=label, curve=curve)
 
-    def _to_overlay(self, run: _Run) -> None:
+    def _to_overlay(self, run: Run) -> None:
         run.shrink()
-        used = {r.hue for r in self._overlays}
-        free = [h for h in _OVERLAY_HUES if h not in used]
-        run.hue = free[0] if free else _OVERLAY_HUES[len(self._overlays) % len(_OVERLAY_HUES)]
+        run.hue = overlay_hue(self._overlays)
         x, y = run.filled()
         run.curve.setData(x, y)  # views of the shrunk buffers
         run.curve.setZValue(1)
@@ -533,11 +426,11 @@ class LossPlot(QWidget):
             self.overlay_curves.pop(0)
             self._remove_run(oldest)
 
-    def _remove_run(self, run: _Run) -> None:
+    def _remove_run(self, run: Run) -> None:
         self.legend.removeItem(run.curve)
         self.plot_item.removeItem(run.curve)
 
-    def _refresh_legend_label(self, run: _Run) -> None:
+    def _refresh_legend_label(self, run: Run) -> None:
         if run is self._current:
             self._shown_nonfinite = run.nonfinite
         label = self.legend.getLabel(run.curve)

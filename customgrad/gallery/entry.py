@@ -1,0 +1,52 @@
+"""What one gallery entry is: a Function with the shapes, constants and notes its lesson uses,
+and the categories entries fall into.
+
+The gallery's modules build entries from this; :mod:`customgrad.catalog` reads them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+
+import torch
+
+CATEGORIES = ("seed", "classic", "find-the-bug")
+#: what the CLI's list and the app's picker call each category (JSON gives both)
+CATEGORY_TITLES = {"seed": "From the lessons", "classic": "Classics (one ctx feature each)",
+                   "find-the-bug": "Find the bug"}
+
+
+@dataclass(frozen=True)
+class GalleryEntry:
+    """One gallery Function with the defaults the lesson uses."""
+
+    name: str
+    title: str
+    category: str
+    function: type[torch.autograd.Function]
+    note: str
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    constants: dict[str, object] = field(default_factory=dict)
+    init: dict[str, str] = field(default_factory=dict)
+    trained: tuple[str, ...] | None = None
+    twin_of: str | None = None
+    correct: bool = True
+
+    @property
+    def defined(self) -> object:
+        """What the code view shows: the Function's class, or for a custom op the module
+        that defines it."""
+        return vars(self.function).get("__source_object__") or self.function
+
+    @property
+    def source(self) -> str:
+        """The Function's class source, for the code view."""
+        return textwrap.dedent(inspect.getsource(self.defined))
+
+    @property
+    def location(self) -> tuple[str, int]:
+        """(file, first line) of the Function's class."""
+        _, first = inspect.getsourcelines(self.defined)
+        return inspect.getsourcefile(self.defined) or "", max(first, 1)

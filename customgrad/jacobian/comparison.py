@@ -1,0 +1,55 @@
+"""compare(): the phases in order, and the report they add up to.
+
+probe (one real call) -> allocate (lazy matrices, tile grid) -> numerical pass (finite
+differences, column tiles) -> analytic pass (backward rows, row tiles, each compared as it
+comes) -> report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from customgrad.errors import SpecError
+from customgrad.inputs import forward_parameters
+from customgrad.jacobian.agreement import Tally
+from customgrad.jacobian.analytic import Backward, analytic_pass
+from customgrad.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL, Tolerances
+from customgrad.jacobian.numerical import numerical_pass
+from customgrad.jacobian.probe import run_probe
+from customgrad.jacobian.report import Progress, Report
+from customgrad.jacobian.workspace import Pacer, allocate
+
+
+def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
+            rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
+            progress: Callable[[Progress], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> Report:
+    """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments).
+
+    Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
+    TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
+    """
+    args = list(args)
+    tol = Tolerances.checked(eps, atol, rtol)
+    params = [p.name for p in forward_parameters(function)]
+    if len(args) != len(params):
+        raise SpecError(f"{function.__name__}.forward takes {len(params)} arguments "
+                        f"({', '.join(params)}), {len(args)} were given.")
+    started = time.perf_counter()
+    notes: list[str] = []
+    probe = run_probe(function, args, params, notes)
+    space = allocate(probe.outputs, probe.inputs, memory_cap, keep)
+    pacer = Pacer(space, progress, should_stop)
+    # the outputs and inputs, before any entry: a display can lay the matrix out first
+    pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
+    numerical_dtype, tol = numerical_pass(probe, space, pacer, tol, notes)
+    backward = Backward(probe, space.rows, space.cols, notes)
+    tally = Tally(space, tol.atol, tol.rtol)
+    analytic_pass(space, pacer, backward, tally)
+    return Report(
+        passed=all(b.passed for b in tally.blocks), outputs=space.outputs, inputs=space.inputs,
+        blocks=tally.blocks, worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol,
+        rtol=tol.rtol, numerical_dtype=numerical_dtype, analytic_path=backward.path,
+        notes=notes, analytic=space.ana, numerical=space.num_t.T if keep else None,
+        seconds=time.perf_counter() - started)

@@ -1,0 +1,89 @@
+"""Whole-matrix helpers that run in passes of bounded memory: the agreement rule, the largest
+finite entry, signed pooling for display, lazily mapped zeros, and the "equal to rounding" test
+that a batched (vmapped) result must pass before it is trusted.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+
+import torch
+
+from customgrad.jacobian import limits
+
+
+def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree.
+
+    Computed in row chunks so big matrices need no full-size temporaries.
+    """
+    out = torch.empty(a.shape, dtype=torch.bool)
+    step = (max(1, limits.CHUNK_ELEMENTS // max(1, a.shape[-1])) if a.dim() == 2
+            else a.shape[0] or 1)
+    for r0 in range(0, a.shape[0], step):
+        x, y = a[r0:r0 + step].double(), n[r0:r0 + step].double()
+        ok = (x - y).abs() <= atol + rtol * y.abs()
+        out[r0:r0 + step] = ok | (x == y) | (x.isnan() & y.isnan())
+    return out
+
+
+def finite_absmax(matrix: torch.Tensor) -> float:
+    """Largest finite |entry| (0 when there is none), in passes of bounded memory."""
+    flat = matrix.reshape(-1) if matrix.is_contiguous() else None
+    if flat is None:
+        matrix = matrix.T if matrix.dim() == 2 and matrix.T.is_contiguous() else matrix
+        flat = matrix.reshape(-1)
+    best = 0.0
+    chunk = limits.CHUNK_ELEMENTS
+    for start in range(0, flat.numel(), chunk):
+        piece = flat[start:start + chunk]
+        top, low = float(piece.max()), float(piece.min())
+        if math.isfinite(top) and math.isfinite(low):
+            best = max(best, top, -low)
+        else:
+            piece = piece.abs().nan_to_num_(0.0, 0.0, 0.0)
+            best = max(best, float(piece.max()))
+    return best
+
+
+def pool_signed(matrix: torch.Tensor, step: int) -> torch.Tensor:
+    """``matrix`` pooled ``step`` x ``step`` (ragged edges included): each cell keeps the
+    entry of largest magnitude, with its sign; a cell holding a NaN is NaN."""
+    if step <= 1:
+        return matrix.to(torch.float64)
+    rows = -(-matrix.shape[0] // step)
+    out = torch.empty((rows, -(-matrix.shape[1] // step)), dtype=torch.float64)
+    band = max(1, limits.CHUNK_ELEMENTS // max(1, matrix.shape[1] * step)) * step
+    pool = torch.nn.functional.max_pool2d
+    for r0 in range(0, matrix.shape[0], band):
+        piece = matrix[r0:r0 + band].to(torch.float64)[None, None]
+        high = pool(piece, step, ceil_mode=True)[0, 0]
+        low = pool(-piece, step, ceil_mode=True)[0, 0]
+        out[r0 // step:r0 // step + high.shape[0]] = torch.where(high >= low, high, -low)
+    return out
+
+
+def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
+    """A float64 zero matrix in fresh anonymous memory: the OS maps (and zeroes) a page only
+    when it is first written, so parts never written cost neither time nor memory.
+
+    Small pages on purpose: with huge pages (numpy's zeros asks for them) one written entry
+    costs 2 MiB of zeroing, and the first allocation can stall on memory compaction.
+    """
+    count = math.prod(shape)
+    if count * 8 < limits.LAZY_BYTES:
+        return torch.zeros(shape, dtype=torch.float64)
+    memory = mmap.mmap(-1, count * 8)
+    if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    # the tensor keeps ``memory`` alive; the mapping goes when the last view of it does
+    return torch.frombuffer(memory, dtype=torch.float64, count=count).view(shape)
+
+
+def same_to_rounding(got: torch.Tensor, want: torch.Tensor, dtype: torch.dtype) -> bool:
+    """``got`` equals ``want`` to a few dozen roundings of ``dtype`` (relative to the largest
+    finite |entry| of ``want``, at least 1); NaN matches NaN."""
+    tol = 64 * torch.finfo(dtype).eps
+    scale = max(1.0, float(want.abs().max().nan_to_num(0, 0, 0)))
+    return torch.allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True)

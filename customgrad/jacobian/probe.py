@@ -1,0 +1,191 @@
+"""The probe: one real ``apply`` and one raw ``backward`` before any matrix entry.
+
+It finds which arguments are differentiated (the Jacobian's columns) and which outputs (its
+rows), reports contract errors early (wrong gradient count, shape or dtype), and finds the
+graph node whose ``backward`` the analytic pass calls directly. The forward helpers here serve
+the numerical pass: ``forward`` called directly (a few microseconds) when it reproduces
+``apply`` (tens), and whether it writes into its inputs, so each call needs copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from customgrad.contract import (
+    FakeCtx,
+    call_backward,
+    check_gradients,
+    normalize_outputs,
+    run_user,
+)
+from customgrad.errors import FunctionError, SpecError
+from customgrad.inputs import is_new_style
+from customgrad.jacobian.report import Axis
+
+
+@dataclass
+class Probe:
+    """What one real call of the Function showed."""
+
+    function: type
+    args: list
+    params: list[str]  # forward's parameter names
+    new_style: bool  # forward takes no ctx (a setup_context Function)
+    in_pos: list[int]  # the differentiated arguments, by position
+    leaves: dict[int, torch.Tensor]  # their detached copies (requires_grad), by position
+    out_all: tuple  # every output of the probing apply
+    out_pos: list[int]  # the differentiated outputs, by position
+    outputs: list[Axis]  # the matrix's rows
+    inputs: list[Axis]  # its columns
+    node: object | None  # the Function's graph node; None: rows go through the engine
+
+    def copies(self, base: list) -> list:
+        """``base`` with a copy of each differentiated argument."""
+        return [a.clone() if i in self.leaves else a for i, a in enumerate(base)]
+
+    def leaf_call(self) -> list:
+        """Arguments for ``apply`` on the graph: a copy of each leaf, the constants as given."""
+        return [self.leaves[i].clone() if i in self.leaves else a
+                for i, a in enumerate(self.args)]
+
+    def forward_plain(self, call: list) -> tuple:
+        """``apply`` without a graph, through the user-code boundary."""
+        fn = self.function
+        with torch.no_grad():
+            raw = run_user(fn, "forward", lambda: fn.apply(*call))
+        return normalize_outputs(fn, raw)
+
+    def forward_direct(self, call: list):
+        """``forward`` itself, with a stand-in ctx for old-style Functions."""
+        fn = self.function
+        with torch.no_grad():
+            raw = fn.forward(*call) if self.new_style else fn.forward(FakeCtx(), *call)
+        return raw if isinstance(raw, (tuple, list)) else (raw,)
+
+    def zero_grad(self, out: torch.Tensor):
+        """The gradient handed to backward for an output nobody differentiates."""
+        materialize = getattr(self.node, "materialize_grads", True) if self.node else True
+        if not out.is_floating_point():
+            return None
+        return torch.zeros_like(out) if materialize else None
+
+
+def run_probe(function: type, args: list, params: list[str], notes: list[str]) -> Probe:
+    """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
+    or FunctionError for what no comparison can start from; explain the rest in ``notes``."""
+    in_pos = _differentiated_inputs(function, args, params, notes)
+    leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
+    call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
+    outs = normalize_outputs(function, run_user(function, "forward",
+                                                lambda: function.apply(*call)))
+    out_pos = _differentiated_outputs(function, outs, notes)
+    outputs = _lay_out([(output_name(k, len(outs)), k, tuple(outs[k].shape)) for k in out_pos])
+    inputs = _lay_out([(params[i], i, tuple(args[i].shape)) for i in in_pos])
+    node = outs[out_pos[0]].grad_fn
+    node = node if getattr(node, "_forward_cls", None) is function else None
+    probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
+                  out_pos, outputs, inputs, node)
+    if node is not None:
+        gen = torch.Generator().manual_seed(0)
+        grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
+                 if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
+        raw_grads = call_backward(function, node, grads)
+        notes.extend(check_gradients(function, params, args, raw_grads))
+    else:
+        notes.append(
+            "a torch.library op: every row goes through the autograd engine (the op's "
+            "registered backward)." if vars(function).get("__custom_op__") is not None else
+            "the output's graph node is not the Function's own, so every "
+            "row goes through the autograd engine.")
+    return probe
+
+
+def output_name(k: int, count: int) -> str:
+    return "output" if count == 1 else f"output{k}"
+
+
+def _differentiated_inputs(function: type, args: list, params: list[str],
+                           notes: list[str]) -> list[int]:
+    """Positions of the non-empty floating-point tensor arguments (SpecError if none)."""
+    in_pos = [i for i, a in enumerate(args)
+              if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and not a.is_floating_point():
+            notes.append(f"input {params[i]} ({str(a.dtype)[6:]}) is not "
+                         "floating point: not differentiated.")
+        elif isinstance(a, torch.Tensor) and not a.numel():
+            notes.append(f"input {params[i]} is empty: not differentiated.")
+    if not in_pos:
+        raise SpecError(f"{function.__name__} has no floating-point tensor input to "
+                        "differentiate; give at least one parameter a shape.")
+    return in_pos
+
+
+def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> list[int]:
+    """Positions of the non-empty floating-point outputs on the graph (FunctionError if none)."""
+    out_pos = []
+    for k, out in enumerate(outs):
+        oname = output_name(k, len(outs))
+        if not out.is_floating_point():
+            notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
+        elif not out.requires_grad:
+            notes.append(f"{oname} is marked non-differentiable (or does not depend on "
+                         "any input): skipped.")
+        elif not out.numel():
+            notes.append(f"{oname} is empty: skipped.")
+        else:
+            out_pos.append(k)
+        if out.is_floating_point() and not torch.isfinite(out).all():
+            notes.append(f"{oname} contains NaN or Inf at this point.")
+    if not out_pos:
+        raise FunctionError(f"{function.__name__} has no differentiable output to check.",
+                            phase="forward")
+    return out_pos
+
+
+def _lay_out(named: list[tuple[str, int, tuple[int, ...]]]) -> list[Axis]:
+    """Axes for (name, position, shape) triples, one after the other along the matrix."""
+    axes, offset = [], 0
+    for name, position, shape in named:
+        axis = Axis(name, position, shape, offset)
+        axes.append(axis)
+        offset += axis.size
+    return axes
+
+
+def chooses_direct(probe: Probe, base: list) -> bool:
+    """True when calling ``forward`` directly reproduces ``apply`` at the base point."""
+    reference = probe.forward_plain(probe.copies(base))
+    try:
+        direct = probe.forward_direct(probe.copies(base))
+        return len(direct) == len(reference) and all(
+            isinstance(d, torch.Tensor) and d.shape == r.shape
+            and torch.equal(d.nan_to_num(), r.nan_to_num())
+            for k, (d, r) in enumerate(zip(direct, reference)) if k in probe.out_pos)
+    except Exception:
+        return False
+
+
+def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
+    """True when forward changes its inputs in place (mark_dirty) or returns a view of one:
+    then each call gets copies."""
+    in_pos = probe.in_pos
+    versions = [base[i]._version for i in in_pos]
+    snapshot = [base[i].clone() for i in in_pos]
+    outs = forward(base)
+    modified = [base[i]._version for i in in_pos] != versions
+    if modified:
+        # restore the base point before anything else reads it
+        for i, saved in zip(in_pos, snapshot):
+            base[i].copy_(saved)
+    storages = {base[i].untyped_storage().data_ptr() for i in in_pos}
+    if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+           for o in outs):
+        notes.append("forward returns a view of its input: finite differences use copies.")
+        return True
+    if not modified:
+        return False
+    notes.append("forward modifies its input in place: finite differences use copies.")
+    return True

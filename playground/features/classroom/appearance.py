@@ -1,0 +1,68 @@
+"""The window's look follows the preferences: one zoom for every pane, the theme, and the
+larger readout and verdict of presentation mode; Ctrl + mouse wheel zooms."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from playground.views import theme, zoom
+
+__all__ = ["Appearance"]
+
+NORMAL_READOUT = 1.8  # step/loss readout size (times the font)
+PRESENT_READOUT = 2.8  # the same in presentation mode
+PRESENT_JACOBIAN = 1.25  # the verdict line, relative to its size outside presentation
+
+
+class Appearance(QObject):
+    """Applies ``preferences`` to ``panes.window``: fonts at its zoom (the readout of
+    ``panes.controls`` and the verdict of ``panes.jacobian`` larger while presenting, the
+    ``panes.left`` pane as wide as its forms need), its theme; says so in ``panes.status``."""
+
+    def __init__(self, preferences, panes, *, session,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.preferences = preferences
+        self.panes = panes
+        self.session = session
+        zoom.base_point_size()  # the font size at 100 %, before anything zooms
+        self._wheel = zoom.WheelZoom(panes.window, preferences.zoom_by)
+        QApplication.instance().installEventFilter(self._wheel)
+        preferences.zoomChanged.connect(self._zoom_changed)
+        preferences.themeChanged.connect(self._theme_changed)
+        preferences.presentingChanged.connect(self.apply_fonts)
+        panes.left.fit_width()  # the form whole at the start size too, not only after a zoom
+
+    def apply_fonts(self) -> None:
+        """Every pane at the zoom; in presentation mode the readout and verdict larger."""
+        presenting, panes = self.preferences.presenting, self.panes
+        panes.controls.readout_scale = PRESENT_READOUT if presenting else NORMAL_READOUT
+        font = zoom.apply_zoom(self.panes.window, self.preferences.zoom)
+        if presenting:
+            # the verdict larger; the heatmaps' labels stay at the zoom: the cells need the room
+            panes.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
+        panes.left.fit_width()
+        QTimer.singleShot(0, panes.left.fit_width)  # again once the layouts have caught up
+
+    def _zoom_changed(self, percent: int) -> None:
+        self.apply_fonts()
+        self.panes.status.showMessage(f"Zoom {percent} %", 2000)
+        QTimer.singleShot(0, self._check_fits)
+
+    def _check_fits(self) -> None:
+        """Say so when the window no longer fits its screen at this zoom."""
+        w = self.panes.window
+        screen = w.screen()
+        if screen is None or QApplication.platformName() == "offscreen" or not w.isVisible():
+            return
+        room, need = screen.availableGeometry(), w.minimumSizeHint()
+        if need.width() > room.width() or need.height() > room.height():
+            self.session.notice.emit(
+                f"At {self.preferences.zoom} % the window needs {need.width()}×{need.height()}"
+                f" pixels and the screen has {room.width()}×{room.height()}: hide panels in "
+                "presentation mode (F5, View > Presentation panels) or zoom out (Ctrl+-).")
+
+    def _theme_changed(self, name: str) -> None:
+        theme.apply_theme(self.panes.window, name)
+        self.panes.status.showMessage(f"Theme: {theme.get(name).title}", 2000)

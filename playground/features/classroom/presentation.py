@@ -1,0 +1,147 @@
+"""Presentation mode (F5): full screen, the menu bar hidden (every command keeps its key), the
+panels the user chose hidden, the step and loss large beside the loss plot; Esc or F5 leaves
+and puts everything back as it was. The larger fonts follow ``presentingChanged`` (see
+:mod:`.appearance`)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+
+from playground.state.preferences import PANELS
+
+__all__ = ["Presentation"]
+
+
+class Presentation(QObject):
+    """Presentation mode of ``panes.window``.
+
+    ``panes.panels``: PANELS key -> the widgets that panel is; ``panes.readout_holder``: where
+    the readout goes beside the loss plot; ``layout``: the PaneLayout (the side panel's
+    action); ``actions``: the classroom's actions by name.
+    """
+
+    def __init__(self, preferences, panes, *, layout, actions,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.preferences = preferences
+        self.panes = panes
+        self.layout = layout
+        self.actions = actions
+        self._before: dict = {}  # what presentation mode changed, to put back
+        preferences.hiddenPanelsChanged.connect(self._hidden_changed)
+
+    def set_presentation(self, on: bool, fullscreen: bool = True) -> None:
+        """Presentation mode: full screen, big readout and verdict, chosen panels hidden."""
+        on = bool(on)
+        w = self.panes.window
+        if on == self.preferences.presenting:
+            self.actions["presentation"].setChecked(on)
+            return
+        if on:
+            self._enter(fullscreen)
+        else:
+            self._leave()
+        self.preferences.set_presenting(on)
+        self.actions["presentation"].setChecked(on)
+        self.actions["leave_presentation"].setEnabled(on)
+        self.actions["fullscreen"].setChecked(w.isFullScreen())
+
+    def toggle_presentation(self) -> None:
+        self.set_presentation(not self.preferences.presenting)
+
+    def toggle_fullscreen(self) -> None:
+        w = self.panes.window
+        if w.isFullScreen():
+            w.showNormal()
+        else:
+            w.showFullScreen()
+        self.actions["fullscreen"].setChecked(w.isFullScreen())
+
+    def _widgets(self):
+        return [widget for key in PANELS for widget in self.panes.panels[key]]
+
+    def _enter(self, fullscreen: bool) -> None:
+        w, area = self.panes.window, self.panes.main_area
+        self._before = {
+            "visible": {id(x): not x.isHidden() for x in self._widgets()},
+            "fullscreen": w.isFullScreen(), "maximized": w.isMaximized(),
+            "area": (area.user_set, area.saveState())}
+        area.user_set = False  # the heatmaps get their room on the projector
+        self._before["menu"] = not w.menuBar().isHidden()
+        w.menuBar().hide()  # every command keeps its key (F5 or Esc leaves)
+        self._show_panels()
+        if fullscreen and not w.isFullScreen():
+            w.showFullScreen()
+        if fullscreen and w.screen() is not None:
+            # the whole screen, also where no window manager applies full screen (a
+            # bare X server), and once the panels presentation hides no longer need room
+            QTimer.singleShot(0, self, self._fill_screen)
+
+    def _leave(self) -> None:
+        w, area = self.panes.window, self.panes.main_area
+        visible = self._before.get("visible", {})
+        for widget in self._widgets():
+            widget.setVisible(visible.get(id(widget), True))
+        self.panes.upper.setVisible(True)
+        if w.isFullScreen() and not self._before.get("fullscreen"):
+            w.showMaximized() if self._before.get("maximized") else w.showNormal()
+        w.menuBar().setVisible(self._before.get("menu", True))
+        self._place_readout(presenting=False)
+        user_set, state = self._before.get("area", (False, None))
+        if user_set and state is not None:
+            area.restoreState(state)
+        area.user_set = user_set
+        self._before = {}
+        self.layout.sync_side_action()
+        area.schedule_fit()
+
+    def _fill_screen(self) -> None:
+        w = self.panes.window
+        if self.preferences.presenting and w.isFullScreen() and w.screen() is not None \
+                and w.geometry() != w.screen().geometry():
+            w.setGeometry(w.screen().geometry())
+
+    def _hidden_changed(self) -> None:
+        hidden = self.preferences.hidden_panels
+        for key in PANELS:
+            action = self.actions[f"hide_{key}"]
+            if action.isChecked() != (key in hidden):
+                action.setChecked(key in hidden)
+        if self.preferences.presenting:
+            self._show_panels()  # the menu of panels applies at once
+
+    def _show_panels(self) -> None:
+        hidden, panes = self.preferences.hidden_panels, self.panes
+        visible = self._before.get("visible", {})
+        for key in PANELS:
+            for widget in panes.panels[key]:
+                widget.setVisible(key not in hidden and visible.get(id(widget), True))
+        panes.upper.setVisible(not {"loss", "code"} <= hidden)
+        self._place_readout(presenting=True)
+        self.layout.sync_side_action()
+        panes.main_area.schedule_fit()
+
+    def _place_readout(self, presenting: bool) -> None:
+        """Presenting with the loss plot shown: the step and loss beside it, one above the
+        other (the heatmaps get the row they took); else beside the buttons."""
+        panes = self.panes
+        panes.loss_plot.set_compact(presenting)
+        holder = panes.readout_holder
+        beside = presenting and not panes.loss_plot.isHidden()
+        if beside == panes.controls.readout_lent():
+            return
+        panes.controls.lend_readout(holder.layout() if beside else None)
+        if beside:
+            holder.layout().addStretch(1)
+        else:
+            while holder.layout().count():
+                holder.layout().takeAt(0)
+            holder.layout().addStretch(1)
+        holder.setVisible(beside)
+        if beside:
+            split = panes.upper
+            split.setCollapsible(2, False)
+            total = sum(split.sizes())
+            need = holder.sizeHint().width()
+            sizes = split.sizes()
+            split.setSizes([max(0, total - need - sizes[1]), sizes[1], need])

@@ -1,0 +1,171 @@
+"""Play/Pause, Step, Reset, the speed and "Check Jacobian here", with the current step and loss
+shown large beside them (or, in presentation mode, beside the loss plot)."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import QBoxLayout, QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from playground.views import theme
+
+__all__ = ["SPEEDS", "ControlsBar"]
+
+SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
+          ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))
+
+
+class ControlsBar(QWidget):
+    """Play/Pause, Step, Reset, speed, and the current step and loss shown large."""
+
+    readout_scale = 1.8  # step/loss readout size relative to the font (presentation: more)
+
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self._running_now = False
+        self.play = QPushButton("Play")
+        self.step = QPushButton("Step")
+        self.reset = QPushButton("Reset")
+        self._color_icons()
+        self.check = QPushButton("Check Jacobian here")
+        for button, tip in ((self.play, "Run gradient descent (Space)"),
+                            (self.step, "Pause, then one step (S or Right)"),
+                            (self.reset, "Back to step 0, same seed, same run (R)"),
+                            (self.check, "Compare the Jacobians at the current point (C)")):
+            button.setToolTip(tip)
+            button.setMinimumHeight(36)
+        self.speed = QComboBox()
+        for label, rate in SPEEDS:
+            self.speed.addItem(label, rate)
+        self.speed.setToolTip("Steps per second while playing")
+        self.step_label = QLabel("step 0")
+        self.loss_label = QLabel("loss —")
+        self._buttons = QHBoxLayout()
+        self._buttons.setContentsMargins(0, 0, 0, 0)
+        for w in (self.play, self.step, self.reset, self.speed, self.check):
+            self._buttons.addWidget(w)
+        self._buttons.addStretch(1)
+        #: the step and loss in large type: beside the buttons, or elsewhere (presentation
+        #: mode puts it beside the loss plot, one number above the other: see lend_readout)
+        self.readout = QWidget()
+        self._readout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self.readout)
+        self._readout.setContentsMargins(0, 0, 0, 0)
+        self._readout.addStretch(1)
+        self._readout.addWidget(self.step_label)
+        self._readout.addSpacing(24)
+        self._readout.addWidget(self.loss_label)
+        # one row; the readout moves below the buttons when a large font needs the room
+        self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self._layout.setContentsMargins(4, 4, 4, 4)
+        self._layout.addLayout(self._buttons, 1)
+        self._layout.addWidget(self.readout)
+        self.apply_font(self.font())
+        self.play.clicked.connect(session.toggle)
+        self.step.clicked.connect(session.step_once)
+        self.reset.clicked.connect(session.reset)
+        self.check.clicked.connect(session.check_now)
+        self.speed.currentIndexChanged.connect(
+            lambda i: session.set_rate(self.speed.itemData(i)))
+        session.runningChanged.connect(self._running)
+        session.batchReady.connect(self._batch)
+        session.runReset.connect(self._reset)
+
+    def apply_font(self, font: QFont) -> None:
+        """Buttons in ``font``; the step and loss readout ``readout_scale`` times larger."""
+        self.setFont(font)
+        big = QFont(font)
+        big.setPointSizeF((font.pointSizeF() if font.pointSizeF() > 0 else 10.0)
+                          * self.readout_scale)
+        big.setBold(True)
+        for label in (self.step_label, self.loss_label):
+            label.setFont(big)
+        # fixed widths: a changing number must not re-layout (and repaint) the window
+        self.loss_label.setMinimumWidth(self.loss_label.fontMetrics().horizontalAdvance(
+            "loss −0.0000e+00"))
+        self.step_label.setMinimumWidth(self.step_label.fontMetrics().horizontalAdvance(
+            "step 0000000"))
+        for layout in (self._buttons, self._readout, self._layout):
+            layout.invalidate()
+        self.updateGeometry()
+        self._arrange()
+
+    def lend_readout(self, layout: QBoxLayout | None) -> None:
+        """Show the readout in ``layout`` (elsewhere in the window), one number above the
+        other; None: back beside the buttons, in one row."""
+        if layout is None:
+            self._readout.setDirection(QBoxLayout.Direction.LeftToRight)
+            self._layout.addWidget(self.readout)
+        else:
+            self._readout.setDirection(QBoxLayout.Direction.TopToBottom)
+            layout.addWidget(self.readout)
+        self.readout.show()
+        for label in (self.step_label, self.loss_label):
+            label.setAlignment(Qt.AlignmentFlag.AlignRight if layout is not None
+                               else Qt.AlignmentFlag.AlignLeft)
+        self.updateGeometry()
+        self._arrange()
+
+    def readout_lent(self) -> bool:
+        """Whether the readout is shown elsewhere (see lend_readout)."""
+        return self.readout.parent() is not self
+
+    def _readout_width(self) -> int:
+        return self._readout.minimumSize().width() if self.readout.parent() is self else 0
+
+    def _one_row_width(self) -> int:
+        m = self._layout.contentsMargins()
+        return (self._buttons.minimumSize().width() + self._layout.spacing()
+                + self._readout_width() + m.left() + m.right())
+
+    def minimumSizeHint(self) -> QSize:
+        """As narrow as the wider of the two rows: the readout can wrap below."""
+        m = self._layout.contentsMargins()
+        width = max(self._buttons.minimumSize().width(), self._readout_width())
+        return QSize(width + m.left() + m.right(), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        wrap = self.width() < self._one_row_width()
+        direction = QBoxLayout.Direction.TopToBottom if wrap else QBoxLayout.Direction.LeftToRight
+        if self._layout.direction() != direction:
+            self._layout.setDirection(direction)
+            self.updateGeometry()
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._color_icons()
+        super().changeEvent(event)
+
+    def _color_icons(self) -> None:
+        """The buttons' icons in the buttons' text colour: visible in every theme."""
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.play.setIcon(theme.icon("pause" if self._running_now else "play", color))
+        self.step.setIcon(theme.icon("step", color))
+        self.reset.setIcon(theme.icon("reset", color))
+
+    def _running(self, running: bool) -> None:
+        self._running_now = bool(running)
+        self.play.setText("Pause" if running else "Play")
+        self._color_icons()
+
+    def _batch(self, batch) -> None:
+        record = batch.last
+        if record is not None:
+            self.step_label.setText(f"step {record.step + 1}")
+            self.loss_label.setText(f"loss {_fmt(record.loss)}")
+
+    def _reset(self, _label: str) -> None:
+        self.step_label.setText("step 0")
+        self.loss_label.setText("loss —")
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.6g}" if 1e-4 <= abs(x) < 1e6 or x == 0 else f"{x:.4e}"

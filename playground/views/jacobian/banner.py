@@ -1,0 +1,194 @@
+"""The Jacobian pane's verdict banner: one line with the verdict (progress and Cancel while
+computing) and a Details toggle that unfolds the numbers, the worst entry and the notes.
+
+Verdicts are spelled out with a symbol too, so nothing depends on telling green from red.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from playground.views.fitting import FitScroll
+from playground.views.fonts import scaled
+
+__all__ = ["VerdictBanner"]
+
+# Banner colours: (background, border, text).
+_PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
+_FAIL = ("#fde8e6", "#c0261c", "#7a110b")
+
+
+class VerdictBanner(QFrame):
+    """The banner; ``pane`` is the widget whose colours it takes while neutral, and a share
+    of whose height the details may take.
+
+    Signals: ``cancelRequested()`` from Cancel, ``detailsToggled(shown)`` when the details
+    are unfolded or folded."""
+
+    cancelRequested = Signal()
+    detailsToggled = Signal(bool)
+
+    def __init__(self, pane: QWidget):
+        super().__init__()
+        self.setObjectName("JacobianBanner")
+        self._pane = pane
+        self._state = "neutral"
+        self.verdict_label = QLabel()
+        self.verdict_label.setObjectName("JacobianVerdict")
+        self.details_label = QLabel()
+        self.worst_label = QLabel()
+        self.notes_label = QLabel()
+        for label in (self.verdict_label, *self._detail_labels()):
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            # any width, and as tall as the wrapped text needs there: lines wrap, never
+            # overlap (the height-for-width flag must be kept when the policy is replaced)
+            policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            policy.setHeightForWidth(True)
+            label.setSizePolicy(policy)
+        self._build_head()
+        self.details_box = QWidget()
+        details = QVBoxLayout(self.details_box)
+        details.setContentsMargins(0, 0, 0, 0)
+        details.setSpacing(3)
+        for label in self._detail_labels():
+            details.addWidget(label)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 4, 6, 4)
+        box.setSpacing(3)
+        box.addLayout(self._head)
+        self.details_scroll = FitScroll(self.details_box, pane, share=0.25)
+        box.addWidget(self.details_scroll)
+        self.progress_bar.hide()
+        self.cancel_button.hide()
+
+    def _detail_labels(self) -> tuple[QLabel, QLabel, QLabel]:
+        return self.details_label, self.worst_label, self.notes_label
+
+    def _build_head(self) -> None:
+        """The verdict line: the verdict, the progress bar, Cancel and the Details toggle."""
+        self.details_button = QToolButton()
+        self.details_button.setObjectName("JacobianDetails")
+        self.details_button.setCheckable(True)
+        self.details_button.setText("Details")
+        self.details_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.details_button.setToolTip("Show the errors, the worst entry, the notes and the "
+                                       "tolerances")
+        self.details_button.toggled.connect(self.set_details_shown)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setMinimumWidth(120)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the comparison")
+        self.cancel_button.clicked.connect(self.cancelRequested)
+        self._head = QHBoxLayout()
+        self._head.setSpacing(8)
+        self._head.addWidget(self.verdict_label, 3)
+        self._head.addWidget(self.progress_bar, 2)
+        self._head.addWidget(self.cancel_button)
+        self._head.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+
+    # ------------------------------------------------------------------ details
+
+    def details_shown(self) -> bool:
+        return self.details_button.isChecked()
+
+    def set_details_shown(self, shown: bool) -> None:
+        """Unfold the details or fold them to the verdict line; ``detailsToggled`` says so."""
+        shown = bool(shown)
+        if self.details_button.isChecked() != shown:
+            self.details_button.setChecked(shown)  # comes back here through toggled
+            return
+        self.details_button.setArrowType(Qt.ArrowType.DownArrow if shown
+                                         else Qt.ArrowType.RightArrow)
+        self.details_scroll.setVisible(shown)
+        self.detailsToggled.emit(shown)
+
+    # ------------------------------------------------------------------ text
+
+    def set_text(self, state: str, head: str, details: str = "", worst: str = "",
+                 notes: str = "", *, keep_space: bool = False, keep_lines: bool = False,
+                 ) -> None:
+        """The banner in ``state`` ("passed", "failed" or "neutral"). The detail lines keep
+        their place when empty while ``keep_lines`` (a verdict, or one coming), so the banner
+        keeps its height from one verdict to the next and the heatmaps below never jump (nor
+        are laid out again: tens of milliseconds on the GUI thread); ``keep_space`` also
+        keeps extra height a wrapped line had."""
+        self._state = state
+        self.verdict_label.setText(head)
+        for label, text in zip(self._detail_labels(), (details, worst, notes)):
+            label.setText(text)
+            if not keep_space:
+                label.setMinimumHeight(0)
+                label.setVisible(bool(text) or keep_lines)
+        self.restyle_colors()
+
+    def hold_height(self) -> None:
+        """Keep the detail lines' heights (while computing: the heatmaps must not jump)."""
+        for label in self._detail_labels():
+            label.setMinimumHeight(label.height() if label.isVisible() else 0)
+
+    # ------------------------------------------------------------------ progress
+
+    def start_progress(self, message: str) -> None:
+        self.progress_bar.setValue(0)
+        self.progress_bar.setFormat(f"{message}  %p%")
+        self.progress_bar.show()
+        self.cancel_button.show()
+        self.cancel_button.setEnabled(True)
+
+    def set_progress(self, fraction: float, phase: str) -> None:
+        self.progress_bar.setValue(round(fraction * 1000))
+        self.progress_bar.setFormat(f"{phase}…  %p%")
+
+    def end_progress(self) -> None:
+        self.progress_bar.hide()
+        self.cancel_button.hide()
+
+    # ------------------------------------------------------------------ fonts, colours
+
+    def restyle(self, base: QFont, verdict_scale: float) -> None:
+        """Fonts from ``base``, the verdict ``verdict_scale`` times its usual size."""
+        self.verdict_label.setFont(scaled(base, 1.4 * verdict_scale, bold=True))
+        self.details_button.setFont(scaled(base, 1.0))
+        # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
+        self.details_button.setText("Details" if verdict_scale == 1.0 else "")
+        self.details_button.setToolButtonStyle(
+            Qt.ToolButtonStyle.ToolButtonTextBesideIcon if verdict_scale == 1.0
+            else Qt.ToolButtonStyle.ToolButtonIconOnly)
+        # explicit fonts: the banner's style sheet stops fonts from being inherited
+        for widget in (self.details_label, self.worst_label):
+            widget.setFont(scaled(base, 1.0))
+        self.notes_label.setFont(scaled(base, 0.92))
+        self.restyle_colors()
+
+    def restyle_colors(self) -> None:
+        if self._state == "passed":
+            bg, border, fg = _PASS
+        elif self._state == "failed":
+            bg, border, fg = _FAIL
+        else:
+            pal = self._pane.palette()  # the pane's: this frame's own follows its style sheet
+            bg = pal.color(QPalette.ColorRole.AlternateBase).name()
+            border = pal.color(QPalette.ColorRole.Mid).name()
+            fg = pal.color(QPalette.ColorRole.WindowText).name()
+        sheet = (f"#JacobianBanner {{ background: {bg}; border: 2px solid {border};"
+                 f" border-radius: 6px; }} #JacobianBanner QLabel {{ color: {fg}; }}")
+        if sheet != self.styleSheet():  # setting it re-polishes every label in it
+            self.setStyleSheet(sheet)
+

@@ -1,0 +1,85 @@
+"""Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, a plot title
+that asks for no width, and a one-line label that elides."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import QLabel
+
+__all__ = ["Curve", "ElidedLabel", "Image", "Scatter", "ignore_text_width"]
+
+
+# Items hidden while they hold nothing: Qt still calls an empty item's (Python) paint at every
+# repaint, and each such call is a turn at the interpreter lock a busy worker thread holds.
+class Scatter(pg.ScatterPlotItem):
+    def setData(self, *args, **kwargs) -> None:
+        super().setData(*args, **kwargs)
+        self.setVisible(len(self.data) > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
+class Curve(pg.PlotCurveItem):
+    def setData(self, *args, **kwargs) -> None:
+        super().setData(*args, **kwargs)
+        self.setVisible(self.xData is not None and len(self.xData) > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
+class Image(pg.ImageItem):
+    def setImage(self, image=None, autoLevels=None, **kwargs) -> None:
+        super().setImage(image, autoLevels, **kwargs)
+        self.setVisible(self.image is not None and self.image.size > 0)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setVisible(False)
+
+
+def ignore_text_width(label: pg.LabelItem) -> None:
+    """Let ``label`` (a plot title) ask for no width: a long title must not make one plot
+    wider than the others (their views are linked and should have equal sizes)."""
+
+    def update_min() -> None:
+        height = label.itemRect().height()
+        label.setMinimumWidth(0)
+        label.setMinimumHeight(height)
+        label._sizeHint = {
+            Qt.SizeHint.MinimumSize: (0, height),
+            Qt.SizeHint.PreferredSize: (0, height),
+            Qt.SizeHint.MaximumSize: (-1, -1),
+            Qt.SizeHint.MinimumDescent: (0, 0),
+        }
+        label.updateGeometry()
+
+    label.updateMin = update_min
+
+
+class ElidedLabel(QLabel):
+    """A one-line label: text too long for it ends in "…", and the tooltip shows it whole."""
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def sizeHint(self) -> QSize:
+        return QSize(10, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             rect.width())
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                         text)

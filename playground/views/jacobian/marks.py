@@ -1,0 +1,180 @@
+"""What is drawn over the Jacobian heatmaps: the mismatches (each outlined, or a translucent
+amber mask where there are too many), the ring on the worst entry, each diagnosed block's
+dashed outline with its words, and the square on the hovered entry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import torch
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPalette
+from PySide6.QtWidgets import QWidget
+
+from customgrad.jacobian import Report
+from playground.views.jacobian.heatmaps import Heatmaps
+from playground.views.jacobian.items import Image, Scatter
+
+__all__ = ["SCAN_ENTRIES", "SCATTER_LIMIT", "Marks"]
+
+#: More mismatches than this are shown as a translucent mask image instead of outlines.
+SCATTER_LIMIT = 5000
+#: Mismatches are outlined one by one only where the failing blocks hold at most this many
+#: entries (else the mask is laid over the difference as an image).
+SCAN_ENTRIES = 1 << 20
+
+_HALO = QColor(255, 255, 255, 190)
+_MISMATCH = QColor("#111111")
+_MASK = (250, 200, 0, 150)  # amber wash for masks too dense to outline one by one
+_HOVER = QColor("#00a0a0")
+
+
+class Marks:
+    """The marks on ``heatmaps``, sized from the font of ``owner`` (the pane)."""
+
+    def __init__(self, heatmaps: Heatmaps, owner: QWidget):
+        self._heatmaps = heatmaps
+        self._owner = owner
+        self.mode = ""  # how mismatches are marked: "outline", "wash" or "" (none)
+        self.diagnosis_items: list = []  # the outlines and words of mark_diagnoses
+        self._worst_style: tuple | None = None  # (font pixels, failed) the rings are styled for
+        self.mismatch_markers = Scatter(pxMode=True, symbol="s", brush=None)
+        self.mismatch_markers.setZValue(7)
+        self.mismatch_overlay = Image(axisOrder="row-major", autoDownsample=True)
+        self.mismatch_overlay.setTransform(pg.QtGui.QTransform().translate(-0.5, -0.5))
+        lut = np.array([[0, 0, 0, 0]] + [list(_MASK)] * 255, dtype=np.uint8)
+        self.mismatch_overlay.setLookupTable(lut)
+        self.mismatch_overlay.setZValue(1)
+        diff_plot = heatmaps.panels[2].plot
+        diff_plot.addItem(self.mismatch_overlay, ignoreBounds=True)
+        diff_plot.addItem(self.mismatch_markers, ignoreBounds=True)
+
+    def clear(self) -> None:
+        self.mismatch_markers.clear()
+        self.mismatch_overlay.clear()
+        self.mode = ""
+        for panel in self._heatmaps.panels:
+            panel.worst.clear()
+            panel.worst_halo.clear()
+        for item in self.diagnosis_items:
+            self._heatmaps.panels[2].plot.removeItem(item)
+        self.diagnosis_items = []
+
+    def clear_mismatches(self) -> None:
+        self.mismatch_markers.clear()
+        self.mismatch_overlay.clear()
+
+    def mark_mismatches(self, report: Report, mask: np.ndarray,
+                        pooled: torch.Tensor | None = None, step: int = 1) -> None:
+        """Outline each mismatch, or, when there are many or finding them would mean
+        scanning a big mask, lay the mask (``pooled`` by ``step``, if given) over the
+        difference as an amber wash."""
+        count = report.mismatches
+        failing = [b for b in report.blocks if b.mismatches]
+        scan = sum(b.size for b in failing)
+        if count > SCATTER_LIMIT or scan > SCAN_ENTRIES:
+            self.mode = "wash"
+            step = 1 if pooled is None else step
+            wash = mask if pooled is None else pooled.numpy()
+            # levels (0, 1/255): zoomed out, pyqtgraph averages the mask, and any pixel with
+            # a mismatch in it still maps to the amber end of the lookup table
+            self.mismatch_overlay.setImage(wash.view(np.uint8), autoLevels=False,
+                                           levels=(0.0, 1.0 / 255))
+            transform = pg.QtGui.QTransform().translate(-0.5, -0.5)
+            transform.scale(step, step)
+            self.mismatch_overlay.setTransform(transform)
+            return
+        self.mode = "outline"
+        xs, ys = [], []
+        for block in failing:  # only the failing blocks are looked at
+            o, i = block.output, block.input
+            rows, cols = np.nonzero(mask[o.offset:o.offset + o.size, i.offset:i.offset + i.size])
+            ys.append(rows + o.offset)
+            xs.append(cols + i.offset)
+        self.mismatch_markers.setData(x=np.concatenate(xs).astype(float),
+                                      y=np.concatenate(ys).astype(float))
+
+    def mark_worst(self, report: Report) -> None:
+        """Ring the report's worst entry on all three heatmaps."""
+        worst = report.worst
+        if worst is None:
+            return
+        for panel in self._heatmaps.panels:
+            for item in (panel.worst_halo, panel.worst):
+                item.setData(x=[float(worst.col)], y=[float(worst.row)])
+        self.style_worst(not report.passed)
+
+    def mark_diagnoses(self, report: Report) -> None:
+        """On the difference heatmap: each diagnosed block outlined (dashed), with what
+        looks wrong written at its top left."""
+        blocks = {b.name: b for b in report.blocks}
+        plot = self._heatmaps.panels[2].plot
+        palette = self._owner.palette()
+        colour = palette.color(QPalette.ColorRole.WindowText)
+        for d in report.diagnoses:
+            block = blocks.get(d.block)
+            if block is None:
+                continue
+            x, y = block.input.offset - 0.5, block.output.offset - 0.5
+            w, h = block.input.size, block.output.size
+            box = pg.PlotCurveItem([x, x + w, x + w, x, x], [y, y, y + h, y + h, y],
+                                   pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine))
+            label = pg.TextItem(d.kind.replace("_", " "), color=colour, anchor=(0, 0),
+                                fill=pg.mkBrush(palette.color(QPalette.ColorRole.Base)))
+            label.setPos(x, y)
+            label.setToolTip(d.detail)
+            for item in (box, label):
+                item.setZValue(12)
+                plot.addItem(item, ignoreBounds=True)
+                self.diagnosis_items.append(item)
+
+    def set_hover(self, cell: tuple[int, int] | None) -> None:
+        """The square on the hovered entry (row, col), on all three heatmaps."""
+        for panel in self._heatmaps.panels:
+            if cell is None:
+                panel.hover.clear()
+            else:
+                panel.hover.setData(x=[float(cell[1])], y=[float(cell[0])])
+
+    # ------------------------------------------------------------------ sizes, pens
+
+    def restyle(self, failed: bool) -> None:
+        """Pens as thick as the pane's font asks (``failed``: the worst entry failed)."""
+        pixels = QFontMetrics(self._owner.font()).height()
+        for panel in self._heatmaps.panels:
+            panel.hover.setPen(pg.mkPen(_HOVER, width=max(2.0, pixels / 7)))
+        self.mismatch_markers.setPen(pg.mkPen(_MISMATCH, width=max(1.5, pixels / 10)))
+        self.style_worst(failed)
+        self.fit_size()
+
+    def style_worst(self, failed: bool) -> None:
+        pixels = QFontMetrics(self._owner.font()).height()
+        if (pixels, failed) == self._worst_style:
+            return  # re-styling six markers re-renders their symbols: about 1 ms a report
+        self._worst_style = (pixels, failed)
+        size = pixels * (1.5 if failed else 1.25)
+        for panel in self._heatmaps.panels:
+            if failed:
+                panel.worst_halo.setPen(pg.mkPen(_HALO, width=max(5.0, pixels / 3)))
+                panel.worst.setPen(pg.mkPen("#000000", width=max(2.5, pixels / 6)))
+            else:
+                panel.worst_halo.setPen(pg.mkPen(QColor(255, 255, 255, 150),
+                                                 width=max(3.0, pixels / 5)))
+                panel.worst.setPen(pg.mkPen(QColor(60, 60, 60, 200), width=1.5,
+                                            style=Qt.PenStyle.DashLine))
+            panel.worst_halo.setSize(size)
+            panel.worst.setSize(size)
+
+    def fit_size(self, *_args) -> None:
+        """Cell outlines follow the zoom, but never shrink below a visible size."""
+        vb = self._heatmaps.view_box
+        try:
+            px, py = vb.viewPixelSize()
+        except Exception:  # not laid out yet
+            return
+        cell = min(1.0 / px, 1.0 / py) if px > 0 and py > 0 else 10.0
+        pixels = QFontMetrics(self._owner.font()).height()
+        minimum = max(6.0, pixels * 0.45)
+        self.mismatch_markers.setSize(max(minimum, cell * 0.8))
+        for panel in self._heatmaps.panels:
+            panel.hover.setSize(max(minimum + 2, cell + 2))

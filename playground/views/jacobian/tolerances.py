@@ -1,0 +1,118 @@
+"""The Jacobian pane's tolerance bar: "Check at current point" and the eps / atol / rtol
+editors. Each editor checks what is typed with the settings' own rule for that field
+(:func:`~playground.views.fields.setting_number`), marks itself and says why when it is not
+valid; valid values are committed on Enter or leaving the field."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
+
+from customgrad.errors import SpecError
+from customgrad.jacobian import ATOL, EPS, RTOL
+from playground.views.fields import setting_number
+from playground.views.fonts import scaled
+
+__all__ = ["ToleranceBar"]
+
+_TIPS = {
+    "eps": "Finite-difference step: (f(x + eps) − f(x − eps)) / 2·eps. Must be > 0.",
+    "atol": "Absolute tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
+    "rtol": "Relative tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
+}
+_INVALID = "QLineEdit { border: 2px solid #c0261c; background: #fde8e6; color: #5f0b0b; }"
+
+
+class ToleranceBar(QWidget):
+    """Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid values,
+    ``checkRequested()`` from the button."""
+
+    tolerancesChanged = Signal(float, float, float)
+    checkRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.check_button = QPushButton("Check at current point")
+        self.check_button.setToolTip("Compare your backward with finite differences at the "
+                                     "current inputs")
+        self.check_button.clicked.connect(self.checkRequested)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(6)
+        row.addWidget(self.check_button)
+        row.addSpacing(12)
+        self.edits: dict[str, QLineEdit] = {}
+        for name in ("eps", "atol", "rtol"):
+            label = QLabel(name)
+            label.setToolTip(_TIPS[name])
+            edit = QLineEdit()
+            edit.setObjectName(f"tolerance_{name}")
+            edit.setToolTip(_TIPS[name])
+            edit.setProperty("invalid", False)
+            edit.setProperty("tip", _TIPS[name])
+            edit.textEdited.connect(self._validate)
+            edit.editingFinished.connect(self._commit)
+            label.setBuddy(edit)
+            row.addWidget(label)
+            row.addWidget(edit)
+            row.addSpacing(6)
+            self.edits[name] = edit
+        self.eps_edit, self.atol_edit, self.rtol_edit = self.edits.values()
+        self.message = QLabel()
+        self.message.setStyleSheet("color: #b3261e;")
+        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        row.addWidget(self.message, 1)
+        self.set_tolerances(EPS, ATOL, RTOL)
+
+    def set_tolerances(self, eps: float, atol: float, rtol: float) -> None:
+        """Show these tolerances in the editors (emits nothing)."""
+        self._tolerances = (float(eps), float(atol), float(rtol))
+        for edit, value in zip(self.edits.values(), self._tolerances):
+            edit.setText(repr(value))  # shortest text that reads back as the same float
+            self._mark(edit, None)
+        self.message.clear()
+
+    def tolerances(self) -> tuple[float, float, float]:
+        """The last committed (valid) tolerances."""
+        return self._tolerances
+
+    def restyle(self, base: QFont) -> None:
+        font = scaled(base, 1.0)
+        for widget in (self.message, *self.edits.values()):
+            widget.setFont(font)
+        width = QFontMetrics(font).horizontalAdvance("0.000001") + 18
+        for edit in self.edits.values():
+            edit.setMinimumWidth(width)
+            edit.setMaximumWidth(width * 2)
+
+    def _parse(self, name: str) -> tuple[float | None, str]:
+        try:
+            return setting_number(name)(self.edits[name].text()), ""
+        except SpecError as exc:
+            return None, str(exc)
+
+    def _validate(self) -> tuple[float, float, float] | None:
+        values, problems = [], []
+        for name, edit in self.edits.items():
+            value, problem = self._parse(name)
+            self._mark(edit, problem or None)
+            values.append(value)
+            if problem:
+                problems.append(problem)
+        self.message.setText(("✘ " + ";  ".join(problems)) if problems else "")
+        self.message.setToolTip("\n".join(problems))
+        return None if problems else (values[0], values[1], values[2])
+
+    def _commit(self) -> None:
+        values = self._validate()
+        if values is None or values == self._tolerances:
+            return
+        self._tolerances = values
+        self.tolerancesChanged.emit(*values)
+
+    @staticmethod
+    def _mark(edit: QLineEdit, problem: str | None) -> None:
+        edit.setProperty("invalid", bool(problem))
+        edit.setToolTip(problem or edit.property("tip"))
+        edit.setStyleSheet(_INVALID if problem else "")

@@ -1,0 +1,438 @@
+"""The Jacobian pane: :class:`JacobianView` puts the verdict banner, the tolerance bar, the
+heatmaps and the hover line together, takes a comparison's progress and report into its data
+(:class:`~.shown.Shown`), and has them drawn (:mod:`.drawing`), pacing the worker
+(:mod:`.paint`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
+
+from customgrad.jacobian import Axis, Progress, Report
+from playground.support import preview
+from playground.views.fonts import scaled
+from playground.views.jacobian import words
+from playground.views.jacobian.banner import VerdictBanner
+from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
+from playground.views.jacobian.geometry import layout_key
+from playground.views.jacobian.heatmaps import Heatmaps
+from playground.views.jacobian.items import ElidedLabel
+from playground.views.jacobian.labels import BlockLabels
+from playground.views.jacobian.marks import Marks
+from playground.views.jacobian.paint import PaintGate
+from playground.views.jacobian.shown import Shown
+from playground.views.jacobian.tolerances import ToleranceBar
+
+__all__ = ["JacobianView"]
+
+# the parts' widgets and items, under the names the window, the classroom and tests use
+_SHARED = {
+    "banner": ("verdict_label", "details_label", "worst_label", "notes_label",
+               "details_button", "progress_bar", "cancel_button", "details_box",
+               "details_scroll"),
+    "tolerance_row": ("check_button", "eps_edit", "atol_edit", "rtol_edit"),
+    "heatmaps": ("graphics", "analytic_image", "numerical_image", "difference_image",
+                 "colorbar", "difference_colorbar", "rows_plot", "row_axis"),
+    "marks": ("mismatch_markers", "mismatch_overlay"),
+}
+
+
+class JacobianView(QWidget):
+    """Verdict banner, tolerance editors, and the three linked heatmaps.
+
+    Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid tolerances,
+    ``checkRequested()`` and ``cancelRequested()`` from the buttons, ``detailsToggled(shown)``
+    when the banner is expanded or folded, ``idealHeightChanged()`` when
+    :meth:`ideal_height` may have changed (a new matrix, another size).
+    """
+
+    tolerancesChanged = Signal(float, float, float)
+    checkRequested = Signal()
+    cancelRequested = Signal()
+    detailsToggled = Signal(bool)
+    idealHeightChanged = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.shown = Shown()
+        self._styling = False
+        self._verdict_scale = 1.0
+        self._layout_key: tuple | None = None
+        self._hover_cell: tuple[int, int] | None = None
+        self._build()
+        self._connect()
+        self._restyle()
+        self.clear()
+
+    # ------------------------------------------------------------------ construction
+
+    def _build(self) -> None:
+        self.banner = VerdictBanner(self)
+        self.tolerance_row = ToleranceBar()
+        self.banner.detailsToggled.connect(self._details_toggled)
+        self.set_details_shown(False)
+        self.heatmaps = Heatmaps(self)
+        self.labels = BlockLabels(self.heatmaps, self)
+        self.marks = Marks(self.heatmaps, self)
+        self.live = LiveDrawing(self.heatmaps, self.shown, lambda: self.tolerances()[1], self)
+        self.drawing = ReportDrawing(self.heatmaps, self.marks, self.shown)
+        self.gate = PaintGate(self.heatmaps.graphics, self._show_progress_now, self)
+        self._panels = self.heatmaps.panels
+        for part, names in _SHARED.items():
+            for name in names:
+                setattr(self, name, getattr(getattr(self, part), name))
+        self.tolerance_message = self.tolerance_row.message
+        self.hover_label = ElidedLabel()
+        self.hover_label.setObjectName("JacobianHover")
+        self.hover_label.setMinimumWidth(10)
+        self.hover_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(4)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.tolerance_row)
+        layout.addWidget(self.graphics, 1)
+        layout.addWidget(self.hover_label)
+
+    def _connect(self) -> None:
+        self.banner.cancelRequested.connect(self.cancelRequested)
+        self.tolerance_row.checkRequested.connect(self.checkRequested)
+        self.tolerance_row.tolerancesChanged.connect(self.tolerancesChanged)
+        vb = self.heatmaps.view_box
+        vb.sigResized.connect(self._view_resized)
+        vb.sigRangeChanged.connect(self._update_ticks)
+        vb.sigTransformChanged.connect(self.marks.fit_size)
+        for panel in self._panels:
+            panel.plot.vb.sigRangeChangedManually.connect(self._user_zoomed)
+        self.graphics.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.graphics.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.graphics.viewport().installEventFilter(self)
+        self.graphics.installEventFilter(self)
+
+    @property
+    def _shape(self) -> tuple[int, int]:
+        return self.heatmaps.shape
+
+    @property
+    def _report(self) -> Report | None:
+        return self.shown.report
+
+    @property
+    def _analytic(self) -> np.ndarray | None:
+        return self.shown.analytic
+
+    @property
+    def _diagnosis_items(self) -> list:
+        return self.marks.diagnosis_items
+
+    @property
+    def _deferred(self) -> Progress | None:
+        return self.gate.deferred
+
+    @property
+    def _refresh_timer(self) -> QTimer:
+        return self.live.refresh_timer
+
+    # ------------------------------------------------------------------ public API
+
+    def details_shown(self) -> bool:
+        """Whether the banner shows its details and the tolerance editors."""
+        return self.banner.details_shown()
+
+    def set_details_shown(self, shown: bool) -> None:
+        """Expand the banner (numbers, worst entry, notes, tolerances) or fold it to the
+        verdict line; ``detailsToggled`` says so."""
+        self.banner.set_details_shown(shown)
+
+    def _details_toggled(self, shown: bool) -> None:
+        self.tolerance_row.setVisible(shown)
+        self.detailsToggled.emit(shown)
+
+    def set_tolerances(self, eps: float, atol: float, rtol: float) -> None:
+        """Show these tolerances in the editors (emits nothing)."""
+        self.tolerance_row.set_tolerances(eps, atol, rtol)
+
+    def tolerances(self) -> tuple[float, float, float]:
+        """The last committed (valid) tolerances."""
+        return self.tolerance_row.tolerances()
+
+    def start(self, message: str = "Computing…") -> None:
+        """A comparison starts: empty heatmaps, progress bar at 0, Cancel shown."""
+        self.gate.drop()
+        self.gate.paint_next_pass()  # often from the slot that starts a run: the plot paints first
+        self.shown.computing = True
+        self.shown.report = None  # its verdict is about other matrices
+        self._clear_data()
+        self.banner.start_progress(message)
+        self.check_button.setEnabled(False)
+        # the banner keeps its height while computing: the heatmaps below it must not jump
+        # (nor be laid out again, which costs the GUI thread tens of milliseconds)
+        self.banner.hold_height()
+        self._say("neutral", message, keep_space=True)
+        self.hover_label.setText("Entries fill in as they are computed: finite differences "
+                                 "column by column, then your backward row by row.")
+
+    def show_progress(self, progress: Progress) -> None:
+        """Update the bar and fill the heatmaps in with the entries computed so far. Where
+        the progress has a ``painted`` event (the worker waits for it), set it once the pane
+        has painted a new matrix's layout or new entries; at once if there is neither (the
+        same matrix again, not one entry computed yet)."""
+        painted = getattr(progress, "painted", None)
+        if painted is not None and progress.outputs and progress.inputs \
+                and layout_key(progress.outputs, progress.inputs) != self._layout_key \
+                and self.gate.on_screen():
+            self.gate.defer(progress)  # a new matrix, and the worker waits: a pass of its own
+            return
+        # a newer progress (its worker stopped waiting for the held one): the held one is
+        # out of date, and this one lays the matrix out itself
+        self.gate.drop()
+        self._show_progress_now(progress)
+
+    def show_report(self, report: Report) -> None:
+        """The final verdict, heatmaps, mismatches and worst entry; hides the progress UI."""
+        self.gate.paint_next_pass()
+        self._end_computing()
+        self.shown.report = report
+        self._set_axes(report.outputs, report.inputs)
+        verdict = words.verdict(report)
+        self._say(verdict.state, verdict.head, verdict.details, verdict.worst, verdict.notes)
+        self.marks.clear()
+        if not self.drawing.show(report):
+            self._clear_data()
+            self.marks.mark_worst(report)  # where it is, even without the values
+            self.hover_label.setText("The matrices were not kept for this check: "
+                                     "verdict only.")
+            return
+        cell, self._hover_cell = self._hover_cell, None
+        rows, cols = self._shape
+        if cell is not None and cell[0] < rows and cell[1] < cols:
+            self._set_hover(cell)  # the mouse still rests there: show the new values
+        else:
+            self._set_hover(None)
+            self.hover_label.setText(self._hover_hint())
+
+    def show_failure(self, message: str) -> None:
+        """No verdict: hide the progress UI and say why in the banner."""
+        self._end_computing()
+        self.shown.report = None
+        self._say("neutral", f"Jacobian not computed: {message}")
+
+    def clear(self) -> None:
+        """Back to the empty state."""
+        self._end_computing()
+        self.shown.report = None
+        self._clear_data()
+        self._say("neutral", "No Jacobian yet",
+                  "Press “Check at current point” to compare your backward with "
+                  "finite differences.")
+        self.hover_label.setText(self._hover_hint())
+
+    def preparing(self) -> None:
+        """The inputs are being drawn (a comparison still running was cancelled for them):
+        the comparison starts once they are ready."""
+        self._end_computing()
+        self._say("neutral", "Preparing inputs…",
+                  "The Jacobian comparison starts as soon as they are ready.", keep_space=True)
+
+    def is_computing(self) -> bool:
+        return self.shown.computing
+
+    def hover_text(self, row: int, col: int) -> str:
+        """What hovering over entry (row, col) shows; empty outside the matrix."""
+        return self.shown.hover_text(self.heatmaps.outputs, self.heatmaps.inputs, row, col)
+
+    def block_ticks(self) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+        """The (column, row) block labels the axes show: [(position, text), ...].
+
+        A label reads "name [shape]" where the block is wide (or tall) enough on screen,
+        else just "name"; a block too small even for that gets no label (the hint line
+        below the views then lists every block)."""
+        return self.labels.tick_labels
+
+    def fit(self) -> None:
+        """Show the whole matrix (and keep it fitted while the view is resized)."""
+        self.drawing.fit()
+
+    def ideal_height(self) -> int:
+        """The pane's height at which the heatmaps' cells are square and the three views use
+        the whole width they have: what the window gives the pane first. Before a matrix
+        arrives, that of a square one (most are, and the pane need not move when it comes)."""
+        rows, cols = self._shape if all(self._shape) else (1, 1)
+        vb = self.heatmaps.view_box
+        width = vb.width()
+        if width < 2 or not self.graphics.isVisible():
+            return self.sizeHint().height()
+        return math.ceil(self.height() - vb.height() + width * rows / cols)
+
+    def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
+        """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
+        verdict line ``verdict_scale`` times its usual size (presentation mode)."""
+        self._verdict_scale = float(verdict_scale)
+        self.setFont(font)
+        self._restyle()
+
+    # ------------------------------------------------------------------ Qt events
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.PaletteChange):
+            self._restyle()
+        super().changeEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.graphics.viewport() and event.type() == QEvent.Type.Leave:
+            self._set_hover(None)
+        elif watched is self.graphics and event.type() == QEvent.Type.Resize:
+            self.labels.fit_row_axis()  # its width depends on the width there is
+            self.heatmaps.fit_bars(grow_only=self.shown.computing)
+        return super().eventFilter(watched, event)
+
+    # ------------------------------------------------------------------ progress
+
+    def _show_progress_now(self, progress: Progress) -> None:
+        painted = getattr(progress, "painted", None)
+        layout, draws = self._layout_key, self.live.draws
+        try:
+            self._show_progress(progress)
+        finally:
+            if painted is not None:
+                drew = self.live.draws != draws and bool(progress.columns_done
+                                                             or progress.rows_done)
+                if self._layout_key != layout:
+                    self.gate.settle_layout()
+                    self.gate.paint_next_pass()
+                if self._layout_key != layout or drew:
+                    self.gate.await_paint(painted)
+                else:
+                    painted.set()
+
+    def _show_progress(self, progress: Progress) -> None:
+        if not self.shown.computing:
+            self.start()
+        fraction = min(1.0, max(0.0, float(progress.fraction)))
+        self.banner.set_progress(fraction, words.phase_text(progress.phase))
+        if not progress.outputs or not progress.inputs:
+            return
+        self._set_axes(progress.outputs, progress.inputs)
+        analytic = preview.as_array(progress.analytic)
+        numerical = preview.as_array(progress.numerical)
+        if numerical is None or numerical.shape != self._shape:
+            return
+        if analytic is not None and analytic.shape != self._shape:
+            analytic = None
+        self.live.take(progress, fraction, analytic, numerical)
+
+    def _end_computing(self) -> None:
+        self.gate.drop()
+        self.gate.release()
+        self.shown.computing = False
+        self.live.stop()
+        self.banner.end_progress()
+        self.check_button.setEnabled(True)
+
+    # ------------------------------------------------------------------ report, matrices
+
+    def _clear_data(self) -> None:
+        self.shown.forget_matrices()
+        self.drawing.step = 0
+        self.heatmaps.clear()
+        self.marks.clear()
+        self._set_hover(None)
+
+    def _set_levels(self, bar, peak: float, grow_only: bool = False) -> None:
+        self.heatmaps.set_levels(bar, peak, grow_only, computing=self.shown.computing)
+
+    def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
+             keep_space: bool = False) -> None:
+        """The banner's words; its detail lines keep their place while there is a verdict,
+        or one is coming."""
+        self.banner.set_text(state, head, details, worst, notes, keep_space=keep_space,
+                             keep_lines=self.shown.report is not None or self.shown.computing)
+
+    # ------------------------------------------------------------------ axes, zoom
+
+    def _set_axes(self, outputs: list[Axis], inputs: list[Axis]) -> None:
+        key = layout_key(outputs, inputs)
+        if key == self._layout_key:
+            return
+        self._layout_key = key
+        self.heatmaps.set_blocks(outputs, inputs)
+        self.labels.fit_row_axis()
+        self.drawing.auto_fit = True
+        self.idealHeightChanged.emit()
+        self.heatmaps.update_aspect()
+        self.drawing.refit()
+        self._update_ticks()
+
+    def _view_resized(self, *_args) -> None:
+        self.idealHeightChanged.emit()
+        vb = self.heatmaps.view_box
+        preview.DISPLAY["pixels"] = max(64, min(preview.PREVIEW_PIXELS, math.ceil(
+            max(vb.width(), vb.height()) * self.devicePixelRatioF())))
+        self.drawing.resized()
+        self.labels.fit_titles()
+        self._update_ticks()
+
+    def _update_ticks(self, *_args) -> None:
+        """Lay the block labels out for the current zoom and size (see block_ticks)."""
+        if self.labels.update_ticks() and self._hover_cell is None and not self.shown.computing:
+            self.hover_label.setText(self._hover_hint())
+
+    def _user_zoomed(self, *_args) -> None:
+        self.drawing.zoomed()  # zoomed in: the finer pooling
+
+    def _mouse_clicked(self, event) -> None:
+        if event.double() and event.button() == Qt.MouseButton.LeftButton:
+            self.fit()
+            event.accept()
+
+    # ------------------------------------------------------------------ hover
+
+    def _mouse_moved(self, pos: QPointF) -> None:
+        self._set_hover(self.heatmaps.cell_at(pos) if self.shown.numerical is not None else None)
+
+    def _set_hover(self, cell: tuple[int, int] | None) -> None:
+        if cell == self._hover_cell:
+            return
+        self._hover_cell = cell
+        self.marks.set_hover(cell)
+        if cell is None:
+            if not self.shown.computing:
+                self.hover_label.setText(self._hover_hint())
+            return
+        self.hover_label.setText(self.hover_text(*cell))
+
+    def _hover_hint(self) -> str:
+        report = self.shown.report
+        blocks = "" if self.labels.full else words.legend(self.heatmaps.outputs,
+                                                          self.heatmaps.inputs)
+        return words.hover_hint(self.shown.numerical is not None, self.marks.mode,
+                                report is not None and report.worst is not None, blocks)
+
+    # ------------------------------------------------------------------ fonts, colours
+
+    def _restyle(self) -> None:
+        if self._styling:
+            return
+        self._styling = True
+        try:
+            self._restyle_now()
+        finally:
+            self._styling = False
+
+    def _restyle_now(self) -> None:
+        base = QFont(self.font())
+        self.banner.restyle(base, self._verdict_scale)
+        self.tolerance_row.restyle(base)
+        self.hover_label.setFont(scaled(base, 1.1))
+        self.labels.restyle(base, self.palette())
+        self.heatmaps.restyle(base, self.palette(), self.labels.title_height)
+        self.labels.fit_row_axis()
+        self.labels.fit_titles()
+        self._update_ticks()
+        report = self.shown.report
+        self.marks.restyle(report is not None and not report.passed)
+

@@ -1,0 +1,162 @@
+"""What the Jacobian pane says, as pure functions (no Qt): the text for a hovered entry, the
+hint line under the heatmaps, the progress phases, and the verdict banner's lines."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+from customgrad.diagnosis import PHRASES
+from customgrad.jacobian import Axis, Report
+from playground.views.jacobian.geometry import block_ticks
+
+__all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "number", "phase_text",
+           "verdict"]
+
+_PHASES = {
+    "numerical": "Finite differences (numerical)",
+    "analytic": "Your backward (analytic)",
+    "done": "Finishing",
+}
+
+
+def number(value: float, digits: int = 6) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if value == 0:
+        return "0"
+    return f"{value:.{digits}g}"
+
+
+def element(name: str, index: tuple[int, ...]) -> str:
+    """``name[i, j]``, or the bare name of a scalar."""
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+def _axis_label(axis: Axis, flat: int) -> str:
+    return axis.label(flat) if axis.shape else axis.name
+
+
+def phase_text(phase: str) -> str:
+    """A comparison's phase, for the progress bar."""
+    return _PHASES.get(phase, phase.capitalize())
+
+
+def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
+               analytic: float | None, numerical: float | None, *, computing: bool = False,
+               rows_done: int | None = None, cols_done: int | None = None,
+               outside: bool | None = None) -> str:
+    """What hovering over entry (row, col) shows: the output and input elements it relates,
+    then its analytic and numerical values and their difference; empty outside the matrix.
+
+    ``analytic`` and ``numerical`` are the entry's values (None where that matrix is not
+    shown). While ``computing``, a value that is NaN, or lies in a row (analytic) or column
+    (numerical) past ``rows_done`` / ``cols_done``, is "not computed yet". ``outside`` is
+    the verdict on the entry (None: no verdict yet)."""
+    rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
+    if not (0 <= row < rows and 0 <= col < cols) or not outputs:
+        return ""
+    out = outputs[bisect.bisect_right([a.offset for a in outputs], row) - 1]
+    inp = inputs[bisect.bisect_right([a.offset for a in inputs], col) - 1]
+    text = f"{_axis_label(out, row - out.offset)}  /  {_axis_label(inp, col - inp.offset)}"
+    a, n = analytic, numerical
+    d = None if a is None or n is None else a - n
+    done = {"analytic": rows_done is None or row < rows_done,
+            "numerical": cols_done is None or col < cols_done}
+    done["difference"] = done["analytic"] and done["numerical"]
+    for name, value in (("analytic", a), ("numerical", n), ("difference", d)):
+        if computing and (value is None or math.isnan(value) or not done[name]):
+            text += f"   {name} not computed yet"
+        elif value is not None:
+            text += f"   {name} {number(value)}"
+    if outside is not None and a is not None and n is not None:
+        text += "   ✘ outside tolerance" if outside else "   ✔ within tolerance"
+    return text
+
+
+def legend(outputs: list[Axis], inputs: list[Axis]) -> str:
+    """The blocks spelled out (for when the axes are too short to label them all in full)."""
+    if not inputs:
+        return ""
+    columns = ", ".join(text for _, text in block_ticks(inputs))
+    rows = ", ".join(text for _, text in block_ticks(outputs))
+    return f"Columns: {columns}.  Rows: {rows}.  "
+
+
+def hover_hint(shown: bool, mask_mode: str = "", ringed: bool = False, blocks: str = "") -> str:
+    """The line under the heatmaps while no entry is hovered: how to read them. ``shown``:
+    there are heatmaps; ``mask_mode``: how mismatches are marked ("wash", "outline" or "");
+    ``ringed``: an entry is ringed as the closest to failing; ``blocks``: the legend."""
+    if not shown:
+        return "Rows are output elements, columns are input elements."
+    extra = ""
+    if mask_mode == "wash":
+        extra = "  Amber cells are outside tolerance; the ring marks the worst entry."
+    elif mask_mode == "outline":
+        extra = "  Outlined cells are outside tolerance; the ring marks the worst entry."
+    elif ringed:
+        extra = "  The ring marks the entry closest to failing."
+    # the most useful first: a line too long for the window ends in "…" (whole: tooltip)
+    return (blocks + extra.strip() + "  Rows are output elements, columns input "
+            "elements: hover over a cell to read it. Scroll to zoom, drag to pan, "
+            "double-click to fit.").strip()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The banner's words for a report: its state ("passed" or "failed"), the one-line head,
+    the numbers, the worst entry and what failed, and the notes."""
+
+    state: str
+    head: str
+    details: str
+    worst: str
+    notes: str
+
+
+def verdict(report: Report) -> Verdict:
+    """The banner's words for ``report``."""
+    total, bad = report.total, report.mismatches
+    if report.passed:
+        head = f"✔ PASSED: all {total:,} Jacobian entries within tolerance"
+    else:
+        head = f"✘ FAILED: {bad:,} of {total:,} Jacobian entries outside tolerance"
+    details = (f"max abs error {number(report.max_abs_error, 3)}   ·   max rel error "
+               f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
+               f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
+               f"{str(report.numerical_dtype).replace('torch.', '')}"
+               f"   ·   {report.seconds:.2f} s")
+    lines = _worst_lines(report)
+    if len(report.checks) > 1:  # the checklist: each sub-check with its verdict
+        marks = {"passed": "✔", "failed": "✘", "skipped": "–"}
+        lines.append("checks: " + "   ".join(f"{marks[c.status]} {c.name}"
+                                             for c in report.checks.values()))
+        lines += [f"{c.name}: {c.detail}" for c in report.checks.values()
+                  if c.status == "failed" and c.name != "jacobian"]
+        failed = [c.name for c in report.checks.values() if c.status == "failed"]
+        if not bad and failed:
+            head = f"✘ FAILED: {', '.join(failed)} (the Jacobian agrees)"
+    if report.diagnoses:  # shorter words, so the line keeps to one line
+        head = (f"✘ FAILED: {bad:,} of {total:,} entries outside tolerance — "
+                f"{PHRASES[report.diagnoses[0].kind]}?")
+        lines += [f"diagnosis: {d}" for d in report.diagnoses]
+    notes = "\n".join(f"• {note}" for note in report.notes)
+    return Verdict("passed" if report.passed else "failed", head, details, "\n".join(lines),
+                   notes)
+
+
+def _worst_lines(report: Report) -> list[str]:
+    """The worst entry, and the failing blocks where there are several blocks."""
+    lines = []
+    w = report.worst
+    if w is not None:
+        lines.append(f"worst: d {element(w.output_name, w.output_index)} / d "
+                     f"{element(w.input_name, w.input_index)}: analytic "
+                     f"{number(w.analytic)}, numerical {number(w.numerical)}")
+    failing = [b for b in report.blocks if not b.passed]
+    if failing and len(report.blocks) > 1:
+        shown = "; ".join(f"{b.name} ({b.mismatches:,} of {b.size:,})" for b in failing[:3])
+        more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
+        lines.append(f"failing blocks: {shown}{more}")
+    return lines

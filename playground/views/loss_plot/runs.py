@@ -1,0 +1,160 @@
+"""The loss plot's runs, without Qt widgets: each run's points in growing NumPy buffers
+(amortized doubling), the hues of earlier runs, the stepped view range that keeps every run
+in view, where the legend goes, and the rows of a CSV export."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyqtgraph as pg
+
+__all__ = ["OVERLAY_HUES", "Run", "csv_rows", "legend_corner", "overlay_hue", "stepped_range"]
+
+_INITIAL_CAPACITY = 1024
+
+# Distinct hues for the overlays of earlier runs (Tableau 10 minus the current blue).
+OVERLAY_HUES = (
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#d62728",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+)
+
+
+@dataclass
+class Run:
+    """One run: its label, its point buffers and its curve."""
+
+    label: str | None
+    curve: pg.PlotDataItem
+    steps: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
+    losses: np.ndarray = field(default_factory=lambda: np.empty(_INITIAL_CAPACITY))
+    n: int = 0
+    nonfinite: int = 0
+    hue: str = ""
+    hi: float = -math.inf  # largest loss so far
+    lo_pos: float = math.inf  # smallest positive loss so far (for the log axis)
+
+    def extend(self, steps: np.ndarray, losses: np.ndarray) -> None:
+        """Add points (float64 arrays of one length); those whose step or loss is NaN/Inf
+        are dropped and counted (``nonfinite``)."""
+        ok = np.isfinite(losses) & np.isfinite(steps)
+        dropped = int(steps.size - np.count_nonzero(ok))
+        if dropped:
+            steps = steps[ok]
+            losses = losses[ok]
+            self.nonfinite += dropped
+        k = steps.size
+        if k:
+            self.reserve(k)
+            self.steps[self.n : self.n + k] = steps
+            self.losses[self.n : self.n + k] = losses
+            self.n += k
+            self.note_range(losses)
+
+    def clear(self) -> None:
+        """No points (the buffers are kept)."""
+        self.n = 0
+        self.nonfinite = 0
+        self.hi, self.lo_pos = -math.inf, math.inf
+
+    def note_range(self, losses: np.ndarray) -> None:
+        if losses.size:
+            self.hi = max(self.hi, float(losses.max()))
+            positive = losses[losses > 0]
+            if positive.size:
+                self.lo_pos = min(self.lo_pos, float(positive.min()))
+
+    def filled(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.steps[: self.n], self.losses[: self.n]
+
+    def reserve(self, extra: int) -> None:
+        need = self.n + extra
+        capacity = len(self.steps)
+        if need <= capacity:
+            return
+        while capacity < need:
+            capacity *= 2
+        for name in ("steps", "losses"):
+            old = getattr(self, name)
+            new = np.empty(capacity, dtype=np.float64)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def shrink(self) -> None:
+        """Drop the slack of the buffers (the run will not grow any more)."""
+        self.steps = self.steps[: self.n].copy()
+        self.losses = self.losses[: self.n].copy()
+
+    def legend_text(self) -> str:
+        text = self.label if self.label else "previous run"
+        if self.nonfinite:
+            text += f" ({self.nonfinite:,} NaN/Inf dropped)"
+        return text
+
+
+def overlay_hue(overlays: list[Run]) -> str:
+    """The hue for a new overlay: the first no overlay has, else the next in turn."""
+    used = {r.hue for r in overlays}
+    free = [h for h in OVERLAY_HUES if h not in used]
+    return free[0] if free else OVERLAY_HUES[len(overlays) % len(OVERLAY_HUES)]
+
+
+def stepped_range(runs: Iterable[Run], view: tuple[tuple[float, float], tuple[float, float]],
+                  log_y: bool, force: bool = False,
+                  ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The new (x, y) ranges (None: keep) that keep every run in ``view`` ((x0, x1), (y0, y1)),
+    changing only in steps: x grows by half again, y starts at 0 (losses are never negative)
+    and doubles; log y (in decades) snaps to whole decades. ``force``: fit the runs now."""
+    runs = [r for r in runs if r.n]
+    if not runs:
+        return None, None
+    (vx0, vx1), (vy0, vy1) = view
+    x_lo = min(float(r.steps[0]) for r in runs)
+    x_hi = max(float(r.steps[r.n - 1]) for r in runs)
+    x = None
+    if force or x_hi > vx1 or x_lo < vx0:
+        x = (x_lo, x_lo + max(1.0, (x_hi - x_lo) * 1.5))
+    hi = max(r.hi for r in runs)
+    if not math.isfinite(hi):
+        return x, None
+    if log_y:
+        lo = min(r.lo_pos for r in runs)
+        if not (math.isfinite(lo) and hi > 0):
+            return x, None
+        lo_d, hi_d = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        if force or lo_d < vy0 - 1e-9 or hi_d > vy1 + 1e-9:
+            return x, (lo_d, max(hi_d, lo_d + 1))
+    elif force or hi > vy1 or vy0 > 0:
+        top = hi if force else max(hi, 2 * vy1)
+        return x, (0.0, top if top > 0 else 1.0)
+    return x, None
+
+
+def legend_corner(last_loss: float, view_y: tuple[float, float], log_y: bool) -> str:
+    """Where the legend goes: "top" (right), unless the newest loss is in the upper half of
+    the view (a loss that barely falls, or grows): then "bottom", so that the legend never
+    hides the curve's end (the view reaches past the data on the right)."""
+    y0, y1 = view_y
+    y = last_loss
+    if log_y:
+        y = math.log10(y) if y > 0 else y0
+    return "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
+
+
+def csv_rows(runs: Iterable[Run]) -> Iterator[tuple]:
+    """``run, step, loss`` rows of the runs' points (whole steps written as integers)."""
+    for run in runs:
+        if run.n == 0:
+            continue
+        label = run.label if run.label else "run"
+        x, y = run.filled()
+        yield from ((label, int(s) if s.is_integer() else s, v)
+                    for s, v in zip(x.tolist(), y.tolist()))

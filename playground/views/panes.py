@@ -1,0 +1,100 @@
+"""The window's two containers that size themselves: the left pane (picker above, forms below)
+and the main area (loss plot above, the Jacobian pane below)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
+
+__all__ = ["LeftPane", "MainArea"]
+
+
+class LeftPane(QWidget):
+    """The Function picker above; the forms below, in a scroll area that never scrolls
+    sideways (so :meth:`fit_width` keeps the pane as wide as the forms need)."""
+
+    START_WIDTH = 380  # its narrowest, and its width in a fresh layout
+
+    def __init__(self, picker: QWidget, forms: list[QWidget], parent=None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(picker, 3)
+        #: the forms, one under the other, inside the scroll area
+        self.form_holder = QWidget()
+        form_layout = QVBoxLayout(self.form_holder)
+        form_layout.setContentsMargins(0, 0, 0, 0)
+        for form in forms:
+            form_layout.addWidget(form)
+        form_layout.addStretch(1)
+        self.scroll = QScrollArea(widgetResizable=True)
+        self.scroll.setWidget(self.form_holder)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setMinimumWidth(self.START_WIDTH)
+        layout.addWidget(self.scroll, 4)
+
+    def fit_width(self) -> None:
+        """Wide enough for the forms at the current font (a zoom): they would clip else."""
+        m = self.layout().contentsMargins()
+        needed = (self.form_holder.minimumSizeHint().width()
+                  + self.scroll.verticalScrollBar().sizeHint().width()
+                  + 2 * self.scroll.frameWidth() + m.left() + m.right() + 4)
+        self.setMinimumWidth(max(self.START_WIDTH, needed))
+
+
+class MainArea(QSplitter):
+    """``upper`` (the loss plot and side panel) above ``pane`` (the Jacobian pane) below.
+
+    The pane gets the height its heatmaps' square cells need at the width there is
+    (``pane.ideal_height()``, refreshed on ``pane.idealHeightChanged``), leaving ``upper`` at
+    least its minimum; unless the user has moved the splitter (:attr:`user_set`)."""
+
+    def __init__(self, upper: QWidget, pane: QWidget, parent=None) -> None:
+        super().__init__(Qt.Orientation.Vertical, parent)
+        self.setChildrenCollapsible(False)
+        self.addWidget(upper)
+        self.addWidget(pane)
+        self.setSizes([290, 560])
+        #: the user moved the splitter: keep it where it is
+        self.user_set = False
+        self.splitterMoved.connect(self._moved)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self.fit)
+        pane.idealHeightChanged.connect(self._fit_timer.start)
+
+    def _moved(self, *_args) -> None:
+        self.user_set = True
+
+    def schedule_fit(self) -> None:
+        """Fit once the layouts have caught up (a panel shown or hidden, a font changed)."""
+        self._fit_timer.start()
+
+    def reset(self) -> None:
+        """Give the Jacobian pane its room again (forget where the user put the splitter)."""
+        self.user_set = False
+        self.fit()
+
+    def fit(self) -> None:
+        """The pane's ideal height, within what there is (see the class)."""
+        upper, pane = self.widget(0), self.widget(1)
+        if self.user_set or upper.isHidden() or pane.isHidden() or not self.isVisible():
+            return
+        sizes = self.sizes()
+        total = sum(sizes)
+        if total <= 0:
+            return
+        floor = max(upper.minimumSizeHint().height(), upper.minimumHeight(),
+                    4 * self.fontMetrics().height())
+        height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
+        want = [total - height, height]
+        if any(abs(a - b) > 2 for a, b in zip(want, sizes)):
+            self.setSizes(want)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_timer.start()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._fit_timer.start()
