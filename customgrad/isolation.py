@@ -5,7 +5,7 @@ segfault, call ``abort()``, end the process with ``os._exit``, trip a CUDA devic
 (after which the process's CUDA context is unusable), exhaust memory or block inside C where
 no Python exception reaches it. :func:`call` runs a job there instead:
 
-- the child comes from the fork server of :mod:`customgrad.runner` (torch already imported,
+- the child comes from the fork server of :mod:`customgrad.processes` (torch already imported,
   so it starts in milliseconds; ``spawn`` where there is no fork server: slower, same result);
 - :mod:`faulthandler` writes the Python stack to a file when the child crashes, so the error
   names the signal *and* the user's ``file:line``;
@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch.multiprocessing  # noqa: F401 (registers the reductions that share tensors)
 
+from customgrad import processes
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 
 #: the share of the machine's memory a child may use by default before it is stopped
@@ -151,7 +152,7 @@ def _child_main(conn, fault_path: str, job: Callable, args: tuple) -> None:
         try:
             result = job(*args, channel)
         except BaseException as exc:  # the caller raises it
-            channel._put(("error", _portable_error(exc)))
+            channel._put(("error", processes.portable_error(exc)))
         else:
             channel._put(("result", result))
         conn.recv()  # the parent has the result (shared tensors are handed over meanwhile)
@@ -163,17 +164,9 @@ def _child_main(conn, fault_path: str, job: Callable, args: tuple) -> None:
         conn.close()
 
 
-def _portable_error(exc: BaseException) -> BaseException:
-    from customgrad.runner import _portable_error as portable
-
-    return portable(exc)
-
-
 def _context():
-    from customgrad import runner
-
-    if runner.process_available():
-        return runner._get_context()
+    if processes.process_available():
+        return processes.context()
     return multiprocessing.get_context("spawn")
 
 
@@ -257,7 +250,6 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
     ``should_stop()`` is true.
     """
-    from customgrad.runner import _main_stays_home
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
     context = _context()
@@ -267,7 +259,7 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     process = context.Process(target=_child_main, args=(child, fault_path, job, args),
                               daemon=True, name=name)
     try:
-        with _main_stays_home():
+        with processes.main_stays_home():
             process.start()
         child.close()
         return _serve(process, parent, fault_path, on_message, should_stop, limit, what)

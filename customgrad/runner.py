@@ -10,37 +10,34 @@ yields :class:`Batch` es (about 30 a second). An application runs it either
   itself, the window keeps its own, and a Function stuck anywhere (even inside C) is stopped by
   ending the process. The child loads the same Function again (a file's text is sent along,
   so an edit made since changes nothing) and receives the problem's drawn tensors, so both
-  sides work on identical numbers.
+  sides work on identical numbers. The child comes from :mod:`customgrad.processes`' fork
+  server.
 
 Only the standard library and torch: no Qt here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import gc
-import importlib.machinery
-import multiprocessing
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from customgrad import processes
 from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
-from customgrad.errors import Cancelled, CustomGradError, FunctionError, format_traceback
+from customgrad.errors import Cancelled, FunctionError
+from customgrad.processes import ProblemRef, SetupFailed, portable_error
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
 FRAME_SECONDS = 1 / 30
 #: how often the child process looks for new instructions while it runs
 SYNC_SECONDS = 0.001
-#: modules the fork server imports once, so that each run's process starts in milliseconds
-PRELOAD = ["torch", "customgrad.runner", "customgrad.catalog"]
 
 
 def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled) -> bool:
@@ -270,91 +267,8 @@ def thread_loop(descent: Descent, ctrl: LoopControl):
 
 
 # ---- a loop in a child process -------------------------------------------------------------
-_context = None
-_context_lock = threading.Lock()
-
-
-def process_available() -> bool:
-    """True where a run can have a process of its own, started from a fork server (Linux,
-    macOS): milliseconds per run, not the seconds a fresh interpreter takes to import torch."""
-    return "forkserver" in multiprocessing.get_all_start_methods()
-
-
-def _get_context():
-    global _context
-    with _context_lock:
-        if _context is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(PRELOAD)
-            _context = context
-        return _context
-
-
-def warm() -> None:
-    """Start the fork server now (it imports torch once, in the background of the caller)."""
-    _get_context()
-    from multiprocessing import forkserver
-
-    with _main_stays_home():
-        forkserver.ensure_running()
-
-
-@dataclass
-class ProblemRef:
-    """A problem as a child process receives it: how to load the Function again (its spec,
-    and a file's or the editor's text), and the very tensors the parent drew."""
-
-    spec: str
-    code: str | None
-    specs: list
-    settings: object
-    args: list
-    targets: list
-    dtype: object = None
-    device: object = None
-
-    @classmethod
-    def of(cls, problem) -> ProblemRef:
-        return cls(problem.target.spec, problem.target.code, problem.specs, problem.settings,
-                   problem.args, problem.targets, problem.dtype, problem.device)
-
-    def load(self):
-        """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
-        from customgrad.loader import resolve
-        from customgrad.problem import Problem
-
-        return Problem(resolve(self.spec, self.code), self.specs, self.dtype, self.device,
-                       self.args, self.targets, self.settings)
-
-    def descent(self) -> Descent:
-        from customgrad.loader import resolve
-
-        target = resolve(self.spec, self.code)
-        s = self.settings
-        return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
-                       loss=s.loss, optimizer=s.optimizer)
-
-
-def portable(target) -> bool:
-    """True when a child process can load ``target``'s Function again by its spec: a gallery
-    entry, a file (its text travels along) or ``module:Class``."""
-    if target.entry is not None or target.code is not None:
-        return True
-    head, sep, tail = str(target.spec).rpartition(":")
-    return bool(sep and head and tail.isidentifier() and not head.endswith(".py"))
-
-
 class _ParentGone(Exception):
     pass
-
-
-class SetupFailed(CustomGradError):
-    """The child process could not load the Function or the problem (before any step): the
-    caller may run the loop on a thread instead. ``cause`` is what the child raised."""
-
-    def __init__(self, message: str, cause: BaseException | None = None):
-        super().__init__(message)
-        self.cause = cause
 
 
 class _ChildControl(LoopControl):
@@ -399,19 +313,6 @@ def _send(conn, message) -> None:
         raise _ParentGone() from None
 
 
-def _portable_error(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a CustomGradError with its text and traceback."""
-    if isinstance(exc, CustomGradError):
-        choices = getattr(exc, "choices", None)
-        if choices:
-            exc.choices = []  # classes of a user module do not travel
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
-
-
 def _child_main(conn, payload: bytes) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
@@ -420,7 +321,7 @@ def _child_main(conn, payload: bytes) -> None:
         try:
             descent = pickle.loads(payload).descent()
         except BaseException as exc:  # reported to the parent, which can use a thread
-            _send(conn, ("setup", _portable_error(exc)))
+            _send(conn, ("setup", portable_error(exc)))
             return
         _send(conn, ("ready", os.getpid()))
         _collect_between_frames()
@@ -434,7 +335,7 @@ def _child_main(conn, payload: bytes) -> None:
         pass
     except BaseException as exc:  # reported to the parent, which shows it
         try:
-            _send(conn, ("error", _portable_error(exc)))
+            _send(conn, ("error", portable_error(exc)))
         except _ParentGone:
             pass
     finally:
@@ -450,23 +351,6 @@ def _collect_between_frames() -> None:
     gc.disable()
 
 
-@contextlib.contextmanager
-def _main_stays_home():
-    """multiprocessing runs the parent's main script again in each child it starts (to find
-    functions defined there); ours needs nothing from it, and an application's main script
-    imports its whole GUI. A main module named ``__main__`` is the one it skips."""
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = getattr(main, "__spec__", None)
-    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-    try:
-        yield
-    finally:
-        main.__spec__ = saved
-
-
 _USER_MODULE = b"customgrad_user_"
 
 
@@ -475,7 +359,7 @@ class RemoteLoop:
     ``remote`` is this, and read what it reports with :func:`remote_loop`."""
 
     def __init__(self, problem):
-        context = _get_context()
+        context = processes.context()
         job = ProblemRef.of(problem)
         payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         if _USER_MODULE in payload:
@@ -487,7 +371,7 @@ class RemoteLoop:
         self._send_lock = threading.Lock()
         self.process = context.Process(target=_child_main, args=(child, payload), daemon=True,
                                        name=f"descent {problem.target.spec}")
-        with _main_stays_home():
+        with processes.main_stays_home():
             self.process.start()
         child.close()
 

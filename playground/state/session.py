@@ -15,7 +15,8 @@ from customgrad.errors import Cancelled, CustomGradError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
 from customgrad.problem import Problem, specs_for
-from customgrad.runner import Batch, LoopControl, SetupFailed
+from customgrad.processes import SetupFailed
+from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
 from playground.support.discard import discard
 from playground.workers.jobs import (

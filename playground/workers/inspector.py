@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import Inspection, inspect_call
-from customgrad.runner import ProblemRef, SetupFailed, portable
+from customgrad.processes import ProblemRef, SetupFailed, portable
 from playground.workers.jobs import ISOLATE, create_worker, interrupt_thread
 
 

@@ -16,7 +16,7 @@ import time
 import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
-from customgrad import runner, subchecks
+from customgrad import processes, runner, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
@@ -108,7 +108,7 @@ def loop_mode() -> str:
     """Where the descent loop runs: ``process`` (a child process, the default where a fork
     server exists) or ``thread``; ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
     wanted = os.environ.get("AUTOGRAD_PLAYGROUND_LOOP", "").strip().lower()
-    if wanted == "thread" or not runner.process_available():
+    if wanted == "thread" or not processes.process_available():
         return "thread"
     return "process"
 
@@ -122,7 +122,7 @@ def warm_loop_process() -> None:
 
 def _warm_quietly() -> None:
     try:
-        runner.warm()
+        processes.warm()
     except Exception:  # the first run starts it again, and reports what failed
         pass
 
@@ -132,7 +132,7 @@ def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_fi
     """Start the loop for ``problem`` (in a process of its own where possible, else on a
     thread, or with ``thread`` always); returns the superqt worker that reports its batches.
     Nothing here waits: the process is started on the worker's thread."""
-    process = not thread and loop_mode() == "process" and runner.portable(problem.target)
+    process = not thread and loop_mode() == "process" and processes.portable(problem.target)
     worker = create_worker(_descent, problem, ctrl, process, _start_thread=False,
                            _ignore_errors=True)
     worker.yielded.connect(on_batch)
@@ -179,7 +179,7 @@ class JacobianJob:
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         isolate = ISOLATE if isolate is None else isolate
-        self.state.isolated = isolate and runner.portable(problem.target)
+        self.state.isolated = isolate and processes.portable(problem.target)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
@@ -270,16 +270,16 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
         if prepared.painted is not None:
             _await_paint(state, prepared, first)
 
-    job = remote.CompareJob(runner.ProblemRef.of(problem), args, options)
+    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     try:
         return isolation.call(remote.compare, job, on_message=on_message,
                               should_stop=lambda: state.cancelled, what=shapes,
                               name=f"Jacobian check {problem.target.spec}")
-    except runner.SetupFailed:
+    except processes.SetupFailed:
         # the child cannot load this Function (a module made at run time, say): this thread
-        # runs it, as the loop does (runner.SetupFailed)
+        # runs it, as the loop does (processes.SetupFailed)
         state.isolated = False
         return _compare(state, problem, args, options)
     except Cancelled:

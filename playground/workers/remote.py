@@ -22,7 +22,7 @@ from customgrad.diagnosis import diagnose
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report
 from customgrad.problem import Problem
-from customgrad.runner import ProblemRef, SetupFailed
+from customgrad.processes import ProblemRef, SetupFailed
 from playground.support.preview import PreparedProgress, ProgressPreparer, display_steps
 
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import runner
+from customgrad import processes, runner
 from customgrad.descent import StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, FunctionError
 from customgrad.loader import resolve
 from customgrad.problem import build
 from customgrad.settings import Settings
 
-pytestmark = pytest.mark.skipif(not runner.process_available(),
+pytestmark = pytest.mark.skipif(not processes.process_available(),
                                 reason="no fork server on this platform")
 
 
@@ -234,12 +234,12 @@ def test_the_child_still_frees_cyclic_garbage_between_frames(tmp_path):
 
 
 def test_portable_targets():
-    assert runner.portable(resolve("killhead"))
-    assert runner.portable(resolve("customgrad.gallery.seeds:KillHead"))
+    assert processes.portable(resolve("killhead"))
+    assert processes.portable(resolve("customgrad.gallery.seeds:KillHead"))
     target = resolve("killhead")
     from customgrad.loader import Target
 
-    assert not runner.portable(Target("made up", target.function, "made up"))
+    assert not processes.portable(Target("made up", target.function, "made up"))
 
 
 def test_step_record_norms_lazy_batched_and_pickled():
@@ -297,7 +297,7 @@ def test_a_child_that_cannot_load_the_problem_says_so_before_any_step(tmp_path):
     remote = Remote(prob)
     remote.ctrl.pending = 2
     remote.ctrl.poke()
-    with pytest.raises(runner.SetupFailed, match="nowhere_module_xyz"):
+    with pytest.raises(processes.SetupFailed, match="nowhere_module_xyz"):
         remote.pump_until(lambda: False)
     assert remote.ctrl.sent_steps == 2 and not remote.records
 

@@ -43,9 +43,9 @@ def window(qtbot):
 @pytest.fixture(params=["process", "thread"])
 def loop_mode(request, monkeypatch):
     """Run the test with the descent loop in a child process, and again on a thread."""
-    from customgrad import runner
+    from customgrad import processes
 
-    if request.param == "process" and not runner.process_available():
+    if request.param == "process" and not processes.process_available():
         pytest.skip("no fork server on this platform")
     monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", request.param)
     return request.param
@@ -168,9 +168,9 @@ def test_play_pause_step_reset(qtbot, loop_mode, window):
 def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch):
     """Up to a second after start-up, a new loop process waits for the fork server to import
     torch: Play returns at once all the same, and the steps follow."""
-    from customgrad import runner
+    from customgrad import processes, runner
 
-    if not runner.process_available():
+    if not processes.process_available():
         pytest.skip("no fork server on this platform")
     monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
 

@@ -1,0 +1,138 @@
+"""Worker processes: where every child comes from, and how it loads a problem again.
+
+Children start from one fork server (:func:`context`) that has imported torch once, so a
+fresh child starts in milliseconds; where there is no fork server (Windows) callers use
+``spawn``. Used by the descent loop's process (:mod:`customgrad.runner`) and by one-job
+children (:mod:`customgrad.isolation`). A child loads the Function again from its spec
+(:class:`ProblemRef`; :func:`portable` says whether it can), and reports a failure to do so
+as :class:`SetupFailed`, on which callers run the work on a thread instead.
+
+Only the standard library and torch: no Qt here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import multiprocessing
+import pickle
+import sys
+import threading
+from dataclasses import dataclass
+
+from customgrad.descent import Descent
+from customgrad.errors import CustomGradError, FunctionError, format_traceback
+from customgrad.loader import resolve
+
+#: modules the fork server imports once, so that each run's process starts in milliseconds
+PRELOAD = ["torch", "customgrad.runner", "customgrad.catalog"]
+
+_context = None
+_context_lock = threading.Lock()
+
+
+def process_available() -> bool:
+    """True where a run can have a process of its own, started from a fork server (Linux,
+    macOS): milliseconds per run, not the seconds a fresh interpreter takes to import torch."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def context():
+    """The fork server's context (started on first use)."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            made = multiprocessing.get_context("forkserver")
+            made.set_forkserver_preload(PRELOAD)
+            _context = made
+        return _context
+
+
+def warm() -> None:
+    """Start the fork server now (it imports torch once, in the background of the caller)."""
+    context()
+    from multiprocessing import forkserver
+
+    with main_stays_home():
+        forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def main_stays_home():
+    """multiprocessing runs the parent's main script again in each child it starts (to find
+    functions defined there); ours needs nothing from it, and an application's main script
+    imports its whole GUI. A main module named ``__main__`` is the one it skips."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = getattr(main, "__spec__", None)
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = saved
+
+
+@dataclass
+class ProblemRef:
+    """A problem as a child process receives it: how to load the Function again (its spec,
+    and a file's or the editor's text), and the very tensors the parent drew."""
+
+    spec: str
+    code: str | None
+    specs: list
+    settings: object
+    args: list
+    targets: list
+    dtype: object = None
+    device: object = None
+
+    @classmethod
+    def of(cls, problem) -> ProblemRef:
+        return cls(problem.target.spec, problem.target.code, problem.specs, problem.settings,
+                   problem.args, problem.targets, problem.dtype, problem.device)
+
+    def load(self):
+        """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
+        from customgrad.problem import Problem
+
+        return Problem(resolve(self.spec, self.code), self.specs, self.dtype, self.device,
+                       self.args, self.targets, self.settings)
+
+    def descent(self) -> Descent:
+        target = resolve(self.spec, self.code)
+        s = self.settings
+        return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
+                       loss=s.loss, optimizer=s.optimizer)
+
+
+def portable(target) -> bool:
+    """True when a child process can load ``target``'s Function again by its spec: a gallery
+    entry, a file (its text travels along) or ``module:Class``."""
+    if target.entry is not None or target.code is not None:
+        return True
+    head, sep, tail = str(target.spec).rpartition(":")
+    return bool(sep and head and tail.isidentifier() and not head.endswith(".py"))
+
+
+class SetupFailed(CustomGradError):
+    """The child process could not load the Function or the problem (before any step): the
+    caller may run the loop on a thread instead. ``cause`` is what the child raised."""
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.cause = cause
+
+
+def portable_error(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a CustomGradError with its text and traceback."""
+    if isinstance(exc, CustomGradError):
+        choices = getattr(exc, "choices", None)
+        if choices:
+            exc.choices = []  # classes of a user module do not travel
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
