@@ -53,12 +53,14 @@ class TopLevelTooSlow(Exception):
                                    f"{IMPORT_TIMEOUT:g} s (an endless loop?) and was stopped",))
 
 
-def guarded_module_code(run, label: str):
+def guarded_module_code(run, label: str, origin: tuple | None = None):
     """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
-    runs on a helper thread while the window keeps painting (input waits); after
-    ``IMPORT_TIMEOUT`` seconds it is stopped, and the error names the line it was on."""
+    runs first in a worker process (:func:`try_import_in_child`), then on a helper thread
+    while the window keeps painting (input waits); after ``IMPORT_TIMEOUT`` seconds it is
+    stopped, and the error names the line it was on."""
     app = QCoreApplication.instance()
     if app is None or threading.current_thread() is not threading.main_thread():
+        try_import_in_child(origin, label)
         return run()
     box: dict = {}
     done = threading.Event()
@@ -66,6 +68,7 @@ def guarded_module_code(run, label: str):
     def work():
         box["thread"] = threading.get_ident()
         try:
+            try_import_in_child(origin, label)
             box["result"] = run()
         except BaseException as exc:  # handed to the caller below
             box["error"] = exc
@@ -90,6 +93,19 @@ def guarded_module_code(run, label: str):
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def try_import_in_child(origin: tuple | None, label: str) -> None:
+    """Run a user module's top level in a worker process before this process runs it: a
+    module that segfaults, aborts or exits there raises
+    :class:`~customgrad.isolation.ProcessCrashed` (signal, file and line) and is never
+    imported here. A Python error there is left for the import here to report."""
+    if origin is None or not ISOLATE:
+        return
+    from customgrad import isolation
+    from playground.workers import remote
+
+    isolation.call(remote.try_import, origin, name=f"import {label}")
 
 
 def _wait_live(done: threading.Event, seconds: float) -> None:
@@ -353,7 +369,23 @@ def _build(settings: Settings, target) -> Problem:
             torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
+    if ISOLATE and target is not None and processes.portable(target):
+        return _build_in_child(settings, target)
     return build(settings, target)
+
+
+def _build_in_child(settings: Settings, target) -> Problem:
+    """build() in a worker process (it calls the user's forward), the tensors shared back;
+    this process's own build where the child cannot load the Function."""
+    from customgrad import isolation
+    from playground.workers import remote
+
+    try:
+        built = isolation.call(remote.build, target.spec, target.code, settings,
+                               name=f"build {target.spec}")
+    except processes.SetupFailed:
+        return build(settings, target)
+    return built.problem(target)
 
 
 def start_build(settings: Settings, target, on_problem, on_error):
