@@ -81,8 +81,23 @@ def machine_memory() -> int:
         return 0
 
 
+#: the environment variable that sets the default limit, in GiB (0: no limit)
+MEMORY_LIMIT_VARIABLE = "CUSTOMGRAD_MEMORY_LIMIT_GIB"
+
+
 def default_memory_limit() -> int:
-    """Half the machine's memory (0, no limit, where the system does not say how much)."""
+    """``CUSTOMGRAD_MEMORY_LIMIT_GIB`` GiB when set (0: no limit), else half the machine's
+    memory (0, no limit, where the system does not say how much)."""
+    text = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not (0 <= value < float("inf")):
+            raise CustomGradError(f"{MEMORY_LIMIT_VARIABLE}={text} is not a number of GiB "
+                                  "(0: no limit).")
+        return int(value * 2**30)
     return int(machine_memory() * MEMORY_FRACTION)
 
 
@@ -192,6 +207,18 @@ def user_frame(stack: str) -> tuple[str, int, str] | None:
     return None
 
 
+#: the Function's methods a crash message names (``Flaky.backward crashed ...``)
+_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
+
+
+def _method_in(stack: str) -> str | None:
+    """The innermost of the Function's methods on the user's side of ``stack``."""
+    for m in map(_FRAME.match, stack.splitlines()):
+        if m and not _library_file(m["file"]) and m["func"] in _METHODS:
+            return m["func"]
+    return None
+
+
 def _first_thread(stack: str) -> str:
     """The crashing thread's part of faulthandler's text (it comes first), without the
     frames of the process's own start-up (below the job) and the list of extensions."""
@@ -217,9 +244,9 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
     if frame is not None:
         file, line, func = frame
         where = f" at {Path(file).name}:{line} (in {func})"
-        if context and "." not in context:
-            who = f"{context}.{func}" if func in ("forward", "backward", "setup_context",
-                                                   "jvp", "vmap") else context
+        method = _method_in(stack)
+        if context and "." not in context and method is not None:
+            who = f"{context}.{method}"
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name

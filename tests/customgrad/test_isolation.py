@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from customgrad import cli, isolation
-from customgrad.errors import Cancelled
+from customgrad.errors import Cancelled, CustomGradError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -163,3 +163,16 @@ def test_sigkill_is_explained_as_memory_running_out():
     error = isolation.describe_death(-9, "", "Big")
     assert error.signal_name == "SIGKILL"
     assert "memory runs out" in str(error)
+
+
+def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):
+    monkeypatch.delenv(isolation.MEMORY_LIMIT_VARIABLE, raising=False)
+    assert isolation.default_memory_limit() == isolation.machine_memory() // 2
+    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "1.5")
+    assert isolation.default_memory_limit() == 3 * 2**29
+    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0")
+    assert isolation.default_memory_limit() == 0  # no limit
+    for bad in ("lots", "-1", "inf", "nan"):
+        monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, bad)
+        with pytest.raises(CustomGradError, match=f"CUSTOMGRAD_MEMORY_LIMIT_GIB={bad} is not"):
+            isolation.default_memory_limit()
