@@ -220,9 +220,15 @@ def _method_in(stack: str) -> str | None:
 
 
 def _first_thread(stack: str) -> str:
-    """The crashing thread's part of faulthandler's text (it comes first), without the
+    """The crashing thread's part of faulthandler's text, without the
     frames of the process's own start-up (below the job) and the list of extensions."""
-    block = re.split(r"\n\s*\n(?=Thread 0x)|\n(?=Thread 0x)", stack.strip())[0]
+    blocks = re.split(r"\n\s*\n(?=(?:Current t|T)hread 0x)|\n(?=(?:Current t|T)hread 0x)",
+                      stack.strip())
+    # the crashing thread is "Current thread" (faulthandler lists the newest thread first),
+    # after the "Fatal Python error" line
+    block = next((b for b in blocks if b.lstrip().startswith("Current thread")), blocks[0])
+    if block is not blocks[0] and blocks[0].startswith("Fatal Python error"):
+        block = f"{blocks[0]}\n\n{block}"
     kept = []
     for text in block.splitlines():
         if text.startswith("Extension modules:"):

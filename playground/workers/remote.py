@@ -19,17 +19,20 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import threading
 from dataclasses import dataclass
 
 import torch
 
 from customgrad import loader, subchecks
 from customgrad.diagnosis import diagnose
+from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed
+from customgrad.runner import interrupt_thread
 from playground.support.preview import PreparedProgress, ProgressPreparer, display_steps
 
 
@@ -132,22 +135,44 @@ def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
     return inspect_call(problem.function, args, seed=seed)
 
 
-def try_import(origin: tuple, channel) -> None:
+class TopLevelTooSlow(Exception):
+    """Raised inside a user module whose top-level code ran longer than allowed.
+    ``user_line``: the line of the user's file it was on, when known."""
+
+    def __init__(self, *args, user_line: int | None = None):
+        super().__init__(*args or ("its top-level code ran too long (an endless loop?) and was "
+                                   "stopped",))
+        self.user_line = user_line
+
+
+def try_import(origin: tuple, seconds: float, channel) -> int | None:
     """A user module's top level, run here first: if it crashes the process, only this child
-    ends. Python errors are left to the window's own import, which reports them as always;
-    what the module prints is dropped (the window's import prints it)."""
+    ends. After ``seconds`` it is interrupted: the line it was on comes back (0 where not
+    known; None when it finished). Python errors are left to the window's own import, which
+    reports them as always; what the module prints is dropped (the window's import prints
+    it)."""
     kind, where = origin[0], origin[1]
     label = where.rsplit("/", 1)[-1].rsplit("\\", 1)[-1] if kind == "file" else where
     channel.context(f"The top level of {label}")
+    watchdog = threading.Timer(seconds, interrupt_thread,
+                               args=(threading.get_ident(), TopLevelTooSlow))
+    watchdog.daemon = True
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        watchdog.start()
         try:
             if kind == "file":
                 loader.load_file(where, origin[2])
             else:
                 importlib.import_module(where)
-        except Exception:
+        except TargetError as exc:
+            if "TopLevelTooSlow" in str(exc):
+                return exc.line or 0
+        except Exception:  # reported by the window's own import
             pass
+        finally:
+            watchdog.cancel()
+    return None
 
 
 @dataclass

@@ -176,3 +176,18 @@ def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatc
         monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, bad)
         with pytest.raises(CustomGradError, match=f"CUSTOMGRAD_MEMORY_LIMIT_GIB={bad} is not"):
             isolation.default_memory_limit()
+
+
+def test_the_crashing_thread_is_found_among_others():
+    """faulthandler lists the newest thread first; the crash is in "Current thread"."""
+    stack = ('Fatal Python error: Segmentation fault\n\n'
+             'Thread 0x00007f01 (most recent call first):\n'
+             '  File "/usr/lib/python3.11/threading.py", line 324 in wait\n\n'
+             'Current thread 0x00007f02 (most recent call first):\n'
+             '  File "/home/me/flaky.py", line 16 in fault\n'
+             '  File "/home/me/flaky.py", line 31 in backward\n')
+    error = isolation.describe_death(-11, stack, "Flaky")
+    assert str(error).startswith("Flaky.backward crashed the process with SIGSEGV at "
+                                 "flaky.py:16 (in fault).")
+    assert error.stack.startswith("Fatal Python error: Segmentation fault\n\nCurrent thread")
+    assert "threading.py" not in error.stack
