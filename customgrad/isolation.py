@@ -81,8 +81,23 @@ def machine_memory() -> int:
         return 0
 
 
+#: the environment variable that sets the default limit, in GiB (0: no limit)
+MEMORY_LIMIT_VARIABLE = "CUSTOMGRAD_MEMORY_LIMIT_GIB"
+
+
 def default_memory_limit() -> int:
-    """Half the machine's memory (0, no limit, where the system does not say how much)."""
+    """``CUSTOMGRAD_MEMORY_LIMIT_GIB`` GiB when set (0: no limit), else half the machine's
+    memory (0, no limit, where the system does not say how much)."""
+    text = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not (0 <= value < float("inf")):
+            raise CustomGradError(f"{MEMORY_LIMIT_VARIABLE}={text} is not a number of GiB "
+                                  "(0: no limit).")
+        return int(value * 2**30)
     return int(machine_memory() * MEMORY_FRACTION)
 
 
@@ -192,10 +207,28 @@ def user_frame(stack: str) -> tuple[str, int, str] | None:
     return None
 
 
+#: the Function's methods a crash message names (``Flaky.backward crashed ...``)
+_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
+
+
+def _method_in(stack: str) -> str | None:
+    """The innermost of the Function's methods on the user's side of ``stack``."""
+    for m in map(_FRAME.match, stack.splitlines()):
+        if m and not _library_file(m["file"]) and m["func"] in _METHODS:
+            return m["func"]
+    return None
+
+
 def _first_thread(stack: str) -> str:
-    """The crashing thread's part of faulthandler's text (it comes first), without the
+    """The crashing thread's part of faulthandler's text, without the
     frames of the process's own start-up (below the job) and the list of extensions."""
-    block = re.split(r"\n\s*\n(?=Thread 0x)|\n(?=Thread 0x)", stack.strip())[0]
+    blocks = re.split(r"\n\s*\n(?=(?:Current t|T)hread 0x)|\n(?=(?:Current t|T)hread 0x)",
+                      stack.strip())
+    # the crashing thread is "Current thread" (faulthandler lists the newest thread first),
+    # after the "Fatal Python error" line
+    block = next((b for b in blocks if b.lstrip().startswith("Current thread")), blocks[0])
+    if block is not blocks[0] and blocks[0].startswith("Fatal Python error"):
+        block = f"{blocks[0]}\n\n{block}"
     kept = []
     for text in block.splitlines():
         if text.startswith("Extension modules:"):
@@ -217,9 +250,9 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
     if frame is not None:
         file, line, func = frame
         where = f" at {Path(file).name}:{line} (in {func})"
-        if context and "." not in context:
-            who = f"{context}.{func}" if func in ("forward", "backward", "setup_context",
-                                                   "jvp", "vmap") else context
+        method = _method_in(stack)
+        if context and "." not in context and method is not None:
+            who = f"{context}.{method}"
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name

@@ -81,14 +81,16 @@ def _user_frame(tb, path: str) -> int | None:
     return line
 
 
-def _run_directly(run: Callable[[], object], label: str) -> object:
+def _run_directly(run: Callable[[], object], label: str, origin: tuple | None = None) -> object:
     return run()
 
 
-#: How user modules' top-level code runs: ``run_module_code(run, label)`` calls ``run()`` and
-#: returns its result (``label`` names the file or module). An application may replace it, for
-#: instance to keep its window live while the code runs and to stop code that never finishes.
-run_module_code: Callable[[Callable[[], object], str], object] = _run_directly
+#: How user modules' top-level code runs: ``run_module_code(run, label, origin)`` calls
+#: ``run()`` and returns its result (``label`` names the file or module; ``origin`` is
+#: ``("file", path, source)`` or ``("module", name)``). An application may replace it, for
+#: instance to keep its window live while the code runs, to stop code that never finishes,
+#: or to run the code in a child process first (a segfault there ends only the child).
+run_module_code: Callable[..., object] = _run_directly
 
 
 def load_file(path: str | os.PathLike, source: str | None = None) -> object:
@@ -122,13 +124,14 @@ def load_file(path: str | os.PathLike, source: str | None = None) -> object:
     if folder not in sys.path:
         sys.path.append(folder)  # the user's file may import modules next to it
     try:
-        run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path))
+        run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path),
+                        ("file", path, source))
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise
     except BaseException as exc:
         sys.modules.pop(name, None)
-        line = _user_frame(exc.__traceback__, path)
+        line = _user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
         raise TargetError(
             f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
             file=path, line=line, details=format_traceback(exc)) from None
@@ -209,7 +212,8 @@ def _op_target(text: str, where: str, qualname: str) -> Target:
 def _import(where: str):
     """The module ``where``, imported as user code; TargetError naming what went wrong."""
     try:
-        return run_module_code(lambda: importlib.import_module(where), where)
+        return run_module_code(lambda: importlib.import_module(where), where,
+                               ("module", where))
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise

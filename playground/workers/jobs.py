@@ -23,6 +23,8 @@ from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
 from playground.support.preview import ProgressPreparer, display_steps
+from playground.workers import remote
+from playground.workers.remote import TopLevelTooSlow
 
 
 def create_worker(*args, **kwargs):
@@ -35,6 +37,8 @@ def create_worker(*args, **kwargs):
 
 #: Seconds a user module's top-level code may run before it is stopped.
 IMPORT_TIMEOUT = 10.0
+#: how much longer than that the window waits for the child trying the module first
+CHILD_GRACE = 1.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
@@ -45,21 +49,17 @@ PAINT_WAIT_SECONDS = 0.1
 ISOLATE = True
 
 
-class TopLevelTooSlow(Exception):
-    """Raised inside a user module whose top-level code ran longer than IMPORT_TIMEOUT."""
-
-    def __init__(self, *args):
-        super().__init__(*args or (f"its top-level code was still running after "
-                                   f"{IMPORT_TIMEOUT:g} s (an endless loop?) and was stopped",))
-
-
-def guarded_module_code(run, label: str):
+def guarded_module_code(run, label: str, origin: tuple | None = None):
     """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
-    runs on a helper thread while the window keeps painting (input waits); after
-    ``IMPORT_TIMEOUT`` seconds it is stopped, and the error names the line it was on."""
+    runs first in a worker process (:func:`try_import_in_child`), then on a helper thread
+    while the window keeps painting (input waits); after ``IMPORT_TIMEOUT`` seconds it is
+    stopped, and the error names the line it was on."""
     app = QCoreApplication.instance()
     if app is None or threading.current_thread() is not threading.main_thread():
+        try_import_in_child(origin, label)
         return run()
+    if origin is not None and ISOLATE:
+        _try_first_live(origin, label)
     box: dict = {}
     done = threading.Event()
 
@@ -90,6 +90,49 @@ def guarded_module_code(run, label: str):
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def try_import_in_child(origin: tuple | None, label: str) -> None:
+    """Run a user module's top level in a worker process before this process runs it: a
+    module that segfaults, aborts or exits there raises
+    :class:`~customgrad.isolation.ProcessCrashed` (signal, file and line) and is never
+    imported here. A Python error there is left for the import here to report."""
+    if origin is None or not ISOLATE:
+        return
+    from customgrad import isolation
+
+    deadline = time.perf_counter() + IMPORT_TIMEOUT + CHILD_GRACE
+    try:
+        line = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, name=f"import {label}",
+                              should_stop=lambda: time.perf_counter() > deadline)
+    except Cancelled:
+        raise TopLevelTooSlow(
+            f"its top-level code was still running after {IMPORT_TIMEOUT:g} s, blocked outside "
+            "Python (inside C, or a sleep), and was stopped. Move long work out of the "
+            "module's top level") from None
+    if line is not None:
+        raise TopLevelTooSlow(f"its top-level code was still running after {IMPORT_TIMEOUT:g} "
+                              "s (an endless loop?) and was stopped", user_line=line or None)
+
+
+def _try_first_live(origin: tuple, label: str) -> None:
+    """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
+    ends by itself (the child is stopped past its deadline)."""
+    box: dict = {}
+    tried = threading.Event()
+
+    def work():
+        try:
+            try_import_in_child(origin, label)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            tried.set()
+    threading.Thread(target=work, name=f"try {label}", daemon=True).start()
+    if not tried.wait(0.05):
+        _wait_live(tried, IMPORT_TIMEOUT + 2 * CHILD_GRACE)
+    if "error" in box:
+        raise box["error"]
 
 
 def _wait_live(done: threading.Event, seconds: float) -> None:
@@ -353,7 +396,23 @@ def _build(settings: Settings, target) -> Problem:
             torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
+    if ISOLATE and target is not None and processes.portable(target):
+        return _build_in_child(settings, target)
     return build(settings, target)
+
+
+def _build_in_child(settings: Settings, target) -> Problem:
+    """build() in a worker process (it calls the user's forward), the tensors shared back;
+    this process's own build where the child cannot load the Function."""
+    from customgrad import isolation
+    from playground.workers import remote
+
+    try:
+        built = isolation.call(remote.build, target.spec, target.code, settings,
+                               name=f"build {target.spec}")
+    except processes.SetupFailed:
+        return build(settings, target)
+    return built.problem(target)
 
 
 def start_build(settings: Settings, target, on_problem, on_error):

@@ -1,4 +1,7 @@
-"""The Jacobian check as it runs in a worker process (no Qt here: the child imports this).
+"""What the window's worker processes run (no Qt here: the child imports this).
+
+:func:`try_import` runs a user module's top level, :func:`build` draws a problem's inputs,
+:func:`inspect` is the inspector's call, and :func:`compare` is the Jacobian check.
 
 :func:`compare` loads the Function again (by its spec; a file's or the editor's text travels
 along), compares at the window's exact tensors, diagnoses a failure, runs the sub-checks and
@@ -13,16 +16,23 @@ prepares what the view reads whole, all in the child. While it runs it sends:
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
+import threading
 from dataclasses import dataclass
 
 import torch
 
-from customgrad import subchecks
+from customgrad import loader, subchecks
 from customgrad.diagnosis import diagnose
+from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report
 from customgrad.problem import Problem
+from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed
+from customgrad.runner import interrupt_thread
 from playground.support.preview import PreparedProgress, ProgressPreparer, display_steps
 
 
@@ -123,3 +133,80 @@ def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
     problem = _load(ref)
     channel.context(problem.function.__name__)
     return inspect_call(problem.function, args, seed=seed)
+
+
+class TopLevelTooSlow(Exception):
+    """Raised inside a user module whose top-level code ran longer than allowed.
+    ``user_line``: the line of the user's file it was on, when known."""
+
+    def __init__(self, *args, user_line: int | None = None):
+        super().__init__(*args or ("its top-level code ran too long (an endless loop?) and was "
+                                   "stopped",))
+        self.user_line = user_line
+
+
+def try_import(origin: tuple, seconds: float, channel) -> int | None:
+    """A user module's top level, run here first: if it crashes the process, only this child
+    ends. After ``seconds`` it is interrupted: the line it was on comes back (0 where not
+    known; None when it finished). Python errors are left to the window's own import, which
+    reports them as always; what the module prints is dropped (the window's import prints
+    it)."""
+    kind, where = origin[0], origin[1]
+    label = where.rsplit("/", 1)[-1].rsplit("\\", 1)[-1] if kind == "file" else where
+    channel.context(f"The top level of {label}")
+    watchdog = threading.Timer(seconds, interrupt_thread,
+                               args=(threading.get_ident(), TopLevelTooSlow))
+    watchdog.daemon = True
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        watchdog.start()
+        try:
+            if kind == "file":
+                loader.load_file(where, origin[2])
+            else:
+                importlib.import_module(where)
+        except TargetError as exc:
+            if "TopLevelTooSlow" in str(exc):
+                return exc.line or 0
+        except Exception:  # reported by the window's own import
+            pass
+        finally:
+            watchdog.cancel()
+    return None
+
+
+@dataclass
+class Built:
+    """What :func:`build` sends back: the problem's parts, its tensors on the CPU (shared)."""
+
+    specs: list
+    dtype: object
+    device: object
+    args: list
+    targets: list
+    settings: object
+    guesses: list
+
+    def problem(self, target) -> Problem:
+        """The problem again, in the window, for ``target`` (already loaded there)."""
+        return Problem(target, self.specs, self.dtype, self.device, _to(self.args, self.device),
+                       _to(self.targets, self.device), self.settings, self.guesses)
+
+
+def _to(values: list, device) -> list:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def build(spec: str, code: str | None, settings, channel) -> Built:
+    """Validate and draw the problem here: the probes that guess constants and the forward
+    that finds the outputs' shapes call the user's code. Tensors come back on the CPU (a
+    CUDA tensor shared by a process that has ended is not valid)."""
+    try:
+        target = loader.resolve(spec, code)
+    except Exception as exc:
+        raise SetupFailed(f"the worker process could not load {spec}: {exc}") from None
+    channel.context(target.function.__name__)
+    problem = build_problem(settings, target)
+    cpu = torch.device("cpu")
+    return Built(problem.specs, problem.dtype, problem.device, _to(problem.args, cpu),
+                 _to(problem.targets, cpu), problem.settings, problem.guesses)

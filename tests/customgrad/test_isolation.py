@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from customgrad import cli, isolation
-from customgrad.errors import Cancelled
+from customgrad.errors import Cancelled, CustomGradError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -163,3 +163,31 @@ def test_sigkill_is_explained_as_memory_running_out():
     error = isolation.describe_death(-9, "", "Big")
     assert error.signal_name == "SIGKILL"
     assert "memory runs out" in str(error)
+
+
+def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):
+    monkeypatch.delenv(isolation.MEMORY_LIMIT_VARIABLE, raising=False)
+    assert isolation.default_memory_limit() == isolation.machine_memory() // 2
+    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "1.5")
+    assert isolation.default_memory_limit() == 3 * 2**29
+    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0")
+    assert isolation.default_memory_limit() == 0  # no limit
+    for bad in ("lots", "-1", "inf", "nan"):
+        monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, bad)
+        with pytest.raises(CustomGradError, match=f"CUSTOMGRAD_MEMORY_LIMIT_GIB={bad} is not"):
+            isolation.default_memory_limit()
+
+
+def test_the_crashing_thread_is_found_among_others():
+    """faulthandler lists the newest thread first; the crash is in "Current thread"."""
+    stack = ('Fatal Python error: Segmentation fault\n\n'
+             'Thread 0x00007f01 (most recent call first):\n'
+             '  File "/usr/lib/python3.11/threading.py", line 324 in wait\n\n'
+             'Current thread 0x00007f02 (most recent call first):\n'
+             '  File "/home/me/flaky.py", line 16 in fault\n'
+             '  File "/home/me/flaky.py", line 31 in backward\n')
+    error = isolation.describe_death(-11, stack, "Flaky")
+    assert str(error).startswith("Flaky.backward crashed the process with SIGSEGV at "
+                                 "flaky.py:16 (in fault).")
+    assert error.stack.startswith("Fatal Python error: Segmentation fault\n\nCurrent thread")
+    assert "threading.py" not in error.stack

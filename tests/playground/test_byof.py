@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -279,13 +280,16 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
 
 
 def test_a_top_level_blocked_outside_python_is_reported(qtbot, window, tmp_path, monkeypatch):
-    """time.sleep cannot be interrupted: the app gives up waiting and says so."""
+    """time.sleep cannot be interrupted, but the worker process trying the module first can
+    be ended: the app says so, and nothing of it runs on in the window's process."""
     monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 0.3)
     blocked = tmp_path / "blocked.py"
     blocked.write_text("import time\n\ntime.sleep(20)\n")
     open_target(qtbot, window, "killhead")
     exc = _expect_error(qtbot, window, str(blocked), r"Importing blocked.py failed with "
-                        r"TopLevelTooSlow: .*could not be stopped", blocked, None)
+                        r"TopLevelTooSlow: .*blocked outside Python .* and was stopped",
+                        blocked, None)
+    assert not [t for t in threading.enumerate() if t.name.endswith("blocked.py")]
     assert isinstance(exc, TargetError)
     assert open_target(qtbot, window, "killhead").passed
 

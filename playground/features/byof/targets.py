@@ -51,8 +51,10 @@ def import_module(name: str, reload: bool = False):
     try:
         module = sys.modules.get(name) if reload else None
         if module is not None:
-            return loader.run_module_code(lambda: importlib.reload(module), name)
-        return loader.run_module_code(lambda: importlib.import_module(name), name)
+            return loader.run_module_code(lambda: importlib.reload(module), name,
+                                          ("module", name))
+        return loader.run_module_code(lambda: importlib.import_module(name), name,
+                                      ("module", name))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
