@@ -292,14 +292,20 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     process = context.Process(target=_child_main, args=(child, fault_path, job, args),
                               daemon=True, name=name)
     try:
-        with processes.main_stays_home():
-            process.start()
+        try:
+            with processes.main_stays_home():
+                process.start()
+        except Exception as exc:  # the job or its arguments cannot travel (pickle)
+            raise processes.SetupFailed(f"the worker process could not be started: "
+                                        f"{type(exc).__name__}: {exc}") from None
         child.close()
         return _serve(process, parent, fault_path, on_message, should_stop, limit, what)
     finally:
-        if process.is_alive():
-            process.kill()
-        process.join(5)
+        if process.pid is not None:
+            if process.is_alive():
+                process.kill()
+            process.join(5)
+        child.close()
         parent.close()
         _read_fault(fault_path, remove=True)
 
@@ -353,9 +359,9 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
 
 def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
     process.join(5)
-    if not started:
-        return CustomGradError(f"The worker process could not start (exit code "
-                               f"{process.exitcode}); its error is above.")
+    if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
+        return processes.SetupFailed(f"The worker process could not start (exit code "
+                                     f"{process.exitcode}); its error is above.")
     return describe_death(process.exitcode, _read_fault(fault_path), context_text)
 
 

@@ -131,7 +131,8 @@ def load_file(path: str | os.PathLike, source: str | None = None) -> object:
         raise
     except BaseException as exc:
         sys.modules.pop(name, None)
-        line = _user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
+        line = (_user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
+                or (getattr(exc, "line", None) if getattr(exc, "file", None) == path else None))
         raise TargetError(
             f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
             file=path, line=line, details=format_traceback(exc)) from None

@@ -62,16 +62,20 @@ def main_stays_home():
     """multiprocessing runs the parent's main script again in each child it starts (to find
     functions defined there); ours needs nothing from it, and an application's main script
     imports its whole GUI. A main module named ``__main__`` is the one it skips."""
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = getattr(main, "__spec__", None)
-    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-    try:
-        yield
-    finally:
-        main.__spec__ = saved
+    with _main_lock:  # threads start children at once: one swap at a time
+        main = sys.modules.get("__main__")
+        if main is None:
+            yield
+            return
+        saved = getattr(main, "__spec__", None)
+        main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+        try:
+            yield
+        finally:
+            main.__spec__ = saved
+
+
+_main_lock = threading.RLock()
 
 
 @dataclass
@@ -131,6 +135,9 @@ def portable_error(exc: BaseException) -> BaseException:
         choices = getattr(exc, "choices", None)
         if choices:
             exc.choices = []  # classes of a user module do not travel
+    if type(exc).__module__.startswith("customgrad_user_"):
+        # the class lives in a module loaded under a name of this process only
+        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
     try:
         pickle.loads(pickle.dumps(exc))
         return exc

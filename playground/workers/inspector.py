@@ -74,11 +74,13 @@ class InspectorRunner(QObject):
         from playground.workers import remote
 
         job["thread"] = threading.get_ident()
+        job["isolated"] = True  # stopped by ending the child, never by interrupting here
         try:
             try:
                 return isolation.call(remote.inspect, ref, args, seed,
                                       should_stop=lambda: job["stop"], name="inspector")
             except SetupFailed:  # the child cannot load this Function: this thread runs it
+                job["isolated"] = False
                 return inspect_call(function, args, seed=seed)
         finally:
             job["done"] = True
@@ -89,7 +91,8 @@ class InspectorRunner(QObject):
         job["stop"] = True  # a worker process ends at once
         if not job["done"] and job["thread"] is not None:
             job["timed_out"] = job["timed_out"] or timed_out
-            interrupt_thread(job["thread"])
+            if not job.get("isolated"):
+                interrupt_thread(job["thread"])
 
     def cancel(self) -> None:
         """Forget the running call (its result is dropped) and interrupt its user code."""

@@ -37,8 +37,10 @@ def create_worker(*args, **kwargs):
 
 #: Seconds a user module's top-level code may run before it is stopped.
 IMPORT_TIMEOUT = 10.0
-#: how much longer than that the window waits for the child trying the module first
+#: how much longer than that the child trying the module first may take, once started
 CHILD_GRACE = 1.0
+#: the longest the window waits for that child, its start included
+START_GRACE = 30.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
@@ -101,10 +103,16 @@ def try_import_in_child(origin: tuple | None, label: str) -> None:
         return
     from customgrad import isolation
 
-    deadline = time.perf_counter() + IMPORT_TIMEOUT + CHILD_GRACE
+    clock: dict = {}
+
+    def overdue() -> bool:  # first asked once the child has started (a cold fork server
+        now = time.perf_counter()  # may take a second or two before that)
+        return now > clock.setdefault("deadline", now + IMPORT_TIMEOUT + CHILD_GRACE)
     try:
         line = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, name=f"import {label}",
-                              should_stop=lambda: time.perf_counter() > deadline)
+                              should_stop=overdue)
+    except processes.SetupFailed:
+        return  # no worker process to try it in: the import here is all there is
     except Cancelled:
         raise TopLevelTooSlow(
             f"its top-level code was still running after {IMPORT_TIMEOUT:g} s, blocked outside "
@@ -130,7 +138,10 @@ def _try_first_live(origin: tuple, label: str) -> None:
             tried.set()
     threading.Thread(target=work, name=f"try {label}", daemon=True).start()
     if not tried.wait(0.05):
-        _wait_live(tried, IMPORT_TIMEOUT + 2 * CHILD_GRACE)
+        _wait_live(tried, IMPORT_TIMEOUT + START_GRACE)
+    if not tried.is_set():
+        raise TopLevelTooSlow(f"the worker process trying it did not answer within "
+                              f"{IMPORT_TIMEOUT + START_GRACE:g} s")
     if "error" in box:
         raise box["error"]
 

@@ -165,9 +165,11 @@ def try_import(origin: tuple, seconds: float, channel) -> int | None:
                 loader.load_file(where, origin[2])
             else:
                 importlib.import_module(where)
-        except TargetError as exc:
+        except TargetError as exc:  # a file's import wraps what its top level raised
             if "TopLevelTooSlow" in str(exc):
                 return exc.line or 0
+        except TopLevelTooSlow:  # a module's import does not
+            return 0
         except Exception:  # reported by the window's own import
             pass
         finally:

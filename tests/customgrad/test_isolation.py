@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import cli, isolation
+from customgrad import cli, isolation, processes
 from customgrad.errors import Cancelled, CustomGradError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,3 +191,10 @@ def test_the_crashing_thread_is_found_among_others():
                                  "flaky.py:16 (in fault).")
     assert error.stack.startswith("Fatal Python error: Segmentation fault\n\nCurrent thread")
     assert "threading.py" not in error.stack
+
+
+def test_a_job_that_cannot_travel_to_the_child_is_setup_failed():
+    """Callers fall back to their own thread on SetupFailed (a constant of a user module, say),
+    so a job that cannot be pickled must say so, not fail somewhere in multiprocessing."""
+    with pytest.raises(processes.SetupFailed, match=r"could not be started: .*pickle"):
+        isolation.call(_raising_job, lambda: None)

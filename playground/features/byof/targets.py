@@ -37,6 +37,8 @@ def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
     """The deepest traceback frame in a real file outside importlib (where an import broke)."""
     if isinstance(exc, SyntaxError) and exc.filename and not exc.filename.startswith("<"):
         return os.path.abspath(exc.filename), exc.lineno
+    if getattr(exc, "file", None) and getattr(exc, "line", None):  # a worker process's crash
+        return os.path.abspath(exc.file), exc.line
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         name = frame.f_code.co_filename
