@@ -1,0 +1,82 @@
+"""Two commits' benchmarks, side by side in one run: their ``bench.py`` take turns.
+
+    python tests/benchmarks/compare_commits.py OLD [NEW] [--rounds N] [--only NAME ...]
+
+Each commit is checked out into a temporary worktree and runs its own ``bench.py --quick
+--json`` (NEW defaults to the working tree as it is), alternating OLD, NEW, OLD, NEW, ... so
+that the machine's drift falls on both alike. For each measure it prints the best reading of
+each (the least disturbed: noise only ever slows a run down) and NEW / OLD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: measures where a larger reading is better (speed-ups, throughput)
+HIGHER_IS_BETTER = ("speedup", "throughput", "steps_per_s")
+
+
+def _run(tree: Path, only: list[str]) -> dict:
+    command = [sys.executable, "tests/benchmarks/bench.py", "--quick", "--json"]
+    if only:
+        command += ["--only", *only]
+    out = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout[out.stdout.index("{"):])
+
+
+def _best(key: str, values: list[float]) -> float:
+    return max(values) if any(word in key for word in HIGHER_IS_BETTER) else min(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old")
+    parser.add_argument("new", nargs="?", help="a commit (default: the working tree)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", nargs="*", default=[])
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-commits-") as tmp:
+        trees = {}
+        for label, commit in (("old", args.old), ("new", args.new)):
+            if commit is None:
+                trees[label] = ROOT
+                continue
+            path = Path(tmp) / label
+            subprocess.run(["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT,
+                           check=True, capture_output=True)
+            trees[label] = path
+        try:
+            readings: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
+            machine = ""
+            for _ in range(args.rounds):
+                for label in ("old", "new"):
+                    result = _run(trees[label], args.only)
+                    machine = result.pop("machine", machine)
+                    for key, value in result.items():
+                        readings[label].setdefault(key, []).append(float(value))
+        finally:
+            for path in trees.values():
+                if path != ROOT:
+                    subprocess.run(["git", "worktree", "remove", "--force", str(path)],
+                                   cwd=ROOT, check=False, capture_output=True)
+    print(f"machine: {machine}; {args.rounds} rounds, best of each")
+    print(f"old: {args.old}; new: {args.new or 'working tree'}")
+    keys = [k for k in readings["old"] if k in readings["new"]]
+    width = max(len(k) for k in keys)
+    print(f"  {'measure':<{width}}  {'old':>10}  {'new':>10}  new/old")
+    for key in keys:
+        old = _best(key, readings["old"][key])
+        new = _best(key, readings["new"][key])
+        ratio = new / old if old else float("nan")
+        print(f"  {key:<{width}}  {old:10.3f}  {new:10.3f}  {ratio:7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
