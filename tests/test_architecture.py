@@ -88,6 +88,14 @@ def test_panes_stay_independent_and_helpers_never_import_a_pane(tmp_path, module
     assert message in " ".join(proc.stdout.split())
 
 
+def test_worker_process_code_importing_qt_breaks_its_contract(tmp_path):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "playground" / "support" / "preview.py", "import PySide6.QtCore  # noqa")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert "playground.support is not allowed to import PySide6" in " ".join(proc.stdout.split())
+
+
 def test_engine_imports_without_qt_modules():
     code = ("import sys, customgrad.cli, customgrad.problem, customgrad.jacobian; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "

@@ -50,6 +50,9 @@ PAINT_WAIT_SECONDS = 0.1
 #: made in ``__main__``) are compared on a thread of this process.
 ISOLATE = True
 
+# what the window's worker processes run, imported once by the fork server
+processes.preload("playground.workers.remote")
+
 
 def guarded_module_code(run, label: str, origin: tuple | None = None):
     """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
