@@ -25,7 +25,8 @@ from customgrad.errors import CustomGradError, FunctionError, format_traceback
 from customgrad.loader import resolve
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
-PRELOAD = ["torch", "customgrad.runner", "customgrad.isolation", "customgrad.catalog"]
+PRELOAD = ["torch", "customgrad.warmup", "customgrad.runner", "customgrad.isolation",
+           "customgrad.catalog"]
 
 _context = None
 _context_lock = threading.Lock()

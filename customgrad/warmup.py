@@ -1,0 +1,30 @@
+"""Imported by the fork server (:data:`customgrad.processes.PRELOAD`): the lazy imports a
+job triggers are made here once, so that no child pays for them again. The first Jacobian
+check of a process imports functorch, sympy (through torch's symbolic shapes) and more:
+about half a second, which every worker process would otherwise spend on every check."""
+
+from __future__ import annotations
+
+
+def _warm() -> None:
+    """One small check of a correct and a buggy gallery Function, their sub-checks and a
+    descent step: what a worker process's jobs call first."""
+    from customgrad import subchecks
+    from customgrad.diagnosis import diagnose
+    from customgrad.problem import build
+    from customgrad.settings import Settings
+
+    for name in ("killhead", "killhead_bug"):
+        problem = build(Settings(target=name, shapes={"input": (2, 3)}, dtype="float64"))
+        report = problem.compare()
+        if not report.passed:
+            diagnose(report, problem.function, problem.args)
+        subchecks.run(problem.function, problem.args, subchecks.defaults_for(problem.function),
+                      eps=report.eps, atol=report.atol, rtol=report.rtol, report=report)
+    problem.descent().step()
+
+
+try:
+    _warm()
+except Exception:
+    pass
