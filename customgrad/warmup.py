@@ -26,5 +26,5 @@ def _warm() -> None:
 
 try:
     _warm()
-except Exception:
+except Exception:  # a fork server that cannot warm up still serves: its children warm
     pass

@@ -16,13 +16,12 @@ import time
 import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
-from customgrad import processes, runner, subchecks
-from customgrad.diagnosis import diagnose
+from customgrad import processes, runner
 from customgrad.errors import Cancelled
 from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
-from playground.support.preview import ProgressPreparer, display_steps
+from playground.support.preview import ProgressPreparer
 from playground.workers import remote
 from playground.workers.remote import TopLevelTooSlow
 
@@ -369,20 +368,7 @@ def _compare(state: _JobState, problem: Problem, args, options):
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
-        at = problem.args if args is None else args
-        if not report.passed:  # what looks wrong: a few more calls, here, off the GUI thread
-            report.diagnoses = diagnose(report, problem.function, at)
-        # gradcheck's other default checks (and opcheck's, for a torch.library op)
-        report.checks = subchecks.run(problem.function, at,
-                                      subchecks.defaults_for(problem.function),
-                                      eps=report.eps, atol=report.atol, rtol=report.rtol,
-                                      report=report)
-        report.passed = all(c.passed for c in report.checks.values())
-        # what the view reads whole (difference, mask, peaks, pooled overviews): here, not
-        # on the GUI thread
-        for step in display_steps(report.shape):
-            report.prepare_display(step)
-        return report
+        return remote.finish(report, problem, args)
     finally:
         state.done = True
 

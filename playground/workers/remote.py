@@ -108,7 +108,15 @@ def compare(job: CompareJob, channel) -> Report:
         channel.send(("progress", (prepared, has)))
 
     report = problem.compare(job.args, progress=progress, **job.options)
-    at = problem.args if job.args is None else job.args
+    return finish(report, problem, job.args)
+
+
+def finish(report: Report, problem: Problem, args: list | None) -> Report:
+    """What follows a comparison, wherever it ran: the diagnosis of a failure (a few more
+    calls), gradcheck's other default checks (and opcheck's, for a torch.library op), and
+    what the view reads whole (difference, mask, peaks, pooled overviews), prepared here
+    rather than on the GUI thread."""
+    at = problem.args if args is None else args
     if not report.passed:
         report.diagnoses = diagnose(report, problem.function, at)
     report.checks = subchecks.run(problem.function, at, subchecks.defaults_for(problem.function),
