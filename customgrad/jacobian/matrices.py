@@ -64,6 +64,11 @@ def pool_signed(matrix: torch.Tensor, step: int) -> torch.Tensor:
     return out
 
 
+#: make big matrices in shared memory (a worker process whose caller reads them as they are
+#: computed, and gets them back without a copy); the memory is as lazily mapped
+SHARED = False
+
+
 def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
     """A float64 zero matrix in fresh anonymous memory: the OS maps (and zeroes) a page only
     when it is first written, so parts never written cost neither time nor memory.
@@ -74,6 +79,9 @@ def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
     count = math.prod(shape)
     if count * 8 < limits.LAZY_BYTES:
         return torch.zeros(shape, dtype=torch.float64)
+    if SHARED:
+        storage = torch.UntypedStorage._new_shared(count * 8)  # a sparse shared file: zeros
+        return torch.empty(0, dtype=torch.float64).set_(storage, 0, shape)
     memory = mmap.mmap(-1, count * 8)
     if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
         memory.madvise(mmap.MADV_NOHUGEPAGE)

@@ -28,7 +28,7 @@ from customgrad import loader, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
-from customgrad.jacobian import Progress, Report
+from customgrad.jacobian import Progress, Report, matrices
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed
@@ -44,7 +44,9 @@ class CompareJob:
 
 
 class _Mirror:
-    """Shared-memory copies of the engine's matrices, filled as far as they are computed."""
+    """The engine's matrices as the window reads them: the engine's own where they are in
+    shared memory (the big ones, :data:`customgrad.jacobian.matrices.SHARED`), else shared
+    copies filled as far as they are computed."""
 
     def __init__(self, channel):
         self.channel = channel
@@ -55,8 +57,8 @@ class _Mirror:
 
     @staticmethod
     def _like(matrix: torch.Tensor | None) -> torch.Tensor | None:
-        if matrix is None:
-            return None
+        if matrix is None or matrix.is_shared():  # the engine's own, in shared memory: as is
+            return matrix
         copy = torch.empty_strided(matrix.size(), matrix.stride(), dtype=matrix.dtype)
         return copy.fill_(float("nan")).share_memory_()
 
@@ -72,11 +74,13 @@ class _Mirror:
                                             "analytic": self.analytic}))
         cols = progress.columns_done or 0
         if numerical is not None and cols > self.cols:
-            self.numerical[:, self.cols:cols] = numerical[:, self.cols:cols]
+            if self.numerical is not numerical:
+                self.numerical[:, self.cols:cols] = numerical[:, self.cols:cols]
             self.cols = cols
         rows = progress.rows_done or 0
         if analytic is not None and rows > self.rows:
-            self.analytic[self.rows:rows] = analytic[self.rows:rows]
+            if self.analytic is not analytic:
+                self.analytic[self.rows:rows] = analytic[self.rows:rows]
             self.rows = rows
         return analytic is not None, numerical is not None
 
@@ -98,6 +102,7 @@ def compare(job: CompareJob, channel) -> Report:
     """The child's work for one "Check Jacobian"."""
     problem = _load(job.problem)
     channel.context(problem.function.__name__)
+    matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
     prepare = ProgressPreparer()
     mirror = _Mirror(channel)
 
