@@ -198,3 +198,15 @@ def test_a_job_that_cannot_travel_to_the_child_is_setup_failed():
     so a job that cannot be pickled must say so, not fail somewhere in multiprocessing."""
     with pytest.raises(processes.SetupFailed, match=r"could not be started: .*pickle"):
         isolation.call(_raising_job, lambda: None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_device_side_assert_poisons_only_its_worker(capsys):
+    """After a device-side assert a process's CUDA context is unusable: the check that
+    tripped it fails with a message, and the next check on CUDA gets a fresh worker."""
+    code = cli.main(["check", f"{CRASH}:DeviceAssertInBackward", "--shape", "x=3",
+                     "--device", "cuda"])
+    assert code == 2
+    assert "DeviceAssertInBackward" in " ".join(capsys.readouterr().err.split())
+    assert cli.main(["check", "killhead", "--device", "cuda"]) == 0
+    assert cli.main(["check", "killhead", "--device", "cuda"]) == 0

@@ -80,3 +80,17 @@ class MemoryHog(torch.autograd.Function):
         while True:
             hoard.append(torch.ones(8 * 2**20, dtype=torch.float64))
             time.sleep(0.001)
+
+
+class DeviceAssertInBackward(torch.autograd.Function):
+    """On CUDA, backward trips a device-side assert (an index out of range): the process's
+    CUDA context is unusable afterwards, so only a fresh process can go on."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        index = torch.full((1,), grad.numel() + 7, device=grad.device)
+        return grad * 2 + grad.reshape(-1)[index].sum()  # DEVICE_ASSERT
