@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -193,26 +192,10 @@ def test_cancel_ends_a_check_stuck_inside_c(qtbot, window, tmp_path):
 def test_a_memory_blow_up_is_stopped_with_the_shapes_named(qtbot, window, tmp_path,
                                                          monkeypatch):
     _, _, before = _open_flaky(qtbot, window, tmp_path)
-    hog = tmp_path / "hog.py"
-    hog.write_text(textwrap.dedent('''
-        import torch
-
-
-        class Hog(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, grad):
-                hoard = []
-                while True:
-                    hoard.append(torch.ones(8 * 2**20, dtype=torch.float64))
-    '''))
     monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0.75")
     errors = []
     window.session.errorRaised.connect(errors.append)
-    window.session.set_target(f"{hog}:Hog")
+    window.session.set_target(f"{CRASHES}:MemoryHog")
     text = _banner(qtbot, window, errors)
     assert isinstance(errors[-1], isolation.MemoryLimitExceeded)
     assert re.search(r"used more than 0\.8 GiB of memory for x \(\d+(, \d+)*\) and was stopped",
