@@ -77,8 +77,8 @@ class Session(QObject):
     notice = Signal(str)  # something the user should know, not an error
 
     def __init__(self, settings: Settings | None = None, parent=None, *, held: bool = False):
-        """``held``: start as :meth:`hold` leaves it (and the loop's fork server only at
-        :meth:`release`)."""
+        """``held``: start as :meth:`hold` leaves it (builds and checks wait for
+        :meth:`release`; the fork server, a process of its own, starts at once)."""
         super().__init__(parent)
         self.settings = settings or Settings()
         self.target: Target | None = None
@@ -105,9 +105,9 @@ class Session(QObject):
         self._explain = False
         #: a problem whose loop could not start in a process of its own runs on a thread
         self._thread_only: Problem | None = None
-        self._warm_pending = held
-        if not held:
-            warm_loop_process()
+        # the fork server imports torch in a process of its own (the other core): at once,
+        # since the first build and check already run in its children
+        warm_loop_process()
 
     # ---- settings ---------------------------------------------------------------------------
     def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
@@ -216,9 +216,6 @@ class Session(QObject):
     def release(self) -> None:
         """Start the work that waited while held."""
         self._held = False
-        if self._warm_pending:
-            self._warm_pending = False
-            warm_loop_process()
         if self._build_waiting:
             self._build_waiting = False
             if self.target is not None:

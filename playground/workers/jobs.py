@@ -171,8 +171,8 @@ def loop_mode() -> str:
 
 def warm_loop_process() -> None:
     """Start the fork server on a background thread (it imports torch once, off to the side),
-    so that the first Play starts at once."""
-    if loop_mode() == "process":
+    so that the first build, check and Play start at once."""
+    if processes.process_available() and (ISOLATE or loop_mode() == "process"):
         threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
 
 
