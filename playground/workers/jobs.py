@@ -64,18 +64,7 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
         return run()
     if origin is not None and ISOLATE:
         _try_first_live(origin, label)
-    box: dict = {}
-    done = threading.Event()
-
-    def work():
-        box["thread"] = threading.get_ident()
-        try:
-            box["result"] = run()
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-        finally:
-            done.set()
-    threading.Thread(target=work, name=f"import {label}", daemon=True).start()
+    box, done = _on_helper_thread(run, f"import {label}")
     if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, 0.001))  # a busy module yields the GIL sooner
@@ -128,17 +117,7 @@ def try_import_in_child(origin: tuple | None, label: str) -> None:
 def _try_first_live(origin: tuple, label: str) -> None:
     """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
     ends by itself (the child is stopped past its deadline)."""
-    box: dict = {}
-    tried = threading.Event()
-
-    def work():
-        try:
-            try_import_in_child(origin, label)
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-        finally:
-            tried.set()
-    threading.Thread(target=work, name=f"try {label}", daemon=True).start()
+    box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label), f"try {label}")
     if not tried.wait(0.05):
         _wait_live(tried, IMPORT_TIMEOUT + START_GRACE)
     if not tried.is_set():
@@ -146,6 +125,24 @@ def _try_first_live(origin: tuple, label: str) -> None:
                               f"{IMPORT_TIMEOUT + START_GRACE:g} s")
     if "error" in box:
         raise box["error"]
+
+
+def _on_helper_thread(fn, name: str) -> tuple[dict, threading.Event]:
+    """Start ``fn()`` on a daemon thread: a box that gets its ``thread``, and its ``result``
+    or ``error``; and the event set when it ends."""
+    box: dict = {}
+    done = threading.Event()
+
+    def work():
+        box["thread"] = threading.get_ident()
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return box, done
 
 
 def _wait_live(done: threading.Event, seconds: float) -> None:

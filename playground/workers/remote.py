@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import os
 import threading
 from dataclasses import dataclass
 
@@ -165,7 +166,7 @@ def try_import(origin: tuple, seconds: float, channel) -> int | None:
     reports them as always; what the module prints is dropped (the window's import prints
     it)."""
     kind, where = origin[0], origin[1]
-    label = where.rsplit("/", 1)[-1].rsplit("\\", 1)[-1] if kind == "file" else where
+    label = os.path.basename(where) if kind == "file" else where
     channel.context(f"The top level of {label}")
     watchdog = threading.Timer(seconds, interrupt_thread,
                                args=(threading.get_ident(), TopLevelTooSlow))
