@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 from PySide6.QtCore import QObject, Signal
+from shiboken6 import isValid
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import Inspection, inspect_call
@@ -102,12 +103,13 @@ class InspectorRunner(QObject):
         self._running.clear()
 
     def _returned(self, serial: int, result: Inspection) -> None:
-        if self._running.pop(serial, None) is not None:
+        # the worker outlives a runner its window deleted: the result goes nowhere
+        if self._running.pop(serial, None) is not None and isValid(self):
             self.finished.emit(result)
 
     def _errored(self, serial: int, exc: BaseException) -> None:
         job = self._running.pop(serial, None)
-        if job is None:
+        if job is None or not isValid(self):
             return
         if isinstance(exc, Cancelled) and job["timed_out"]:
             exc = Cancelled(f"forward + backward took longer than {self.timeout:g} s and was "
