@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -31,6 +31,8 @@ class TensorSpec:
     shape: tuple[int, ...] = DEFAULT_SHAPE
     init: str = "normal"
     trained: bool = True
+    #: the tensor itself where its init is ``given`` (``playground.show`` on your tensors)
+    value: torch.Tensor | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -255,10 +257,15 @@ def parse_const(text: str, like: object = None, name: str = "constant") -> objec
         raise SpecError(f"{name}: {raw!r} is not a valid {kind}.", field=name) from None
 
 
+#: the init of a tensor whose values were given (``playground.show``): not drawn at all
+GIVEN = "given"
+
+
 def parse_init(text: str, name: str = "init") -> str:
-    """Validate an init: ``normal``, ``uniform(a,b)``, ``zeros`` or ``ones``."""
+    """Validate an init: ``normal``, ``uniform(a,b)``, ``zeros``, ``ones`` or ``given`` (the
+    tensor passed to ``playground.show``)."""
     value = str(text).strip().lower().replace(" ", "")
-    if value in ("normal", "zeros", "ones"):
+    if value in ("normal", "zeros", "ones", GIVEN):
         return value
     match = _UNIFORM.match(value)
     if match:
@@ -310,10 +317,14 @@ def parse_device(name: str) -> torch.device:
 
 
 def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: dict | None = None,
-                    init: dict | None = None, trained: dict | None = None) -> list[Spec]:
-    """Return ``specs`` with overrides applied; a shape turns a constant into a tensor and back."""
+                    init: dict | None = None, trained: dict | None = None,
+                    given: dict | None = None) -> list[Spec]:
+    """Return ``specs`` with overrides applied; a shape turns a constant into a tensor and back.
+
+    ``given``: tensors by name, for the inputs whose init is ``given``: such an input is that
+    very tensor (its shape, its values; trained only if it is floating point)."""
     shapes, constants = dict(shapes or {}), dict(constants or {})
-    init, trained = dict(init or {}), dict(trained or {})
+    init, trained, given = dict(init or {}), dict(trained or {}), dict(given or {})
     names = {s.name for s in specs}
     for kind, table in (("shape", shapes), ("constant", constants), ("init", init),
                         ("trained", trained)):
@@ -340,8 +351,26 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
                 spec = replace(spec, init=parse_init(init[name], name))
             if name in trained:
                 spec = replace(spec, trained=bool(trained[name]))
+            if spec.init == GIVEN:
+                spec = _given(spec, given.get(name), shapes.get(name))
         out.append(spec)
     return out
+
+
+def _given(spec: TensorSpec, value: object, shape: object) -> TensorSpec:
+    """``spec`` holding the tensor given for it; SpecError where there is none, or where a
+    shape typed since differs from it."""
+    name = spec.name
+    if not isinstance(value, torch.Tensor):
+        raise SpecError(f"{name}: its init is 'given', but no tensor was given for it; use "
+                        "normal, uniform(a,b), zeros or ones.", field=name)
+    if shape is not None and parse_shape(shape, name) != tuple(value.shape):
+        raise SpecError(
+            f"{name} is the tensor you gave ({format_shape(tuple(value.shape))}); to draw a "
+            f"{format_shape(parse_shape(shape, name))} one instead, set its init to normal.",
+            field=name)
+    return replace(spec, shape=tuple(value.shape), value=value,
+                   trained=spec.trained and value.is_floating_point())
 
 
 def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.Tensor:
@@ -369,7 +398,10 @@ def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
                for shape in target_shapes]
     args: list[object] = []
     for spec in specs:
-        if isinstance(spec, TensorSpec):
+        if isinstance(spec, TensorSpec) and spec.value is not None:  # given, not drawn
+            tensor = spec.value.detach().clone()
+            args.append((tensor.to(dtype) if tensor.is_floating_point() else tensor).to(device))
+        elif isinstance(spec, TensorSpec):
             tensor = _fill(torch.empty(spec.shape, dtype=dtype), spec.init, generator)
             args.append(tensor.to(device))
         else:

@@ -22,6 +22,10 @@ from customgrad.customop import function_for_op, op_by_name
 from customgrad.errors import TargetError, format_traceback
 
 _counter = itertools.count()
+#: the module part of the TARGET of a Function only the running program holds (one
+#: ``playground.show`` got from a script or notebook, whose source could not be captured):
+#: no other process can load it, and resolving it says so
+PROCESS_LOCAL = "<python>"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Target:
         try:
             return inspect.getsource(self.function)
         except (OSError, TypeError):
+            if self.code is not None:  # a class captured from a notebook (playground.show)
+                return self.code
             return f"# source of {self.label} is not available"
 
     @property
@@ -231,6 +237,10 @@ def resolve(spec: str, code: str | None = None) -> Target:
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
     where, class_name = split_target(text)
+    if where == PROCESS_LOCAL:
+        raise TargetError(f"{class_name or text} was defined in a script or notebook and "
+                          "only that program holds it: open it from there again with "
+                          "playground.show(...).")
     if class_name is not None and "::" in class_name:
         return _op_target(text, where, class_name)
     if is_file_target(where):

@@ -85,7 +85,7 @@ def specs_for(target: Target, settings: Settings) -> list[Spec]:
             trained = {s.name: s.name in entry.trained for s in specs}
         specs = apply_overrides(specs, entry.shapes, entry.constants, entry.init, trained)
     return apply_overrides(specs, settings.shapes, settings.constants, settings.init,
-                           settings.trained)
+                           settings.trained, settings.given)
 
 
 #: what a parameter is tried as when a probe asks whether it is a plain number: 2 rather than 1
@@ -183,7 +183,7 @@ def guesses_for(target: Target, settings: Settings, specs: list[Spec]) -> tuple[
                                                                                 list[Guess]]:
     """The parameters neither the signature, the gallery nor the settings settle: those
     without annotation or default (to probe), and the annotated constants given a value."""
-    given = set(settings.shapes) | set(settings.constants)
+    given = set(settings.shapes) | set(settings.constants) | set(settings.given)
     if target.entry is not None:
         given |= set(target.entry.shapes) | set(target.entry.constants)
     open_ = {n: why for n, why in guessed_parameters(target.function).items() if n not in given}

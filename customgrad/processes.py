@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from customgrad.descent import Descent
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
-from customgrad.loader import resolve
+from customgrad.loader import PROCESS_LOCAL, resolve
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
 PRELOAD = ["torch", "customgrad.warmup", "customgrad.runner", "customgrad.isolation",
@@ -127,7 +127,8 @@ def portable(target) -> bool:
     if target.entry is not None or target.code is not None:
         return True
     head, sep, tail = str(target.spec).rpartition(":")
-    return bool(sep and head and tail.isidentifier() and not head.endswith(".py"))
+    return bool(sep and head and tail.isidentifier() and not head.endswith(".py")
+                and head != PROCESS_LOCAL)
 
 
 class SetupFailed(CustomGradError):

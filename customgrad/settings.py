@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import math
 from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+import torch
 
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.errors import SpecError
@@ -19,6 +24,9 @@ class Settings:
     constants: dict[str, object] = field(default_factory=dict)
     init: dict[str, str] = field(default_factory=dict)
     trained: dict[str, bool] = field(default_factory=dict)
+    #: tensors by input name, for the inputs whose init is ``given`` (playground.show):
+    #: CPU tensors, written into session files as ``.npy`` data (never pickle)
+    given: dict[str, torch.Tensor] = field(default_factory=dict)
     dtype: str = "float32"
     device: str = "cpu"
     seed: int = 0
@@ -50,7 +58,14 @@ class Settings:
         return None if rule is None else rule(name, value)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready: each given tensor as ``{"npy": base64 of its .npy bytes}``."""
+        given, self.given = self.given, {}
+        try:
+            data = asdict(self)
+        finally:
+            self.given = given
+        data["given"] = {name: {"npy": npy_text(value)} for name, value in given.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> tuple[Settings, list[str]]:
@@ -64,7 +79,11 @@ class Settings:
                 problems.append(f"unknown setting {key!r} ignored")
                 continue
             default = getattr(settings, key)
-            if isinstance(default, dict):
+            if key == "given":
+                value, bad = _read_given(value)
+                problems.extend(bad)
+                ok = True
+            elif isinstance(default, dict):
                 ok = isinstance(value, dict)
             elif isinstance(default, bool):
                 ok = isinstance(value, bool)
@@ -87,6 +106,29 @@ class Settings:
                 setattr(settings, key, previous)
                 problems.append(f"{exc} Default used.")
         return settings, problems
+
+
+def npy_text(tensor: torch.Tensor) -> str:
+    """``tensor`` as the base64 text of its ``.npy`` file."""
+    buffer = io.BytesIO()
+    np.save(buffer, tensor.detach().cpu().numpy(), allow_pickle=False)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _read_given(data: object) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Given tensors from a session's ``{"name": {"npy": base64}}``, and what was wrong."""
+    if not isinstance(data, dict):
+        return {}, ["setting 'given' is not a table of tensors; ignored"]
+    out, problems = {}, []
+    for name, item in data.items():
+        text = item.get("npy") if isinstance(item, dict) else None
+        try:
+            array = np.load(io.BytesIO(base64.b64decode(text, validate=True)),
+                            allow_pickle=False)
+            out[str(name)] = torch.from_numpy(np.array(array))
+        except (TypeError, ValueError, OSError, EOFError) as exc:
+            problems.append(f"the tensor given for {name!r} cannot be read ({exc}); ignored")
+    return out, problems
 
 
 # ---------------------------------------------------------------------- rules, one per field

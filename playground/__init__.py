@@ -1,1 +1,12 @@
 """Qt desktop front end of the autograd playground."""
+
+
+def show(function, *args, **options):
+    """Open the desktop app on ``function`` at these arguments (see
+    :func:`playground.shown.show`)."""
+    from playground.shown import show as _show
+
+    return _show(function, *args, **options)
+
+
+__all__ = ["show"]

@@ -104,21 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR
     if args.screenshot and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # a screenshot needs no screen
-    with _imports_frozen():
-        import pyqtgraph as pg
-        from PySide6.QtWidgets import QApplication
-
+    with imports_frozen():
         from playground.main_window import MainWindow
         from playground.state.session import Session
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("autograd-playground")
-    app.setOrganizationName("autograd-playground")
-    font = app.font()
-    font.setPointSizeF(max(font.pointSizeF(), 11.0))
-    app.setFont(font)
-    pg.setConfigOptions(antialias=True, background="w", foreground="k")
-
+    app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
     window = MainWindow(session, restore_prefs=False if shot else None,
@@ -146,16 +136,37 @@ def main(argv: list[str] | None = None) -> int:
         return _screenshot(app, window, session, args, start)
     if not start():
         return ERROR
-    room_on_screen = app.primaryScreen().availableGeometry()
-    window.resize(min(1440, room_on_screen.width()), min(900, room_on_screen.height()))
+    fit_to_screen(app, window)
     window.show()
     if args.present:
         room.presentation.set_presentation(True)
-    _release_after_show(session, window)
+    release_after_show(session, window)
     return app.exec()
 
 
-def _release_after_show(session, window) -> None:
+def application():
+    """The running QApplication (a notebook's, under ``%gui qt``), or a new one; named and
+    with the app's font and plot defaults either way."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1] or ["autograd-playground"])
+    app.setApplicationName("autograd-playground")
+    app.setOrganizationName("autograd-playground")
+    font = app.font()
+    font.setPointSizeF(max(font.pointSizeF(), 11.0))
+    app.setFont(font)
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    return app
+
+
+def fit_to_screen(app, window) -> None:
+    """The window at its default size, or the screen's where that is smaller."""
+    room_on_screen = app.primaryScreen().availableGeometry()
+    window.resize(min(1440, room_on_screen.width()), min(900, room_on_screen.height()))
+
+
+def release_after_show(session, window) -> None:
     """Let the session's work start once ``window`` has painted for the first time (or after
     FIRST_PAINT_WAIT_MS, if it does not paint): the build, and the Jacobian that follows it,
     then start on their worker threads while the window is already on screen. Just before,
@@ -189,7 +200,7 @@ FIRST_PAINT_WAIT_MS = 500
 
 
 @contextlib.contextmanager
-def _imports_frozen():
+def imports_frozen():
     """Import the app with automatic garbage collection off, then freeze what is loaded.
 
     torch, PySide6 and pyqtgraph make about 200,000 objects that live as long as the app.
@@ -231,7 +242,7 @@ def _screenshot(app, window, session, args, start) -> int:
         sys.stderr.write(f"autograd-playground: note: --size {width}x{height} is below the "
                          f"window's minimum; the screenshot is {window.width()}x"
                          f"{window.height()}\n")
-    _release_after_show(session, window)
+    release_after_show(session, window)
     state = {"error": None, "passed": True, "stepping": False, "saved": False}
 
     def save():

@@ -29,8 +29,8 @@ from playground.workers.jobs import (
 
 STUCK_SECONDS = 1.0
 #: settings whose change needs new inputs (and so a new run)
-_REBUILD = {"target", "shapes", "constants", "init", "trained", "dtype", "device", "seed",
-            "loss", "optimizer", "memory_cap"}
+_REBUILD = {"target", "shapes", "constants", "init", "trained", "given", "dtype", "device",
+            "seed", "loss", "optimizer", "memory_cap"}
 
 
 def carried_over(old: Settings, spec: str, params: set[str],
@@ -41,7 +41,7 @@ def carried_over(old: Settings, spec: str, params: set[str],
     new = copy.deepcopy(old)
     new.target = spec
     dropped: set[str] = set()
-    for table in ("shapes", "constants", "init", "trained"):
+    for table in ("shapes", "constants", "init", "trained", "given"):
         values = getattr(old, table) if keep else {}
         setattr(new, table, {k: v for k, v in values.items() if k in params})
         dropped |= set(values) - params
@@ -136,12 +136,17 @@ class Session(QObject):
         self.settingsChanged.emit(new)
         self._rebuild()
 
-    def load_settings(self, settings: Settings) -> None:
-        """Replace every setting at once (a session file) and start over."""
+    def open(self, target: str | Target, settings: Settings) -> None:
+        """Replace every setting at once and start over on ``target`` (a session file's
+        TARGET, or playground.show's Target: its given tensors and constants kept)."""
         self.settings = copy.deepcopy(settings)
+        self.settings.target = target.spec if isinstance(target, Target) else target
         self.ctrl.lr = self.settings.lr
         self.target = None
-        self.set_target(self.settings.target, keep=True)
+        self.set_target(target, keep=True)
+
+    def load_settings(self, settings: Settings) -> None:
+        self.open(settings.target, settings)
 
     def update(self, **changes) -> None:
         """Change settings; a change of inputs restarts the run, a new lr does not."""

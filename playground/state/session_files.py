@@ -16,8 +16,8 @@ from pathlib import Path
 
 from customgrad import catalog
 from customgrad.errors import SpecError, TargetError
-from customgrad.inputs import format_shape, parse_shape
-from customgrad.loader import is_file_target, split_target
+from customgrad.inputs import GIVEN, format_shape, parse_shape
+from customgrad.loader import PROCESS_LOCAL, is_file_target, split_target
 from customgrad.settings import Settings
 from playground.state import paths, preferences
 
@@ -50,6 +50,8 @@ def _inside(path: Path, folder: Path) -> bool:
 def classify(spec: str) -> str:
     """catalog, file, editor (a file in the editor's folder), import, or unknown."""
     where, class_name = split_target(spec)
+    if where == PROCESS_LOCAL:  # playground.show's Function whose source was not captured
+        return "unknown"
     if is_file_spec(spec):
         return "editor" if _inside(Path(where), paths.editor_dir()) else "file"
     if class_name is not None:
@@ -219,11 +221,18 @@ def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     function = data.get("function")
     function = function if isinstance(function, dict) else {}
     kind = classify(settings.target)
-    if kind == "unknown":
+    where, class_name = split_target(settings.target)
+    if kind == "unknown" and where == PROCESS_LOCAL:
+        problems.append(f"{class_name} was defined in a script or notebook and its source "
+                        "could not be saved: open it from there again with playground.show(); "
+                        f"{Settings().target} used")
+    elif kind == "unknown":
         problems.append(f"no gallery Function is called {settings.target!r}; "
                         f"{Settings().target} used")
-        settings.target = Settings().target
-        kind = "catalog"
+    if kind == "unknown":
+        settings.target, kind = Settings().target, "catalog"
+        settings.given = {}
+        settings.init = {k: v for k, v in settings.init.items() if v != GIVEN}
     source = function.get("source") if kind == "editor" else None
     if source is not None and not isinstance(source, str):
         problems.append("the editor source is not text; ignored")

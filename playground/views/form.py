@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.errors import SpecError
 from customgrad.inputs import (
+    GIVEN,
     ConstSpec,
     TensorSpec,
     available_devices,
@@ -102,8 +103,12 @@ class InputsForm(QWidget):
         shape.committed.connect(lambda _v, n=name, f=shape: self._set("shapes", n, f.edit.text()))
         init = QComboBox(editable=True)
         init.addItems(INITS)
+        tip = "How the seed draws it: normal, uniform(a,b), zeros or ones"
+        if name in self.session.settings.given:  # playground.show's tensor: back to it
+            init.addItem(GIVEN)
+            tip += "; given: the tensor you passed to playground.show"
         init.setCurrentText(spec.init)
-        init.setToolTip("How the seed draws it: normal, uniform(a,b), zeros or ones")
+        init.setToolTip(tip)
         init.lineEdit().editingFinished.connect(lambda n=name, c=init: self._set_init(n, c))
         init.activated.connect(lambda _i, n=name, c=init: self._set_init(n, c))
         trained = QCheckBox("trained")

@@ -634,7 +634,7 @@ def test_the_app_paints_its_window_before_any_work_starts(qtbot, monkeypatch):
     original = session._start_build
     session._start_build = lambda: (order.append("build"), original())
     try:
-        app._release_after_show(session, window)
+        app.release_after_show(session, window)
         qtbot.wait(50)
         assert order == []  # not shown yet: nothing starts
         window.show()
