@@ -14,6 +14,8 @@ import builtins
 import importlib
 import inspect
 import linecache
+import math
+import reprlib
 import symtable
 import sys
 import textwrap
@@ -22,11 +24,8 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.errors import SpecError
-from customgrad.inputs import GIVEN, forward_parameters
+from customgrad.inputs import GIVEN, MAX_ELEMENTS, format_shape, forward_parameters
 from customgrad.settings import Settings
-
-#: values a captured text can spell out as themselves
-_LITERALS = (bool, int, float, complex, str, bytes, type(None))
 
 
 def settings_for(function: type, args: tuple, base: Settings | None = None) -> Settings:
@@ -50,12 +49,11 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
     tensors = [(p.name, a) for p, a in zip(params, args) if isinstance(a, torch.Tensor)]
     if not tensors:
         raise SpecError(f"{name}: no argument is a tensor, so there is nothing to check.")
-    floating = [a for _, a in tensors if a.is_floating_point()]
-    dtype = floating[0].dtype if floating else torch.float64
-    if dtype not in (torch.float32, torch.float64):
-        raise SpecError(f"{name}: {tensors[0][0]} is {str(dtype).replace('torch.', '')}; the "
-                        "playground works in float32 or float64: convert it first (.float()).")
-    settings.dtype = str(dtype).replace("torch.", "")
+    for arg, tensor in tensors:
+        _check_tensor(arg, tensor)
+    floating = [a.dtype for _, a in tensors if a.is_floating_point()]
+    # float64 where any tensor is: each given tensor keeps its values exactly
+    settings.dtype = "float64" if torch.float64 in floating or not floating else "float32"
     devices = {a.device.type if a.device.index in (None, 0) else str(a.device)
                for _, a in tensors}
     if len(devices) > 1:
@@ -64,21 +62,47 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
     settings.device = devices.pop()
     for p, value in zip(params, args):
         if isinstance(value, torch.Tensor):
-            if value.is_complex() or value.numel() == 0:
-                kind = "a complex" if value.is_complex() else "an empty"
-                raise SpecError(f"{p.name}: {kind} tensor cannot be checked or trained here.",
-                                field=p.name)
             settings.given[p.name] = value.detach().to("cpu", copy=True)
             settings.init[p.name] = GIVEN
+            settings.shapes[p.name] = format_shape(tuple(value.shape))
             if not value.is_floating_point():
                 settings.trained[p.name] = False
-        elif isinstance(value, _LITERALS) and not isinstance(value, (complex, bytes)):
+        elif type(value) in _CONSTANTS and _finite(value):
             settings.constants[p.name] = value
         else:
-            raise SpecError(f"{p.name} is a {type(value).__name__}; the playground takes "
-                            "tensors and plain constants (numbers, booleans, text, None).",
-                            field=p.name)
+            raise SpecError(f"{p.name} is {reprlib.repr(value)} ({type(value).__name__}); the "
+                            "playground takes tensors and plain constants (finite numbers, "
+                            "booleans, text, None).", field=p.name)
     return settings
+
+
+#: the types of the constants a session file holds as they are
+_CONSTANTS = (bool, int, float, str, type(None))
+
+
+def _finite(value: object) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def _check_tensor(name: str, tensor: torch.Tensor) -> None:
+    """SpecError naming ``name`` for a tensor the playground cannot take as it is."""
+    dtype = str(tensor.dtype).replace("torch.", "")
+    if tensor.layout != torch.strided or tensor.device.type == "meta":
+        problem = f"is a {str(tensor.layout).replace('torch.', '')} tensor" \
+            if tensor.layout != torch.strided else "is on the meta device (it has no values)"
+        raise SpecError(f"{name} {problem}; give a dense tensor with values "
+                        "(.to_dense(), or a real device).", field=name)
+    if tensor.is_complex() or (tensor.is_floating_point()
+                               and tensor.dtype not in (torch.float32, torch.float64)):
+        raise SpecError(f"{name} is {dtype}; the playground works in float32 or float64: "
+                        "convert it first (.float() or .double()).", field=name)
+    if tensor.numel() == 0:
+        raise SpecError(f"{name}: an empty tensor cannot be checked or trained here.",
+                        field=name)
+    if tensor.dim() > 8 or tensor.numel() > MAX_ELEMENTS:
+        raise SpecError(f"{name}: {format_shape(tuple(tensor.shape))} is beyond what the "
+                        f"playground takes (8 dimensions, {MAX_ELEMENTS:,} elements).",
+                        field=name)
 
 
 @dataclass
@@ -118,32 +142,49 @@ def capture(function: type) -> Captured:
     except (OSError, TypeError, SyntaxError) as exc:
         return Captured(name, None, why=f"its source cannot be found ({exc})")
     namespace = _globals_of(function)
-    pieces, missing, done = [], [], {name}
+    pieces, missing, done = [], list(_closure_names(function)), {name}
     header: list[str] = []
     _bring(source, namespace, header, pieces, missing, done, depth=0)
     text = "\n".join([f'"""{name}, as playground.show captured it from your program."""', "",
-                      *dict.fromkeys(header), "", *pieces, source])
+                      *dict.fromkeys(header), "", *pieces, source]).rstrip() + "\n"
+    try:
+        compile(text, f"{name}.py", "exec")
+    except (SyntaxError, ValueError) as exc:
+        return Captured(name, None, why=f"its captured source does not compile ({exc})")
     why = f"it uses {', '.join(missing)} from its module, which cannot be copied" if missing \
         else ""
-    return Captured(name, text.rstrip() + "\n", missing, why)
+    return Captured(name, text, missing, why)
+
+
+def _closure_names(function: type) -> list[str]:
+    """The variables of enclosing functions that ``function``'s methods read (a class made
+    inside a function): their values live in this process only."""
+    names: list[str] = []
+    for value in vars(function).values():
+        code = getattr(getattr(value, "__func__", value), "__code__", None)
+        if code is not None:
+            names += [n for n in code.co_freevars if n != "__class__" and n not in names]
+    return names
 
 
 def _bring(source: str, namespace: dict, header: list[str], pieces: list[str],
            missing: list[str], done: set[str], depth: int) -> None:
     """Add what ``source`` uses from ``namespace``: imports to ``header``, the source of
-    helpers defined there to ``pieces`` (before their users), the rest to ``missing``."""
+    helpers defined there to ``pieces`` (before their users), the rest to ``missing``. The
+    module's own names come first: ``from torch import sum`` shadows the builtin."""
     for name in sorted(_free_names(source)):
-        if name in done or hasattr(builtins, name):
+        if name in done:
             continue
         done.add(name)
         if name not in namespace:
-            missing.append(name)
+            if not hasattr(builtins, name):
+                missing.append(name)
             continue
         value = namespace[name]
-        line = _import_line(name, value)
+        line = _import_line(name, value, namespace)
         if line is not None:
             header.append(line)
-        elif isinstance(value, _LITERALS) or _literal_tuple(value):
+        elif _literal(value):
             pieces.append(f"{name} = {value!r}\n")
         elif (inspect.isfunction(value) or inspect.isclass(value)) and depth < 8 \
                 and getattr(value, "__name__", None) == name:
@@ -158,11 +199,15 @@ def _bring(source: str, namespace: dict, header: list[str], pieces: list[str],
             missing.append(name)
 
 
-def _literal_tuple(value: object) -> bool:
-    return isinstance(value, tuple) and all(isinstance(v, _LITERALS) for v in value)
+def _literal(value: object) -> bool:
+    """True for a value whose ``repr`` is the Python that makes it again: a plain constant
+    of exactly a builtin type (a finite float: ``inf`` is no name), or a tuple of them."""
+    if type(value) is tuple:
+        return all(_literal(v) for v in value)
+    return type(value) in _CONSTANTS and _finite(value)
 
 
-def _import_line(name: str, value: object) -> str | None:
+def _import_line(name: str, value: object, namespace: dict) -> str | None:
     """The import that binds ``name`` to ``value`` again elsewhere, or None."""
     if inspect.ismodule(value):
         module = value.__name__
@@ -173,15 +218,20 @@ def _import_line(name: str, value: object) -> str | None:
         parent, _, leaf = module.rpartition(".")
         return f"from {parent} import {leaf}" if leaf == name else \
             f"import {module} as {name}"
-    module = getattr(value, "__module__", None)
-    qualname = getattr(value, "__qualname__", None)
-    if not isinstance(module, str) or module == "__main__" or not isinstance(qualname, str) \
-            or "." in qualname or "<" in qualname:
-        return None
-    loaded = sys.modules.get(module)
-    if loaded is None or getattr(loaded, qualname, None) is not value:
-        return None
-    return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
+    home = getattr(value, "__module__", None)
+    candidates = [sys.modules.get(home)] if isinstance(home, str) and home != "__main__" else []
+    # a builtin such as torch.sin names no module of its own: the modules imported here
+    candidates += [v for v in namespace.values() if inspect.ismodule(v)
+                   and v.__name__ != "__main__"]
+    for module in candidates:
+        if module is None:
+            continue
+        for attribute in dict.fromkeys((getattr(value, "__qualname__", None), name)):
+            if isinstance(attribute, str) and attribute.isidentifier() \
+                    and getattr(module, attribute, None) is value:
+                return f"from {module.__name__} import {attribute}" + \
+                    ("" if attribute == name else f" as {name}")
+    return None
 
 
 def _free_names(source: str) -> set[str]:
@@ -211,30 +261,37 @@ def _globals_of(function: type) -> dict:
 
 
 def _source_of(obj: object) -> str:
-    """The source of a class or function: ``inspect.getsource``, else (a class in a notebook
-    cell, whose module has no file) the class statement found around its methods' code in
-    the text the interpreter compiled them from."""
-    try:
-        return _dedent(inspect.getsource(obj))
-    except (OSError, TypeError):
-        if not inspect.isclass(obj):
-            raise
-    codes = [getattr(getattr(v, "__func__", v), "__code__", None) for v in vars(obj).values()]
-    codes = [c for c in codes if c is not None]
-    if not codes:
-        raise OSError(f"{obj.__name__} has no methods to find it by")
-    lines = linecache.getlines(codes[0].co_filename)
+    """The source of a class or function. A class is found around its methods' code, in the
+    text the interpreter compiled them from (a file, or a notebook cell that only linecache
+    knows): ``inspect.getsource`` finds the first class of that name in the file, which is
+    not this one when a script defines it twice. ``inspect.getsource`` where it has none."""
+    if inspect.isclass(obj):
+        codes = [getattr(getattr(v, "__func__", v), "__code__", None) for v in vars(obj).values()]
+        codes = [c for c in codes if c is not None]
+        if codes:
+            found = _class_around(obj.__name__, codes[0])
+            if found is not None:
+                return found
+    return _dedent(inspect.getsource(obj))
+
+
+def _class_around(name: str, code) -> str | None:
+    """The innermost ``class name`` statement around ``code`` in its file, or None."""
+    lines = linecache.getlines(code.co_filename)
     if not lines:
-        raise OSError(f"the text of {codes[0].co_filename} is not available")
-    text = "".join(lines)
-    tree = ast.parse(text)
-    first = codes[0].co_firstlineno
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == obj.__name__ \
-                and node.lineno <= first <= (node.end_lineno or first):
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            return _dedent("".join(lines[start - 1:node.end_lineno]))
-    raise OSError(f"class {obj.__name__} was not found in {codes[0].co_filename}")
+        return None
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+    line = code.co_firstlineno
+    around = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+              and node.name == name and node.lineno <= line <= (node.end_lineno or line)]
+    if not around:
+        return None
+    node = max(around, key=lambda n: n.lineno)
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return _dedent("".join(lines[start - 1:node.end_lineno]))
 
 
 def _dedent(text: str) -> str:

@@ -138,15 +138,17 @@ def guessed_parameters(function: type) -> dict[str, str]:
     return {spec.name: why for spec, why in _derive(function) if why}
 
 
+#: a tensor of no dimensions (one element), as a shape is written
+SCALAR = "scalar"
 #: the one shape grammar, ``N(xN)*``: whole numbers in ASCII digits joined by ``x`` (or ``X``),
-#: spaces allowed around each ``x``
+#: spaces allowed around each ``x``; or :data:`SCALAR`
 SHAPE_GRAMMAR = re.compile(r"[0-9]+(?:\s*[xX]\s*[0-9]+)*")
 _NOT_A_SEPARATOR = re.compile(r"[^0-9\s,*×()\[\]]")
 
 
 def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...]:
-    """The shape ``text`` (``"3x8"``, ``"3 X 8"``, ``"5"``) or a sequence of whole numbers, as a
-    tuple; SpecError naming ``name`` otherwise.
+    """The shape ``text`` (``"3x8"``, ``"3 X 8"``, ``"5"``, ``"scalar"``) or a sequence of
+    whole numbers, as a tuple; SpecError naming ``name`` otherwise.
 
     The grammar is :data:`SHAPE_GRAMMAR`, for the CLI's ``--shape``, the app's form and
     session files alike. Every dimension is at least 1: a tensor without elements has no
@@ -156,6 +158,8 @@ def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...
         dims = [_sequence_dim(d, name) for d in text]
     else:
         raw = str(text).strip()
+        if raw.lower() == SCALAR:
+            return ()
         if not raw:
             raise SpecError(f"{name}: empty shape; write it like 3x8 (or 8 for one dimension).",
                             field=name)
@@ -218,7 +222,7 @@ def _shape_problem(raw: str) -> str:
 
 
 def format_shape(shape: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in shape) if shape else "scalar"
+    return "x".join(str(d) for d in shape) if shape else SCALAR
 
 
 def parse_const(text: str, like: object = None, name: str = "constant") -> object:
@@ -336,6 +340,8 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
     out: list[Spec] = []
     for spec in specs:
         name = spec.name
+        if init.get(name) == GIVEN and name in given and name not in constants:
+            spec = TensorSpec(name)  # a tensor given where forward's default is a number
         if name in constants:
             value = constants[name]
             if isinstance(value, str) and isinstance(spec, ConstSpec):

@@ -88,6 +88,14 @@ def specs_for(target: Target, settings: Settings) -> list[Spec]:
                            settings.trained, settings.given)
 
 
+def _leaf(value: object) -> object:
+    """A throwaway argument as forward gets it: a floating-point tensor as the clone of a
+    leaf that requires grad; an integer tensor (an index) or a constant as it is."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.requires_grad_().clone()
+    return value
+
+
 #: what a parameter is tried as when a probe asks whether it is a plain number: 2 rather than 1
 #: or 0, so that a backward forgetting to scale by it still disagrees
 PROBE_FLOAT, PROBE_INT = 2.0, 2
@@ -104,7 +112,7 @@ def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
     user-code boundary, so a Cancelled or KeyboardInterrupt still stops it."""
     trial = [ConstSpec(s.name, constants[s.name]) if s.name in constants else s for s in specs]
     _, args = draw(trial, 0, dtype, device)
-    call = [a.requires_grad_().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    call = [_leaf(a) for a in args]
     try:
         outs = normalize_outputs(function, run_user_within(
             function, "forward", lambda: function.apply(*call), PROBE_SECONDS))
@@ -200,7 +208,7 @@ def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
     This is also where a shape the Function rejects is reported, with its own message.
     """
     _, args = draw(specs, 0, dtype, device)
-    call = [a.requires_grad_().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    call = [_leaf(a) for a in args]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
     return [tuple(o.shape) for o in outs if o.is_floating_point() and o.requires_grad]

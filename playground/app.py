@@ -166,11 +166,12 @@ def fit_to_screen(app, window) -> None:
     window.resize(min(1440, room_on_screen.width()), min(900, room_on_screen.height()))
 
 
-def release_after_show(session, window) -> None:
+def release_after_show(session, window, settle: bool = True) -> None:
     """Let the session's work start once ``window`` has painted for the first time (or after
     FIRST_PAINT_WAIT_MS, if it does not paint): the build, and the Jacobian that follows it,
     then start on their worker threads while the window is already on screen. Just before,
-    the heap settles (:func:`settle_heap`): the window is built, and no work has begun."""
+    the heap settles (:func:`settle_heap`, unless ``settle`` is false: a program of the
+    user's that opened the window keeps its own): the window is built, no work has begun."""
     from PySide6.QtCore import QEvent, QObject, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -187,7 +188,7 @@ def release_after_show(session, window) -> None:
         if not released:
             released.append(True)
             app.removeEventFilter(watcher)
-            QTimer.singleShot(0, session, lambda: (settle_heap(), session.release()))
+            QTimer.singleShot(0, session, lambda: (settle and settle_heap(), session.release()))
 
     released: list[bool] = []
     watcher = FirstPaint(session)

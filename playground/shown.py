@@ -39,23 +39,26 @@ def show(function: type, *args: object, block: bool | None = None, seed: int = 0
             if problem is not None:
                 raise SpecError(problem, field=name)
             setattr(settings, name, value)
-    with _app.imports_frozen():
-        from PySide6.QtCore import Qt
+    # (not app.imports_frozen: gc.freeze would keep the caller's cyclic garbage for good)
+    from PySide6.QtCore import Qt
 
-        from playground.main_window import MainWindow
-        from playground.state.from_python import target_for
-        from playground.state.session import Session
+    from playground.main_window import MainWindow
+    from playground.state.from_python import target_for
+    from playground.state.session import Session
 
     qapp = _app.application()
     target, notice = target_for(function)
     session = Session(held=True)
     window = MainWindow(session, restore_session=False)
+    # the standalone app's remembered session stays its own (and no tensors are written
+    # into it every few seconds): save this one with File > Save session
+    window.classroom.sessions.remember = False
     session.open(target, settings)
     _app.fit_to_screen(qapp, window)
     window.show()
     if notice:
         session.notice.emit(notice)
-    _app.release_after_show(session, window)
+    _app.release_after_show(session, window, settle=False)
     if block is None:
         block = not loop_running(qapp)
     if block:

@@ -72,7 +72,7 @@ def test_settings_take_the_tensors_as_given_inputs_and_the_rest_as_constants():
     ((torch.randn(2),), "needs w, factor too"),
     ((torch.randn(2), torch.randn(2), 2.0, 1), "takes 3 arguments (x, w, factor), but 4"),
     ((torch.randn(2).half(), torch.randn(2), 2.0), "x is float16"),
-    ((torch.randn(2), torch.randn(2), [2.0]), "factor is a list"),
+    ((torch.randn(2), torch.randn(2), [2.0]), "factor is [2.0] (list)"),
     ((torch.randn(2), torch.empty(0), 2.0), "w: an empty tensor"),
     ((1.0, 2.0, 2.0), "no argument is a tensor"),
 ])
@@ -215,3 +215,114 @@ def test_the_free_names_of_a_source_are_its_globals_only():
                                 "    def f(self, y):\n        z = helper(y) + math.pi\n"
                                 "        return [q for q in z] + os.sep + A.x\n")
     assert names == {"torch", "helper", "math"}
+
+
+# ------------------------------------------------------------------ what a review found
+
+GATHER = '''
+import torch
+
+class Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.save_for_backward(index)
+        ctx.size = x.shape[0]
+        return x[index]
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        out = torch.zeros(ctx.size, *g.shape[1:], dtype=g.dtype)
+        return out.index_add(0, index, g), None
+'''
+
+
+def test_an_index_tensor_is_an_input_that_is_neither_drawn_nor_trained():
+    gather = run_cell(GATHER, 21)["Gather"]
+    x, index = torch.randn(4, 3, dtype=torch.float64), torch.tensor([0, 2, 2])
+    settings = capture.settings_for(gather, (x, index))
+    settings.target = "Gather.py:Gather"
+    problem = build(settings, Target(settings.target, gather, "Gather"))
+    assert problem.args[1].dtype == torch.int64 and torch.equal(problem.args[1], index)
+    assert [s.trained for s in problem.specs] == [True, False]
+    report = problem.compare()
+    assert report.passed and report.shape == (9, 12)
+
+
+def test_a_tensor_given_where_forward_defaults_to_a_number_is_a_tensor():
+    scaled = run_cell("import torch\nclass Scaled(torch.autograd.Function):\n"
+                      "    @staticmethod\n    def forward(ctx, x, k: float = 2.0):\n"
+                      "        ctx.save_for_backward(k)\n        return x * k\n"
+                      "    @staticmethod\n    def backward(ctx, g):\n"
+                      "        (k,) = ctx.saved_tensors\n        return g * k, None\n",
+                      22)["Scaled"]
+    k = torch.tensor(5.0, dtype=torch.float64)
+    settings = capture.settings_for(scaled, (torch.ones(3, dtype=torch.float64), k))
+    assert settings.shapes == {"x": "3", "k": "scalar"}
+    problem = build(settings, Target("Scaled.py:Scaled", scaled, "Scaled"))
+    assert isinstance(problem.specs[1], TensorSpec) and torch.equal(problem.args[1], k)
+
+
+def test_switching_a_given_input_to_normal_draws_one_of_the_same_shape():
+    scale = _scale()
+    settings = capture.settings_for(scale, (torch.randn(2, 5), torch.randn(2, 5), 1.0))
+    settings.init["w"] = "normal"
+    settings.target = "Scale.py:Scale"
+    problem = build(settings, Target(settings.target, scale, "Scale"))
+    assert problem.args[1].shape == (2, 5) and problem.specs[1].value is None
+
+
+def test_mixed_precision_is_kept_exactly():
+    x32, w64 = torch.randn(3), torch.randn(3, dtype=torch.float64)
+    settings = capture.settings_for(_scale(), (x32, w64, 1.0))
+    assert settings.dtype == "float64"
+    problem = build(settings, Target("Scale.py:Scale", _scale(), "Scale"))
+    assert torch.equal(problem.args[0], x32.double()) and torch.equal(problem.args[1], w64)
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda: torch.randn(3).to(torch.bfloat16), "w is bfloat16; the playground works in"),
+    (lambda: torch.randn(3).to_sparse(), "w is a sparse_coo tensor"),
+    (lambda: torch.empty(3, device="meta"), "w is on the meta device"),
+])
+def test_tensors_that_cannot_be_saved_or_checked_are_refused_by_name(make, words):
+    with pytest.raises(SpecError) as info:
+        capture.settings_for(_scale(), (torch.randn(3), make(), 1.0))
+    assert words in str(info.value)
+
+
+def test_the_class_captured_is_the_one_given_when_a_script_defines_two():
+    namespace = run_cell("import torch\n"
+                         "class Dup(torch.autograd.Function):\n"
+                         "    @staticmethod\n    def forward(ctx, x):\n        return x * 1\n"
+                         "    @staticmethod\n    def backward(ctx, g):\n        return g * 1\n"
+                         "first = Dup\n"
+                         "class Dup(torch.autograd.Function):\n"
+                         "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n"
+                         "    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n",
+                         23)
+    assert "x * 2" in capture.capture(namespace["Dup"]).text
+    assert "x * 1" in capture.capture(namespace["first"]).text
+
+
+def test_what_the_module_binds_wins_over_builtins_and_what_cannot_be_spelled_is_missing():
+    namespace = run_cell("import torch\nfrom torch import sum, sin\nINF = float('inf')\n"
+                         "class Odd(torch.autograd.Function):\n"
+                         "    @staticmethod\n    def forward(ctx, x):\n"
+                         "        return sin(x) + sum(x) + (INF if x.dim() > 9 else 0)\n"
+                         "    @staticmethod\n    def backward(ctx, g):\n        return g\n", 24)
+    captured = capture.capture(namespace["Odd"])
+    assert "from torch import sum" in captured.text and "from torch import sin" in captured.text
+    assert captured.missing == ["INF"]
+
+
+def test_a_class_made_inside_a_function_keeps_its_closure_to_this_process():
+    namespace = run_cell("import torch\nSC = 1.0\ndef make(SC):\n"
+                         "    class Closed(torch.autograd.Function):\n"
+                         "        @staticmethod\n        def forward(ctx, x):\n"
+                         "            return x * SC\n"
+                         "        @staticmethod\n        def backward(ctx, g):\n"
+                         "            return g * SC\n"
+                         "    return Closed\nClosed = make(5.0)\n", 25)
+    captured = capture.capture(namespace["Closed"])
+    assert not captured.complete and captured.missing == ["SC"]

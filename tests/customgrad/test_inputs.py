@@ -90,6 +90,7 @@ def test_format_shape():
     assert format_shape((3, 8)) == "3x8"
     assert format_shape(()) == "scalar"
     assert parse_shape(format_shape((2, 5, 1))) == (2, 5, 1)
+    assert parse_shape(format_shape(())) == () == parse_shape(" Scalar ")
 
 
 # ------------------------------------------------------------------ constants, init, dtype, device

@@ -222,3 +222,14 @@ def test_the_signature_is_pinned():
         "(function: 'type', *args: 'object', block: 'bool | None' = None, seed: 'int' = 0, "
         "steps: 'int | None' = None, lr: 'float | None' = None)")
     assert playground.__all__ == ["show"]
+
+
+def test_a_show_window_leaves_the_apps_remembered_session_alone(qtbot, open_windows):
+    last = session_files.last_session_path()
+    last.unlink(missing_ok=True)
+    window, _ = _show(qtbot, _notebook_class(SCALE, "Scale", 18), torch.randn(2), torch.randn(2),
+                      1.0)
+    window.classroom.sessions.save_last_session()
+    window.close()
+    qtbot.waitUntil(lambda: window not in open_windows, timeout=TIMEOUT)
+    assert not last.exists()

@@ -42,6 +42,8 @@ class SessionFiles(QObject):
         self.session_path: Path | None = None
         self.pending: session_files.Loaded | None = None
         self.restored = False
+        #: write the session for the next start (False for a playground.show window)
+        self.remember = True
         self._placeholder: str | None = None
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_MS)
         self._autosave.timeout.connect(self.save_last_session)
@@ -88,6 +90,8 @@ class SessionFiles(QObject):
     def save_last_session(self) -> None:
         """Remember the session for the next start (quietly)."""
         self._autosave.stop()
+        if not self.remember:
+            return
         try:
             session_files.write(session_files.last_session_path(), self.session_data())
         except OSError:
