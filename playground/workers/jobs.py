@@ -308,6 +308,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
 
     state.thread_id = threading.get_ident()
     live: dict = {}
+    prepare = ProgressPreparer()
 
     def on_message(message) -> None:
         kind, payload = message
@@ -315,7 +316,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
             live.clear()
             live.update(payload)
             return
-        prepared = remote.restore(*payload, live)
+        prepared = prepare(remote.restore(*payload, live))
         first = prepared.phase == "numerical" and prepared.columns_done == 0
         if first or prepared.big_preview:
             prepared.painted = threading.Event()

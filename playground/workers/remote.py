@@ -10,13 +10,15 @@ prepares what the view reads whole, all in the child. While it runs it sends:
 - once per matrix, ``("matrices", {"analytic": A, "numerical": N})``: tensors in shared
   memory that the child keeps up to date (the part computed since the last progress is
   copied in), so the window reads the live matrices without a copy through the pipe;
-- ``("progress", prepared)``: the :class:`~playground.support.preview.PreparedProgress`
-  with its small previews, its big matrices left out (the window puts the shared ones in).
+- ``("progress", (progress, has))``: the engine's :class:`~customgrad.jacobian.Progress`
+  without its matrices (the window puts the shared ones in, and makes the previews from
+  them, on the thread that relays the messages, as a check on a thread does).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import os
@@ -34,7 +36,7 @@ from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed
 from customgrad.runner import interrupt_thread
-from playground.support.preview import PreparedProgress, ProgressPreparer, display_steps
+from playground.support.preview import display_steps
 
 
 @dataclass
@@ -104,14 +106,15 @@ def compare(job: CompareJob, channel) -> Report:
     problem = _load(job.problem)
     channel.context(problem.function.__name__)
     matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
-    prepare = ProgressPreparer()
     mirror = _Mirror(channel)
 
     def progress(p: Progress) -> None:
-        prepared = prepare(p)
         has = mirror.update(p)
-        prepared.analytic = prepared.numerical = None  # the window has the shared ones
-        channel.send(("progress", (prepared, has)))
+        # a few hundred bytes: the window has the shared matrices, and makes the previews
+        # from them on the thread that relays this (megabytes of previews sent through the
+        # pipe held the interpreter lock there long enough to stall the window)
+        channel.send(("progress", (dataclasses.replace(p, analytic=None, numerical=None),
+                                   has)))
 
     report = problem.compare(job.args, progress=progress, **job.options)
     return finish(report, problem, job.args)
@@ -134,12 +137,12 @@ def finish(report: Report, problem: Problem, args: list | None) -> Report:
     return report
 
 
-def restore(prepared: PreparedProgress, has: tuple[bool, bool], live: dict) -> PreparedProgress:
+def restore(progress: Progress, has: tuple[bool, bool], live: dict) -> Progress:
     """The window's side: put the shared matrices back into a progress."""
     has_analytic, has_numerical = has
-    prepared.analytic = live.get("analytic") if has_analytic else None
-    prepared.numerical = live.get("numerical") if has_numerical else None
-    return prepared
+    progress.analytic = live.get("analytic") if has_analytic else None
+    progress.numerical = live.get("numerical") if has_numerical else None
+    return progress
 
 
 def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
