@@ -9,11 +9,9 @@ worker process or a session file can run again. Only the standard library and to
 
 from __future__ import annotations
 
-import ast
 import builtins
 import importlib
 import inspect
-import linecache
 import math
 import reprlib
 import symtable
@@ -26,6 +24,7 @@ import torch
 from customgrad.errors import SpecError
 from customgrad.inputs import GIVEN, MAX_ELEMENTS, format_shape, forward_parameters
 from customgrad.settings import Settings
+from customgrad.shadow import class_source
 
 
 def settings_for(function: type, args: tuple, base: Settings | None = None) -> Settings:
@@ -261,37 +260,11 @@ def _globals_of(function: type) -> dict:
 
 
 def _source_of(obj: object) -> str:
-    """The source of a class or function. A class is found around its methods' code, in the
-    text the interpreter compiled them from (a file, or a notebook cell that only linecache
-    knows): ``inspect.getsource`` finds the first class of that name in the file, which is
-    not this one when a script defines it twice. ``inspect.getsource`` where it has none."""
+    """The source of a class (:func:`customgrad.shadow.class_source`: the very class, in a
+    notebook cell too) or a function."""
     if inspect.isclass(obj):
-        codes = [getattr(getattr(v, "__func__", v), "__code__", None) for v in vars(obj).values()]
-        codes = [c for c in codes if c is not None]
-        if codes:
-            found = _class_around(obj.__name__, codes[0])
-            if found is not None:
-                return found
+        return _dedent(class_source(obj)[0])
     return _dedent(inspect.getsource(obj))
-
-
-def _class_around(name: str, code) -> str | None:
-    """The innermost ``class name`` statement around ``code`` in its file, or None."""
-    lines = linecache.getlines(code.co_filename)
-    if not lines:
-        return None
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
-        return None
-    line = code.co_firstlineno
-    around = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
-              and node.name == name and node.lineno <= line <= (node.end_lineno or line)]
-    if not around:
-        return None
-    node = max(around, key=lambda n: n.lineno)
-    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    return _dedent("".join(lines[start - 1:node.end_lineno]))
 
 
 def _dedent(text: str) -> str:

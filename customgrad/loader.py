@@ -11,13 +11,14 @@ import os
 import re
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from customgrad import catalog
+from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
 from customgrad.errors import TargetError, format_traceback
 
@@ -46,7 +47,7 @@ class Target:
         if self.entry is not None:
             return self.entry.source
         try:
-            return inspect.getsource(self.function)
+            return shadow.source_lines(self.function)[0]
         except (OSError, TypeError):
             if self.code is not None:  # a class captured from a notebook (playground.show)
                 return self.code
@@ -93,13 +94,18 @@ def _run_directly(run: Callable[[], object], label: str, origin: tuple | None = 
 
 #: How user modules' top-level code runs: ``run_module_code(run, label, origin)`` calls
 #: ``run()`` and returns its result (``label`` names the file or module; ``origin`` is
-#: ``("file", path, source)`` or ``("module", name)``). An application may replace it, for
+#: ``("file", path, source)`` or ``("module", name)``, kinds ``op-file`` and ``op-module``
+#: where the module registers a torch.library op, ``reload`` for a module imported here
+#: before). An application may replace it, for
 #: instance to keep its window live while the code runs, to stop code that never finishes,
-#: or to run the code in a child process first (a segfault there ends only the child).
+#: or to run the code in a child process first (a segfault there ends only the child), or
+#: there only: it then returns a :class:`customgrad.shadow.Shadowed` (not for ``op-``
+#: kinds or ``reload``), and the module holds shadows of its Functions (TargetErrors it raises with
+#: ``from_worker`` set are the worker's, worded as the loader's own).
 run_module_code: Callable[..., object] = _run_directly
 
 
-def load_file(path: str | os.PathLike, source: str | None = None) -> object:
+def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "file") -> object:
     """Import ``path`` under a fresh unique module name, so a reload never mixes classes.
 
     ``source``: run this text as if it were the file's (default: read the file). The module's
@@ -130,20 +136,31 @@ def load_file(path: str | os.PathLike, source: str | None = None) -> object:
     if folder not in sys.path:
         sys.path.append(folder)  # the user's file may import modules next to it
     try:
-        run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path),
-                        ("file", path, source))
+        ran = run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path),
+                              (kind, path, source))
+        if isinstance(ran, shadow.Shadowed):  # a worker process ran it: its Functions here
+            ran.bind(module.__dict__, name)
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise
+    except TargetError as exc:
+        sys.modules.pop(name, None)
+        if getattr(exc, "from_worker", False):  # a worker process's, worded as this one
+            raise
+        raise _import_failed(exc, path) from None
     except BaseException as exc:
         sys.modules.pop(name, None)
-        line = (_user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
-                or (getattr(exc, "line", None) if getattr(exc, "file", None) == path else None))
-        raise TargetError(
-            f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
-            file=path, line=line, details=format_traceback(exc)) from None
+        raise _import_failed(exc, path) from None
     module.__source__ = source
     return module
+
+
+def _import_failed(exc: BaseException, path: str) -> TargetError:
+    line = (_user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
+            or (getattr(exc, "line", None) if getattr(exc, "file", None) == path else None))
+    return TargetError(
+        f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
+        file=path, line=line, details=format_traceback(exc))
 
 
 def _pick(functions: list[type], class_name: str | None, where: str, path: str | None) -> type:
@@ -203,11 +220,12 @@ def _op_target(text: str, where: str, qualname: str) -> Target:
     """``[path/to/file.py:|package.module:]mylib::myop``: a torch.library custom op, found
     after running what defines it."""
     file = None
+    # registering the op is what the module's top level does: it runs here, not described
     if is_file_target(where):
-        module = load_file(where, None)
+        module = load_file(where, None, kind="op-file")
         file = os.path.abspath(where)
     elif where:
-        module = _import(where)
+        module = import_user_module(where, kind="op-module")
     else:
         module = None
     op = op_by_name(qualname)
@@ -216,16 +234,41 @@ def _op_target(text: str, where: str, qualname: str) -> Target:
                   code=getattr(module, "__source__", None))
 
 
-def _import(where: str):
-    """The module ``where``, imported as user code; TargetError naming what went wrong."""
+def import_user_module(where: str, kind: str = "module", reload: bool = False):
+    """The module ``where`` imported as user code (re-imported with ``reload``, where this
+    process imported it before); TargetError naming the file and line where it broke."""
+    module = sys.modules.get(where) if reload else None
+    run = (lambda: importlib.reload(module)) if module is not None else \
+        (lambda: importlib.import_module(where))
     try:
-        return run_module_code(lambda: importlib.import_module(where), where,
-                               ("module", where))
+        ran = run_module_code(run, where, (kind if module is None else "reload", where))
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}",
-                          details=format_traceback(exc)) from None
+        if isinstance(exc, KeyboardInterrupt) or getattr(exc, "from_worker", False):
+            raise  # (a worker process's TargetError is worded as this one)
+        file, line = _import_location(exc)
+        raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}", file=file,
+                          line=line, details=format_traceback(exc)) from None
+    if isinstance(ran, shadow.Shadowed):  # a worker process imported it: its Functions here
+        module = types.ModuleType(where)
+        module.__file__ = ran.file
+        ran.bind(vars(module))
+        return module
+    return ran
+
+
+def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
+    """The deepest traceback frame in a real file outside importlib (where an import broke)."""
+    if isinstance(exc, SyntaxError) and exc.filename and not exc.filename.startswith("<"):
+        return os.path.abspath(exc.filename), exc.lineno
+    if getattr(exc, "file", None) and getattr(exc, "line", None):  # a worker process's crash
+        return os.path.abspath(exc.file), exc.line
+    found: tuple[str | None, int | None] = (None, None)
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_code.co_filename
+        if name.startswith("<") or os.path.abspath(name) == os.path.abspath(__file__):
+            continue
+        found = (os.path.abspath(name), lineno)
+    return found
 
 
 def resolve(spec: str, code: str | None = None) -> Target:
@@ -250,13 +293,13 @@ def resolve(spec: str, code: str | None = None) -> Target:
         return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path,
                       code=module.__source__)
     if class_name is not None:
-        module = _import(where)
+        module = import_user_module(where)
         obj = getattr(module, class_name, None)
         if obj is None:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")
         if not is_function(obj):
             raise TargetError(f"{where}:{class_name} is not a torch.autograd.Function subclass.")
-        return Target(text, obj, f"{class_name} ({where})", file=inspect.getsourcefile(obj))
+        return Target(text, obj, f"{class_name} ({where})", file=shadow.source_file(obj))
     entry = catalog.get(text)
     return Target(entry.name, entry.function, entry.title, entry=entry,
                   file=entry.location[0])

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from customgrad.shadow import source_lines
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
 from playground.features.commands import Commands
@@ -213,9 +214,7 @@ class MainWindow(QMainWindow):
         self.picker.select(target.entry.name if target.entry else None)
         file, first = target.file, 1
         try:
-            import inspect
-
-            first = inspect.getsourcelines(target.function)[1]
+            first = source_lines(target.function)[1]  # a shadow's, as its worker read it
         except (OSError, TypeError):
             pass
         self.code.set_function(target.label, target.source, target.note, file,

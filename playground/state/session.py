@@ -22,6 +22,7 @@ from playground.support.discard import discard
 from playground.workers.jobs import (
     JacobianJob,
     guarded_module_code,
+    shadowing,
     start_build,
     start_descent,
     warm_loop_process,
@@ -115,7 +116,8 @@ class Session(QObject):
         still name parameters of its forward (always for the same target, e.g. a reload);
         ``notice`` says which were reset."""
         try:
-            target = spec if isinstance(spec, Target) else self.resolver(spec)
+            with shadowing():  # the window holds shadows of a user module's Functions
+                target = spec if isinstance(spec, Target) else self.resolver(spec)
         except CustomGradError as exc:
             self.errorRaised.emit(exc)
             return

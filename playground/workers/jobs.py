@@ -8,6 +8,8 @@ about 30 times a second, so views redraw at screen rate.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import threading
@@ -17,10 +19,11 @@ import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
 
 from customgrad import processes, runner
-from customgrad.errors import Cancelled
+from customgrad.errors import Cancelled, TargetError
 from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
+from customgrad.shadow import Shadowed
 from playground.support.preview import ProgressPreparer
 from playground.workers import remote
 from playground.workers.remote import TopLevelTooSlow
@@ -55,15 +58,24 @@ processes.preload("playground.workers.remote")
 
 def guarded_module_code(run, label: str, origin: tuple | None = None):
     """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
-    runs first in a worker process (:func:`try_import_in_child`), then on a helper thread
-    while the window keeps painting (input waits); after ``IMPORT_TIMEOUT`` seconds it is
-    stopped, and the error names the line it was on."""
+    runs in a worker process (:func:`try_import_in_child`) while the window keeps painting;
+    for the session (:func:`shadowing`) the window then holds shadows of its Functions
+    (:mod:`customgrad.shadow`) and never runs the module itself. Where it must (no worker
+    process could start; a torch.library op's module; the loop runs on a thread here, as on
+    Windows; a load that is not the session's) it runs it after the child did, on a helper
+    thread (input waits); after ``IMPORT_TIMEOUT`` seconds it is stopped, and the error
+    names the line it was on."""
+    if origin is not None and origin[0] == "module" and origin[1] in sys.modules:
+        return run()  # imported here already (made at run time, say): nothing runs again
     app = QCoreApplication.instance()
+    wanted = SHADOWS.get()
     if app is None or threading.current_thread() is not threading.main_thread():
-        try_import_in_child(origin, label)
-        return run()
+        shadowed = try_import_in_child(origin, label)
+        return shadowed if shadowed is not None and wanted else run()
     if origin is not None and ISOLATE:
-        _try_first_live(origin, label)
+        shadowed = _try_first_live(origin, label)
+        if shadowed is not None and wanted:
+            return shadowed
     box, done = _on_helper_thread(run, f"import {label}")
     if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
         interval = sys.getswitchinterval()
@@ -85,13 +97,35 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     return box["result"]
 
 
-def try_import_in_child(origin: tuple | None, label: str) -> None:
-    """Run a user module's top level in a worker process before this process runs it: a
-    module that segfaults, aborts or exits there raises
-    :class:`~customgrad.isolation.ProcessCrashed` (signal, file and line) and is never
-    imported here. A Python error there is left for the import here to report."""
+def shadows_suffice() -> bool:
+    """True where every call into a Function goes to a worker process, so the window may
+    hold shadows of it: isolated checks, and the loop in a process of its own."""
+    return ISOLATE and loop_mode() == "process"
+
+
+#: whether the module being loaded is for the session, which holds shadows of its Functions
+#: (others, such as customgrad.check from a notebook that also shows the app, get classes)
+SHADOWS: contextvars.ContextVar[bool] = contextvars.ContextVar("shadows", default=False)
+
+
+@contextlib.contextmanager
+def shadowing():
+    """Within: user modules the loader runs are run in a worker process only, and hold
+    shadows here, where :func:`shadows_suffice`."""
+    token = SHADOWS.set(shadows_suffice())
+    try:
+        yield
+    finally:
+        SHADOWS.reset(token)
+
+
+def try_import_in_child(origin: tuple | None, label: str) -> Shadowed | None:
+    """Run a user module's top level in a worker process: a module that segfaults, aborts
+    or exits there raises :class:`~customgrad.isolation.ProcessCrashed` (signal, file and
+    line); one that runs too long, TopLevelTooSlow; a Python error, the loader's TargetError
+    for it. Else its Functions, described (None where no worker process could start)."""
     if origin is None or not ISOLATE:
-        return
+        return None
     from customgrad import isolation
 
     clock: dict = {}
@@ -100,21 +134,25 @@ def try_import_in_child(origin: tuple | None, label: str) -> None:
         now = time.perf_counter()  # may take a second or two before that)
         return now > clock.setdefault("deadline", now + IMPORT_TIMEOUT + CHILD_GRACE)
     try:
-        line = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, name=f"import {label}",
-                              should_stop=overdue)
+        found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT,
+                               name=f"import {label}", should_stop=overdue)
     except processes.SetupFailed:
-        return  # no worker process to try it in: the import here is all there is
+        return None  # no worker process to run it in: the import here is all there is
     except Cancelled:
         raise TopLevelTooSlow(
             f"its top-level code was still running after {IMPORT_TIMEOUT:g} s, blocked outside "
             "Python (inside C, or a sleep), and was stopped. Move long work out of the "
             "module's top level") from None
-    if line is not None:
+    if isinstance(found, int) and not isinstance(found, bool):
         raise TopLevelTooSlow(f"its top-level code was still running after {IMPORT_TIMEOUT:g} "
-                              "s (an endless loop?) and was stopped", user_line=line or None)
+                              "s (an endless loop?) and was stopped", user_line=found or None)
+    if isinstance(found, TargetError):
+        found.from_worker = True  # worded by the worker's loader, as this one's would be
+        raise found
+    return found if isinstance(found, Shadowed) else None
 
 
-def _try_first_live(origin: tuple, label: str) -> None:
+def _try_first_live(origin: tuple, label: str) -> Shadowed | None:
     """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
     ends by itself (the child is stopped past its deadline)."""
     box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label), f"try {label}")
@@ -125,6 +163,7 @@ def _try_first_live(origin: tuple, label: str) -> None:
                               f"{IMPORT_TIMEOUT + START_GRACE:g} s")
     if "error" in box:
         raise box["error"]
+    return box["result"]
 
 
 def _on_helper_thread(fn, name: str) -> tuple[dict, threading.Event]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import io
 import os
 import threading
@@ -36,6 +35,7 @@ from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed
 from customgrad.runner import interrupt_thread
+from customgrad.shadow import describe_module
 from playground.support.preview import display_steps
 
 
@@ -162,36 +162,40 @@ class TopLevelTooSlow(Exception):
         self.user_line = user_line
 
 
-def try_import(origin: tuple, seconds: float, channel) -> int | None:
-    """A user module's top level, run here first: if it crashes the process, only this child
-    ends. After ``seconds`` it is interrupted: the line it was on comes back (0 where not
-    known; None when it finished). Python errors are left to the window's own import, which
-    reports them as always; what the module prints is dropped (the window's import prints
-    it)."""
+def try_import(origin: tuple, seconds: float, channel):
+    """A user module's top level, run here rather than in the window: if it crashes the
+    process, only this child ends. After ``seconds`` it is interrupted: the line it was on
+    comes back (0 where not known). Otherwise its Functions, described
+    (:class:`customgrad.shadow.Shadowed`), or the loader's TargetError for a Python error.
+    For an ``op-`` kind (a module registering a torch.library op, which the window must
+    run too) or a ``reload`` this is only a first try: None, and errors and output are left
+    to the window."""
     kind, where = origin[0], origin[1]
-    label = os.path.basename(where) if kind == "file" else where
+    first_try = kind.startswith("op-") or kind == "reload"
+    label = os.path.basename(where) if kind.endswith("file") else where
     channel.context(f"The top level of {label}")
     watchdog = threading.Timer(seconds, interrupt_thread,
                                args=(threading.get_ident(), TopLevelTooSlow))
     watchdog.daemon = True
     sink = io.StringIO()
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+    quiet = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) \
+        if first_try else ()
+    with contextlib.ExitStack() as stack:
+        for redirect in quiet:
+            stack.enter_context(redirect)
         watchdog.start()
         try:
-            if kind == "file":
-                loader.load_file(where, origin[2])
+            if kind.endswith("file"):
+                module = loader.load_file(where, origin[2])
             else:
-                importlib.import_module(where)
-        except TargetError as exc:  # a file's import wraps what its top level raised
+                module = loader.import_user_module(where)
+        except TargetError as exc:  # the loader wraps what the top level raised
             if "TopLevelTooSlow" in str(exc):
                 return exc.line or 0
-        except TopLevelTooSlow:  # a module's import does not
-            return 0
-        except Exception:  # reported by the window's own import
-            pass
+            return None if first_try else exc
         finally:
             watchdog.cancel()
-    return None
+    return None if first_try else describe_module(module, loader.is_function)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("pytestqt")
 
@@ -20,7 +21,9 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
+import customgrad
 from customgrad.errors import FunctionError, TargetError
+from customgrad.shadow import description_of
 from playground.features import byof
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -124,9 +127,12 @@ def test_choosing_among_several_functions_imports_the_file_once(qtbot, window, t
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.byof.open_path(two)
     assert window.session.target.function.__name__ == "Double"
-    # its top level ran once in this process, not again to list the Functions (the Jacobian
-    # check's worker process runs it once more, on its own)
-    assert log.read_text().split().count(str(os.getpid())) == 1
+    # its top level never ran in this process, and once in a worker process to list the
+    # Functions (not again once one was chosen); the build's and the check's workers run it
+    # once each, on their own
+    pids = log.read_text().split()
+    assert str(os.getpid()) not in pids and len(pids) == len(set(pids)) == 3
+    assert description_of(window.session.target.function) is not None
 
 
 def test_several_functions_none_chosen_is_an_error(qtbot, window):
@@ -661,3 +667,16 @@ def test_editor_and_inspector_in_their_own_windows(qtbot, window):
 
 def test_default_chooser_without_a_screen_returns_none():
     assert byof.choose_function(None, "x.py", ["A", "B"]) is None
+
+
+def test_the_window_holds_shadows_only_of_what_the_session_loads(qtbot, window):
+    """customgrad.check on a file target from the same program (a notebook that also shows
+    the app) still gets the real class: shadows are the session's alone."""
+    from customgrad import loader
+
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.session.set_target(f"{FUNCTIONS}:Double")
+    assert description_of(window.session.target.function) is not None
+    direct = loader.resolve(f"{FUNCTIONS}:Double")
+    assert description_of(direct.function) is None
+    assert customgrad.check(direct.function, torch.randn(3, dtype=torch.float64)).passed

@@ -35,6 +35,7 @@ from playground.features.byof.inspection import InspectorLink
 from playground.features.byof.tab_windows import TabWindows
 from playground.features.byof.targets import class_line, import_module, is_file_spec, split_target
 from playground.state import paths
+from playground.workers.jobs import shadowing
 
 __all__ = ["Byof", "ask_import_path", "ask_open_file", "choose_function", "is_file_spec",
            "split_target"]
@@ -209,7 +210,8 @@ class Byof(QObject):
             self.session.set_target(text)
             return
         try:
-            module = import_module(where)
+            with shadowing():  # as the session loads it: its Functions listed, not run here
+                module = import_module(where)
         except TargetError as exc:
             self.session.errorRaised.emit(exc)
             return

@@ -11,6 +11,7 @@ from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer
 
 from customgrad.errors import TargetError
 from customgrad.loader import Target
+from customgrad.shadow import description_of
 from playground.features.byof.targets import import_module, is_file_spec, same_file
 
 __all__ = ["RELOAD_DEBOUNCE_MS", "HotReload"]
@@ -115,7 +116,8 @@ class HotReload(QObject):
         self._gone = False
         self.reloads += 1
         spec = target.spec
-        if not is_file_spec(spec):
+        if not is_file_spec(spec) and description_of(target.function) is None:
+            # (a shadow's module was never imported here: its worker imports it afresh)
             try:
                 import_module(target.function.__module__, reload=True)
             except TargetError as exc:
