@@ -24,6 +24,7 @@ Only the standard library and torch: no Qt here.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import multiprocessing
 import os
@@ -155,8 +156,19 @@ class _Relay:
         return self._original.fileno()
 
 
+#: how much lower a child's scheduling priority is than its parent's (POSIX ``nice``), unless
+#: ``CUSTOMGRAD_CHILD_NICE`` says (a whole number 0 to 19; anything else is ignored)
+NICE = 5
+_nice_text = os.environ.get("CUSTOMGRAD_CHILD_NICE", "").strip()
+if _nice_text.isdigit() and int(_nice_text) <= 19:
+    NICE = int(_nice_text)
+
+
 def _child_main(conn, fault_path: str, job: Callable, args: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
+    if NICE and hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)  # a window waiting on this child gets the processor when it wants it
     fault_file = open(fault_path, "w", encoding="utf-8")
     faulthandler.enable(file=fault_file, all_threads=True)
     channel = Channel(conn, threading.Lock())

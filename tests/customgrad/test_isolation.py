@@ -141,6 +141,15 @@ def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys):
     assert torch.equal(matrix, torch.arange(64 * 64, dtype=torch.float64).reshape(64, 64))
 
 
+def _niceness_job(channel) -> int:
+    return os.nice(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="no POSIX nice here")
+def test_a_child_yields_the_processor_to_the_window_that_waits_on_it():
+    assert isolation.call(_niceness_job) == min(os.nice(0) + isolation.NICE, 19)
+
+
 def _raising_job(channel):
     raise ValueError("plain error")
 
