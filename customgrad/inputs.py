@@ -100,6 +100,19 @@ def _const_kind(annotation: str) -> str | None:
     return None
 
 
+def plain(value: object) -> object:
+    """``value`` as exactly its builtin type: an ``IntEnum`` member as its int, a ``str``
+    enum's as its text. A constant travels between processes, and a member of a class of the
+    user's module would make the receiving process import that module (the window never
+    does), so a default is its plain value everywhere."""
+    if type(value) in (bool, int, float, str, bytes, complex, type(None)):
+        return value
+    for kind in (bool, int, float, complex, str, bytes):  # bool first: it is an int too
+        if isinstance(value, kind):
+            return {str: str.__str__, bytes: bytes}.get(kind, kind)(value)
+    return value
+
+
 def _derive(function: type) -> list[tuple[Spec, str]]:
     """Each parameter's spec, with how it was guessed where the signature does not say: an
     empty string when it does (a Tensor annotation, a default), else the reason."""
@@ -111,7 +124,7 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
         if "Tensor" in ann:  # the annotation wins, even over a None default
             out.append((TensorSpec(p.name), ""))
         elif has_default and isinstance(p.default, _CONST_TYPES):
-            out.append((ConstSpec(p.name, p.default), ""))
+            out.append((ConstSpec(p.name, plain(p.default)), ""))
         elif not has_default and kind is not None:
             out.append((ConstSpec(p.name, _CONST_DEFAULTS[kind]),
                         f"annotated {kind}, without a default"))

@@ -262,6 +262,8 @@ def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
         return os.path.abspath(exc.filename), exc.lineno
     if getattr(exc, "file", None) and getattr(exc, "line", None):  # a worker process's crash
         return os.path.abspath(exc.file), exc.line
+    if getattr(exc, "where_unknown", False):  # stopped from outside, its place not known:
+        return None, None  # never the place of the code that stopped it
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         name = frame.f_code.co_filename

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.errors import FunctionError
-from customgrad.inputs import is_new_style
+from customgrad.inputs import is_new_style, plain
 
 #: constant types kept as they are (defaults, class attributes); anything else is shown only
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
@@ -77,20 +77,26 @@ def describe(cls: type, module_name: str) -> Description:
         text, line = None, None
     try:
         file = inspect.getsourcefile(cls)
-    except TypeError:
+    except (OSError, TypeError):
         file = None
     doc = vars(cls).get("__doc__")
-    plain = {k: v for k, v in vars(cls).items()
-             if not k.startswith("__") and isinstance(v, _PLAIN)}
+    attributes = {k: plain(v) for k, v in vars(cls).items()
+                  if not k.startswith("__") and isinstance(v, _PLAIN)}
     return Description(cls.__name__, cls.__qualname__, cls.__module__,
                        cls.__module__ == module_name, is_new_style(cls), parameters,
-                       doc if isinstance(doc, str) else None, text, file, line, plain)
+                       plain(doc) if isinstance(doc, str) else None, text, file, line,
+                       attributes)
 
 
 def _default(value: object) -> object:
+    """A default as the window may hold it: a constant as its plain value, anything else
+    (an object of the user's module) as its text."""
     if value is inspect.Parameter.empty or isinstance(value, _PLAIN):
-        return value
-    return Opaque(repr(value))
+        return plain(value)
+    try:
+        return Opaque(repr(value))
+    except Exception:  # a user's __repr__ that raises
+        return Opaque(f"<{type(value).__name__} object>")
 
 
 def _annotation(annotation: object) -> str:
@@ -109,7 +115,7 @@ def shadow(description: Description, module: str | None = None) -> type:
     def refuse(*args, **kwargs):
         raise FunctionError(
             f"{d.name} runs in worker processes only: this process holds its description, "
-            "not its code (no worker process could load it; see the message before this).")
+            "not its code. Open it again to load it in a new worker process.")
 
     forward = _with_signature(refuse, d)
     namespace = {"forward": staticmethod(forward), "backward": staticmethod(refuse),

@@ -18,6 +18,7 @@ from customgrad.problem import Problem, specs_for
 from customgrad.processes import SetupFailed
 from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
+from customgrad.shadow import description_of
 from playground.support.discard import discard
 from playground.workers.jobs import (
     JacobianJob,
@@ -338,7 +339,8 @@ class Session(QObject):
     def _on_descent_error(self, exc: Exception) -> None:
         """The loop ended on an error, or was stopped because a step was stuck: the run cannot
         go on, so the next Play starts it over (the broken run stays as an overlay)."""
-        if isinstance(exc, SetupFailed) and self.problem is not None:
+        if isinstance(exc, SetupFailed) and self.problem is not None \
+                and description_of(self.problem.function) is None:  # (a shadow cannot run here)
             # the child could not load what this process did (a module found through a path
             # added since, say): the same run, on a thread, from where it stands
             old, self.descent_worker = self.ctrl, None

@@ -13,6 +13,7 @@ from shiboken6 import isValid
 from customgrad.errors import Cancelled
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.processes import ProblemRef, SetupFailed, portable
+from customgrad.shadow import description_of
 from playground.workers.jobs import ISOLATE, create_worker, interrupt_thread
 
 
@@ -81,6 +82,8 @@ class InspectorRunner(QObject):
                 return isolation.call(remote.inspect, ref, args, seed,
                                       should_stop=lambda: job["stop"], name="inspector")
             except SetupFailed:  # the child cannot load this Function: this thread runs it
+                if description_of(function) is not None:
+                    raise  # (a shadow cannot: the child's reason is the message)
                 job["isolated"] = False
                 return inspect_call(function, args, seed=seed)
         finally:

@@ -23,7 +23,7 @@ from customgrad.errors import Cancelled, TargetError
 from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
-from customgrad.shadow import Shadowed
+from customgrad.shadow import Shadowed, description_of
 from playground.support.preview import ProgressPreparer
 from playground.workers import remote
 from playground.workers.remote import TopLevelTooSlow
@@ -70,11 +70,11 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     app = QCoreApplication.instance()
     wanted = SHADOWS.get()
     if app is None or threading.current_thread() is not threading.main_thread():
-        shadowed = try_import_in_child(origin, label)
-        return shadowed if shadowed is not None and wanted else run()
+        shadowed = try_import_in_child(origin, label, wanted)
+        return shadowed if shadowed is not None else run()
     if origin is not None and ISOLATE:
-        shadowed = _try_first_live(origin, label)
-        if shadowed is not None and wanted:
+        shadowed = _try_first_live(origin, label, wanted)
+        if shadowed is not None:
             return shadowed
     box, done = _on_helper_thread(run, f"import {label}")
     if not done.wait(0.05):  # most modules: a few milliseconds, no event loop needed
@@ -119,11 +119,13 @@ def shadowing():
         SHADOWS.reset(token)
 
 
-def try_import_in_child(origin: tuple | None, label: str) -> Shadowed | None:
+def try_import_in_child(origin: tuple | None, label: str,
+                        shadows: bool = False) -> Shadowed | None:
     """Run a user module's top level in a worker process: a module that segfaults, aborts
     or exits there raises :class:`~customgrad.isolation.ProcessCrashed` (signal, file and
     line); one that runs too long, TopLevelTooSlow; a Python error, the loader's TargetError
-    for it. Else its Functions, described (None where no worker process could start)."""
+    for it. Else, with ``shadows``, its Functions described; None where this process is to
+    import it too (no shadows wanted, no worker process could start, a torch.library op)."""
     if origin is None or not ISOLATE:
         return None
     from customgrad import isolation
@@ -134,28 +136,35 @@ def try_import_in_child(origin: tuple | None, label: str) -> Shadowed | None:
         now = time.perf_counter()  # may take a second or two before that)
         return now > clock.setdefault("deadline", now + IMPORT_TIMEOUT + CHILD_GRACE)
     try:
-        found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT,
+        found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
                                name=f"import {label}", should_stop=overdue)
     except processes.SetupFailed:
         return None  # no worker process to run it in: the import here is all there is
     except Cancelled:
-        raise TopLevelTooSlow(
+        slow = TopLevelTooSlow(
             f"its top-level code was still running after {IMPORT_TIMEOUT:g} s, blocked outside "
             "Python (inside C, or a sleep), and was stopped. Move long work out of the "
-            "module's top level") from None
-    if isinstance(found, int) and not isinstance(found, bool):
-        raise TopLevelTooSlow(f"its top-level code was still running after {IMPORT_TIMEOUT:g} "
-                              "s (an endless loop?) and was stopped", user_line=found or None)
+            "module's top level")
+        slow.where_unknown = True
+        raise slow from None
+    if isinstance(found, tuple):  # where it was when stopped
+        file, line = found
+        slow = TopLevelTooSlow(f"its top-level code was still running after {IMPORT_TIMEOUT:g} "
+                               "s (an endless loop?) and was stopped", user_line=line or None,
+                               file=file if line else None)
+        slow.where_unknown = not line
+        raise slow
     if isinstance(found, TargetError):
         found.from_worker = True  # worded by the worker's loader, as this one's would be
         raise found
     return found if isinstance(found, Shadowed) else None
 
 
-def _try_first_live(origin: tuple, label: str) -> Shadowed | None:
+def _try_first_live(origin: tuple, label: str, shadows: bool) -> Shadowed | None:
     """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
     ends by itself (the child is stopped past its deadline)."""
-    box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label), f"try {label}")
+    box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label, shadows),
+                                   f"try {label}")
     if not tried.wait(0.05):
         _wait_live(tried, IMPORT_TIMEOUT + START_GRACE)
     if not tried.is_set():
@@ -372,7 +381,9 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
                               name=f"Jacobian check {problem.target.spec}")
     except processes.SetupFailed:
         # the child cannot load this Function (a module made at run time, say): this thread
-        # runs it, as the loop does (processes.SetupFailed)
+        # runs it, as the loop does (processes.SetupFailed); a shadow cannot, and says why
+        if description_of(problem.function) is not None:
+            raise
         state.isolated = False
         return _compare(state, problem, args, options)
     except Cancelled:
@@ -448,6 +459,8 @@ def _build_in_child(settings: Settings, target) -> Problem:
         built = isolation.call(remote.build, target.spec, target.code, settings,
                                name=f"build {target.spec}")
     except processes.SetupFailed:
+        if description_of(target.function) is not None:
+            raise  # a shadow cannot run here: the child's reason is the message
         return build(settings, target)
     return built.problem(target)
 

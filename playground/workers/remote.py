@@ -156,22 +156,26 @@ class TopLevelTooSlow(Exception):
     """Raised inside a user module whose top-level code ran longer than allowed.
     ``user_line``: the line of the user's file it was on, when known."""
 
-    def __init__(self, *args, user_line: int | None = None):
+    def __init__(self, *args, user_line: int | None = None, file: str | None = None):
         super().__init__(*args or ("its top-level code ran too long (an endless loop?) and was "
                                    "stopped",))
         self.user_line = user_line
+        # where, for a module found by import path (the loader reads file and line)
+        self.file, self.line = file, user_line
 
 
-def try_import(origin: tuple, seconds: float, channel):
+def try_import(origin: tuple, seconds: float, loud: bool, channel):
     """A user module's top level, run here rather than in the window: if it crashes the
-    process, only this child ends. After ``seconds`` it is interrupted: the line it was on
-    comes back (0 where not known). Otherwise its Functions, described
+    process, only this child ends. After ``seconds`` it is interrupted: ``(file, line)`` of
+    where it was comes back (line 0 where not known). Otherwise its Functions, described
     (:class:`customgrad.shadow.Shadowed`), or the loader's TargetError for a Python error.
-    For an ``op-`` kind (a module registering a torch.library op, which the window must
-    run too) or a ``reload`` this is only a first try: None, and errors and output are left
-    to the window."""
+    Where the window runs the module too (not ``loud``; an ``op-`` kind, a module
+    registering a torch.library op; a ``reload``) this is only a first try: None, and errors
+    and output are left to the window."""
     kind, where = origin[0], origin[1]
-    first_try = kind.startswith("op-") or kind == "reload"
+    # ``loud``: the window holds shadows of the module, and never runs it: its output and
+    # its errors are this process's to give; else the window runs it next, and gives them
+    first_try = kind.startswith("op-") or kind == "reload" or not loud
     label = os.path.basename(where) if kind.endswith("file") else where
     channel.context(f"The top level of {label}")
     watchdog = threading.Timer(seconds, interrupt_thread,
@@ -191,7 +195,7 @@ def try_import(origin: tuple, seconds: float, channel):
                 module = loader.import_user_module(where)
         except TargetError as exc:  # the loader wraps what the top level raised
             if "TopLevelTooSlow" in str(exc):
-                return exc.line or 0
+                return (exc.file, exc.line or 0)
             return None if first_try else exc
         finally:
             watchdog.cancel()

@@ -7,6 +7,7 @@ import itertools
 import os
 import re
 import shutil
+import sys
 import textwrap
 import threading
 import time
@@ -680,3 +681,62 @@ def test_the_window_holds_shadows_only_of_what_the_session_loads(qtbot, window):
     direct = loader.resolve(f"{FUNCTIONS}:Double")
     assert description_of(direct.function) is None
     assert customgrad.check(direct.function, torch.randn(3, dtype=torch.float64)).passed
+
+
+def test_an_import_path_module_that_never_ends_is_named_with_its_own_line(qtbot, window,
+                                                                        tmp_path, monkeypatch):
+    """Stopped in the worker process, the error points at the module's line, never at the
+    app's code that stopped it."""
+    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 1.0)
+    package = tmp_path / "spinning_pkg_xyz"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "spin.py").write_text("n = 0\nwhile n >= 0:  # <- forever\n    n += 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT) as blocker:
+        window.session.set_target("spinning_pkg_xyz.spin:Anything")
+    exc = blocker.args[0]
+    assert "TopLevelTooSlow" in str(exc) and "still running after 1 s" in str(exc)
+    assert (exc.file, exc.line) == (str(package / "spin.py"), 2)
+    assert "spinning_pkg_xyz.spin" not in sys.modules  # never imported here
+
+
+ENUM_MODULE = '''
+import enum
+import os
+import torch
+
+open(PIDS_LOG, "a").write(f"{os.getpid()} ")
+
+
+class Mode(enum.IntEnum):
+    DOUBLE = 2
+
+
+class Scaled(torch.autograd.Function):
+    KIND = Mode.DOUBLE
+
+    @staticmethod
+    def forward(ctx, x, mode: int = Mode.DOUBLE):
+        ctx.mode = mode
+        return x * mode
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.mode, None
+'''
+
+
+def test_a_users_enum_default_reaches_the_window_as_its_plain_value(qtbot, window, tmp_path):
+    """An IntEnum default (or class attribute) would make the window import the user's
+    module to unpickle it: it travels as its int."""
+    log = tmp_path / "pids.log"
+    path = tmp_path / "enum_fn.py"
+    path.write_text(f"PIDS_LOG = {str(log)!r}\n" + ENUM_MODULE, encoding="utf-8")
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
+        window.session.set_target(str(path))
+    assert blocker.args[0].passed
+    assert str(os.getpid()) not in log.read_text().split()
+    specs = window.session.problem.specs
+    assert type(specs[1].value) is int and specs[1].value == 2
+    assert type(window.session.target.function.KIND) is int
