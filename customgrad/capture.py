@@ -8,7 +8,9 @@ worker process or a session file can run again. Only the standard library and to
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 import builtins
 import importlib
 import inspect
@@ -143,9 +145,11 @@ def capture(function: type) -> Captured:
     namespace = _globals_of(function)
     pieces, missing, done = [], list(_closure_names(function)), {name}
     header: list[str] = []
-    _bring(source, namespace, header, pieces, missing, done, depth=0)
+    lazy = _lazy_annotations(function)
+    _bring(source, namespace, header, pieces, missing, done, depth=0, lazy=lazy)
+    future = ["from __future__ import annotations", ""] if lazy else []
     text = "\n".join([f'"""{name}, as playground.show captured it from your program."""', "",
-                      *dict.fromkeys(header), "", *pieces, source]).rstrip() + "\n"
+                      *future, *dict.fromkeys(header), "", *pieces, source]).rstrip() + "\n"
     try:
         compile(text, f"{name}.py", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -166,12 +170,22 @@ def _closure_names(function: type) -> list[str]:
     return names
 
 
+def _lazy_annotations(function: type) -> bool:
+    """True when ``function``'s module has ``from __future__ import annotations``: its
+    annotations are text, never evaluated, so what they name need not come along."""
+    for value in vars(function).values():
+        code = getattr(getattr(value, "__func__", value), "__code__", None)
+        if code is not None:
+            return bool(code.co_flags & __future__.annotations.compiler_flag)
+    return False
+
+
 def _bring(source: str, namespace: dict, header: list[str], pieces: list[str],
-           missing: list[str], done: set[str], depth: int) -> None:
+           missing: list[str], done: set[str], depth: int, lazy: bool = False) -> None:
     """Add what ``source`` uses from ``namespace``: imports to ``header``, the source of
     helpers defined there to ``pieces`` (before their users), the rest to ``missing``. The
     module's own names come first: ``from torch import sum`` shadows the builtin."""
-    for name in sorted(_free_names(source)):
+    for name in sorted(_free_names(source, lazy)):
         if name in done:
             continue
         done.add(name)
@@ -192,7 +206,7 @@ def _bring(source: str, namespace: dict, header: list[str], pieces: list[str],
             except (OSError, TypeError, SyntaxError):
                 missing.append(name)
                 continue
-            _bring(helper, namespace, header, pieces, missing, done, depth + 1)
+            _bring(helper, namespace, header, pieces, missing, done, depth + 1, lazy)
             pieces.append(helper + "\n")
         else:
             missing.append(name)
@@ -233,8 +247,11 @@ def _import_line(name: str, value: object, namespace: dict) -> str | None:
     return None
 
 
-def _free_names(source: str) -> set[str]:
-    """Global names ``source`` reads and does not define itself."""
+def _free_names(source: str, lazy: bool = False) -> set[str]:
+    """Global names ``source`` reads and does not define itself (with ``lazy``
+    annotations, not those it reads in annotations only)."""
+    if lazy:
+        source = _without_annotations(source)
     table = symtable.symtable(source, "<captured>", "exec")
     defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
     used: set[str] = set()
@@ -247,6 +264,19 @@ def _free_names(source: str) -> set[str]:
             if symbol.is_referenced() and (top or symbol.is_global()):
                 used.add(symbol.get_name())
     return used - defined
+
+
+def _without_annotations(source: str) -> str:
+    """``source`` with every annotation removed (what lazy annotations never evaluate)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(None)
+    return ast.unparse(tree)
 
 
 def _globals_of(function: type) -> dict:

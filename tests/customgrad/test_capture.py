@@ -326,3 +326,22 @@ def test_a_class_made_inside_a_function_keeps_its_closure_to_this_process():
                          "    return Closed\nClosed = make(5.0)\n", 25)
     captured = capture.capture(namespace["Closed"])
     assert not captured.complete and captured.missing == ["SC"]
+
+
+def test_names_in_lazy_annotations_only_need_not_come_along():
+    namespace = run_cell("from __future__ import annotations\nimport torch\n"
+                         "class Thing:\n    pass\n"
+                         "class Typed(torch.autograd.Function):\n"
+                         "    @staticmethod\n"
+                         "    def forward(ctx, x: torch.Tensor, t: Thing | None = None) -> Thing:\n"
+                         "        return x * 2\n"
+                         "    @staticmethod\n    def backward(ctx, g):\n"
+                         "        return g * 2, None\n", 26)
+    captured = capture.capture(namespace["Typed"])
+    assert captured.complete, captured.why
+    assert "from __future__ import annotations" in captured.text
+    assert "class Thing" not in captured.text
+    again: dict = {}
+    exec(compile(captured.text, "Typed.py", "exec"), again)
+    x = torch.randn(3)
+    assert torch.equal(again["Typed"].apply(x), x * 2)
