@@ -740,3 +740,22 @@ def test_a_users_enum_default_reaches_the_window_as_its_plain_value(qtbot, windo
     specs = window.session.problem.specs
     assert type(specs[1].value) is int and specs[1].value == 2
     assert type(window.session.target.function.KIND) is int
+
+
+def test_an_import_path_module_runs_once_to_be_listed_and_never_here(qtbot, window, tmp_path,
+                                                                     monkeypatch):
+    log = tmp_path / "pids.log"
+    package = tmp_path / "listed_pkg_xyz"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "two.py").write_text(
+        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}} ')\n"
+        + FUNCTIONS.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    window.byof.chooser = lambda parent, where, names: "Triple"
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.byof.open_import_path("listed_pkg_xyz.two")
+    assert window.session.target.spec == "listed_pkg_xyz.two:Triple"
+    assert description_of(window.session.target.function) is not None
+    pids = log.read_text().split()  # listed once; then the build's and the check's workers
+    assert str(os.getpid()) not in pids and len(pids) == len(set(pids)) == 3

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QMenu
 
 from customgrad.errors import TargetError
 from customgrad.loader import Target, functions_in, is_function, resolve
+from customgrad.shadow import source_file
 from playground.features.byof.dialogs import ask_import_path, ask_open_file, choose_function
 from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
@@ -231,7 +232,10 @@ class Byof(QObject):
                 f"open it again and pick one, or name it, e.g. {where}:{names[0]}.",
                 file=getattr(module, "__file__", None)))
             return
-        self.session.set_target(f"{where}:{choice}")
+        # the Target resolve() would make, from the module in hand (its top level ran once)
+        cls = functions[names.index(choice)]
+        self.session.set_target(Target(f"{where}:{choice}", cls, f"{choice} ({where})",
+                                       file=source_file(cls)))
 
     def open_import_dialog(self) -> None:
         text = self.ask_import_path(self.window)
