@@ -164,8 +164,11 @@ if _nice_text.isdigit() and int(_nice_text) <= 19:
     NICE = int(_nice_text)
 
 
-def _child_main(conn, fault_path: str, job: Callable, args: tuple) -> None:
+def _child_main(conn, fault_path: str, job: Callable, args: tuple,
+                environment: dict | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
+    if environment is not None:
+        processes.adopt_environment(environment)
     if NICE and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(NICE)  # a window waiting on this child gets the processor when it wants it
@@ -301,7 +304,8 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
     os.close(fd)
     parent, child = context.Pipe(duplex=True)
-    process = context.Process(target=_child_main, args=(child, fault_path, job, args),
+    process = context.Process(target=_child_main,
+                              args=(child, fault_path, job, args, dict(os.environ)),
                               daemon=True, name=name)
     try:
         try:

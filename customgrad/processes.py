@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib.machinery
 import multiprocessing
+import os
 import pickle
 import sys
 import threading
@@ -65,6 +66,15 @@ def warm() -> None:
 
     with main_stays_home():
         forkserver.ensure_running()
+
+
+def adopt_environment(environment: dict[str, str]) -> None:
+    """In a child: take the parent's environment as it is now. The fork server's children
+    inherit the server's, which is the parent's at the time the server started; a variable
+    set since (by a notebook, say) would be missing."""
+    if environment != os.environ:
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 @contextlib.contextmanager

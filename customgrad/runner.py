@@ -32,7 +32,7 @@ import numpy as np
 from customgrad import processes
 from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.processes import ProblemRef, SetupFailed, portable_error
+from customgrad.processes import ProblemRef, SetupFailed, adopt_environment, portable_error
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
 FRAME_SECONDS = 1 / 30
@@ -313,9 +313,11 @@ def _send(conn, message) -> None:
         raise _ParentGone() from None
 
 
-def _child_main(conn, payload: bytes) -> None:
+def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
+    if environment is not None:
+        adopt_environment(environment)
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -369,7 +371,8 @@ class RemoteLoop:
         self.conn, child = context.Pipe(duplex=True)
         self.killed = False
         self._send_lock = threading.Lock()
-        self.process = context.Process(target=_child_main, args=(child, payload), daemon=True,
+        self.process = context.Process(target=_child_main,
+                                       args=(child, payload, dict(os.environ)), daemon=True,
                                        name=f"descent {problem.target.spec}")
         with processes.main_stays_home():
             self.process.start()

@@ -150,6 +150,19 @@ def test_a_child_yields_the_processor_to_the_window_that_waits_on_it():
     assert isolation.call(_niceness_job) == min(os.nice(0) + isolation.NICE, 19)
 
 
+def _environment_job(name: str, channel) -> str | None:
+    return os.environ.get(name)
+
+
+def test_a_child_sees_the_environment_as_it_is_now_not_as_the_fork_server_started(
+        monkeypatch):
+    isolation.call(_environment_job, "PATH")  # the fork server runs from here on
+    monkeypatch.setenv("CUSTOMGRAD_TEST_SET_LATER", "yes")
+    assert isolation.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER") == "yes"
+    monkeypatch.delenv("CUSTOMGRAD_TEST_SET_LATER")
+    assert isolation.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER") is None
+
+
 def _raising_job(channel):
     raise ValueError("plain error")
 
