@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import math
 import multiprocessing
 import os
 import re
 import signal
+import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -103,12 +106,40 @@ def default_memory_limit() -> int:
 
 
 def _resident_bytes(pid: int) -> int | None:
-    """The process's resident memory (Linux /proc); None where it cannot be read."""
+    """The process's resident memory: from /proc (Linux), else from ``ps`` (macOS, the BSDs);
+    None where neither says (Windows: no limit there)."""
+    used = _proc_resident(pid)
+    return used if used is not None else _ps_resident(pid)
+
+
+def _proc_resident(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+#: ``ps`` starts a process: asked at most this often per child (its last answer between)
+PS_SECONDS = 0.25
+_ps_answers: dict[int, tuple[float, int | None]] = {}
+
+
+def _ps_resident(pid: int) -> int | None:
+    now = time.monotonic()
+    asked, used = _ps_answers.get(pid, (-math.inf, None))
+    if now - asked < PS_SECONDS:
+        return used
+    try:
+        out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True,
+                             text=True, timeout=2).stdout
+        used = int(out.split()[0]) * 1024  # kilobytes
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        used = None
+    if len(_ps_answers) > 64:  # children come and go
+        _ps_answers.clear()
+    _ps_answers[pid] = (now, used)
+    return used
 
 
 def gib(nbytes: float) -> str:

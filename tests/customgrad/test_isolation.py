@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -161,6 +163,27 @@ def test_a_child_sees_the_environment_as_it_is_now_not_as_the_fork_server_starte
     assert isolation.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER") == "yes"
     monkeypatch.delenv("CUSTOMGRAD_TEST_SET_LATER")
     assert isolation.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER") is None
+
+
+def _hoarding_job(channel):
+    hoard = []
+    while True:  # 64 MiB each 50 ms: the limit is met within a few polls
+        hoard.append(torch.ones(8 * 2**20, dtype=torch.float64))
+        time.sleep(0.05)
+
+
+def test_without_proc_the_memory_limit_asks_ps(monkeypatch):
+    """macOS has no /proc: the resident size comes from ps (a few times a second)."""
+    if shutil.which("ps") is None:
+        pytest.skip("no ps here")
+    asked = []
+    ps_resident = isolation._ps_resident
+    monkeypatch.setattr(isolation, "_proc_resident", lambda pid: None)
+    monkeypatch.setattr(isolation, "_ps_resident",
+                        lambda pid: asked.append(pid) or ps_resident(pid))
+    with pytest.raises(isolation.MemoryLimitExceeded, match=r"more than 0\.2 GiB of memory"):
+        isolation.call(_hoarding_job, memory_limit=2**28)
+    assert asked
 
 
 def _raising_job(channel):
