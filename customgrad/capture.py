@@ -12,7 +12,6 @@ import __future__
 
 import ast
 import builtins
-import importlib
 import inspect
 import math
 import reprlib
@@ -26,7 +25,7 @@ import torch
 from customgrad.errors import SpecError
 from customgrad.inputs import GIVEN, MAX_ELEMENTS, format_shape, forward_parameters
 from customgrad.settings import Settings
-from customgrad.shadow import class_source
+from customgrad.shadow import class_source, own_functions
 
 
 def settings_for(function: type, args: tuple, base: Settings | None = None) -> Settings:
@@ -126,10 +125,7 @@ def importable(function: type) -> str | None:
     module, qualname = function.__module__, function.__qualname__
     if module in ("__main__", "builtins") or "<locals>" in qualname or "." in qualname:
         return None
-    try:
-        loaded = sys.modules.get(module) or importlib.import_module(module)
-    except Exception:
-        return None
+    loaded = sys.modules.get(module)  # where the class lives: imported (never imported here)
     if getattr(loaded, "__file__", None) is None or getattr(loaded, qualname, None) is not function:
         return None
     return f"{module}:{qualname}"
@@ -163,21 +159,16 @@ def _closure_names(function: type) -> list[str]:
     """The variables of enclosing functions that ``function``'s methods read (a class made
     inside a function): their values live in this process only."""
     names: list[str] = []
-    for value in vars(function).values():
-        code = getattr(getattr(value, "__func__", value), "__code__", None)
-        if code is not None:
-            names += [n for n in code.co_freevars if n != "__class__" and n not in names]
+    for method in own_functions(function):
+        names += [n for n in method.__code__.co_freevars if n != "__class__" and n not in names]
     return names
 
 
 def _lazy_annotations(function: type) -> bool:
     """True when ``function``'s module has ``from __future__ import annotations``: its
     annotations are text, never evaluated, so what they name need not come along."""
-    for value in vars(function).values():
-        code = getattr(getattr(value, "__func__", value), "__code__", None)
-        if code is not None:
-            return bool(code.co_flags & __future__.annotations.compiler_flag)
-    return False
+    methods = own_functions(function)
+    return bool(methods and methods[0].__code__.co_flags & __future__.annotations.compiler_flag)
 
 
 def _bring(source: str, namespace: dict, header: list[str], pieces: list[str],
@@ -281,10 +272,9 @@ def _without_annotations(source: str) -> str:
 
 def _globals_of(function: type) -> dict:
     """The namespace ``function``'s methods read their globals from."""
-    for value in vars(function).values():
-        code = getattr(getattr(value, "__func__", value), "__globals__", None)
-        if isinstance(code, dict):
-            return code
+    methods = own_functions(function)
+    if methods:
+        return methods[0].__globals__
     module = sys.modules.get(function.__module__)
     return vars(module) if module is not None else {}
 

@@ -78,13 +78,13 @@ def forward_parameters(function: type) -> list[inspect.Parameter]:
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
-def _annotation_text(param: inspect.Parameter) -> str:
-    ann = param.annotation
-    if ann is inspect.Parameter.empty:
+def annotation_text(annotation: object) -> str:
+    """An annotation as text (``Optional[int]`` keeps its int); empty for none."""
+    if annotation is inspect.Parameter.empty:
         return ""
-    if isinstance(ann, str):
-        return ann
-    return ann.__name__ if isinstance(ann, type) else str(ann)  # Optional[int] keeps its int
+    if isinstance(annotation, str):
+        return annotation
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
 
 
 _CONST_DEFAULTS = {"int": 1, "float": 1.0, "bool": False, "str": ""}
@@ -118,7 +118,7 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
     empty string when it does (a Tensor annotation, a default), else the reason."""
     out: list[tuple[Spec, str]] = []
     for p in forward_parameters(function):
-        ann = _annotation_text(p)
+        ann = annotation_text(p.annotation)
         has_default = p.default is not inspect.Parameter.empty
         kind = _const_kind(ann)
         if "Tensor" in ann:  # the annotation wins, even over a None default
@@ -353,8 +353,6 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
     out: list[Spec] = []
     for spec in specs:
         name = spec.name
-        if init.get(name) == GIVEN and name in given and name not in constants:
-            spec = TensorSpec(name)  # a tensor given where forward's default is a number
         if name in constants:
             value = constants[name]
             if isinstance(value, str) and isinstance(spec, ConstSpec):

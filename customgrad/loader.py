@@ -273,6 +273,13 @@ def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
     return found
 
 
+def import_target(where: str, class_name: str, function: type) -> Target:
+    """The Target ``where:class_name``: ``function``, bound by that name in the module
+    ``where`` (imported here, or its shadow)."""
+    return Target(f"{where}:{class_name}", function, f"{class_name} ({where})",
+                  file=shadow.source_file(function))
+
+
 def resolve(spec: str, code: str | None = None) -> Target:
     """Turn a TARGET string into a :class:`Target`; TargetError with a clear message otherwise.
 
@@ -301,7 +308,7 @@ def resolve(spec: str, code: str | None = None) -> Target:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")
         if not is_function(obj):
             raise TargetError(f"{where}:{class_name} is not a torch.autograd.Function subclass.")
-        return Target(text, obj, f"{class_name} ({where})", file=shadow.source_file(obj))
+        return import_target(where, class_name, obj)
     entry = catalog.get(text)
     return Target(entry.name, entry.function, entry.title, entry=entry,
                   file=entry.location[0])

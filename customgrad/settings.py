@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
+import copy
 import io
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -59,12 +60,9 @@ class Settings:
 
     def to_dict(self) -> dict:
         """JSON-ready: each given tensor as ``{"npy": base64 of its .npy bytes}``."""
-        given, self.given = self.given, {}
-        try:
-            data = asdict(self)
-        finally:
-            self.given = given
-        data["given"] = {name: {"npy": npy_text(value)} for name, value in given.items()}
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.name != "given"}
+        data["given"] = {name: {"npy": npy_text(value)} for name, value in self.given.items()}
         return data
 
     @classmethod

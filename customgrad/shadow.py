@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.errors import FunctionError
-from customgrad.inputs import is_new_style, plain
+from customgrad.inputs import annotation_text, is_new_style, plain
 
 #: constant types kept as they are (defaults, class attributes); anything else is shown only
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
@@ -69,7 +69,8 @@ def describe(cls: type, module_name: str) -> Description:
         params = list(inspect.signature(cls.forward).parameters.values())
     except (TypeError, ValueError):
         params = []
-    parameters = [Parameter(p.name, int(p.kind), _default(p.default), _annotation(p.annotation))
+    parameters = [Parameter(p.name, int(p.kind), _default(p.default),
+                            annotation_text(p.annotation))
                   for p in params]
     try:
         text, line = class_source(cls)
@@ -97,14 +98,6 @@ def _default(value: object) -> object:
         return Opaque(repr(value))
     except Exception:  # a user's __repr__ that raises
         return Opaque(f"<{type(value).__name__} object>")
-
-
-def _annotation(annotation: object) -> str:
-    if annotation is inspect.Parameter.empty:
-        return ""
-    if isinstance(annotation, str):
-        return annotation
-    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
 
 
 def shadow(description: Description, module: str | None = None) -> type:
@@ -147,8 +140,7 @@ def source_lines(function: type) -> tuple[str, int]:
     OSError or TypeError where there is none, as ``inspect.getsourcelines``."""
     d = description_of(function)
     if d is None:
-        lines, first = inspect.getsourcelines(function)
-        return "".join(lines), first
+        return class_source(function)
     if d.source is None:
         raise OSError(f"the source of {d.name} was not available")
     return d.source, d.line or 1
@@ -198,15 +190,21 @@ def describe_module(module: object, is_function) -> Shadowed:
     return Shadowed(descriptions, names, getattr(module, "__file__", None))
 
 
+def own_functions(cls: type) -> list:
+    """The plain functions of the methods ``cls`` defines itself (static, class or plain):
+    their code says where the class was written, their globals what it reads."""
+    found = [getattr(v, "__func__", v) for v in vars(cls).values()]
+    return [f for f in found if inspect.isfunction(f)]
+
+
 def class_source(cls: type) -> tuple[str, int]:
     """A class's source and first line, found around its methods' code in the text the
     interpreter compiled them from (a file, or a notebook cell that only linecache knows):
     ``inspect.getsource`` finds the first class of that name in the file, which is not this
     one when a script defines it twice. ``inspect.getsourcelines`` where it has no methods."""
-    codes = [getattr(getattr(v, "__func__", v), "__code__", None) for v in vars(cls).values()]
-    codes = [c for c in codes if c is not None]
-    if codes:
-        found = _class_around(cls.__name__, codes[0])
+    functions = own_functions(cls)
+    if functions:
+        found = _class_around(cls.__name__, functions[0].__code__)
         if found is not None:
             return found
     lines, first = inspect.getsourcelines(cls)

@@ -14,11 +14,10 @@ In every case the window holds the caller's own class object.
 
 from __future__ import annotations
 
-import inspect
 import os
 
 from customgrad.capture import capture, importable
-from customgrad.loader import PROCESS_LOCAL, Target
+from customgrad.loader import PROCESS_LOCAL, Target, import_target
 from playground.state import paths
 from playground.state.session_files import FunctionRef, write_editor_source
 
@@ -29,12 +28,8 @@ def target_for(function: type) -> tuple[Target, str | None]:
     name = function.__name__
     spec = importable(function)
     if spec is not None:
-        module = spec.partition(":")[0]
-        try:
-            file = inspect.getsourcefile(function)
-        except TypeError:
-            file = None
-        return Target(spec, function, f"{name} ({module})", file=file), None
+        module, _, class_name = spec.partition(":")
+        return import_target(module, class_name, function), None
     captured = capture(function)
     if captured.complete:
         wanted = paths.editor_dir() / f"{name}.py"

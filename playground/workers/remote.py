@@ -159,9 +159,12 @@ class TopLevelTooSlow(Exception):
     def __init__(self, *args, user_line: int | None = None, file: str | None = None):
         super().__init__(*args or ("its top-level code ran too long (an endless loop?) and was "
                                    "stopped",))
-        self.user_line = user_line
-        # where, for a module found by import path (the loader reads file and line)
+        # where: a file's loader reads user_line, a module's file and line
         self.file, self.line = file, user_line
+
+    @property
+    def user_line(self) -> int | None:
+        return self.line
 
 
 def try_import(origin: tuple, seconds: float, loud: bool, channel):

@@ -27,8 +27,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QMenu
 
 from customgrad.errors import TargetError
-from customgrad.loader import Target, functions_in, is_function, resolve
-from customgrad.shadow import source_file
+from customgrad.loader import Target, functions_in, import_target, is_function, resolve
 from playground.features.byof.dialogs import ask_import_path, ask_open_file, choose_function
 from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
@@ -233,9 +232,7 @@ class Byof(QObject):
                 file=getattr(module, "__file__", None)))
             return
         # the Target resolve() would make, from the module in hand (its top level ran once)
-        cls = functions[names.index(choice)]
-        self.session.set_target(Target(f"{where}:{choice}", cls, f"{choice} ({where})",
-                                       file=source_file(cls)))
+        self.session.set_target(import_target(where, choice, functions[names.index(choice)]))
 
     def open_import_dialog(self) -> None:
         text = self.ask_import_path(self.window)
