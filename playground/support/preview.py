@@ -134,12 +134,13 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
     return shown
 
 
-def display_steps(shape: tuple[int, int]) -> tuple[int, ...]:
+def display_steps(shape: tuple[int, int], pixels: int | None = None) -> tuple[int, ...]:
     """The poolings a report of this shape is drawn with (the worker computes them, see
-    Report.prepare_display): one fitting the views' pixels, shown while the whole matrix is
-    in view, and a finer one (at most PREVIEW_PIXELS cells a side) for zooming in."""
+    Report.prepare_display): one fitting the views' ``pixels`` (default: this process's
+    DISPLAY, which a worker process must be told), shown while the whole matrix is in view,
+    and a finer one (at most PREVIEW_PIXELS cells a side) for zooming in."""
     fine = preview_step(shape)
-    fit = max(fine, preview_step(shape, DISPLAY["pixels"]))
+    fit = max(fine, preview_step(shape, DISPLAY["pixels"] if pixels is None else pixels))
     return tuple(sorted({fine, fit}))
 
 

@@ -24,6 +24,7 @@ from customgrad.problem import Problem, build
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.settings import Settings
 from customgrad.shadow import Shadowed, description_of
+from playground.support import preview
 from playground.support.preview import ProgressPreparer
 from playground.workers import remote
 from playground.workers.remote import TopLevelTooSlow
@@ -372,7 +373,8 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
         if prepared.painted is not None:
             _await_paint(state, prepared, first)
 
-    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options)
+    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options,
+                            preview.DISPLAY["pixels"])
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     try:

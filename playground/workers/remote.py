@@ -44,6 +44,9 @@ class CompareJob:
     problem: ProblemRef
     args: list | None
     options: dict
+    #: the heatmaps' size in the window (preview.DISPLAY): the report's overviews are pooled
+    #: to it here, or the window would draw a finer one and pyqtgraph average it down
+    pixels: int | None = None
 
 
 class _Mirror:
@@ -117,14 +120,15 @@ def compare(job: CompareJob, channel) -> Report:
                                    has)))
 
     report = problem.compare(job.args, progress=progress, **job.options)
-    return finish(report, problem, job.args)
+    return finish(report, problem, job.args, job.pixels)
 
 
-def finish(report: Report, problem: Problem, args: list | None) -> Report:
+def finish(report: Report, problem: Problem, args: list | None,
+           pixels: int | None = None) -> Report:
     """What follows a comparison, wherever it ran: the diagnosis of a failure (a few more
     calls), gradcheck's other default checks (and opcheck's, for a torch.library op), and
-    what the view reads whole (difference, mask, peaks, pooled overviews), prepared here
-    rather than on the GUI thread."""
+    what the view reads whole (difference, mask, peaks, pooled overviews for heatmaps of
+    ``pixels``), prepared here rather than on the GUI thread."""
     at = problem.args if args is None else args
     if not report.passed:
         report.diagnoses = diagnose(report, problem.function, at)
@@ -132,7 +136,7 @@ def finish(report: Report, problem: Problem, args: list | None) -> Report:
                                   eps=report.eps, atol=report.atol, rtol=report.rtol,
                                   report=report)
     report.passed = all(c.passed for c in report.checks.values())
-    for step in display_steps(report.shape):
+    for step in display_steps(report.shape, pixels):
         report.prepare_display(step)
     return report
 

@@ -195,6 +195,13 @@ def _wait(app, condition, timeout: float = 60.0):
         raise TimeoutError("benchmark condition not reached")
 
 
+def _verdict_drawn(app, reports, timeout: float = 120.0):
+    """Wait for a report, then as long again as the window takes to draw it: a stall meter
+    stopped at the report would miss the paint that follows (the heatmaps, the table)."""
+    _wait(app, lambda: reports, timeout)
+    _run_for(0.25)
+
+
 def _run_for(seconds: float):
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -248,7 +255,7 @@ def bench_app(quick: bool) -> dict:
     reports.clear()
     with _StallMeter() as meter:
         session.update(shapes={"input": "32x64"}, dtype="float64")
-        _wait(app, lambda: reports, 120)
+        _verdict_drawn(app, reports)
     stall_jacobian = meter.worst
     session.shutdown(wait=1.0)
     window.close()
@@ -376,6 +383,37 @@ def bench_soak(quick: bool) -> dict:
             "soak_max_stall_ms": meter.worst * 1000}
 
 
+def bench_display(quick: bool) -> dict:
+    """What a worker prepares for the view after a 2048-row comparison (difference, mask,
+    peaks, the two pooled overviews: Report.prepare_display), as a multiple of the
+    comparison's own time; for a passing KillHead 32x64 and a dense LinearFunction."""
+    from customgrad.problem import build
+    from customgrad.settings import Settings
+    from playground.support.preview import display_steps
+
+    cases = {"killhead": ("killhead", {"input": "32x64"}),
+             "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
+    results = {}
+    for label, (target, shapes) in cases.items():
+        problem = build(Settings(target=target, shapes=shapes, dtype="float64"))
+        compared, prepared = [], []
+        for _ in range(2 if quick else 5):
+            start = time.perf_counter()
+            report = problem.compare(None)
+            compared.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            for step in display_steps(report.shape, 160):  # heatmaps 160 pixels a side
+                report.prepare_display(step)
+            prepared.append(time.perf_counter() - start)
+            del report
+        results[f"display_prep_s_{label}"] = min(prepared)
+        results[f"display_prep_vs_comparison_{label}"] = min(prepared) / min(compared)
+    return results
+
+
+TURNS = 0  # --turns: how many times the two ways take turns in bench_isolation
+
+
 def bench_isolation(quick: bool) -> dict:
     """The Jacobian check in a worker process (the default) vs on the window's worker thread
     (as before), side by side: time to verdict and the window's longest freeze, for two
@@ -401,7 +439,7 @@ def bench_isolation(quick: bool) -> dict:
             _wait(app, lambda: reports and reports[-1].shape[0] == 2048, 120)
             seconds: dict[bool, list[float]] = {True: [], False: []}
             stalls: dict[bool, list[float]] = {True: [], False: []}
-            for _ in range(2 if quick else 4):
+            for _ in range(TURNS or (2 if quick else 4)):
                 for isolate in (False, True):
                     jobs.ISOLATE = isolate
                     reports.clear()
@@ -411,6 +449,7 @@ def bench_isolation(quick: bool) -> dict:
                         session.check_now()
                         _wait(app, lambda: reports, 120)
                         seconds[isolate].append(time.perf_counter() - start)
+                        _verdict_drawn(app, reports)
                     stalls[isolate].append(meter.worst)
             results.update({
                 f"isolated_verdict_vs_thread_{label}": min(seconds[True]) / min(seconds[False]),
@@ -418,6 +457,8 @@ def bench_isolation(quick: bool) -> dict:
                 f"verdict_s_thread_{label}": min(seconds[False]),
                 f"ui_max_stall_ms_isolated_{label}": statistics.median(stalls[True]) * 1000,
                 f"ui_max_stall_ms_thread_{label}": statistics.median(stalls[False]) * 1000,
+                f"ui_stall_isolated_vs_thread_{label}":
+                    statistics.median(stalls[True]) / statistics.median(stalls[False]),
             })
     finally:
         jobs.ISOLATE = saved
@@ -428,8 +469,8 @@ def bench_isolation(quick: bool) -> dict:
 
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
-           "isolation": bench_isolation}
-DEFAULT = ("jacobian", "checks", "app", "isolation", "plot", "startup")
+           "isolation": bench_isolation, "display": bench_display}
+DEFAULT = ("jacobian", "checks", "app", "isolation", "display", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
@@ -441,6 +482,10 @@ GOALS = {
     "isolated_verdict_vs_thread_killhead": "a process's fixed cost on a sparse, quick check",
     "ui_max_stall_ms_isolated_killhead": "<= 16 (ceiling 50), median of the runs",
     "ui_max_stall_ms_isolated_dense": "<= 16 (ceiling 50), median of the runs",
+    **{f"ui_stall_isolated_vs_thread_{label}": "<= 1.1: median stall, process / thread"
+       for label in ("killhead", "dense")},
+    **{f"display_prep_vs_comparison_{label}": "worker's time after the comparison, for the "
+       "view" for label in ("killhead", "dense")},
     "startup_overhead_s": "<= 0.5 (from compiled bytecode, as installed)",
     "plot_1m_points_stall_ms": "<= 50",
     "soak_rss_growth_mib": "flat",
@@ -471,7 +516,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--only", nargs="*", choices=sorted(BENCHES),
                         help="run only these (default: all but soak)")
+    parser.add_argument("--turns", type=int, default=0,
+                        help="isolation: turns of process and thread (default 4, --quick 2)")
     args = parser.parse_args(argv)
+    global TURNS
+    TURNS = args.turns
     results: dict[str, float] = {}
     for name in args.only or DEFAULT:
         results.update(BENCHES[name](args.quick))

@@ -662,6 +662,31 @@ def test_a_rebuild_during_a_comparison_says_preparing_not_computing(qtbot):
         pass
 
 
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monkeypatch,
+                                                             isolate):
+    """The worker pools the report to the heatmaps' size in this window, in a worker process
+    too (which has no view to ask): a finer image would be averaged down by pyqtgraph at
+    every repaint, on the GUI thread (it froze the window for about 20 ms after each check of
+    2048 x 2048 entries)."""
+    from playground.workers import jobs
+
+    monkeypatch.setattr(jobs, "ISOLATE", isolate)
+    open_target(qtbot, window, "killhead")
+    pixels = preview.DISPLAY["pixels"]  # the window's heatmaps, as they report their size
+    fit = preview.display_steps((2048, 2048))[-1]
+    assert fit > preview.preview_step((2048, 2048)) and pixels != preview.PREVIEW_PIXELS
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=60_000) as blocker:
+        window.session.update(shapes={"input": "32x64"}, dtype="float64")
+    report = blocker.args[0]
+    assert window.session.job.isolated == isolate
+    assert report.shape == (2048, 2048) and report.has_overview(fit)
+    fitted = math.ceil(2048 / fit)
+    image = window.jacobian.analytic_image.image
+    assert image.shape == (fitted, fitted)
+    assert fitted <= pixels  # nothing left for pyqtgraph to average down
+
+
 def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
     """The worker holds off after a new matrix's first progress until the view has painted
     it; a view that never answers delays the comparison by LAYOUT_WAIT_SECONDS at most."""
