@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from customgrad.jacobian.comparison import compare
 from customgrad.jacobian.limits import ATOL, EPS, FLOAT32_FLOOR, MEMORY_CAP, RTOL
-from customgrad.jacobian.matrices import agree, finite_absmax, pool_signed
+from customgrad.jacobian.matrices import agree, finite_absmax, pool_any, pool_signed
 from customgrad.jacobian.report import Axis, Block, Entry, Overview, Progress, Report
 from customgrad.jacobian.workspace import estimate_bytes
 
 __all__ = ["ATOL", "EPS", "FLOAT32_FLOOR", "MEMORY_CAP", "RTOL", "Axis", "Block", "Entry",
            "Overview", "Progress", "Report", "agree", "compare", "estimate_bytes",
-           "finite_absmax", "pool_signed"]
+           "finite_absmax", "pool_any", "pool_signed"]
 
 #: the agreement rule under its old name (customgrad.diagnosis and .reference import it)
 _agree = agree

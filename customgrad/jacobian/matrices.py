@@ -64,6 +64,17 @@ def pool_signed(matrix: torch.Tensor, step: int) -> torch.Tensor:
     return out
 
 
+def pool_any(mask: torch.Tensor, step: int) -> torch.Tensor:
+    """A boolean ``mask`` pooled ``step`` x ``step`` (ragged edges included): a cell is True
+    where any of its entries is."""
+    if step <= 1:
+        return mask.clone()
+    rows, cols = -(-mask.shape[0] // step), -(-mask.shape[1] // step)
+    padded = torch.zeros((rows * step, cols * step), dtype=torch.bool)
+    padded[:mask.shape[0], :mask.shape[1]] = mask
+    return padded.view(rows, step, cols, step).any(3).any(1)
+
+
 #: make big matrices in shared memory (a worker process whose caller reads them as they are
 #: computed, and gets them back without a copy); the memory is as lazily mapped
 SHARED = False

@@ -185,8 +185,11 @@ class Report:
     def mismatch_mask(self) -> torch.Tensor:
         """True where an entry is outside tolerance (needs the matrices kept); cached."""
         if "mask" not in self._cache:
-            self._cache["mask"] = ~matrices.agree(self._kept("analytic"),
-                                                  self._kept("numerical"), self.atol, self.rtol)
+            analytic, numerical = self._kept("analytic"), self._kept("numerical")
+            if self.mismatches == 0:  # the comparison found none: no need to look again
+                self._cache["mask"] = torch.zeros(self.shape, dtype=torch.bool)
+            else:
+                self._cache["mask"] = ~matrices.agree(analytic, numerical, self.atol, self.rtol)
         return self._cache["mask"]
 
     def value_peak(self) -> float:
@@ -207,11 +210,12 @@ class Report:
         of largest magnitude (with its sign; NaN if any), and any mismatch; cached."""
         key = ("overview", step)
         if key not in self._cache:
+            analytic = matrices.pool_signed(self._kept("analytic"), step)
+            mismatches = (matrices.pool_any(self.mismatch_mask(), step) if self.mismatches
+                          else torch.zeros(analytic.shape, dtype=torch.bool))
             self._cache[key] = Overview(
-                step, matrices.pool_signed(self._kept("analytic"), step),
-                matrices.pool_signed(self._kept("numerical"), step),
-                matrices.pool_signed(self.difference(), step),
-                matrices.pool_signed(self.mismatch_mask().to(torch.float64), step) > 0)
+                step, analytic, matrices.pool_signed(self._kept("numerical"), step),
+                matrices.pool_signed(self.difference(), step), mismatches)
         return self._cache[key]
 
     def has_overview(self, step: int) -> bool:

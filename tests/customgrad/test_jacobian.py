@@ -721,6 +721,31 @@ def test_pool_signed_keeps_the_largest_magnitude_of_each_cell(shape, step):
                 assert pooled[r, c] == cell[cell.abs().argmax()]
 
 
+@pytest.mark.parametrize("shape, step", [((7, 10), 3), ((9, 9), 3), ((5, 4), 1), ((1, 11), 4)])
+def test_pool_any_marks_each_cell_holding_a_true_entry(shape, step):
+    mask = torch.rand(shape, generator=torch.Generator().manual_seed(2)) > 0.8
+    pooled = jacobian.pool_any(mask, step)
+    assert pooled.dtype == torch.bool
+    assert pooled.shape == (-(-shape[0] // step), -(-shape[1] // step))
+    for r in range(pooled.shape[0]):
+        for c in range(pooled.shape[1]):
+            cell = mask[r * step:(r + 1) * step, c * step:(c + 1) * step]
+            assert bool(pooled[r, c]) == bool(cell.any())
+
+
+def test_a_passing_report_has_an_empty_mask_without_looking_again(monkeypatch):
+    """The comparison counted no mismatch: the mask (and its overview) are all False, and
+    the matrices are not scanned a second time for them."""
+    report = problem("killhead").compare()
+    assert report.passed and report.mismatches == 0
+    monkeypatch.setattr(jacobian.matrices, "agree", None)  # would raise if called
+    assert report.mismatch_mask().shape == report.shape
+    assert not report.mismatch_mask().any()
+    overview = report.overview(5)
+    assert overview.mismatches.shape == overview.analytic.shape
+    assert not overview.mismatches.any()
+
+
 def test_finite_absmax_ignores_nan_and_infinity_and_reads_views(monkeypatch):
     monkeypatch.setattr(limits, "CHUNK_ELEMENTS", 5)  # several passes
     m = torch.tensor([[1.0, -7.0, math.nan], [math.inf, 2.0, -math.inf]], dtype=torch.float64)
