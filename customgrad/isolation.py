@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch.multiprocessing  # noqa: F401 (registers the reductions that share tensors)
 
-from customgrad import processes
+from customgrad import processes, sharing
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 
 #: the share of the machine's memory a child may use by default before it is stopped
@@ -203,6 +203,7 @@ def _child_main(conn, fault_path: str, job: Callable, args: tuple,
     if NICE and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(NICE)  # a window waiting on this child gets the processor when it wants it
+    sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
     fault_file = open(fault_path, "w", encoding="utf-8")
     faulthandler.enable(file=fault_file, all_threads=True)
     channel = Channel(conn, threading.Lock())

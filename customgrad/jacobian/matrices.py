@@ -10,6 +10,7 @@ import mmap
 
 import torch
 
+from customgrad import sharing
 from customgrad.jacobian import limits
 
 
@@ -91,8 +92,8 @@ def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
     if count * 8 < limits.LAZY_BYTES:
         return torch.zeros(shape, dtype=torch.float64)
     if SHARED:
-        storage = torch.UntypedStorage._new_shared(count * 8)  # a sparse shared file: zeros
-        return torch.empty(0, dtype=torch.float64).set_(storage, 0, shape)
+        return torch.empty(0, dtype=torch.float64).set_(sharing.shared_storage(count * 8), 0,
+                                                        shape)
     memory = mmap.mmap(-1, count * 8)
     if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
         memory.madvise(mmap.MADV_NOHUGEPAGE)

@@ -10,7 +10,11 @@ in tests/customgrad/test_isolation.py.
 from __future__ import annotations
 
 import math
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,3 +237,34 @@ def test_a_function_that_crashes_as_it_loads_leaves_the_window(qtbot, window, tm
     report = _report(qtbot, window, lambda: window.session.set_target("killhead"))
     assert report.passed
     _steps(qtbot, window, 3)
+
+
+_SMALL_SHM = """
+from customgrad import isolation, processes
+from customgrad.problem import build
+from customgrad.settings import Settings
+from playground.workers import remote
+
+problem = build(Settings(target="killhead", shapes={"input": "64x64"}, dtype="float64"))
+job = remote.CompareJob(processes.ProblemRef.of(problem), None, {}, 160)
+report = isolation.call(remote.compare, job)
+print(report.shape[0], report.passed, float(report.analytic.diagonal().abs().sum() > 0))
+"""
+
+
+def test_a_big_check_needs_no_room_in_dev_shm():
+    """A container's /dev/shm is often 64 MiB, and a 4096-row check's matrices are 128 MiB
+    each: torch's own sharing reserved them there and the worker died ("No space left on
+    device"). The worker's matrices, and what it sends back, go through memory files
+    (customgrad.sharing), so the check works with a 16 MiB /dev/shm. Needs a mount namespace
+    (root and unshare): skipped where there is none."""
+    if not hasattr(os, "memfd_create") or shutil.which("unshare") is None:
+        pytest.skip("needs Linux memfd and unshare")
+    mount = "mount -t tmpfs -o size=16m tmpfs /dev/shm"
+    if subprocess.run(["unshare", "-m", "sh", "-c", mount], capture_output=True).returncode:
+        pytest.skip("cannot make a mount namespace here")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f'{mount} && exec "$0" -c "$1"',
+                           sys.executable, _SMALL_SHM], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-3:] == ["4096", "True", "1.0"]

@@ -1,0 +1,58 @@
+"""Tensors shared between a worker process and its caller, without /dev/shm.
+
+torch shares a CPU tensor between processes by moving its storage into a file of /dev/shm
+that it reserves whole first (``posix_fallocate``). A container's /dev/shm is often 64 MiB,
+less than two 2048 x 2048 float64 matrices, and the reservation fails ("No space left on
+device"); it also costs time (9 ms for 32 MiB here) and makes a sparse matrix's pages real.
+On Linux, :func:`shared_storage` makes an anonymous memory file instead (``memfd_create``),
+sized without taking memory, which torch sends as a file descriptor like its own; and a
+worker process calls :func:`use_memory_files` so that whatever it sends goes that way.
+Elsewhere torch's own sharing is used unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.multiprocessing  # registers torch's reductions (one is replaced below)
+from torch.multiprocessing import reductions
+
+__all__ = ["available", "shared_storage", "use_memory_files"]
+
+
+def available() -> bool:
+    """True where memory files can carry tensors (Linux, torch sharing by file descriptor)."""
+    return hasattr(os, "memfd_create") and \
+        torch.multiprocessing.get_sharing_strategy() == "file_descriptor"
+
+
+def shared_storage(nbytes: int) -> torch.UntypedStorage:
+    """``nbytes`` of zeros another process can map; pages take memory when first written."""
+    if not available() or nbytes == 0:
+        return torch.UntypedStorage._new_shared(nbytes)
+    fd = os.memfd_create("customgrad-tensor", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, nbytes)
+        return torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps a copy of fd
+    finally:
+        os.close(fd)
+
+
+def _reduce_storage(storage):
+    """torch's reduction of a storage, after copying a CPU one that is not shared yet into a
+    memory file (torch would move it into /dev/shm). The sender keeps its own: a worker sends
+    its result once, then ends."""
+    if storage.device.type == "cpu" and not storage.is_shared() and storage.nbytes():
+        copy = shared_storage(storage.nbytes())
+        copy.copy_(storage)
+        storage = copy
+    return reductions.reduce_storage(storage)
+
+
+def use_memory_files() -> None:
+    """From now on this process sends CPU tensors through memory files (see the module)."""
+    if available():
+        from multiprocessing.reduction import ForkingPickler
+
+        ForkingPickler.register(torch.UntypedStorage, _reduce_storage)
