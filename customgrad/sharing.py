@@ -28,30 +28,45 @@ def available() -> bool:
 
 
 def shared_storage(nbytes: int) -> torch.UntypedStorage:
-    """``nbytes`` of zeros another process can map; pages take memory when first written."""
+    """``nbytes`` of zeros another process can map; pages take memory when first written.
+    torch's own shared storage where there are no memory files (or making one fails)."""
     if not available() or nbytes == 0:
         return torch.UntypedStorage._new_shared(nbytes)
-    fd = os.memfd_create("customgrad-tensor", os.MFD_CLOEXEC)
+    try:
+        fd = os.memfd_create("customgrad-tensor", os.MFD_CLOEXEC)
+    except OSError:  # a kernel or sandbox without it
+        return torch.UntypedStorage._new_shared(nbytes)
     try:
         os.ftruncate(fd, nbytes)
-        return torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps a copy of fd
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps a copy of fd
     finally:
         os.close(fd)
+    kept, _size = storage._share_fd_cpu_()  # that copy: not for programs this one runs
+    os.set_inheritable(kept, False)
+    return storage
+
+
+#: the memory-file copies this process has sent, kept for its life: a file descriptor is
+#: only read when the message goes out (and when a process starts, only then duplicated)
+_SENT: list[torch.UntypedStorage] = []
 
 
 def _reduce_storage(storage):
     """torch's reduction of a storage, after copying a CPU one that is not shared yet into a
-    memory file (torch would move it into /dev/shm). The sender keeps its own: a worker sends
-    its result once, then ends."""
+    memory file (torch would move it into /dev/shm). The sender keeps its own, so a storage
+    sent twice arrives as two: a worker sends its result once, then ends."""
     if storage.device.type == "cpu" and not storage.is_shared() and storage.nbytes():
         copy = shared_storage(storage.nbytes())
         copy.copy_(storage)
+        _SENT.append(copy)
         storage = copy
     return reductions.reduce_storage(storage)
 
 
 def use_memory_files() -> None:
-    """From now on this process sends CPU tensors through memory files (see the module)."""
+    """From now on this process sends CPU tensors through memory files (see the module).
+    For a worker process, which sends one result and ends: each tensor sent is a copy kept
+    until then."""
     if available():
         from multiprocessing.reduction import ForkingPickler
 

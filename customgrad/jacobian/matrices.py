@@ -15,7 +15,8 @@ from customgrad.jacobian import limits
 
 
 def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree.
+    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree, a number
+    and an infinity never do (as the comparison's tally counts them).
 
     Computed in row chunks so big matrices need no full-size temporaries.
     """
@@ -24,7 +25,8 @@ def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.T
             else a.shape[0] or 1)
     for r0 in range(0, a.shape[0], step):
         x, y = a[r0:r0 + step].double(), n[r0:r0 + step].double()
-        ok = (x - y).abs() <= atol + rtol * y.abs()
+        gap = (x - y).abs()
+        ok = (gap <= atol + rtol * y.abs()) & gap.isfinite()  # a number is far from inf
         out[r0:r0 + step] = ok | (x == y) | (x.isnan() & y.isnan())
     return out
 

@@ -187,7 +187,7 @@ class Report:
         if "mask" not in self._cache:
             analytic, numerical = self._kept("analytic"), self._kept("numerical")
             if self.mismatches == 0:  # the comparison found none: no need to look again
-                self._cache["mask"] = torch.zeros(self.shape, dtype=torch.bool)
+                self._cache["mask"] = torch.zeros((), dtype=torch.bool).expand(self.shape)
             else:
                 self._cache["mask"] = ~matrices.agree(analytic, numerical, self.atol, self.rtol)
         return self._cache["mask"]
