@@ -86,7 +86,7 @@ class ControlsBar(QWidget):
         self.loss_label.setMinimumWidth(self.loss_label.fontMetrics().horizontalAdvance(
             "loss −0.0000e+00"))
         self.step_label.setMinimumWidth(self.step_label.fontMetrics().horizontalAdvance(
-            "step 0000000"))
+            "step 000000"))  # a millionth step widens it once
         for layout in (self._buttons, self._readout, self._layout):
             layout.invalidate()
         self.updateGeometry()

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from playground.state import paths
 from playground.views.code_editor import DARK_STYLE, LIGHT_STYLE, CodeEditor
+from playground.views.fields import ElidedLabel
 from playground.views.fonts import code_font, point_size, scaled
 
 AUTOSAVE_NAME = "editor-autosave.py"
@@ -204,7 +205,8 @@ class FunctionEditor(QWidget):
         self._preserved = False
         self._loading = False
 
-        self.title = QLabel("Your Function")
+        # whole or not at all where the buttons leave too little room: the tab names it too
+        self.title = ElidedLabel("Your Function", mode=None)
         self.file_label = QLabel()
         self.file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.file_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -226,8 +228,7 @@ class FunctionEditor(QWidget):
         self.code.setPlaceholderText("Write a torch.autograd.Function here, then Apply.")
 
         top = QHBoxLayout()
-        top.addWidget(self.title)
-        top.addStretch(1)
+        top.addWidget(self.title, 1)
         top.addWidget(self.window_button)
         top.addWidget(self.new_button)
         top.addWidget(self.apply_button)

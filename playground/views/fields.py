@@ -1,15 +1,19 @@
-"""A line edit that validates as the user types and shows the reason at the field, and the
-parser of a number typed for a setting (the rule is the Settings object's own)."""
+"""A line edit that validates as the user types and shows the reason at the field, the parser
+of a number typed for a setting (the rule is the Settings object's own), and a one-line label
+that elides rather than widen its pane."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from customgrad.errors import SpecError
 from customgrad.settings import Settings
+
+__all__ = ["CheckedField", "ElidedLabel", "setting_number"]
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
 #: what the message for an empty or unreadable field suggests writing
@@ -88,3 +92,41 @@ class CheckedField(QWidget):
         self._last = text
         self.edit.setText(text)
         self._validate(text)
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that asks for no width: text too long for it is cut with "…" (at the
+    end, or where ``mode`` says), or not shown at all with ``mode`` None (a title a few
+    letters of which would say nothing); the tooltip shows it whole. Its text must not make
+    its pane, and so the window, wider than a projector's screen."""
+
+    def __init__(self, text: str = "",
+                 mode: Qt.TextElideMode | None = Qt.TextElideMode.ElideRight, parent=None):
+        super().__init__(parent)
+        self.mode = mode
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def shown_text(self) -> str:
+        """The text as drawn at the label's width now."""
+        width = self.contentsRect().width()
+        if self.mode is None:
+            return self.text() if self.fontMetrics().horizontalAdvance(self.text()) <= width \
+                else ""
+        return self.fontMetrics().elidedText(self.text(), self.mode, width)
+
+    def sizeHint(self) -> QSize:
+        return QSize(10, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        painter.drawText(self.contentsRect(),
+                         int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                         self.shown_text())

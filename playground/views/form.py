@@ -6,7 +6,7 @@ session's one Settings object.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -36,6 +37,21 @@ from playground.views.fields import CheckedField, setting_number
 
 INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
 
+
+
+class SeedBox(QSpinBox):
+    """The seed: as narrow as six digits need (Regenerate draws them below 100,000), not the
+    ten of the largest seed, which still fits when typed (it scrolls in the field)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        policy = self.sizePolicy()  # a spin box never shrinks below its size hint: this may
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(policy)
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(hint.width() - self.fontMetrics().horizontalAdvance("0000"), hint.height())
 
 class InputsForm(QWidget):
     """Shape/init/trained per tensor input, an editor per constant, dtype and device."""
@@ -118,7 +134,7 @@ class InputsForm(QWidget):
         row = QWidget()
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 0, 0, 0)
-        init.setMinimumContentsLength(13)
+        init.setMinimumContentsLength(9)  # "normal" whole; a longer choice scrolls
         init.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         line.addWidget(shape, 1)
         line.addWidget(init, 2)
@@ -185,7 +201,7 @@ class LoopForm(QGroupBox):
         self.optimizer.addItems(OPTIMIZERS)
         self.optimizer.setCurrentText(s.optimizer)
         self.optimizer.currentTextChanged.connect(lambda t: self.session.update(optimizer=t))
-        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=s.seed)
+        self.seed = SeedBox(minimum=0, maximum=2**31 - 1, value=s.seed)
         self.seed.setToolTip("One seed draws the target and every input: same seed, same run")
         self.seed.editingFinished.connect(self._seed_edited)
         self.regenerate = QPushButton("Regenerate")

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.inspector import ERROR, WARNING, Inspection, Value, shape_text
+from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
 
 # (negative, zero, positive, not finite) colours of the heatmaps
@@ -258,7 +259,8 @@ class InspectorView(QWidget):
         self._pending: Inspection | None = None
         self._dark = False
         self._rows: dict[str, list[_ValueRow]] = {key: [] for key, _ in self.SECTIONS}
-        self.title = QLabel("Backward inspector")
+        # whole or not at all where the buttons leave too little room: the tab names it too
+        self.title = ElidedLabel("Backward inspector", mode=None)
         self.window_button = QPushButton("Own window")
         self.window_button.setToolTip("Open the inspector in its own window (as large as you "
                                       "like); close that window to put it back")
@@ -300,8 +302,7 @@ class InspectorView(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         top = QHBoxLayout()
-        top.addWidget(self.title)
-        top.addStretch(1)
+        top.addWidget(self.title, 1)
         top.addWidget(self.window_button)
         top.addWidget(self.run_button)
         layout = QVBoxLayout(self)

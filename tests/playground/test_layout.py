@@ -177,6 +177,24 @@ def test_window_fits_and_the_heatmaps_are_readable(qtbot, mode, width, height, p
         win.session.shutdown(wait=0.5)
 
 
+def test_the_normal_layout_fits_a_projector_at_150_percent(qtbot):
+    """1280 x 720 at zoom 150 %, presentation mode off: after a run, with each side tab
+    shown, the window needs no more width than the screen has (a wider window hangs off a
+    projector's edge). Long titles and paths give way, not the window."""
+    win = _window(qtbot, 1280, 720, percent=150)
+    try:
+        win.session.run_steps(20)
+        qtbot.waitUntil(lambda: win.session.step == 20, timeout=TIMEOUT)
+        for index in range(win.side_tabs.count()):
+            win.side_tabs.setCurrentIndex(index)
+            _settle(qtbot, win)
+            need = win.minimumSizeHint().width()
+            assert need <= 1280, (win.side_tabs.tabText(index), need)
+            assert win.width() == 1280
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 @pytest.mark.parametrize("percent", [50, 300])
 @pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
 def test_no_text_overlaps_at_the_ends_of_the_zoom(qtbot, percent, theme_name):

@@ -1,14 +1,12 @@
-"""Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, a plot title
-that asks for no width, and a one-line label that elides."""
+"""Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, and a plot
+title that asks for no width."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPalette
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import Qt
 
-__all__ = ["Curve", "ElidedLabel", "Image", "Scatter", "ignore_text_width"]
+__all__ = ["Curve", "Image", "Scatter", "ignore_text_width"]
 
 
 # Items hidden while they hold nothing: Qt still calls an empty item's (Python) paint at every
@@ -60,26 +58,3 @@ def ignore_text_width(label: pg.LabelItem) -> None:
         label.updateGeometry()
 
     label.updateMin = update_min
-
-
-class ElidedLabel(QLabel):
-    """A one-line label: text too long for it ends in "…", and the tooltip shows it whole."""
-
-    def setText(self, text: str) -> None:
-        super().setText(text)
-        self.setToolTip(text)
-
-    def sizeHint(self) -> QSize:
-        return QSize(10, super().sizeHint().height())
-
-    def minimumSizeHint(self) -> QSize:
-        return self.sizeHint()
-
-    def paintEvent(self, event) -> None:
-        painter = QPainter(self)
-        rect = self.contentsRect()
-        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
-                                             rect.width())
-        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        painter.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                         text)

@@ -14,13 +14,13 @@ from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
 from customgrad.jacobian import Axis, Progress, Report
 from playground.support import preview
+from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
 from playground.views.jacobian import words
 from playground.views.jacobian.banner import VerdictBanner
 from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
 from playground.views.jacobian.geometry import layout_key
 from playground.views.jacobian.heatmaps import Heatmaps
-from playground.views.jacobian.items import ElidedLabel
 from playground.views.jacobian.labels import BlockLabels
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.paint import PaintGate
