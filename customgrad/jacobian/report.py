@@ -210,12 +210,11 @@ class Report:
         of largest magnitude (with its sign; NaN if any), and any mismatch; cached."""
         key = ("overview", step)
         if key not in self._cache:
-            analytic = matrices.pool_signed(self._kept("analytic"), step)
-            mismatches = (matrices.pool_any(self.mismatch_mask(), step) if self.mismatches
-                          else torch.zeros(analytic.shape, dtype=torch.bool))
             self._cache[key] = Overview(
-                step, analytic, matrices.pool_signed(self._kept("numerical"), step),
-                matrices.pool_signed(self.difference(), step), mismatches)
+                step, matrices.pool_signed(self._kept("analytic"), step),
+                matrices.pool_signed(self._kept("numerical"), step),
+                matrices.pool_signed(self.difference(), step),
+                matrices.pool_any(self.mismatch_mask(), step))
         return self._cache[key]
 
     def has_overview(self, step: int) -> bool:

@@ -38,7 +38,6 @@ from playground.views.fields import CheckedField, setting_number
 INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
 
 
-
 class SeedBox(QSpinBox):
     """The seed: as narrow as six digits need (Regenerate draws them below 100,000), not the
     ten of the largest seed, which still fits when typed (it scrolls in the field)."""
@@ -52,6 +51,7 @@ class SeedBox(QSpinBox):
     def minimumSizeHint(self) -> QSize:
         hint = super().minimumSizeHint()
         return QSize(hint.width() - self.fontMetrics().horizontalAdvance("0000"), hint.height())
+
 
 class InputsForm(QWidget):
     """Shape/init/trained per tensor input, an editor per constant, dtype and device."""

@@ -727,6 +727,14 @@ def test_pool_any_marks_each_cell_holding_a_true_entry(shape, step):
             assert bool(pooled[r, c]) == bool(cell.any())
 
 
+@pytest.mark.parametrize("value", [False, True])
+def test_pool_any_of_a_mask_of_one_value(value):
+    mask = torch.tensor(value).expand(10, 7)  # as a passing report's: a view of one value
+    pooled = jacobian.pool_any(mask, 3)
+    assert torch.equal(pooled, jacobian.pool_any(mask.clone(), 3))
+    assert pooled.shape == (4, 3) and bool(pooled.all()) == value == bool(pooled.any())
+
+
 def test_a_passing_report_has_an_empty_mask_without_looking_again(monkeypatch):
     """The comparison counted no mismatch: the mask (and its overview) are all False, and
     the matrices are not scanned a second time for them."""
