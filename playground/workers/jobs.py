@@ -66,8 +66,11 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     Windows; a load that is not the session's) it runs it after the child did, on a helper
     thread (input waits); after ``IMPORT_TIMEOUT`` seconds it is stopped, and the error
     names the line it was on."""
-    if origin is not None and origin[0] == "module" and origin[1] in sys.modules:
+    here = sys.modules.get(origin[1]) if origin is not None and origin[0] == "module" else None
+    if here is not None and not getattr(here.__spec__, "_initializing", False):
         return run()  # imported here already (made at run time, say): nothing runs again
+    # (one still initialising, on a helper thread that could not stop it, is not: the
+    # import would wait for it on the GUI thread)
     app = QCoreApplication.instance()
     wanted = SHADOWS.get()
     if app is None or threading.current_thread() is not threading.main_thread():

@@ -157,28 +157,27 @@ class Byof(QObject):
             return better
 
     def _recover(self, text: str, exc: TargetError) -> Target | None:
-        where, class_name = split_target(text)
-        if is_file_spec(text):
-            # the loader hands over the Functions it found: no second import of the file
-            functions = exc.choices
-            if class_name is not None or not exc.file or len(functions) < 2:
-                return None
-            names = [f.__name__ for f in functions]
-            base = os.path.basename(exc.file)
-            choice = self._prefer_class if self._prefer_class in names else \
-                self.chooser(self.window, base, names)
-            if choice not in names:
-                raise TargetError(
-                    f"{base} defines several Functions ({', '.join(names)}) and none was chosen: "
-                    f"open it again and pick one, or name it, e.g. {base}:{names[0]}.",
-                    file=exc.file, line=class_line(functions[1])) from None
-            cls = functions[names.index(choice)]
-            return Target(f"{text}:{choice}", cls, f"{choice} ({base})",
-                          file=os.path.abspath(exc.file),
-                          code=getattr(sys.modules.get(cls.__module__), "__source__", None))
-        if class_name is not None and not exc.file and exc.details:
-            import_module(where)  # raises the same failure with its file and line
-        return None
+        """The Function the user picks of several in a file; None where the error stands (it
+        names the file and line already)."""
+        _where, class_name = split_target(text)
+        # the loader hands over the Functions it found: no second import of the file
+        functions = exc.choices
+        if not is_file_spec(text) or class_name is not None or not exc.file \
+                or len(functions) < 2:
+            return None
+        names = [f.__name__ for f in functions]
+        base = os.path.basename(exc.file)
+        choice = self._prefer_class if self._prefer_class in names else \
+            self.chooser(self.window, base, names)
+        if choice not in names:
+            raise TargetError(
+                f"{base} defines several Functions ({', '.join(names)}) and none was chosen: "
+                f"open it again and pick one, or name it, e.g. {base}:{names[0]}.",
+                file=exc.file, line=class_line(functions[1])) from None
+        cls = functions[names.index(choice)]
+        return Target(f"{text}:{choice}", cls, f"{choice} ({base})",
+                      file=os.path.abspath(exc.file),
+                      code=getattr(sys.modules.get(cls.__module__), "__source__", None))
 
     def _open_preferring(self, spec: str, class_name: str | None, keep: bool) -> None:
         """Open ``spec`` (keeping the inputs if ``keep``); of several Functions in the file,
