@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.errors import SpecError
-from customgrad.inputs import GIVEN, MAX_ELEMENTS, format_shape, forward_parameters
+from customgrad.inputs import (
+    CONST_TYPES,
+    GIVEN,
+    format_shape,
+    forward_parameters,
+    parse_shape,
+)
 from customgrad.settings import Settings
 from customgrad.shadow import class_source, own_functions
 
@@ -67,7 +73,7 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
             settings.shapes[p.name] = format_shape(tuple(value.shape))
             if not value.is_floating_point():
                 settings.trained[p.name] = False
-        elif type(value) in _CONSTANTS and _finite(value):
+        elif type(value) in CONST_TYPES and _finite(value):
             settings.constants[p.name] = value
         else:
             raise SpecError(f"{p.name} is {reprlib.repr(value)} ({type(value).__name__}); the "
@@ -77,7 +83,6 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
 
 
 #: the types of the constants a session file holds as they are
-_CONSTANTS = (bool, int, float, str, type(None))
 
 
 def _finite(value: object) -> bool:
@@ -99,10 +104,8 @@ def _check_tensor(name: str, tensor: torch.Tensor) -> None:
     if tensor.numel() == 0:
         raise SpecError(f"{name}: an empty tensor cannot be checked or trained here.",
                         field=name)
-    if tensor.dim() > 8 or tensor.numel() > MAX_ELEMENTS:
-        raise SpecError(f"{name}: {format_shape(tuple(tensor.shape))} is beyond what the "
-                        f"playground takes (8 dimensions, {MAX_ELEMENTS:,} elements).",
-                        field=name)
+    if tensor.dim():
+        parse_shape(tuple(tensor.shape), name)  # the limits a typed shape has
 
 
 @dataclass
@@ -208,7 +211,7 @@ def _literal(value: object) -> bool:
     of exactly a builtin type (a finite float: ``inf`` is no name), or a tuple of them."""
     if type(value) is tuple:
         return all(_literal(v) for v in value)
-    return type(value) in _CONSTANTS and _finite(value)
+    return type(value) in CONST_TYPES and _finite(value)
 
 
 def _import_line(name: str, value: object, namespace: dict) -> str | None:

@@ -19,7 +19,10 @@ from customgrad.errors import SpecError
 DEFAULT_SHAPE = (3, 8)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MAX_ELEMENTS = 50_000_000
-_CONST_TYPES = (int, float, bool, str, type(None))
+#: the constants a form edits and a session stores
+CONST_TYPES = (int, float, bool, str, type(None))
+#: the values that travel between processes as they are (see plain)
+PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None))
 _UNIFORM = re.compile(r"^uniform\(\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\)$")
 
 
@@ -105,7 +108,7 @@ def plain(value: object) -> object:
     enum's as its text. A constant travels between processes, and a member of a class of the
     user's module would make the receiving process import that module (the window never
     does), so a default is its plain value everywhere."""
-    if type(value) in (bool, int, float, str, bytes, complex, type(None)):
+    if type(value) in PLAIN_TYPES:
         return value
     for kind in (bool, int, float, complex, str, bytes):  # bool first: it is an int too
         if isinstance(value, kind):
@@ -123,7 +126,7 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
         kind = _const_kind(ann)
         if "Tensor" in ann:  # the annotation wins, even over a None default
             out.append((TensorSpec(p.name), ""))
-        elif has_default and isinstance(p.default, _CONST_TYPES):
+        elif has_default and isinstance(p.default, CONST_TYPES):
             out.append((ConstSpec(p.name, plain(p.default)), ""))
         elif not has_default and kind is not None:
             out.append((ConstSpec(p.name, _CONST_DEFAULTS[kind]),

@@ -21,10 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.errors import FunctionError
-from customgrad.inputs import annotation_text, is_new_style, plain
-
-#: constant types kept as they are (defaults, class attributes); anything else is shown only
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+from customgrad.inputs import PLAIN_TYPES, annotation_text, is_new_style, plain
 
 
 @dataclass
@@ -82,7 +79,7 @@ def describe(cls: type, module_name: str) -> Description:
         file = None
     doc = vars(cls).get("__doc__")
     attributes = {k: plain(v) for k, v in vars(cls).items()
-                  if not k.startswith("__") and isinstance(v, _PLAIN)}
+                  if not k.startswith("__") and isinstance(v, PLAIN_TYPES)}
     return Description(cls.__name__, cls.__qualname__, cls.__module__,
                        cls.__module__ == module_name, is_new_style(cls), parameters,
                        plain(doc) if isinstance(doc, str) else None, text, file, line,
@@ -92,7 +89,7 @@ def describe(cls: type, module_name: str) -> Description:
 def _default(value: object) -> object:
     """A default as the window may hold it: a constant as its plain value, anything else
     (an object of the user's module) as its text."""
-    if value is inspect.Parameter.empty or isinstance(value, _PLAIN):
+    if value is inspect.Parameter.empty or isinstance(value, PLAIN_TYPES):
         return plain(value)
     try:
         return Opaque(repr(value))
