@@ -12,9 +12,8 @@ from shiboken6 import isValid
 
 from customgrad.errors import Cancelled
 from customgrad.inspector import Inspection, inspect_call
-from customgrad.processes import ProblemRef, SetupFailed, portable
-from customgrad.shadow import description_of
-from playground.workers.jobs import ISOLATE, create_worker, interrupt_thread
+from customgrad.processes import ProblemRef, portable
+from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here, interrupt_thread
 
 
 class InspectorRunner(QObject):
@@ -77,15 +76,15 @@ class InspectorRunner(QObject):
 
         job["thread"] = threading.get_ident()
         job["isolated"] = True  # stopped by ending the child, never by interrupting here
+        def here() -> Inspection:
+            job["isolated"] = False
+            return inspect_call(function, args, seed=seed)
+
         try:
-            try:
-                return isolation.call(remote.inspect, ref, args, seed,
-                                      should_stop=lambda: job["stop"], name="inspector")
-            except SetupFailed:  # the child cannot load this Function: this thread runs it
-                if description_of(function) is not None:
-                    raise  # (a shadow cannot: the child's reason is the message)
-                job["isolated"] = False
-                return inspect_call(function, args, seed=seed)
+            return in_child_or_here(
+                lambda: isolation.call(remote.inspect, ref, args, seed,
+                                       should_stop=lambda: job["stop"], name="inspector"),
+                here, function)
         finally:
             job["done"] = True
             job["timer"].cancel()

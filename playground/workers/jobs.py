@@ -350,6 +350,18 @@ def _emit(state: _JobState, prepared) -> None:
         raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
 
 
+def in_child_or_here(in_child, here, function: type):
+    """``in_child()`` (a job in a worker process); where no worker process can load
+    ``function`` (SetupFailed: a module made at run time, say), ``here()`` on this thread, as
+    the loop does. A shadow cannot run here: the child's reason is raised."""
+    try:
+        return in_child()
+    except processes.SetupFailed:
+        if description_of(function) is not None:
+            raise
+        return here()
+
+
 def _compare_in_process(state: _JobState, problem: Problem, args, options):
     """The Jacobian worker's function when the comparison runs in a worker process: this
     thread relays the child's progress (and paces it to the view's paints, as
@@ -380,17 +392,16 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
                             preview.DISPLAY["pixels"])
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
-    try:
-        return isolation.call(remote.compare, job, on_message=on_message,
-                              should_stop=lambda: state.cancelled, what=shapes,
-                              name=f"Jacobian check {problem.target.spec}")
-    except processes.SetupFailed:
-        # the child cannot load this Function (a module made at run time, say): this thread
-        # runs it, as the loop does (processes.SetupFailed); a shadow cannot, and says why
-        if description_of(problem.function) is not None:
-            raise
+    def here():
         state.isolated = False
         return _compare(state, problem, args, options)
+
+    try:
+        return in_child_or_here(
+            lambda: isolation.call(remote.compare, job, on_message=on_message,
+                                   should_stop=lambda: state.cancelled, what=shapes,
+                                   name=f"Jacobian check {problem.target.spec}"),
+            here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None
     finally:
@@ -460,14 +471,10 @@ def _build_in_child(settings: Settings, target) -> Problem:
     from customgrad import isolation
     from playground.workers import remote
 
-    try:
-        built = isolation.call(remote.build, target.spec, target.code, settings,
-                               name=f"build {target.spec}")
-    except processes.SetupFailed:
-        if description_of(target.function) is not None:
-            raise  # a shadow cannot run here: the child's reason is the message
-        return build(settings, target)
-    return built.problem(target)
+    return in_child_or_here(
+        lambda: isolation.call(remote.build, target.spec, target.code, settings,
+                               name=f"build {target.spec}").problem(target),
+        lambda: build(settings, target), target.function)
 
 
 def start_build(settings: Settings, target, on_problem, on_error):
