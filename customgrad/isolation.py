@@ -17,7 +17,8 @@ no Python exception reaches it. :func:`call` runs a job there instead:
 - tensors in the result travel through shared memory (torch's reductions for
   :mod:`multiprocessing`), so a big Jacobian is not copied through the pipe.
 
-Every job gets a fresh child: a crashed or poisoned one is never reused.
+Every job gets a fresh child here; :mod:`customgrad.kept` keeps one for the jobs of one
+Function while nothing goes wrong there: a crashed, stopped or poisoned one is never reused.
 
 Only the standard library and torch: no Qt here.
 """
@@ -195,8 +196,10 @@ if _nice_text.isdigit() and int(_nice_text) <= 19:
     NICE = int(_nice_text)
 
 
-def _child_main(conn, fault_path: str, job: Callable, args: tuple,
-                environment: dict | None = None) -> None:
+def _child_setup(conn, fault_path: str, environment: dict | None):
+    """What every child does first: the parent's environment and priority, memory files,
+    faulthandler, its prints relayed; "started" tells the parent the child runs. The channel
+    and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     if environment is not None:
         processes.adopt_environment(environment)
@@ -204,26 +207,45 @@ def _child_main(conn, fault_path: str, job: Callable, args: tuple,
         with contextlib.suppress(OSError):
             os.nice(NICE)  # a window waiting on this child gets the processor when it wants it
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
-    fault_file = open(fault_path, "w", encoding="utf-8")
+    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)
     channel = Channel(conn, threading.Lock())
     channel._put(("started", os.getpid()))
     sys.stdout = _Relay(channel, "out", sys.__stdout__)
     sys.stderr = _Relay(channel, "err", sys.__stderr__)
+    return channel, fault_file
+
+
+def _run_job(conn, channel: Channel, job: Callable, args: tuple,
+             before_reply: Callable[[], None] | None = None) -> None:
+    """One job: its result or its error to the parent, then wait until the parent has it
+    (shared tensors are handed over meanwhile)."""
     try:
-        try:
-            result = job(*args, channel)
-        except BaseException as exc:  # the caller raises it
-            channel._put(("error", processes.portable_error(exc)))
-        else:
-            channel._put(("result", result))
-        conn.recv()  # the parent has the result (shared tensors are handed over meanwhile)
+        reply = ("result", job(*args, channel))
+    except BaseException as exc:  # the caller raises it
+        reply = ("error", processes.portable_error(exc))
+    if before_reply is not None:
+        before_reply()
+    channel._put(reply)
+    conn.recv()
+
+
+def _child_main(conn, fault_path: str, job: Callable, args: tuple,
+                environment: dict | None = None) -> None:
+    """A child for one job (see :func:`call`)."""
+    try:
+        channel, _fault_file = _child_setup(conn, fault_path, environment)
+        _run_job(conn, channel, job, args)
     except (EOFError, OSError, BrokenPipeError):
         pass  # the parent is gone: nobody to tell
     finally:
-        faulthandler.disable()
-        fault_file.close()
-        conn.close()
+        _child_end(conn)
+
+
+def _child_end(conn) -> None:
+    faulthandler.disable()
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # no longer through the pipe
+    conn.close()
 
 
 def _context():
@@ -266,6 +288,10 @@ def _method_in(stack: str) -> str | None:
     return None
 
 
+#: the child's own frames below a job, which a crash's stack leaves out
+_CHILD_FRAMES = ("_run_job", "_child_main", "_kept_main")
+
+
 def _first_thread(stack: str) -> str:
     """The crashing thread's part of faulthandler's text, without the
     frames of the process's own start-up (below the job) and the list of extensions."""
@@ -281,8 +307,8 @@ def _first_thread(stack: str) -> str:
         if text.startswith("Extension modules:"):
             break
         frame = _FRAME.match(text)
-        if frame and Path(frame["file"]).name == "isolation.py" \
-                and frame["func"] == "_child_main":
+        if frame and Path(frame["file"]).name in ("isolation.py", "kept.py") \
+                and frame["func"] in _CHILD_FRAMES:
             break
         kept.append(text)
     return "\n".join(kept).rstrip()
@@ -329,6 +355,8 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     :class:`MemoryLimitExceeded` past ``memory_limit`` bytes (None: the default, 0: none),
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
     ``should_stop()`` is true.
+
+    The job gets a fresh child (:func:`customgrad.kept.call`: one kept between jobs).
     """
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
@@ -340,14 +368,10 @@ def call(job: Callable, *args, on_message: Callable | None = None,
                               args=(child, fault_path, job, args, dict(os.environ)),
                               daemon=True, name=name)
     try:
-        try:
-            with processes.main_stays_home():
-                process.start()
-        except Exception as exc:  # the job or its arguments cannot travel (pickle)
-            raise processes.SetupFailed(f"the worker process could not be started: "
-                                        f"{type(exc).__name__}: {exc}") from None
+        _start(process)
         child.close()
-        return _serve(process, parent, fault_path, on_message, should_stop, limit, what)
+        return _serve(process, parent, fault_path, on_message, should_stop, limit, what,
+                      _Watch())
     finally:
         if process.pid is not None:
             if process.is_alive():
@@ -358,11 +382,47 @@ def call(job: Callable, *args, on_message: Callable | None = None,
         _read_fault(fault_path, remove=True)
 
 
-def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str):
+def _start(process) -> None:
+    try:
+        with processes.main_stays_home():
+            process.start()
+    except Exception as exc:  # the job or its arguments cannot travel (pickle)
+        raise processes.SetupFailed(f"the worker process could not be started: "
+                                    f"{type(exc).__name__}: {exc}") from None
+
+
+class Stale(Exception):
+    """A kept child (:mod:`customgrad.kept`) refused the job: a file it imported has changed,
+    or it is gone."""
+
+
+class _Watch:
+    """What :func:`_serve` learns of a child: whether it has started, has taken its job (a
+    kept child reads it from the pipe, and takes the job's tensors from this process), and
+    can be kept for another job."""
+
+    #: how long a stop waits for a child to finish taking its job's tensors
+    TAKING_SECONDS = 0.5
+
+    def __init__(self, started: bool = False, taken: bool = True):
+        self.started, self.taken = started, taken
+        self.keep = False
+        self.stop_by: float | None = None
+
+    def may_stop(self) -> bool:
+        """Whether the child can be ended now: not while it is connected to this process to
+        take a tensor (this process's side of the hand-over would fail loudly), which takes
+        milliseconds."""
+        if self.stop_by is None:
+            self.stop_by = time.monotonic() + self.TAKING_SECONDS
+        return self.taken or time.monotonic() > self.stop_by
+
+
+def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
+           watch: _Watch):
     context_text: str | None = None
-    started = False
     while True:
-        if should_stop is not None and should_stop():
+        if should_stop is not None and should_stop() and watch.may_stop():
             process.kill()
             raise Cancelled("Stopped.")
         if limit:
@@ -378,10 +438,10 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
             ready = conn.poll(POLL_SECONDS)
             message = conn.recv() if ready else None
         except (EOFError, OSError):
-            raise _died(process, started, fault_path, context_text) from None
+            raise _died(process, watch.started, fault_path, context_text) from None
         if message is None:
             if not process.is_alive() and not conn.poll(0):
-                raise _died(process, started, fault_path, context_text)
+                raise _died(process, watch.started, fault_path, context_text)
             continue
         kind, payload = message
         if kind == "msg":
@@ -394,9 +454,15 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
             sys.stderr.write(payload)
             sys.stderr.flush()
         elif kind == "started":
-            started = True
+            watch.started = True
         elif kind == "context":
             context_text = payload
+        elif kind == "taken":
+            watch.taken = True
+        elif kind == "keep":
+            watch.keep = payload
+        elif kind == "stale":
+            raise Stale()
         elif kind == "result":
             _acknowledge(conn)
             return payload

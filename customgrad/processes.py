@@ -21,13 +21,15 @@ import sys
 import threading
 from dataclasses import dataclass
 
+import torch
+
 from customgrad.descent import Descent
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
 from customgrad.loader import PROCESS_LOCAL, resolve
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
 PRELOAD = ["torch", "customgrad.warmup", "customgrad.runner", "customgrad.isolation",
-           "customgrad.catalog"]
+           "customgrad.kept", "customgrad.catalog"]
 
 _context = None
 _context_lock = threading.Lock()
@@ -121,14 +123,56 @@ class ProblemRef:
         """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
         from customgrad.problem import Problem
 
-        return Problem(resolve(self.spec, self.code), self.specs, self.dtype, self.device,
+        return Problem(load_target(self.spec, self.code), self.specs, self.dtype, self.device,
                        self.args, self.targets, self.settings)
 
     def descent(self) -> Descent:
-        target = resolve(self.spec, self.code)
+        target = load_target(self.spec, self.code)
         s = self.settings
         return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
                        loss=s.loss, optimizer=s.optimizer)
+
+
+#: True in a child kept between jobs (:mod:`customgrad.kept`): there a Function is loaded
+#: once, not once per job (its module's top level runs once, as in a Python session)
+KEEP_TARGETS = False
+_targets: dict = {}
+
+
+def load_target(spec: str, code: str | None):
+    """:func:`customgrad.loader.resolve`, remembered in a kept child: there the global random
+    generators are then put where loading it left them the first time (a module that seeds
+    or draws at its top level), as loading it again would."""
+    if not KEEP_TARGETS:
+        return resolve(spec, code)
+    found = _targets.get((spec, code))
+    if found is None:
+        target = resolve(spec, code)
+        _targets[(spec, code)] = (target, random_state())
+        return target
+    target, state = found
+    set_random_state(state)
+    return target
+
+
+def random_state() -> tuple:
+    """The global random generators' states: torch's (CPU), Python's, and numpy's where it
+    has made it (numpy seeds it afresh where it is first used)."""
+    import random
+
+    generator = sys.modules.get("numpy.random")
+    return (torch.random.get_rng_state(), random.getstate(),
+            generator.get_state() if generator is not None else None)
+
+
+def set_random_state(state: tuple) -> None:
+    import random
+
+    torch_state, python_state, numpy_state = state
+    torch.random.set_rng_state(torch_state)
+    random.setstate(python_state)
+    if numpy_state is not None:
+        sys.modules["numpy.random"].set_state(numpy_state)
 
 
 def portable(target) -> bool:

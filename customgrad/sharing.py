@@ -18,7 +18,7 @@ import torch
 import torch.multiprocessing  # registers torch's reductions (one is replaced below)
 from torch.multiprocessing import reductions
 
-__all__ = ["available", "shared_storage", "use_memory_files"]
+__all__ = ["available", "release_sent", "shared_storage", "use_memory_files"]
 
 
 def available() -> bool:
@@ -46,9 +46,16 @@ def shared_storage(nbytes: int) -> torch.UntypedStorage:
     return storage
 
 
-#: the memory-file copies this process has sent, kept for its life: a file descriptor is
-#: only read when the message goes out (and when a process starts, only then duplicated)
+#: the memory-file copies this process has sent, kept until :func:`release_sent`: a file
+#: descriptor is only read when the message goes out (and when a process starts, only then
+#: duplicated)
 _SENT: list[torch.UntypedStorage] = []
+
+
+def release_sent() -> None:
+    """Free the copies sent so far, once their receiver has them (a worker kept between jobs
+    calls this after each: the receiver maps the same memory, which lives on)."""
+    _SENT.clear()
 
 
 def _reduce_storage(storage):
@@ -65,8 +72,8 @@ def _reduce_storage(storage):
 
 def use_memory_files() -> None:
     """From now on this process sends CPU tensors through memory files (see the module).
-    For a worker process, which sends one result and ends: each tensor sent is a copy kept
-    until then."""
+    For a worker process: each tensor sent is a copy, kept until the process ends or calls
+    :func:`release_sent`."""
     if available():
         from multiprocessing.reduction import ForkingPickler
 

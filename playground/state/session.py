@@ -10,7 +10,7 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from customgrad import loader
+from customgrad import kept, loader
 from customgrad.errors import Cancelled, CustomGradError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
@@ -453,9 +453,6 @@ class Session(QObject):
         job = self.job
         self._cancel_job()
         self._stop_descent(wait)
-        if job is not None and not job.done:
-            deadline = time.perf_counter() + wait
-            while not job.done and time.perf_counter() < deadline:
-                time.sleep(0.005)
-            if not job.done:
-                job.cancel(force=True)
+        if job is not None:
+            job.finish(wait)
+        kept.end()  # the worker process kept for this Function's checks

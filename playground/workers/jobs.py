@@ -318,6 +318,15 @@ class JacobianJob:
         if force and not state.isolated and state.thread_id is not None and not state.done:
             interrupt_thread(state.thread_id)
 
+    def finish(self, wait: float) -> None:
+        """Wait up to ``wait`` seconds for the cancelled comparison to end, then interrupt
+        user code stuck in a loop."""
+        deadline = time.perf_counter() + wait
+        while not self.done and time.perf_counter() < deadline:
+            time.sleep(0.005)
+        if not self.done:
+            self.cancel(force=True)
+
 
 class _JobState:
     """What a Jacobian job's worker thread and the GUI thread share."""
@@ -367,7 +376,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
     thread relays the child's progress (and paces it to the view's paints, as
     :func:`_compare` does) and returns its report. A crash of the child raises
     :class:`customgrad.isolation.ProcessCrashed`; the next check gets a fresh child."""
-    from customgrad import isolation
+    from customgrad import kept
     from playground.workers import remote
 
     state.thread_id = threading.get_ident()
@@ -398,9 +407,10 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
 
     try:
         return in_child_or_here(
-            lambda: isolation.call(remote.compare, job, on_message=on_message,
-                                   should_stop=lambda: state.cancelled, what=shapes,
-                                   name=f"Jacobian check {problem.target.spec}"),
+            lambda: kept.call(remote.compare, job, on_message=on_message,
+                              should_stop=lambda: state.cancelled, what=shapes,
+                              name=f"Jacobian check {problem.target.spec}",
+                              keep=remote.keep_for(problem.target)),
             here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None
@@ -468,12 +478,13 @@ def _build(settings: Settings, target) -> Problem:
 def _build_in_child(settings: Settings, target) -> Problem:
     """build() in a worker process (it calls the user's forward), the tensors shared back;
     this process's own build where the child cannot load the Function."""
-    from customgrad import isolation
+    from customgrad import kept
     from playground.workers import remote
 
     return in_child_or_here(
-        lambda: isolation.call(remote.build, target.spec, target.code, settings,
-                               name=f"build {target.spec}").problem(target),
+        lambda: kept.call(remote.build, target.spec, target.code, settings,
+                          name=f"build {target.spec}", keep=remote.keep_for(target)
+                          ).problem(target),
         lambda: build(settings, target), target.function)
 
 

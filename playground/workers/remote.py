@@ -33,10 +33,16 @@ from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report, matrices
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
-from customgrad.processes import ProblemRef, SetupFailed
+from customgrad.processes import ProblemRef, SetupFailed, load_target
 from customgrad.runner import interrupt_thread
 from customgrad.shadow import describe_module
 from playground.support.preview import display_steps
+
+
+def keep_for(target) -> tuple:
+    """The key under which a worker process is kept for ``target``'s jobs (the build and
+    the checks that follow it; see :func:`customgrad.kept.call`): its spec and text."""
+    return ("problem", target.spec, target.code)
 
 
 @dataclass
@@ -236,7 +242,7 @@ def build(spec: str, code: str | None, settings, channel) -> Built:
     that finds the outputs' shapes call the user's code. Tensors come back on the CPU (a
     CUDA tensor shared by a process that has ended is not valid)."""
     try:
-        target = loader.resolve(spec, code)
+        target = load_target(spec, code)
     except Exception as exc:
         raise SetupFailed(f"the worker process could not load {spec}: {exc}") from None
     channel.context(target.function.__name__)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import cli, isolation, processes
+from customgrad import cli, isolation, processes, sharing
+from customgrad import kept as keeping
 from customgrad.errors import Cancelled, CustomGradError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,3 +257,344 @@ def test_a_cuda_device_side_assert_poisons_only_its_worker(capsys):
     assert "DeviceAssertInBackward" in " ".join(capsys.readouterr().err.split())
     assert cli.main(["check", "killhead", "--device", "cuda"]) == 0
     assert cli.main(["check", "killhead", "--device", "cuda"]) == 0
+
+
+# -- a child kept between the jobs of one Function ---------------------------------------
+
+@pytest.fixture(autouse=True)
+def _no_child_kept_after():
+    """A test that fails halfway leaves no kept child to the next."""
+    yield
+    keeping.end()
+
+
+def _pid_job(channel) -> int:
+    return os.getpid()
+
+
+def _kept_pid() -> int:
+    assert keeping._current is not None
+    return keeping._current.process.pid
+
+
+def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one():
+    first = keeping.call(_pid_job, keep="test one")
+    process = keeping._current.process
+    assert keeping.call(_pid_job, keep="test one") == first == _kept_pid()
+    other = keeping.call(_pid_job, keep="test two")
+    assert other != first and other == _kept_pid()
+    assert not process.is_alive()  # one kept child at a time
+    assert isolation.call(_pid_job) not in (first, other)  # no keep: a child of its own
+    keeping.end()
+    assert keeping._current is None
+
+
+def _random_job(channel) -> tuple:
+    import random
+
+    return os.getpid(), torch.rand(3).tolist(), torch.randn(2).tolist(), random.random()
+
+
+def test_a_kept_childs_jobs_draw_the_same_random_numbers_as_a_fresh_childs():
+    """A Function that draws from torch's global generator (dropout, say) draws the same in
+    a check repeated in the kept child as in a fresh child: the check is reproducible."""
+    fresh = isolation.call(_random_job)
+    kept = keeping.call(_random_job, keep="test random")
+    assert kept[1:3] == fresh[1:3] and kept[0] != fresh[0]
+    # Python's own generator is seeded afresh in each new process (os.register_at_fork), so
+    # a fresh child draws anew each time; a kept child draws the same in each job
+    assert keeping.call(_random_job, keep="test random") == kept
+    keeping.end()
+
+
+def _sent_job(channel) -> tuple:
+    from customgrad import sharing
+
+    return len(sharing._SENT), torch.ones(64)  # a tensor the child copies to send
+
+
+@pytest.mark.skipif(not sharing.available(), reason="no memory files here")
+def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it():
+    assert keeping.call(_sent_job, keep="test sent")[0] == 0
+    count, tensor = keeping.call(_sent_job, keep="test sent")
+    assert count == 0  # the first job's copy was freed
+    assert tensor.is_shared() and torch.equal(tensor, torch.ones(64))
+    keeping.end()
+
+
+def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one():
+    first = keeping.call(_pid_job, keep="test error")
+    with pytest.raises(ValueError, match="plain error"):
+        keeping.call(_raising_job, keep="test error")
+    assert keeping._current is None
+    assert keeping.call(_pid_job, keep="test error") != first
+    keeping.end()
+
+
+def _segfault_job(channel):
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def test_a_kept_child_that_crashes_is_replaced():
+    first = keeping.call(_pid_job, keep="test crash")
+    with pytest.raises(isolation.ProcessCrashed, match="SIGSEGV") as crash:
+        keeping.call(_segfault_job, keep="test crash")
+    # the stack ends at the job: not the kept child's own loop, nor multiprocessing's start
+    assert "_segfault_job" in crash.value.stack
+    for frame in ("_run_job", "_kept_main", "forkserver", "multiprocessing"):
+        assert frame not in crash.value.stack
+    assert keeping.call(_pid_job, keep="test crash") != first
+    keeping.end()
+
+
+def test_a_kept_child_that_died_while_idle_is_replaced(monkeypatch):
+    """Killed from outside between jobs (and not yet seen dead): the next job goes to a fresh
+    child, never to the caller's own thread (SetupFailed would send it there)."""
+    first = keeping.call(_pid_job, keep="test vanished")
+    process = keeping._current.process
+    os.kill(first, signal.SIGKILL)
+    process.join(30)
+    monkeypatch.setattr(process, "is_alive", lambda: True)  # as if it had not been noticed
+    assert keeping.call(_pid_job, keep="test vanished") not in (first, os.getpid())
+    keeping.end()
+
+
+def test_a_child_started_as_the_window_closes_is_not_kept(monkeypatch):
+    """end() while a kept child is being started: that child runs its job, then ends."""
+    start = isolation._start
+
+    def closing_meanwhile(process):
+        keeping.end()
+        start(process)
+
+    monkeypatch.setattr(isolation, "_start", closing_meanwhile)
+    pid = keeping.call(_pid_job, keep="test closing")
+    assert keeping._current is None and pid != os.getpid()
+
+
+def test_end_during_a_job_ends_the_child_after_it(tmp_path):
+    flag = tmp_path / "flag"
+    results = []
+    thread = threading.Thread(target=lambda: results.append(
+        keeping.call(_waiting_job, str(flag), keep="test end")), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while keeping._current is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process = keeping._current.process
+        keeping.end()
+    finally:
+        flag.touch()
+    thread.join(30)
+    process.join(30)
+    assert results == [process.pid] and not process.is_alive()
+
+
+SEEDS_AT_TOP = """
+import torch
+
+torch.manual_seed(0)
+DRAWN = torch.rand(3)
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad
+"""
+
+
+def _loading_job(path: str, channel) -> list:
+    processes.load_target(path, None)
+    return torch.rand(2).tolist()
+
+
+def test_a_kept_child_draws_after_loading_as_a_fresh_child_does(tmp_path):
+    """A module that seeds or draws at its top level runs it once in a kept child; the jobs
+    after still draw what a fresh child draws after loading it."""
+    path = tmp_path / "seeds.py"
+    path.write_text(SEEDS_AT_TOP)
+    then = time.time() - 60
+    os.utime(path, (then, then))
+    fresh = isolation.call(_loading_job, str(path))
+    seeded = torch.Generator().manual_seed(0)  # what the top level left: seed 0, 3 drawn
+    torch.rand(3, generator=seeded)
+    assert fresh == torch.rand(2, generator=seeded).tolist()
+    assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
+    assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
+    assert keeping._current is not None
+    keeping.end()
+
+
+def test_a_kept_child_is_ended_when_its_job_is_stopped(tmp_path):
+    flag = tmp_path / "flag"
+    first = keeping.call(_pid_job, keep="test stop")
+    with pytest.raises(Cancelled):
+        keeping.call(_sleeping_job, str(flag), keep="test stop", should_stop=flag.exists)
+    assert keeping.call(_pid_job, keep="test stop") != first
+    keeping.end()
+
+
+def _tensors_job(tensors: list, channel) -> int:
+    return len(tensors)
+
+
+def _slow_handshakes() -> None:
+    """In the child: each tensor it takes from the caller waits 0.2 s inside the hand-over
+    (as a child descheduled on a busy machine might)."""
+    from multiprocessing import connection
+
+    answer = connection.answer_challenge
+
+    def slowly(*args, **kwargs):
+        time.sleep(0.2)
+        return answer(*args, **kwargs)
+
+    connection.answer_challenge = slowly
+
+
+class _SlowHandshakes:
+    def __reduce__(self):
+        return _slow_handshakes, ()
+
+
+def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch):
+    """A kept child takes the job's tensors from this process over a connection each; ended
+    in the middle of that, it would break this process's side of the hand-over (a traceback
+    from multiprocessing's resource sharer, in the window's process). A stop waits the few
+    milliseconds until it has them."""
+    caught = []
+    monkeypatch.setattr(sys, "excepthook", lambda *exc: caught.append(exc))
+    assert keeping.call(_pid_job, keep="test taking")  # the kept child, started
+    start = time.monotonic()
+    with pytest.raises(Cancelled):  # stopped once the child is inside the hand-over
+        keeping.call(_tensors_job, [_SlowHandshakes(), torch.ones(4)], keep="test taking",
+                     should_stop=lambda: time.monotonic() > start + 0.1)
+    time.sleep(0.5)  # the resource sharer's thread would have reported by now
+    assert caught == []
+
+
+def test_a_kept_child_is_not_reused_in_another_environment(monkeypatch):
+    first = keeping.call(_pid_job, keep="test environment")
+    monkeypatch.setenv("CUSTOMGRAD_TEST_SET_LATER", "yes")
+    assert keeping.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER",
+                          keep="test environment") == "yes"
+    assert _kept_pid() != first
+    keeping.end()
+
+
+def _module_job(folder: str, channel) -> tuple:
+    sys.path.insert(0, folder)
+    try:
+        import kept_helper
+    finally:
+        sys.path.remove(folder)
+    return os.getpid(), kept_helper.VALUE
+
+
+def _write_module(folder: Path, value: int, age: float) -> None:
+    path = folder / "kept_helper.py"
+    path.write_text(f"VALUE = {value}\n")
+    then = time.time() - age  # as if written long before the job
+    os.utime(path, (then, then))
+
+
+def test_a_kept_child_whose_imported_file_changed_is_replaced(tmp_path):
+    """A Function's file is part of its keep, but not the modules it imports: the child
+    notices that one has changed on disk and a fresh child imports it again."""
+    _write_module(tmp_path, 1, age=60)
+    first, value = keeping.call(_module_job, str(tmp_path), keep="test stale")
+    assert value == 1
+    assert keeping.call(_module_job, str(tmp_path), keep="test stale") == (first, 1)
+    _write_module(tmp_path, 22, age=30)
+    pid, value = keeping.call(_module_job, str(tmp_path), keep="test stale")
+    assert (pid != first, value) == (True, 22)
+    keeping.end()
+
+
+def _writing_module_job(folder: str, channel) -> tuple:
+    Path(folder, "kept_helper.py").write_text("VALUE = 1\n")  # saved as the job runs
+    return _module_job(folder, channel)
+
+
+def test_a_module_written_while_its_job_ran_is_not_trusted(tmp_path):
+    """A file changed about when the job imported it may not be what ran: not kept."""
+    first, _value = keeping.call(_writing_module_job, str(tmp_path), keep="test new file")
+    assert keeping._current is None
+    assert keeping.call(_module_job, str(tmp_path), keep="test new file")[0] != first
+    keeping.end()
+
+
+def _waiting_job(flag: str, channel) -> int:
+    while not os.path.exists(flag):
+        time.sleep(0.01)
+    return os.getpid()
+
+
+def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path):
+    flag = tmp_path / "flag"
+    kept = keeping.call(_pid_job, keep="test busy")
+    results = []
+    thread = threading.Thread(target=lambda: results.append(
+        keeping.call(_waiting_job, str(flag), keep="test busy")))
+    thread.daemon = True
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (keeping._current and keeping._current.busy) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert keeping._current.busy
+        assert keeping.call(_pid_job, keep="test busy") != kept  # not waiting for it
+    finally:
+        flag.touch()
+    thread.join(30)
+    assert results == [kept]
+    assert keeping.call(_pid_job, keep="test busy") == kept  # kept still
+    keeping.end()
+
+
+def test_an_idle_kept_child_ends_after_a_while(monkeypatch):
+    monkeypatch.setattr(keeping, "KEEP_SECONDS", 0.2)
+    keeping.call(_pid_job, keep="test idle")
+    process = keeping._current.process
+    process.join(30)
+    assert not process.is_alive() and keeping._current is None
+
+
+def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch):
+    """A job the child cannot unpickle (a function of a module it does not have) fails as
+    SetupFailed, on which callers work on their own thread, and ends the child."""
+    import __main__
+
+    def job(channel):
+        return 1
+
+    # pickled by reference to the caller's __main__, which a child does not import
+    job.__module__, job.__qualname__ = "__main__", "customgrad_test_not_there"
+    monkeypatch.setattr(__main__, "customgrad_test_not_there", job, raising=False)
+    keeping.call(_pid_job, keep="test unpickle")
+    with pytest.raises(processes.SetupFailed, match="could not take the job"):
+        keeping.call(job, keep="test unpickle")
+    assert keeping._current is None
+
+
+def _cuda_job(channel) -> int:
+    torch.zeros(1, device="cuda")
+    return os.getpid()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_child_that_used_cuda_is_not_kept():
+    """A device-side error can leave a CUDA context unusable without raising: a child that
+    used CUDA is never given another job."""
+    first = keeping.call(_cuda_job, keep="test cuda")
+    assert keeping._current is None
+    assert keeping.call(_pid_job, keep="test cuda") != first
+    keeping.end()

@@ -687,6 +687,54 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
     assert fitted <= pixels  # nothing left for pyqtgraph to average down
 
 
+SCALE = """
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * FACTOR
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * FACTOR
+"""
+
+
+def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, tmp_path):
+    """The build and the checks of one Function run in one worker process kept between them
+    (the Function loaded once, the process's caches warm), with the same results as a fresh
+    one's; the Function's new text gets a fresh process."""
+    from customgrad import kept as keeping
+
+    first = open_target(qtbot, window, "killhead_bug")  # built, then checked
+    assert window.session.job.isolated
+    pid = keeping._current.process.pid
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
+        window.session.check_now()
+    again = blocker.args[0]
+    assert keeping._current.process.pid == pid
+    assert again.mismatches == first.mismatches == 6
+    assert torch.equal(again.mismatch_mask(), first.mismatch_mask())
+    # the same computation in the same kind of process, but not promised to the bit
+    torch.testing.assert_close(again.analytic, first.analytic, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(again.numerical, first.numerical, rtol=1e-9, atol=1e-12)
+
+    path = tmp_path / "scale.py"
+    for factor in (2, 3):
+        path.write_text(textwrap.dedent(SCALE).replace("FACTOR", str(factor)))
+        then = time.time() - 60  # written well before it is loaded (see _FreshState)
+        os.utime(path, (then, then))
+        report = open_target(qtbot, window, str(path))
+        assert report.passed and window.session.job.isolated
+        assert keeping._current.process.pid != pid  # new text: a fresh process
+        pid = keeping._current.process.pid
+        torch.testing.assert_close(torch.diagonal(report.analytic),
+                                   torch.full((report.shape[0],), float(factor),
+                                              dtype=report.analytic.dtype))
+
+
 def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
     """The worker holds off after a new matrix's first progress until the view has painted
     it; a view that never answers delays the comparison by LAYOUT_WAIT_SECONDS at most."""

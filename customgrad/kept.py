@@ -1,0 +1,277 @@
+"""A worker process kept between the jobs of one Function (:func:`call`), where
+:func:`customgrad.isolation.call` starts a fresh one for each job.
+
+A fresh child per job costs a fork and a new load of the Function, and its first comparison
+runs slower than later ones (copy-on-write faults on the fork server's memory, cold caches).
+A child kept for the jobs of one ``keep`` (say, a Function's spec and text: its build and
+its checks) loads the Function once and finds its memory warm. Each job there starts as it
+would in a fresh child as far as this module can tell: torch's, Python's and numpy's global
+random generators are put back where they were when the child started (and, once the
+Function is loaded, where its loading left them: :func:`customgrad.processes.load_target`).
+What the user's module keeps at module level stays between jobs, as in a Python session.
+
+The child is ended, and the next job gets a fresh one:
+
+- after anything but a result: an error, a crash, a stop, the memory limit;
+- after a job that used CUDA (a device-side error may leave a context unusable without
+  raising), or that imported a module whose file was written while it ran;
+- when a module file it imported has changed on disk (it refuses the next job: "stale");
+- when a job with another ``keep`` comes, or the environment has changed;
+- after :data:`KEEP_SECONDS` idle, and at :func:`end` (a window closing).
+
+One child is kept at a time; a job that finds it busy gets a child of its own.
+
+Only the standard library and torch: no Qt here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import time
+from multiprocessing.reduction import ForkingPickler
+
+from customgrad import isolation, processes, sharing
+
+#: how long a kept child waits for its next job before it ends, unless
+#: ``CUSTOMGRAD_KEEP_SECONDS`` says (a number of seconds; 0: a fresh child for every job)
+KEEP_SECONDS = 300.0
+_keep_text = os.environ.get("CUSTOMGRAD_KEEP_SECONDS", "").strip()
+with contextlib.suppress(ValueError):
+    if 0 <= float(_keep_text) < math.inf:
+        KEEP_SECONDS = float(_keep_text)
+
+def _kept_main(conn, fault_path: str, environment: dict) -> None:
+    """The child: jobs as they come (see the module), until the parent ends it."""
+    try:
+        channel, fault_file = isolation._child_setup(conn, fault_path, environment)
+        processes.KEEP_TARGETS = True  # a Function is loaded once here, not once per job
+        fresh = _FreshState()
+        while True:
+            data = conn.recv_bytes()
+            try:
+                job, args = pickle.loads(data)
+            except Exception as exc:  # e.g. a job's function this process cannot import
+                channel._put(("error", processes.SetupFailed(
+                    f"the worker process could not take the job: {type(exc).__name__}: "
+                    f"{exc}")))
+                break
+            channel._put(("taken", None))  # the job's tensors are here: it may be stopped
+            if fresh.stale():
+                channel._put(("stale", None))
+                break
+            fault_file.seek(0)  # a crash's stack is this job's
+            fault_file.truncate()
+            fresh.restore()
+            started = time.time_ns()
+
+            def settle(started=started) -> None:  # whether this child can be kept
+                fresh.note_imports(started)
+                channel._put(("keep", fresh.reusable()))
+
+            isolation._run_job(conn, channel, job, args, settle)
+            sharing.release_sent()  # the parent has what was sent: it acknowledged
+    except (EOFError, OSError, BrokenPipeError):
+        pass  # the parent is gone, or ended this child
+    finally:
+        isolation._child_end(conn)
+
+
+class _FreshState:
+    """What makes a kept child's next job start as a fresh child's: the global random
+    generators as they were when the child started, and the files of the modules imported
+    since, watched for changes."""
+
+    #: files' times come from a clock that runs up to a few milliseconds behind
+    MARGIN_NS = 100_000_000
+
+    def __init__(self):
+        self._random = processes.random_state()
+        self._known = set(sys.modules)
+        self._files: dict[str, tuple[int, ...]] = {}
+        self._changed = False
+
+    def restore(self) -> None:
+        processes.set_random_state(self._random)
+
+    def note_imports(self, since_ns: int) -> None:
+        """Remember the files of modules imported since the last look; a file written about
+        when the job started (``since_ns``) or later may not be what ran: the child is not
+        kept."""
+        for name in set(sys.modules) - self._known:
+            self._known.add(name)
+            file = getattr(sys.modules.get(name), "__file__", None)
+            stat = _stat(file)
+            if stat is not None:
+                self._files[file] = stat
+                self._changed |= stat[0] >= since_ns - self.MARGIN_NS  # written then
+
+    def stale(self) -> bool:
+        return self._changed or any(_stat(f) != s for f, s in self._files.items())
+
+    def reusable(self) -> bool:
+        cuda = sys.modules.get("torch.cuda")
+        return not self._changed and not (cuda is not None and cuda.is_initialized())
+
+
+def _stat(file) -> tuple[int, ...] | None:
+    """What says a file has changed: its times (written, and its entry changed), size and
+    inode (an editor that saves by renaming makes a new one)."""
+    if not isinstance(file, str):
+        return None
+    try:
+        found = os.stat(file)
+    except OSError:
+        return (-1, -1, -1, -1) if os.path.isabs(file) else None  # gone since: changed
+    return found.st_mtime_ns, found.st_ctime_ns, found.st_size, found.st_ino
+
+
+class _Kept:
+    """The parent's side of a kept child."""
+
+    def __init__(self, key, process, conn, fault_path: str):
+        self.key, self.process, self.conn, self.fault_path = key, process, conn, fault_path
+        self.started = False  # it said so (a child that dies before it did: SetupFailed)
+        self.busy = True
+        self.timer: threading.Timer | None = None
+        self._ended = False
+
+    def end(self) -> None:
+        with _lock:
+            if self._ended:
+                return
+            self._ended = True
+            if self.timer is not None:
+                self.timer.cancel()
+        if self.process.pid is not None:
+            if self.process.is_alive():
+                self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+        isolation._read_fault(self.fault_path, remove=True)
+
+
+_current: _Kept | None = None
+_lock = threading.RLock()
+#: how many times :func:`end` has run: a child started before the last one is not kept
+_generation = 0
+
+
+def call(job, *args, keep, on_message=None, should_stop=None, memory_limit: int | None = None,
+         what: str = "", name: str = "customgrad job"):
+    """:func:`customgrad.isolation.call` in the child kept for ``keep`` (hashable: what the
+    job works on, say a Function's spec and text) in this environment, if it is idle; else,
+    or with keeping off, in a fresh child."""
+    limit = isolation.default_memory_limit() if memory_limit is None else memory_limit
+    key = (keep, tuple(sorted(os.environ.items())))
+    for _attempt in range(3 if KEEP_SECONDS > 0 else 0):  # a stale or vanished one replaced
+        kept = _take(key, name)
+        if kept is None:
+            break  # busy with another job: this one gets a child of its own
+        try:
+            return _call(kept, job, args, on_message, should_stop, limit, what)
+        except isolation.Stale:
+            continue
+    return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
+                          memory_limit=limit, what=what, name=name)
+
+
+def _take(key, name: str) -> _Kept | None:
+    """The kept child for ``key``, now busy: the idle one, or a new one in place of any
+    other; None while the kept child is busy."""
+    global _current
+    with _lock:
+        old = _current
+        if old is not None and old.busy:
+            return None
+        if old is not None and old.key == key and old.process.is_alive():
+            if old.timer is not None:
+                old.timer.cancel()
+            old.busy = True
+            return old
+        _current = None
+        generation = _generation
+    if old is not None:
+        old.end()
+    context = isolation._context()
+    fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
+    os.close(fd)
+    parent, child = context.Pipe(duplex=True)
+    process = context.Process(target=_kept_main, args=(child, fault_path, dict(os.environ)),
+                              daemon=True, name=name)
+    kept = _Kept(key, process, parent, fault_path)
+    try:
+        isolation._start(process)
+    except BaseException:
+        kept.end()
+        raise
+    finally:
+        child.close()
+    with _lock:
+        if _current is None and generation == _generation:
+            _current = kept  # else it runs this job, and ends after it (_release)
+    return kept
+
+
+def _call(kept: _Kept, job, args, on_message, should_stop, limit: int, what: str):
+    watch = isolation._Watch(kept.started, taken=False)
+    try:
+        try:
+            data = ForkingPickler.dumps((job, args))
+        except Exception as exc:  # the job or its arguments cannot travel (pickle)
+            raise processes.SetupFailed(f"the worker process could not be started: "
+                                        f"{type(exc).__name__}: {exc}") from None
+        try:
+            kept.conn.send_bytes(data)
+        except OSError:  # the child ended while it waited (killed from outside, say)
+            raise isolation.Stale() from None
+        result = isolation._serve(kept.process, kept.conn, kept.fault_path, on_message,
+                                  should_stop, limit, what, watch)
+    except BaseException:
+        _release(kept, False)
+        raise
+    kept.started = True
+    _release(kept, watch.keep)
+    return result
+
+
+def _release(kept: _Kept, keep: bool) -> None:
+    """After a job: ``kept`` waits for the next, or ends."""
+    global _current
+    with _lock:
+        kept.busy = False
+        keep = keep and _current is kept
+        if keep:
+            kept.timer = threading.Timer(KEEP_SECONDS, _expire, (kept,))
+            kept.timer.daemon = True
+            kept.timer.start()
+        elif _current is kept:
+            _current = None
+    if not keep:
+        kept.end()
+
+
+def _expire(kept: _Kept) -> None:
+    global _current
+    with _lock:
+        if _current is not kept or kept.busy:
+            return
+        _current = None
+    kept.end()
+
+
+def end() -> None:
+    """End the kept child now (after its job, if it has one), and any child being started
+    for one: a window closing, say."""
+    global _current, _generation
+    with _lock:
+        kept, _current = _current, None
+        _generation += 1
+        idle = kept is not None and not kept.busy
+    if idle:
+        kept.end()
