@@ -16,7 +16,7 @@ import threading
 import time
 
 import torch
-from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
 from customgrad import processes, runner
 from customgrad.errors import Cancelled, TargetError
@@ -29,12 +29,22 @@ from playground.support.preview import ProgressPreparer
 from playground.workers import remote
 from playground.workers.remote import TopLevelTooSlow
 
+#: worker threads the window may run at once. They mostly wait on worker processes (the
+#: loop's, a check's, the inspector's, a build's); Qt's default, one per core, let a stuck
+#: inspector and the loop hold a new check in the queue (on 2 cores, until the inspector's
+#: timeout).
+POOL_THREADS = 8
+
 
 def create_worker(*args, **kwargs):
     """superqt's ``create_worker``, imported at the first use: importing superqt builds all of
-    its widgets (about 60 ms), and the app paints its window before any work starts."""
+    its widgets (about 60 ms), and the app paints its window before any work starts. Its
+    pool (Qt's global one) runs :data:`POOL_THREADS` at once at least."""
     from superqt.utils import create_worker as create
 
+    pool = QThreadPool.globalInstance()
+    if pool.maxThreadCount() < POOL_THREADS:
+        pool.setMaxThreadCount(POOL_THREADS)
     return create(*args, **kwargs)
 
 

@@ -193,6 +193,30 @@ def test_cancel_ends_a_check_stuck_inside_c(qtbot, window, tmp_path):
     _works_again(qtbot, window, flag)
 
 
+def test_a_check_is_not_queued_behind_a_stuck_inspector_and_the_loop(qtbot, window,
+                                                                     tmp_path):
+    """Each runs on a worker thread that waits on a process: the loop's (alive after a run)
+    and an inspection stuck inside C (until its timeout) took both of a 2-core machine's
+    pool threads, and Check waited in the queue that long, doing nothing."""
+    flag, _, before = _open_flaky(qtbot, window, tmp_path)  # the loop's thread is waiting
+    s = window.session
+    flag.write_text("sleep backward")
+    inspection = window.byof.inspection
+    inspection.inspect_now()
+    qtbot.waitUntil(lambda: inspection.runner.busy, timeout=TIMEOUT)
+    with qtbot.waitSignal(s.jacobianStarted, timeout=TIMEOUT):
+        s.check_now()
+    job = s.job
+    # the check's thread runs (its child is asleep in backward), long before the
+    # inspector's 10 s timeout would free a thread
+    qtbot.waitUntil(lambda: job.state.thread_id is not None, timeout=5000)
+    s.cancel_check()
+    qtbot.waitUntil(lambda: job.done, timeout=5000)
+    inspection.runner.cancel()
+    _kept(window, before)
+    _works_again(qtbot, window, flag)
+
+
 def test_a_memory_blow_up_is_stopped_with_the_shapes_named(qtbot, window, tmp_path,
                                                          monkeypatch):
     _, _, before = _open_flaky(qtbot, window, tmp_path)
