@@ -20,11 +20,11 @@ from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
 from customgrad.shadow import description_of
 from playground.support.discard import discard
+from playground.workers.building import start_build
 from playground.workers.jobs import (
     JacobianJob,
     guarded_module_code,
     shadowing,
-    start_build,
     start_descent,
     warm_loop_process,
 )

@@ -15,14 +15,12 @@ import sys
 import threading
 import time
 
-import torch
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
 from customgrad import processes, runner
 from customgrad.errors import Cancelled, TargetError
-from customgrad.problem import Problem, build
+from customgrad.problem import Problem
 from customgrad.runner import LoopControl, interrupt_thread
-from customgrad.settings import Settings
 from customgrad.shadow import Shadowed, description_of
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
@@ -455,54 +453,3 @@ def _compare(state: _JobState, problem: Problem, args, options):
         return remote.finish(report, problem, args)
     finally:
         state.done = True
-
-
-_warm = threading.Lock()
-_warmed = False
-_warmed_optim = False
-
-
-def _build(settings: Settings, target) -> Problem:
-    """build(), after warming torch's lazy imports once: two threads importing them for the
-    first time at the same moment can collide inside torch (a half-imported sympy)."""
-    global _warmed, _warmed_optim
-    with _warm:
-        if not _warmed:
-            x = torch.ones(2, requires_grad=True)
-            (x * 2).sum().backward()
-            torch.vmap(torch.sin)(torch.ones(2, 2))
-            _warmed = True
-        if settings.optimizer != "sgd" and not _warmed_optim:
-            # torch.optim's first optimizer imports torch._dynamo (and sympy): a second or
-            # two, here rather than on the GUI thread when the run starts
-            x = torch.ones(2, requires_grad=True)
-            x.grad = torch.ones(2)
-            torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
-            torch.optim.Adam([x], lr=0.1).step()
-            _warmed_optim = True
-    if ISOLATE and target is not None and processes.portable(target):
-        return _build_in_child(settings, target)
-    return build(settings, target)
-
-
-def _build_in_child(settings: Settings, target) -> Problem:
-    """build() in a worker process (it calls the user's forward), the tensors shared back;
-    this process's own build where the child cannot load the Function."""
-    from customgrad import kept
-    from playground.workers import remote
-
-    return in_child_or_here(
-        lambda: kept.call(remote.build, target.spec, target.code, settings,
-                          name=f"build {target.spec}", keep=remote.keep_for(target)
-                          ).problem(target),
-        lambda: build(settings, target), target.function)
-
-
-def start_build(settings: Settings, target, on_problem, on_error):
-    """Resolve the target, validate specs and draw inputs off the GUI thread."""
-    worker = create_worker(_build, settings, target, _start_thread=False,
-                           _ignore_errors=True)
-    worker.returned.connect(on_problem)
-    worker.errored.connect(on_error)
-    worker.start()
-    return worker
