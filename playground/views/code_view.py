@@ -13,6 +13,7 @@ from PySide6.QtGui import QFont, QPalette, QTextCursor
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from playground.views.code_editor import LIGHT_STYLE, CodeEditor
+from playground.views.fields import ElidedLabel
 from playground.views.fitting import FitScroll
 from playground.views.fonts import code_font, point_size, scaled
 from playground.views.theme import mix
@@ -27,10 +28,10 @@ class CodeView(QWidget):
         super().__init__(parent)
         self._file: str | None = None
 
-        self.title_label = QLabel()
-        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.title_label.setWordWrap(True)
-        self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # one line: wrapped, a long title took the room of the code below it (and was cut at
+        # a large zoom on a small screen); too long for the pane, it ends in "…" (whole: its
+        # tooltip)
+        self.title_label = ElidedLabel()
 
         self.note_label = QLabel()
         self.note_label.setWordWrap(True)

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from playground.state import paths
 from playground.views.code_editor import DARK_STYLE, LIGHT_STYLE, CodeEditor
 from playground.views.fields import ElidedLabel
+from playground.views.fitting import FitScroll
 from playground.views.fonts import code_font, point_size, scaled
 
 AUTOSAVE_NAME = "editor-autosave.py"
@@ -238,7 +239,7 @@ class FunctionEditor(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.file_label)
         layout.addWidget(self.code, 1)
-        layout.addWidget(self.status)
+        layout.addWidget(FitScroll(self.status, self, share=0.3))  # a long error: scrolls
 
         self.apply_action = QAction("Apply", self)
         self.apply_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])

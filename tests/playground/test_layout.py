@@ -195,6 +195,36 @@ def test_the_normal_layout_fits_a_projector_at_150_percent(qtbot):
         win.session.shutdown(wait=0.5)
 
 
+def test_a_failed_verdict_at_150_percent_on_a_projector_overlaps_nothing(qtbot):
+    """1280 x 720 at zoom 150 %, the app's font, a failing check (its verdict wraps to three
+    lines) after a run: the line under the heatmaps gives way rather than lie over their axis
+    labels, and comes back where there is room; the code's title is one line."""
+    app = QApplication.instance()
+    saved = app.font()
+    font = QFont(saved)
+    font.setPointSizeF(11.0)  # as playground.app.application() sets it
+    app.setFont(font)
+    win = _window(qtbot, 1280, 720, percent=150)
+    try:
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("killhead_bug")
+        win.session.run_steps(20)
+        qtbot.waitUntil(lambda: win.session.step == 20, timeout=TIMEOUT)
+        j = win.jacobian
+        for index in range(win.side_tabs.count()):
+            win.side_tabs.setCurrentIndex(index)
+            _settle(qtbot, win)
+            assert _problems(win) == []
+            assert j.hover_label.isHidden()  # no room for it under the heatmaps
+        win.resize(1440, 900)
+        _settle(qtbot, win)
+        assert not j.hover_label.isHidden()
+        assert j.hover_label.geometry().top() > j.graphics.geometry().bottom()
+    finally:
+        win.session.shutdown(wait=0.5)
+        app.setFont(saved)
+
+
 @pytest.mark.parametrize("percent", [50, 300])
 @pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
 def test_no_text_overlaps_at_the_ends_of_the_zoom(qtbot, percent, theme_name):

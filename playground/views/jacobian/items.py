@@ -1,12 +1,12 @@
 """Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, and a plot
-title that asks for no width."""
+title that asks for no width, and the line under the heatmaps giving way where it has no room."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-__all__ = ["Curve", "Image", "Scatter", "ignore_text_width"]
+__all__ = ["Curve", "Image", "Scatter", "fit_hint", "ignore_text_width"]
 
 
 # Items hidden while they hold nothing: Qt still calls an empty item's (Python) paint at every
@@ -58,3 +58,16 @@ def ignore_text_width(label: pg.LabelItem) -> None:
         label.updateGeometry()
 
     label.updateMin = update_min
+
+
+def fit_hint(view) -> None:
+    """The line under the heatmaps of ``view`` (a JacobianView) gives way where the pane is
+    too short for it below the heatmaps' least height (a verdict wrapped to three lines, at
+    a large zoom on a small screen): Qt would lay it over the heatmaps' axis labels."""
+    layout = view.layout()
+    margins, spacing = layout.contentsMargins(), layout.spacing()
+    used = margins.top() + margins.bottom() + view.banner.height() + spacing \
+        + view.graphics.minimumHeight() + spacing + view.hover_label.sizeHint().height()
+    if not view.tolerance_row.isHidden():
+        used += view.tolerance_row.sizeHint().height() + spacing
+    view.hover_label.setVisible(used <= view.height())

@@ -21,6 +21,7 @@ from playground.views.jacobian.banner import VerdictBanner
 from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
 from playground.views.jacobian.geometry import layout_key
 from playground.views.jacobian.heatmaps import Heatmaps
+from playground.views.jacobian.items import fit_hint
 from playground.views.jacobian.labels import BlockLabels
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.paint import PaintGate
@@ -110,8 +111,8 @@ class JacobianView(QWidget):
             panel.plot.vb.sigRangeChangedManually.connect(self._user_zoomed)
         self.graphics.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.graphics.scene().sigMouseMoved.connect(self._mouse_moved)
-        self.graphics.viewport().installEventFilter(self)
-        self.graphics.installEventFilter(self)
+        for watched in (self.graphics.viewport(), self.graphics, self, self.banner):
+            watched.installEventFilter(self)
 
     @property
     def _shape(self) -> tuple[int, int]:
@@ -288,6 +289,8 @@ class JacobianView(QWidget):
         elif watched is self.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
+        if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
+            fit_hint(self)
         return super().eventFilter(watched, event)
 
     # ------------------------------------------------------------------ progress
