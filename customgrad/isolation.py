@@ -197,9 +197,8 @@ if _nice_text.isdigit() and int(_nice_text) <= 19:
 
 
 def _child_setup(conn, fault_path: str, environment: dict | None):
-    """What every child does first: the parent's environment and priority, memory files,
-    faulthandler, its prints relayed; "started" tells the parent the child runs. The channel
-    and faulthandler's file."""
+    """What every child does first (environment, priority, memory files, faulthandler, its
+    prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     if environment is not None:
         processes.adopt_environment(environment)
@@ -354,19 +353,11 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     Raises what the job raised; :class:`ProcessCrashed` when the child died without a word;
     :class:`MemoryLimitExceeded` past ``memory_limit`` bytes (None: the default, 0: none),
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
-    ``should_stop()`` is true.
-
-    The job gets a fresh child (:func:`customgrad.kept.call`: one kept between jobs).
+    ``should_stop()`` is true. (:func:`customgrad.kept.call`: a child kept between jobs.)
     """
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
-    context = _context()
-    fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
-    os.close(fd)
-    parent, child = context.Pipe(duplex=True)
-    process = context.Process(target=_child_main,
-                              args=(child, fault_path, job, args, dict(os.environ)),
-                              daemon=True, name=name)
+    process, parent, child, fault_path = _new_child(_child_main, name, job, args)
     try:
         _start(process)
         child.close()
@@ -382,6 +373,18 @@ def call(job: Callable, *args, on_message: Callable | None = None,
         _read_fault(fault_path, remove=True)
 
 
+def _new_child(target: Callable, name: str, *args):
+    """A child process not started yet, running ``target(conn, fault_path, *args,
+    environment)``: (process, this end of its pipe, its end, faulthandler's file)."""
+    context = _context()
+    fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
+    os.close(fd)
+    parent, child = context.Pipe(duplex=True)
+    process = context.Process(target=target, daemon=True, name=name,
+                              args=(child, fault_path, *args, dict(os.environ)))
+    return process, parent, child, fault_path
+
+
 def _start(process) -> None:
     try:
         with processes.main_stays_home():
@@ -392,14 +395,12 @@ def _start(process) -> None:
 
 
 class Stale(Exception):
-    """A kept child (:mod:`customgrad.kept`) refused the job: a file it imported has changed,
-    or it is gone."""
+    """A kept child (:mod:`customgrad.kept`) refused the job (a file it imported changed)."""
 
 
 class _Watch:
     """What :func:`_serve` learns of a child: whether it has started, has taken its job (a
-    kept child reads it from the pipe, and takes the job's tensors from this process), and
-    can be kept for another job."""
+    kept child takes the job's tensors from this process), and can be kept for another."""
 
     #: how long a stop waits for a child to finish taking its job's tensors
     TAKING_SECONDS = 0.5

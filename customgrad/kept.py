@@ -31,7 +31,6 @@ import math
 import os
 import pickle
 import sys
-import tempfile
 import threading
 import time
 from multiprocessing.reduction import ForkingPickler
@@ -198,12 +197,7 @@ def _take(key, name: str) -> _Kept | None:
         generation = _generation
     if old is not None:
         old.end()
-    context = isolation._context()
-    fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
-    os.close(fd)
-    parent, child = context.Pipe(duplex=True)
-    process = context.Process(target=_kept_main, args=(child, fault_path, dict(os.environ)),
-                              daemon=True, name=name)
+    process, parent, child, fault_path = isolation._new_child(_kept_main, name)
     kept = _Kept(key, process, parent, fault_path)
     try:
         isolation._start(process)
