@@ -447,14 +447,14 @@ def _tensors_job(tensors: list, channel) -> int:
 
 
 def _slow_handshakes() -> None:
-    """In the child: each tensor it takes from the caller waits 0.2 s inside the hand-over
+    """In the child: each tensor it takes from the caller waits 0.1 s inside the hand-over
     (as a child descheduled on a busy machine might)."""
     from multiprocessing import connection
 
     answer = connection.answer_challenge
 
     def slowly(*args, **kwargs):
-        time.sleep(0.2)
+        time.sleep(0.1)
         return answer(*args, **kwargs)
 
     connection.answer_challenge = slowly
@@ -476,7 +476,7 @@ def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch):
     start = time.monotonic()
     with pytest.raises(Cancelled):  # stopped once the child is inside the hand-over
         keeping.call(_tensors_job, [_SlowHandshakes(), torch.ones(4)], keep="test taking",
-                     should_stop=lambda: time.monotonic() > start + 0.1)
+                     should_stop=lambda: time.monotonic() > start + 0.05)
     time.sleep(0.5)  # the resource sharer's thread would have reported by now
     assert caught == []
 
