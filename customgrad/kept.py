@@ -176,6 +176,10 @@ def call(job, *args, keep, on_message=None, should_stop=None, memory_limit: int 
             return _call(kept, job, args, on_message, should_stop, limit, what)
         except isolation.Stale:
             continue
+        except processes.SetupFailed:
+            # the kept child could not take it: a fresh child says whether one can (the
+            # caller runs the job on its own thread only where a fresh child cannot)
+            break
     return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
                           memory_limit=limit, what=what, name=name)
 

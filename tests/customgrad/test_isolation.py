@@ -580,9 +580,21 @@ def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch):
     job.__module__, job.__qualname__ = "__main__", "customgrad_test_not_there"
     monkeypatch.setattr(__main__, "customgrad_test_not_there", job, raising=False)
     keeping.call(_pid_job, keep="test unpickle")
-    with pytest.raises(processes.SetupFailed, match="could not take the job"):
+    with pytest.raises(processes.SetupFailed, match="could not start"):
         keeping.call(job, keep="test unpickle")
     assert keeping._current is None
+
+
+def test_what_a_kept_child_could_not_take_goes_to_a_fresh_child(monkeypatch):
+    """Never straight to the caller's thread (SetupFailed): there a Function that crashes
+    would take the caller (the window) with it. A fresh child decides."""
+    def refused(kept, *args):
+        keeping._release(kept, False)
+        raise processes.SetupFailed("the worker process could not take the job")
+
+    keeping.call(_pid_job, keep="test refused")
+    monkeypatch.setattr(keeping, "_call", refused)
+    assert keeping.call(_pid_job, keep="test refused") not in (os.getpid(), None)
 
 
 def _cuda_job(channel) -> int:
