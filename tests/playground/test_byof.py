@@ -757,5 +757,8 @@ def test_an_import_path_module_runs_once_to_be_listed_and_never_here(qtbot, wind
         window.byof.open_import_path("listed_pkg_xyz.two")
     assert window.session.target.spec == "listed_pkg_xyz.two:Triple"
     assert description_of(window.session.target.function) is not None
-    pids = log.read_text().split()  # listed once; then the build's and the check's workers
-    assert str(os.getpid()) not in pids and len(pids) == len(set(pids)) == 3
+    # listed once; then the worker kept for the build and the check imports it once (or, if
+    # the file was written just before the build, which a kept worker does not trust, the
+    # build's and the check's workers import it once each)
+    pids = log.read_text().split()
+    assert str(os.getpid()) not in pids and len(pids) == len(set(pids)) in (2, 3)
