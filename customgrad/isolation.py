@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import math
-import multiprocessing
 import os
 import re
 import signal
@@ -247,12 +246,6 @@ def _child_end(conn) -> None:
     conn.close()
 
 
-def _context():
-    if processes.process_available():
-        return processes.context()
-    return multiprocessing.get_context("spawn")
-
-
 def _library_file(path: str) -> bool:
     """True for frames that are not the user's: the standard library, installed packages
     (torch, numpy) and customgrad itself."""
@@ -376,7 +369,7 @@ def call(job: Callable, *args, on_message: Callable | None = None,
 def _new_child(target: Callable, name: str, *args):
     """A child process not started yet, running ``target(conn, fault_path, *args,
     environment)``: (process, this end of its pipe, its end, faulthandler's file)."""
-    context = _context()
+    context = processes.context()
     fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
     os.close(fd)
     parent, child = context.Pipe(duplex=True)

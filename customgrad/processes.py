@@ -1,11 +1,12 @@
 """Worker processes: where every child comes from, and how it loads a problem again.
 
 Children start from one fork server (:func:`context`) that has imported torch once, so a
-fresh child starts in milliseconds; where there is no fork server (Windows) callers use
-``spawn``. Used by the descent loop's process (:mod:`customgrad.runner`) and by one-job
-children (:mod:`customgrad.isolation`). A child loads the Function again from its spec
-(:class:`ProblemRef`; :func:`portable` says whether it can), and reports a failure to do so
-as :class:`SetupFailed`, on which callers run the work on a thread instead.
+fresh child starts in milliseconds; where there is no fork server (Windows) they are started
+with ``spawn`` (seconds each: a fresh interpreter imports torch). Used by the descent loop's
+process (:mod:`customgrad.runner`) and by one-job children (:mod:`customgrad.isolation`). A
+child loads the Function again from its spec (:class:`ProblemRef`; :func:`portable` says
+whether it can), and reports a failure to do so as :class:`SetupFailed`, on which callers
+run the work on a thread instead.
 
 Only the standard library and torch: no Qt here.
 """
@@ -35,10 +36,13 @@ _context = None
 _context_lock = threading.Lock()
 
 
-def process_available() -> bool:
-    """True where a run can have a process of its own, started from a fork server (Linux,
-    macOS): milliseconds per run, not the seconds a fresh interpreter takes to import torch."""
-    return "forkserver" in multiprocessing.get_all_start_methods()
+def fork_server() -> bool:
+    """True where children start from a fork server that has imported torch once (Linux,
+    macOS): milliseconds per child. Else (Windows, which has none, or
+    ``CUSTOMGRAD_START_METHOD=spawn`` anywhere) each child is a fresh interpreter started
+    with ``spawn`` that imports torch itself: seconds, the same results."""
+    wanted = os.environ.get("CUSTOMGRAD_START_METHOD", "").strip().lower()
+    return wanted != "spawn" and "forkserver" in multiprocessing.get_all_start_methods()
 
 
 def preload(*modules: str) -> None:
@@ -51,8 +55,11 @@ def preload(*modules: str) -> None:
 
 
 def context():
-    """The fork server's context (started on first use)."""
+    """Where children come from: the fork server's context (the server starts on first
+    use), or ``spawn``'s where there is no fork server (:func:`fork_server`)."""
     global _context
+    if not fork_server():
+        return multiprocessing.get_context("spawn")
     with _context_lock:
         if _context is None:
             made = multiprocessing.get_context("forkserver")
@@ -62,7 +69,10 @@ def context():
 
 
 def warm() -> None:
-    """Start the fork server now (it imports torch once, in the background of the caller)."""
+    """Start the fork server now (it imports torch once, in the background of the caller);
+    nothing where children are spawned."""
+    if not fork_server():
+        return
     context()
     from multiprocessing import forkserver
 

@@ -79,6 +79,7 @@ class LoopControl:
     seq: int = 0  # instructions sent to a child process ...
     acked: int = 0  # ... and how many it has taken
     unacked_since: float | None = None
+    ready: bool = False  # a child process has loaded the Function
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -87,7 +88,11 @@ class LoopControl:
 
     def stuck_for(self) -> float:
         """Seconds the loop has not responded: inside one step (a thread), or since an
-        instruction it has not taken yet (a process: it takes them between steps)."""
+        instruction it has not taken yet (a process: it takes them between steps). A process
+        still starting is not stuck: a spawned one (no fork server) imports torch first,
+        seconds, and the Function's module ran without hanging in a worker already."""
+        if self.remote is not None and not self.ready:
+            return 0.0
         since = self.unacked_since if self.remote is not None else self.in_step_since
         return 0.0 if since is None else time.perf_counter() - since
 
@@ -120,6 +125,7 @@ class LoopControl:
         """The child process has loaded the Function: a wait for an answer starts now (a
         slow import is not a stuck step)."""
         with self._lock:
+            self.ready = True
             if self.unacked_since is not None:
                 self.unacked_since = time.perf_counter()
 

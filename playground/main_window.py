@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
@@ -32,6 +32,10 @@ from playground.views.notices import NoticeBar, PendingSessionBar
 from playground.views.panes import LeftPane, MainArea
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape
+
+#: the status bar while a new run's process loads the Function (a spawned one, where there is
+#: no fork server, imports torch first: seconds)
+LOOP_STARTING = "Starting the run's worker process…"
 
 
 def _restore_default() -> bool:
@@ -168,6 +172,7 @@ class MainWindow(QMainWindow):
         s.errorCleared.connect(self.errors.hide)
         s.notice.connect(self.notice.show_notice)
         s.busyChanged.connect(self._busy)
+        s.runningChanged.connect(self._running)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
@@ -225,6 +230,17 @@ class MainWindow(QMainWindow):
     def _batch(self, batch) -> None:
         if len(batch):
             self.loss_plot.append(batch.steps, batch.losses)
+        if self.status.currentMessage() == LOOP_STARTING:
+            self.status.clearMessage()
+
+    def _running(self, running: bool) -> None:
+        if running:  # a loop's process still starting after a moment says so
+            QTimer.singleShot(300, self._say_if_starting)
+
+    def _say_if_starting(self) -> None:
+        ctrl = self.session.ctrl
+        if ctrl.running and ctrl.remote is not None and not ctrl.ready and not ctrl.exited:
+            self.status.showMessage(LOOP_STARTING)
 
     def _busy(self, busy: bool) -> None:
         self.status.showMessage("Preparing inputs…" if busy else "Ready", 0 if busy else 3000)
@@ -237,6 +253,8 @@ class MainWindow(QMainWindow):
         self.status.showMessage(f"Jacobian check {verdict} in {report.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
+        if self.status.currentMessage() == LOOP_STARTING:
+            self.status.clearMessage()
         self.errors.show_error(exc)
         line = getattr(exc, "line", None)
         if line and getattr(exc, "file", None) == (self.session.target.file

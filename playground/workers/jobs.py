@@ -218,18 +218,17 @@ def _wait_live(done: threading.Event, seconds: float) -> None:
 
 
 def loop_mode() -> str:
-    """Where the descent loop runs: ``process`` (a child process, the default where a fork
-    server exists) or ``thread``; ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
+    """Where the descent loop runs: ``process`` (a child process, the default; spawned where
+    there is no fork server, which starts in seconds, not milliseconds) or ``thread``;
+    ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
     wanted = os.environ.get("AUTOGRAD_PLAYGROUND_LOOP", "").strip().lower()
-    if wanted == "thread" or not processes.process_available():
-        return "thread"
-    return "process"
+    return "thread" if wanted == "thread" else "process"
 
 
 def warm_loop_process() -> None:
     """Start the fork server on a background thread (it imports torch once, off to the side),
     so that the first build, check and Play start at once."""
-    if processes.process_available() and (ISOLATE or loop_mode() == "process"):
+    if processes.fork_server() and (ISOLATE or loop_mode() == "process"):
         threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
 
 

@@ -32,9 +32,16 @@ def _line(path: Path, marker: str) -> int:
     raise AssertionError(marker)
 
 
-def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _cli(*argv: str, timeout: float = 120, env: dict | None = None
+         ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "customgrad.cli", *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
+
+
+#: Windows has no fork server: there every child is spawned (a fresh interpreter). The same
+#: path runs here when this variable chooses it.
+SPAWN = {"CUSTOMGRAD_START_METHOD": "spawn"}
 
 
 @pytest.mark.parametrize("name, signal_name, marker", [
@@ -53,6 +60,22 @@ def test_a_crash_in_the_function_is_exit_2_with_the_signal_and_the_line(name, si
     assert "Traceback" not in proc.stderr
     assert "faulthandler" in proc.stderr  # the stack follows the paragraph
     assert f'crash_functions.py", line {line} in {phase}' in proc.stderr
+
+
+def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
+    proc = _cli("check", f"{CRASH}:SegInBackward", "--shape", "x=3", env=SPAWN)
+    assert proc.returncode == 2, proc.stderr
+    line = _line(CRASH, "SEGFAULT_BACKWARD")
+    assert (f"customgrad: SegInBackward.backward crashed the process with SIGSEGV at "
+            f"crash_functions.py:{line}") in " ".join(proc.stderr.split())
+    assert f'crash_functions.py", line {line} in backward' in proc.stderr
+
+
+def test_without_a_fork_server_run_steps_in_a_spawned_child():
+    forked = _cli("run", "killhead", "--steps", "3", "--json")
+    spawned = _cli("run", "killhead", "--steps", "3", "--json", env=SPAWN)
+    assert spawned.returncode == 0, spawned.stderr
+    assert json.loads(spawned.stdout) == json.loads(forked.stdout)
 
 
 def test_os_exit_in_backward_is_exit_2_naming_the_exit_code():
@@ -135,7 +158,11 @@ def _tensor_job(n: int, channel) -> dict:
     return {"matrix": torch.arange(n * n, dtype=torch.float64).reshape(n, n)}
 
 
-def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys):
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys, monkeypatch,
+                                                                      method):
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
+    assert processes.context().get_start_method() == method
     seen = []
     result = isolation.call(_tensor_job, 64, on_message=seen.append)
     assert seen == [("half", 64)]
@@ -277,10 +304,15 @@ def _kept_pid() -> int:
     return keeping._current.process.pid
 
 
-def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one():
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one(monkeypatch,
+                                                                            method):
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
     first = keeping.call(_pid_job, keep="test one")
     process = keeping._current.process
     assert keeping.call(_pid_job, keep="test one") == first == _kept_pid()
+    assert process.__class__.__name__ == {"forkserver": "ForkServerProcess",
+                                          "spawn": "SpawnProcess"}[method]
     other = keeping.call(_pid_job, keep="test two")
     assert other != first and other == _kept_pid()
     assert not process.is_alive()  # one kept child at a time

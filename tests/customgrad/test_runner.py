@@ -7,6 +7,7 @@ import gc
 import os
 import pickle
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -19,9 +20,6 @@ from customgrad.errors import Cancelled, FunctionError
 from customgrad.loader import resolve
 from customgrad.problem import build
 from customgrad.settings import Settings
-
-pytestmark = pytest.mark.skipif(not processes.process_available(),
-                                reason="no fork server on this platform")
 
 
 def problem(target="killhead", **changes):
@@ -66,9 +64,14 @@ class Remote:
         assert not self.remote.process.is_alive()
 
 
-def test_remote_steps_equal_the_thread_loop_bit_for_bit():
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_remote_steps_equal_the_thread_loop_bit_for_bit(monkeypatch, method):
+    """Spawned where there is no fork server (Windows; chosen here by the variable)."""
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
     prob = problem(seed=3)
     remote = Remote(prob)
+    assert remote.remote.process.__class__.__name__ == {
+        "forkserver": "ForkServerProcess", "spawn": "SpawnProcess"}[method]
     remote.steps(7)
     descent = prob.descent()
     local = [descent.step() for _ in range(7)]
@@ -167,20 +170,41 @@ def test_a_step_stuck_in_c_is_ended_with_the_process(tmp_path):
     remote = Remote(problem(spec))
     remote.ctrl.running = True
     remote.ctrl.poke()
+    ended = []
+
+    def read():  # as the app's worker thread does: the reader learns the child is ready
+        try:
+            remote.pump_until(lambda: False)
+        except BaseException as exc:
+            ended.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 60  # only bounds a broken test; the file says when
     while not inside.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert inside.exists()
+    assert inside.exists() and remote.ctrl.ready
     remote.ctrl.running = False
     remote.ctrl.poke()  # never taken: the child is inside backward
     time.sleep(0.3)
     assert remote.ctrl.stuck_for() > 0.2
     remote.ctrl.interrupt()
-    # the child is ended, not waited for: pump_until returns although backward sleeps an hour
-    # (the pytest timeout would end a test that waited for it)
-    with pytest.raises(Cancelled):
-        remote.pump_until(lambda: False)
+    # the child is ended, not waited for: the reader ends although backward sleeps an hour
+    reader.join(60)
+    assert [type(e) for e in ended] == [Cancelled]
     assert not remote.remote.process.is_alive()
+
+
+def test_a_loop_process_still_starting_is_not_stuck():
+    """Until the child has loaded the Function (seconds for a spawned one), an instruction
+    it has not taken is no sign of a stuck step."""
+    ctrl = runner.LoopControl()
+    ctrl.remote = object()
+    ctrl.unacked_since = time.perf_counter() - 5
+    assert ctrl.stuck_for() == 0.0
+    ctrl.loaded()
+    ctrl.unacked_since -= 5  # five seconds later, still not taken: stuck
+    assert ctrl.stuck_for() >= 5
 
 
 def test_a_crash_in_the_child_is_reported_not_shared(tmp_path):
@@ -231,6 +255,15 @@ def test_the_child_still_frees_cyclic_garbage_between_frames(tmp_path):
     remote.stop()
     assert grown < 150, f"the child grew {grown:.0f} MiB"
     assert gc.isenabled()
+
+
+def test_without_a_fork_server_children_are_spawned(monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert not processes.fork_server()
+    assert processes.context().get_start_method() == "spawn"
+    processes.warm()  # nothing to start
 
 
 def test_portable_targets():

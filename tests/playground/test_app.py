@@ -43,10 +43,6 @@ def window(qtbot):
 @pytest.fixture(params=["process", "thread"])
 def loop_mode(request, monkeypatch):
     """Run the test with the descent loop in a child process, and again on a thread."""
-    from customgrad import processes
-
-    if request.param == "process" and not processes.process_available():
-        pytest.skip("no fork server on this platform")
     monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", request.param)
     return request.param
 
@@ -168,10 +164,8 @@ def test_play_pause_step_reset(qtbot, loop_mode, window):
 def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch):
     """Up to a second after start-up, a new loop process waits for the fork server to import
     torch: Play returns at once all the same, and the steps follow."""
-    from customgrad import processes, runner
+    from customgrad import runner
 
-    if not processes.process_available():
-        pytest.skip("no fork server on this platform")
     monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
 
     ready = threading.Event()  # set by the test once play() has returned
@@ -195,6 +189,53 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     qtbot.waitUntil(lambda: s.step > 10, timeout=TIMEOUT)
     assert isinstance(s.ctrl.remote, SlowStart)
     s.pause()
+
+
+SLOW_TO_LOAD_IN_THE_LOOP = f"""
+import multiprocessing
+import time
+
+import torch
+
+if multiprocessing.current_process().name.startswith("descent"):
+    time.sleep({STUCK_SECONDS * 2.5})  # the loop's process loads slowly (a spawned one would)
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+"""
+
+
+def test_pause_while_the_loops_process_starts_does_not_end_it_as_stuck(qtbot, window,
+                                                                     tmp_path, monkeypatch):
+    """A loop's process that has not loaded the Function yet (spawned where there is no
+    fork server, seconds) is starting, not stuck: Pause leaves it, the status bar says it is
+    starting, and steps follow once it has."""
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    path = tmp_path / "slow_loop.py"
+    path.write_text(SLOW_TO_LOAD_IN_THE_LOOP)
+    open_target(qtbot, window, f"{path}:Double")
+    s = window.session
+    notices = []
+    s.notice.connect(notices.append)
+    s.update(steps=0)
+    s.play()
+    qtbot.waitUntil(lambda: "Starting" in window.status.currentMessage(), timeout=TIMEOUT)
+    s.pause()
+    qtbot.wait(int(STUCK_SECONDS * 1000) + 300)  # past the moment Pause ends a stuck step
+    assert not s.ctrl.ready and not [n for n in notices if "stuck" in n]
+    process = s.ctrl.remote.process
+    assert process.is_alive()
+    s.run_steps(2)
+    qtbot.waitUntil(lambda: s.step == 2, timeout=TIMEOUT)
+    assert s.ctrl.remote.process is process
+    assert "Starting" not in window.status.currentMessage()
 
 
 def test_losses_equal_the_seed_script(qtbot, loop_mode, window):

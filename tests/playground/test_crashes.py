@@ -174,6 +174,36 @@ def test_a_crash_in_the_check_leaves_the_window_settings_history_and_editor(
     _works_again(qtbot, window, flag)
 
 
+def test_without_a_fork_server_every_call_still_runs_in_a_spawned_process(
+        qtbot, window, tmp_path, monkeypatch):
+    """Windows has no fork server: there each worker process is spawned (a fresh
+    interpreter, seconds to start). Chosen here by the variable: the window never imports
+    the user's file, the loop runs in a process of its own, and a segfault leaves the window
+    as it does with a fork server."""
+    from customgrad import kept
+    from customgrad.shadow import description_of
+
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")
+    monkeypatch.delenv("AUTOGRAD_PLAYGROUND_LOOP", raising=False)
+    flag, path, before = _open_flaky(qtbot, window, tmp_path)
+    s = window.session
+    assert type(s.ctrl.remote.process).__name__ == "SpawnProcess"  # the loop's
+    assert type(kept._current.process).__name__ == "SpawnProcess"  # the build's and checks'
+    loaded = [m for m in list(sys.modules.values())
+              if getattr(m, "__file__", None) == str(path)]
+    # the window's module for the file holds a shadow of Flaky: a worker ran the file
+    assert [description_of(m.Flaky).name for m in loaded] == ["Flaky"]
+    errors = []
+    s.errorRaised.connect(errors.append)
+    flag.write_text("segfault backward")
+    s.check_now()
+    text = _banner(qtbot, window, errors)
+    assert re.search(rf"Flaky\.backward crashed the process with SIGSEGV at "
+                     rf"flaky\.py:{_line(path, 'SEGFAULT')}", text), text
+    _kept(window, before)
+    _works_again(qtbot, window, flag)
+
+
 def test_cancel_ends_a_check_stuck_inside_c(qtbot, window, tmp_path):
     flag, _, before = _open_flaky(qtbot, window, tmp_path)
     s = window.session
