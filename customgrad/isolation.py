@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import math
 import os
 import re
 import signal
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -44,13 +42,12 @@ import torch.multiprocessing  # noqa: F401 (registers the reductions that share 
 
 from customgrad import processes, sharing
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.memory import machine_memory, resident_bytes
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
 #: how often the parent looks at the child (memory, stop requests)
 POLL_SECONDS = 0.02
-#: signals whose death faulthandler reports with a stack
-_FAULTS = {"SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL"}
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>\S+)')
 _PACKAGE = str(Path(__file__).resolve().parent)
 
@@ -77,14 +74,6 @@ class MemoryLimitExceeded(FunctionError):
         self.limit = limit
 
 
-def machine_memory() -> int:
-    """Bytes of physical memory, or 0 where the system does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
 #: the environment variable that sets the default limit, in GiB (0: no limit)
 MEMORY_LIMIT_VARIABLE = "CUSTOMGRAD_MEMORY_LIMIT_GIB"
 
@@ -103,43 +92,6 @@ def default_memory_limit() -> int:
                                   "(0: no limit).")
         return int(value * 2**30)
     return int(machine_memory() * MEMORY_FRACTION)
-
-
-def _resident_bytes(pid: int) -> int | None:
-    """The process's resident memory: from /proc (Linux), else from ``ps`` (macOS, the BSDs);
-    None where neither says (Windows: no limit there)."""
-    used = _proc_resident(pid)
-    return used if used is not None else _ps_resident(pid)
-
-
-def _proc_resident(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-#: ``ps`` starts a process: asked at most this often per child (its last answer between)
-PS_SECONDS = 0.25
-_ps_answers: dict[int, tuple[float, int | None]] = {}
-
-
-def _ps_resident(pid: int) -> int | None:
-    now = time.monotonic()
-    asked, used = _ps_answers.get(pid, (-math.inf, None))
-    if now - asked < PS_SECONDS:
-        return used
-    try:
-        out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True,
-                             text=True, timeout=2).stdout
-        used = int(out.split()[0]) * 1024  # kilobytes
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        used = None
-    if len(_ps_answers) > 64:  # children come and go
-        _ps_answers.clear()
-    _ps_answers[pid] = (now, used)
-    return used
 
 
 def gib(nbytes: float) -> str:
@@ -318,11 +270,8 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
         method = _method_in(stack)
         if context and "." not in context and method is not None:
             who = f"{context}.{method}"
-    if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
+    name = processes.crash_name(exitcode)
+    if name is not None:
         if name == "SIGKILL":
             text = (f"{who} was killed (SIGKILL){where}; the system ends processes that way "
                     "when memory runs out.")
@@ -420,7 +369,7 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
             process.kill()
             raise Cancelled("Stopped.")
         if limit:
-            used = _resident_bytes(process.pid)
+            used = resident_bytes(process.pid)
             if used is not None and used > limit:
                 process.kill()
                 raise MemoryLimitExceeded(

@@ -18,6 +18,7 @@ import importlib.machinery
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -193,6 +194,34 @@ def portable(target) -> bool:
     head, sep, tail = str(target.spec).rpartition(":")
     return bool(sep and head and tail.isidentifier() and not head.endswith(".py")
                 and head != PROCESS_LOCAL)
+
+
+#: how Windows ends a process that crashed: an exit code (an NTSTATUS), not a signal; the
+#: POSIX signal each stands for
+WINDOWS_CRASHES = {
+    0xC0000005: ("an access violation", "SIGSEGV"),
+    0xC00000FD: ("a stack overflow", "SIGSEGV"),
+    0xC0000409: ("a fail-fast abort", "SIGABRT"),  # abort() in the MSVC runtime, __fastfail
+    0xC000001D: ("an illegal instruction", "SIGILL"),
+    0xC0000094: ("an integer division by zero", "SIGFPE"),
+}
+
+
+def crash_name(exitcode: int | None) -> str | None:
+    """How a child that ended with ``exitcode`` crashed: a signal's name (negative codes,
+    POSIX), or Windows' words for it and the signal it stands for; None for an exit."""
+    if exitcode is None:
+        return None
+    code = exitcode & 0xFFFFFFFF  # (read as signed, too)
+    if code in WINDOWS_CRASHES:
+        words, stands_for = WINDOWS_CRASHES[code]
+        return f"{words} (0x{code:08X}, Windows' {stands_for})"
+    if exitcode < 0:
+        try:
+            return signal.Signals(-exitcode).name
+        except ValueError:
+            return f"signal {-exitcode}"
+    return None
 
 
 class SetupFailed(CustomGradError):

@@ -417,11 +417,8 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        if code is not None and code < 0:
-            try:
-                how = signal.Signals(-code).name
-            except ValueError:
-                how = f"signal {-code}"
+        how = processes.crash_name(code)
+        if how is not None:
             return FunctionError(
                 f"The process running the descent loop crashed ({how}), inside the Function's "
                 "forward or backward or a library it calls. The window is fine: press Play to "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import cli, isolation, processes, sharing
+from customgrad import cli, isolation, memory, processes, sharing
 from customgrad import kept as keeping
 from customgrad.errors import Cancelled, CustomGradError
 
@@ -202,17 +202,59 @@ def _hoarding_job(channel):
 
 
 def test_without_proc_the_memory_limit_asks_ps(monkeypatch):
-    """macOS has no /proc: the resident size comes from ps (a few times a second)."""
+    """macOS has no /proc (nor psutil, unless installed): the resident size comes from ps (a
+    few times a second)."""
     if shutil.which("ps") is None:
         pytest.skip("no ps here")
     asked = []
-    ps_resident = isolation._ps_resident
-    monkeypatch.setattr(isolation, "_proc_resident", lambda pid: None)
-    monkeypatch.setattr(isolation, "_ps_resident",
-                        lambda pid: asked.append(pid) or ps_resident(pid))
+    ps_resident = memory._ps_resident
+    monkeypatch.setattr(memory, "_proc_resident", lambda pid: None)
+    monkeypatch.setattr(memory, "_psutil", lambda: None)
+    monkeypatch.setattr(memory, "_ps_resident", lambda pid: asked.append(pid) or ps_resident(pid))
     with pytest.raises(isolation.MemoryLimitExceeded, match=r"more than 0\.2 GiB of memory"):
         isolation.call(_hoarding_job, memory_limit=2**28)
     assert asked
+
+
+def test_on_windows_the_memory_limit_asks_psutil(monkeypatch):
+    """Windows has neither /proc nor ps nor sysconf: psutil (a dependency there) says."""
+    psutil = pytest.importorskip("psutil")
+    machine = memory.machine_memory()
+    asked = []
+    psutil_resident = memory._psutil_resident
+    monkeypatch.setattr(memory, "_proc_resident", lambda pid: None)
+    monkeypatch.setattr(memory, "_ps_resident", lambda pid: None)
+    monkeypatch.setattr(memory, "_psutil_resident",
+                        lambda pid: asked.append(pid) or psutil_resident(pid))
+    monkeypatch.delattr(os, "sysconf")
+    # one count of the same pages, read two ways (sysconf's and /proc/meminfo's): 1 % apart
+    assert memory.machine_memory() == pytest.approx(machine, rel=0.01)
+    assert memory.machine_memory() == psutil.virtual_memory().total
+    with pytest.raises(isolation.MemoryLimitExceeded, match=r"more than 0\.2 GiB of memory"):
+        isolation.call(_hoarding_job, memory_limit=2**28)
+    assert asked
+
+
+@pytest.mark.parametrize("code, words", [
+    (0xC0000005, "an access violation (0xC0000005, Windows' SIGSEGV)"),
+    (-0x3FFFFFFB, "an access violation (0xC0000005, Windows' SIGSEGV)"),  # read signed
+    (0xC0000409, "a fail-fast abort (0xC0000409, Windows' SIGABRT)"),
+    (-11, "SIGSEGV"), (-6, "SIGABRT"), (3, None), (0, None), (None, None)])
+def test_a_crash_is_named_by_its_signal_or_its_windows_exit_code(code, words):
+    assert processes.crash_name(code) == words
+
+
+def test_a_crash_on_windows_names_the_access_violation_and_the_users_line():
+    """Windows ends a crashed process with an exit code, and faulthandler's text opens with
+    "Windows fatal exception"; the message reads as a segfault's does elsewhere."""
+    stack = ("Windows fatal exception: access violation\n\n"
+             "Current thread 0x00001a2c (most recent call first):\n"
+             '  File "C:\\Users\\me\\ext.py", line 12 in backward\n')
+    error = isolation.describe_death(0xC0000005, stack, "SegInBackward")
+    assert str(error).startswith(
+        "SegInBackward.backward crashed the process with an access violation (0xC0000005, "
+        "Windows' SIGSEGV) at ")
+    assert "line 12" in error.stack and error.line == 12
 
 
 def _raising_job(channel):
