@@ -139,7 +139,10 @@ class _BareLoop:
 
 
 class _StallMeter:
-    """Longest gap between ticks of a 5 ms GUI timer: how long the event loop was blocked."""
+    """Longest gap between ticks of a 5 ms GUI timer: how long the event loop was blocked;
+    and how many times it was blocked longer than a 60 Hz frame (a frame the screen missed)."""
+
+    FRAME = 1 / 60
 
     def __init__(self):
         from PySide6.QtCore import QTimer
@@ -148,15 +151,18 @@ class _StallMeter:
         self.timer.timeout.connect(self._tick)
         self.last = None
         self.worst = 0.0
+        self.late = 0
 
     def _tick(self):
         now = time.perf_counter()
         if self.last is not None:
-            self.worst = max(self.worst, now - self.last - 0.005)
+            blocked = now - self.last - 0.005
+            self.worst = max(self.worst, blocked)
+            self.late += blocked > self.FRAME
         self.last = now
 
     def __enter__(self):
-        self.last, self.worst = None, 0.0
+        self.last, self.worst, self.late = None, 0.0, 0
         self.timer.start()
         return self
 
@@ -442,6 +448,7 @@ def bench_isolation(quick: bool) -> dict:
             _wait(app, lambda: reports and reports[-1].shape[0] == 2048, 120)
             seconds: dict[str, list[float]] = {way: [] for way in ways}
             stalls: dict[str, list[float]] = {way: [] for way in ways}
+            late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
                 for way, (isolate, keep) in ways.items():
                     jobs.ISOLATE, kept.KEEP_SECONDS = isolate, keep
@@ -454,6 +461,7 @@ def bench_isolation(quick: bool) -> dict:
                         seconds[way].append(time.perf_counter() - start)
                         _verdict_drawn(app, reports)
                     stalls[way].append(meter.worst)
+                    late[way] += meter.late
             for way in ("isolated", "fresh"):
                 results.update({
                     f"{way}_verdict_vs_thread_{label}": min(seconds[way]) / min(seconds["thread"]),
@@ -461,10 +469,15 @@ def bench_isolation(quick: bool) -> dict:
                     f"ui_max_stall_ms_{way}_{label}": statistics.median(stalls[way]) * 1000,
                     f"ui_stall_{way}_vs_thread_{label}":
                         statistics.median(stalls[way]) / statistics.median(stalls["thread"]),
+                    # turn by turn (the two ran a second apart): steadier than the above
+                    f"ui_stall_{way}_vs_thread_paired_{label}": statistics.median(
+                        a / b for a, b in zip(stalls[way], stalls["thread"])),
+                    f"ui_late_frames_{way}_{label}": float(late[way]),
                 })
             results.update({
                 f"verdict_s_thread_{label}": min(seconds["thread"]),
                 f"ui_max_stall_ms_thread_{label}": statistics.median(stalls["thread"]) * 1000,
+                f"ui_late_frames_thread_{label}": float(late["thread"]),
             })
     finally:
         jobs.ISOLATE, kept.KEEP_SECONDS = saved, kept_seconds
