@@ -147,15 +147,30 @@ if _nice_text.isdigit() and int(_nice_text) <= 19:
     NICE = int(_nice_text)
 
 
+def _lower_priority() -> None:
+    """This process's priority, ``NICE`` below its parent's: POSIX ``nice``; on Windows,
+    which has none, the class below normal (through psutil, a dependency there)."""
+    if not NICE:
+        return
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
+        return
+    try:
+        import psutil
+    except ImportError:
+        return
+    with contextlib.suppress(AttributeError, OSError, psutil.Error):
+        psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
+
+
 def _child_setup(conn, fault_path: str, environment: dict | None):
     """What every child does first (environment, priority, memory files, faulthandler, its
     prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     if environment is not None:
         processes.adopt_environment(environment)
-    if NICE and hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(NICE)  # a window waiting on this child gets the processor when it wants it
+    _lower_priority()  # a window waiting on this child gets the processor when it wants it
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)
@@ -261,6 +276,9 @@ def _first_thread(stack: str) -> str:
 def describe_death(exitcode: int | None, stack: str, context: str | None) -> ProcessCrashed:
     """The error for a child that ended without reporting."""
     who = context or "The Function's code"
+    name = processes.crash_name(exitcode)
+    if name is None and "Fatal Python error: Aborted" in stack:
+        name = "SIGABRT"  # abort() on Windows: exit code 3, and faulthandler's word for it
     stack = _first_thread(stack) if stack.strip() else ""
     frame = user_frame(stack) if stack else None
     where, file, line = "", None, None
@@ -270,7 +288,6 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
         method = _method_in(stack)
         if context and "." not in context and method is not None:
             who = f"{context}.{method}"
-    name = processes.crash_name(exitcode)
     if name is not None:
         if name == "SIGKILL":
             text = (f"{who} was killed (SIGKILL){where}; the system ends processes that way "
@@ -287,7 +304,8 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
 
 def call(job: Callable, *args, on_message: Callable | None = None,
          should_stop: Callable[[], bool] | None = None, memory_limit: int | None = None,
-         what: str = "", name: str = "customgrad job"):
+         what: str = "", name: str = "customgrad job",
+         on_started: Callable[[], None] | None = None):
     """``job(*args, channel)`` in a fresh child process; its return value.
 
     ``job`` and ``args`` must pickle (a module-level function; tensors and plain data).
@@ -295,7 +313,9 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     Raises what the job raised; :class:`ProcessCrashed` when the child died without a word;
     :class:`MemoryLimitExceeded` past ``memory_limit`` bytes (None: the default, 0: none),
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
-    ``should_stop()`` is true. (:func:`customgrad.kept.call`: a child kept between jobs.)
+    ``should_stop()`` is true. ``on_started()`` is called once the child runs (a timeout
+    for the job starts then: a spawned child takes seconds to import torch first).
+    (:func:`customgrad.kept.call`: a child kept between jobs.)
     """
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
@@ -303,8 +323,9 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     try:
         _start(process)
         child.close()
-        return _serve(process, parent, fault_path, on_message, should_stop, limit, what,
-                      _Watch())
+        watch = _Watch()
+        watch.on_started = on_started
+        return _serve(process, parent, fault_path, on_message, should_stop, limit, what, watch)
     finally:
         if process.pid is not None:
             if process.is_alive():
@@ -349,6 +370,7 @@ class _Watch:
 
     def __init__(self, started: bool = False, taken: bool = True):
         self.started, self.taken = started, taken
+        self.on_started: Callable[[], None] | None = None
         self.keep = False
         self.stop_by: float | None = None
 
@@ -398,6 +420,8 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
             sys.stderr.flush()
         elif kind == "started":
             watch.started = True
+            if watch.on_started is not None:
+                watch.on_started()
         elif kind == "context":
             context_text = payload
         elif kind == "taken":

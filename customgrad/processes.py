@@ -137,8 +137,10 @@ class ProblemRef:
         return Problem(load_target(self.spec, self.code), self.specs, self.dtype, self.device,
                        self.args, self.targets, self.settings)
 
-    def descent(self) -> Descent:
-        target = load_target(self.spec, self.code)
+    def descent(self, target=None) -> Descent:
+        """The descent of the Function ``target`` (loaded here by its spec if not given):
+        making it calls ``forward`` once."""
+        target = load_target(self.spec, self.code) if target is None else target
         s = self.settings
         return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
                        loss=s.loss, optimizer=s.optimizer)
@@ -215,7 +217,7 @@ def crash_name(exitcode: int | None) -> str | None:
     code = exitcode & 0xFFFFFFFF  # (read as signed, too)
     if code in WINDOWS_CRASHES:
         words, stands_for = WINDOWS_CRASHES[code]
-        return f"{words} (0x{code:08X}, Windows' {stands_for})"
+        return f"{words} (0x{code:08X}, what Linux and macOS call {stands_for})"
     if exitcode < 0:
         try:
             return signal.Signals(-exitcode).name

@@ -32,7 +32,13 @@ import numpy as np
 from customgrad import processes
 from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.processes import ProblemRef, SetupFailed, adopt_environment, portable_error
+from customgrad.processes import (
+    ProblemRef,
+    SetupFailed,
+    adopt_environment,
+    load_target,
+    portable_error,
+)
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
 FRAME_SECONDS = 1 / 30
@@ -89,8 +95,8 @@ class LoopControl:
     def stuck_for(self) -> float:
         """Seconds the loop has not responded: inside one step (a thread), or since an
         instruction it has not taken yet (a process: it takes them between steps). A process
-        still starting is not stuck: a spawned one (no fork server) imports torch first,
-        seconds, and the Function's module ran without hanging in a worker already."""
+        that has not loaded the Function yet is starting, not stuck (a spawned one, where
+        there is no fork server, imports torch first: seconds): see :meth:`loading_for`."""
         if self.remote is not None and not self.ready:
             return 0.0
         since = self.unacked_since if self.remote is not None else self.in_step_since
@@ -120,6 +126,30 @@ class LoopControl:
             self.acked = max(self.acked, seq)
             if self.acked >= self.seq:
                 self.unacked_since = None
+
+    def loading_for(self) -> float:
+        """Seconds a child process has been starting and loading the Function (0 once it
+        has, or on a thread)."""
+        if self.remote is None or self.ready:
+            return 0.0
+        return time.perf_counter() - self.remote.started_at
+
+    def unstick(self, stuck_seconds: float, load_seconds: float) -> str:
+        """What Pause does a while after it, and says: a loop that has not answered an
+        instruction for ``stuck_seconds`` is ended ("stuck"); one still starting is let load
+        ("loading": ask again) unless it was told to stop (ended, nothing to lose) or has
+        loaded for ``load_seconds`` ("slow to load", ended); else nothing ("")."""
+        if not self.started or self.exited:
+            return ""
+        if self.loading_for() > 0:
+            if not self.stop and self.loading_for() <= load_seconds:
+                return "loading"
+            self.interrupt()
+            return "" if self.stop else "slow to load"
+        if self.stuck_for() >= stuck_seconds * 0.9:
+            self.interrupt()
+            return "stuck"
+        return ""
 
     def loaded(self) -> None:
         """The child process has loaded the Function: a wait for an answer starts now (a
@@ -327,11 +357,13 @@ def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
     ctrl = _ChildControl(conn)
     try:
         try:
-            descent = pickle.loads(payload).descent()
+            job = pickle.loads(payload)
+            target = load_target(job.spec, job.code)
         except BaseException as exc:  # reported to the parent, which can use a thread
             _send(conn, ("setup", portable_error(exc)))
             return
-        _send(conn, ("ready", os.getpid()))
+        _send(conn, ("ready", os.getpid()))  # from here on, a wait is the Function's
+        descent = job.descent(target)  # (its first forward, as a step's)
         _collect_between_frames()
         ctrl.sync(force=True)
         for batch in run_loop(descent, ctrl):
@@ -376,6 +408,7 @@ class RemoteLoop:
             raise pickle.PicklingError("the problem refers to objects of a user module")
         self.conn, child = context.Pipe(duplex=True)
         self.killed = False
+        self.started_at = time.perf_counter()
         self._send_lock = threading.Lock()
         self.process = context.Process(target=_child_main,
                                        args=(child, payload, dict(os.environ)), daemon=True,
@@ -420,7 +453,7 @@ class RemoteLoop:
         how = processes.crash_name(code)
         if how is not None:
             return FunctionError(
-                f"The process running the descent loop crashed ({how}), inside the Function's "
+                f"The process running the descent loop crashed with {how}, inside the Function's "
                 "forward or backward or a library it calls. The window is fine: press Play to "
                 "start the run over.", phase="forward")
         return FunctionError(f"The process running the descent loop ended unexpectedly (exit "

@@ -160,6 +160,8 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         s = self.session
+        self._loop_status = QTimer(self, interval=250)
+        self._loop_status.timeout.connect(self._show_loop_status)
         self.picker.picked.connect(s.set_target)
         s.targetChanged.connect(self._target_changed)
         s.runReset.connect(self.loss_plot.start_run)
@@ -172,7 +174,7 @@ class MainWindow(QMainWindow):
         s.errorCleared.connect(self.errors.hide)
         s.notice.connect(self.notice.show_notice)
         s.busyChanged.connect(self._busy)
-        s.runningChanged.connect(self._running)
+        s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
@@ -230,17 +232,19 @@ class MainWindow(QMainWindow):
     def _batch(self, batch) -> None:
         if len(batch):
             self.loss_plot.append(batch.steps, batch.losses)
-        if self.status.currentMessage() == LOOP_STARTING:
-            self.status.clearMessage()
 
-    def _running(self, running: bool) -> None:
-        if running:  # a loop's process still starting after a moment says so
-            QTimer.singleShot(300, self._say_if_starting)
-
-    def _say_if_starting(self) -> None:
+    def _show_loop_status(self) -> None:
+        """While a new run's process starts (seconds where it is spawned), the status bar
+        says so; once it has loaded the Function, or ended, that goes."""
         ctrl = self.session.ctrl
-        if ctrl.running and ctrl.remote is not None and not ctrl.ready and not ctrl.exited:
-            self.status.showMessage(LOOP_STARTING)
+        starting = not (ctrl.exited or ctrl.stop or ctrl.ready) and ctrl.thread_id is None
+        if starting and ctrl.loading_for() > 0.3:
+            if self.status.currentMessage() != LOOP_STARTING:
+                self.status.showMessage(LOOP_STARTING)
+        elif not starting:
+            self._loop_status.stop()
+            if self.status.currentMessage() == LOOP_STARTING:
+                self.status.clearMessage()
 
     def _busy(self, busy: bool) -> None:
         self.status.showMessage("Preparing inputs…" if busy else "Ready", 0 if busy else 3000)
@@ -253,8 +257,6 @@ class MainWindow(QMainWindow):
         self.status.showMessage(f"Jacobian check {verdict} in {report.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
-        if self.status.currentMessage() == LOOP_STARTING:
-            self.status.clearMessage()
         self.errors.show_error(exc)
         line = getattr(exc, "line", None)
         if line and getattr(exc, "file", None) == (self.session.target.file

@@ -30,6 +30,17 @@ from playground.workers.jobs import (
 )
 
 STUCK_SECONDS = 1.0
+#: how long a run's worker process may take to start and load the Function before Pause
+#: stops it (a spawned one imports torch first; the module's top level runs there again)
+LOAD_SECONDS = 60.0
+#: what the user is told when Pause ended a loop that did not answer
+UNSTUCK = {
+    "stuck": "Your Function was stuck inside forward/backward, so the loop was stopped. Press "
+             "Play to start the run over.",
+    "slow to load": f"The run's worker process was still loading your Function after "
+                    f"{LOAD_SECONDS:g} s (its module's top level?), so it was stopped. Press "
+                    "Play to try again.",
+}
 #: settings whose change needs new inputs (and so a new run)
 _REBUILD = {"target", "shapes", "constants", "init", "trained", "given", "dtype", "device",
             "seed", "loss", "optimizer", "memory_cap"}
@@ -59,6 +70,14 @@ def _wait_or_interrupt(ctrl: LoopControl, done, wait: float) -> None:
         ctrl.interrupt()
 
 
+def _disconnect(*signals) -> None:
+    for signal in signals:
+        try:
+            signal.disconnect()
+        except (RuntimeError, TypeError):
+            pass
+
+
 class Session(QObject):
     """Owns the settings and orchestrates build -> Jacobian -> descent."""
 
@@ -68,6 +87,7 @@ class Session(QObject):
     runReset = Signal(str)  # a new run starts (label)
     batchReady = Signal(object)  # Batch
     runningChanged = Signal(bool)
+    loopStarted = Signal()  # a new run's loop (its process starts, and loads the Function)
     jacobianStarted = Signal(str)
     jacobianProgress = Signal(object)
     jacobianReady = Signal(object)  # Report
@@ -268,6 +288,7 @@ class Session(QObject):
                                                 self._on_descent_error,
                                                 self._on_descent_finished,
                                                 thread=self.problem is self._thread_only)
+            self.loopStarted.emit()
         return True
 
     @property
@@ -295,10 +316,11 @@ class Session(QObject):
         QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
 
     def _unstick(self, ctrl: LoopControl) -> None:
-        if ctrl.started and not ctrl.exited and ctrl.stuck_for() >= STUCK_SECONDS * 0.9:
-            ctrl.interrupt()
-            self.notice.emit("Your Function was stuck inside forward/backward, so the loop was "
-                             "stopped. Press Play to start the run over.")
+        outcome = ctrl.unstick(STUCK_SECONDS, LOAD_SECONDS)
+        if outcome == "loading":  # Pause waits for the load, but not for ever: look again
+            QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
+        elif outcome:
+            self.notice.emit(UNSTUCK[outcome])
 
     def toggle(self) -> None:
         self.pause() if self.ctrl.running else self.play()
@@ -371,14 +393,11 @@ class Session(QObject):
         ctrl.poke()
         worker = self.descent_worker
         if worker is not None:
-            for signal in (worker.yielded, worker.errored, worker.finished):
-                try:
-                    signal.disconnect()
-                except (RuntimeError, TypeError):
-                    pass
+            _disconnect(worker.yielded, worker.errored, worker.finished)
             if wait:
                 _wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
-            else:
+            else:  # a process still starting ends now (nothing to finish); a step, after
+                self._unstick(ctrl)  # a second if it is stuck
                 QTimer.singleShot(STUCK_SECONDS * 1000, lambda: self._unstick(ctrl))
         self.descent_worker = None
         if was_running:
@@ -438,12 +457,8 @@ class Session(QObject):
 
     def _cancel_job(self) -> None:
         if self.job is not None and not self.job.done:
-            for signal in (self.job.worker.returned, self.job.worker.errored,
-                           self.job.bridge.progress):
-                try:
-                    signal.disconnect()
-                except (RuntimeError, TypeError):
-                    pass
+            _disconnect(self.job.worker.returned, self.job.worker.errored,
+                        self.job.bridge.progress)
             self.job.cancel()
         self.job = None
 

@@ -47,6 +47,7 @@ class InspectorRunner(QObject):
         job["timer"] = timer
         self._running[serial] = job
         if problem is not None and ISOLATE and portable(problem.target):
+            job["isolated"] = True
             worker = create_worker(self._work_isolated, job, ProblemRef.of(problem), function,
                                    list(args), seed, _start_thread=False, _ignore_errors=True)
         else:
@@ -56,7 +57,8 @@ class InspectorRunner(QObject):
         worker.errored.connect(lambda exc: self._errored(serial, exc))
         self.worker = worker
         self.started.emit()
-        timer.start()
+        if not job.get("isolated"):
+            timer.start()  # (a worker process's starts once the process runs)
         worker.start()
 
     @staticmethod
@@ -75,15 +77,18 @@ class InspectorRunner(QObject):
         from playground.workers import remote
 
         job["thread"] = threading.get_ident()
-        job["isolated"] = True  # stopped by ending the child, never by interrupting here
+        # stopped by ending the child, never by interrupting here
+
         def here() -> Inspection:
             job["isolated"] = False
+            _start_timer(job)
             return inspect_call(function, args, seed=seed)
 
         try:
             return in_child_or_here(
                 lambda: isolation.call(remote.inspect, ref, args, seed,
-                                       should_stop=lambda: job["stop"], name="inspector"),
+                                       should_stop=lambda: job["stop"], name="inspector",
+                                       on_started=lambda: _start_timer(job)),
                 here, function)
         finally:
             job["done"] = True
@@ -117,3 +122,10 @@ class InspectorRunner(QObject):
             exc = Cancelled(f"forward + backward took longer than {self.timeout:g} s and was "
                             "stopped (an endless loop?). Press Run again to retry.")
         self.failed.emit(exc)
+
+
+def _start_timer(job: dict) -> None:
+    """The inspection's timeout starts (once) when its user code is about to run."""
+    if not job["done"] and not job.get("timing"):
+        job["timing"] = True
+        job["timer"].start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import os
 import sys
 import threading
@@ -70,8 +71,8 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     runs in a worker process (:func:`try_import_in_child`) while the window keeps painting;
     for the session (:func:`shadowing`) the window then holds shadows of its Functions
     (:mod:`customgrad.shadow`) and never runs the module itself. Where it must (no worker
-    process could start; a torch.library op's module; the loop runs on a thread here, as on
-    Windows; a load that is not the session's) it runs it after the child did, on a helper
+    process could start; a torch.library op's module; the loop set to run on a thread here;
+    a load that is not the session's) it runs it after the child did, on a helper
     thread (input waits); after ``IMPORT_TIMEOUT`` seconds it is stopped, and the error
     names the line it was on."""
     here = sys.modules.get(origin[1]) if origin is not None and origin[0] == "module" else None
@@ -144,12 +145,16 @@ def try_import_in_child(origin: tuple | None, label: str,
 
     clock: dict = {}
 
-    def overdue() -> bool:  # first asked once the child has started (a cold fork server
-        now = time.perf_counter()  # may take a second or two before that)
-        return now > clock.setdefault("deadline", now + IMPORT_TIMEOUT + CHILD_GRACE)
+    def started() -> None:
+        # the time starts once the child runs: a cold fork server, or a spawned child
+        # importing torch, takes seconds before that, which are not the module's
+        clock["deadline"] = time.perf_counter() + IMPORT_TIMEOUT + CHILD_GRACE
+
+    def overdue() -> bool:
+        return time.perf_counter() > clock.get("deadline", math.inf)
     try:
         found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
-                               name=f"import {label}", should_stop=overdue)
+                               name=f"import {label}", should_stop=overdue, on_started=started)
     except processes.SetupFailed:
         return None  # no worker process to run it in: the import here is all there is
     except Cancelled:
@@ -268,6 +273,11 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
         yield from runner.thread_loop(problem.descent(), ctrl)
         return
     ctrl.remote = remote
+    if ctrl.stop:  # stopped while its process was starting: nothing to run
+        remote.kill()
+        remote.close(wait=0)
+        ctrl.exited = True
+        return
     ctrl.poke()  # the child starts with the controls as they are now
     yield from runner.remote_loop(remote, ctrl)
 

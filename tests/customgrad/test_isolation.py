@@ -4,6 +4,7 @@ blow-up there ends that process only, and the caller says what happened and wher
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -71,12 +72,35 @@ def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
     assert f'crash_functions.py", line {line} in backward' in proc.stderr
 
 
-def test_without_a_fork_server_run_steps_in_a_spawned_child(capsys):
-    assert cli.main(["run", "killhead", "--steps", "3", "--json", "--in-process"]) == 0
+#: KillHead from a file that writes down which process started the one loading it
+_WHO_STARTED_ME = """
+import os
+from customgrad.gallery.seeds import KillHead
+
+with open({log!r}, "a") as log:
+    log.write(open(f"/proc/{{os.getppid()}}/cmdline").read().replace("\\0", " ") + "\\n")
+
+
+class Mine(KillHead):
+    pass
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_without_a_fork_server_run_steps_in_a_spawned_child(capsys, tmp_path):
+    log = tmp_path / "started-by.txt"
+    source = tmp_path / "who.py"
+    source.write_text(_WHO_STARTED_ME.format(log=str(log)))
+    argv = ["run", f"{source}:Mine", "--steps", "3", "--json", "--shape", "input=3x8"]
+    assert cli.main([*argv, "--in-process"]) == 0
     here = json.loads(capsys.readouterr().out)
-    spawned = _cli("run", "killhead", "--steps", "3", "--json", env=SPAWN)
+    log.unlink()
+    spawned = _cli(*argv, env=SPAWN)
     assert spawned.returncode == 0, spawned.stderr
     assert json.loads(spawned.stdout) == here  # the seed loop's losses: bit for bit
+    # loaded in a child the CLI started itself (spawned), not one of a fork server
+    parent = log.read_text()
+    assert "customgrad.cli" in parent and "forkserver" not in parent
 
 
 def test_os_exit_in_backward_is_exit_2_naming_the_exit_code():
@@ -182,6 +206,28 @@ def test_a_child_yields_the_processor_to_the_window_that_waits_on_it():
     assert isolation.call(_niceness_job) == min(os.nice(0) + isolation.NICE, 19)
 
 
+def test_on_windows_a_child_lowers_its_priority_class_through_psutil(monkeypatch):
+    """Windows has no nice: the priority class below normal, set through psutil."""
+    import types
+
+    calls = []
+
+    class Process:
+        def nice(self, value):
+            calls.append(value)
+
+    fake = types.SimpleNamespace(Process=Process, BELOW_NORMAL_PRIORITY_CLASS=16384,
+                                 Error=OSError)
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    monkeypatch.delattr(os, "nice")
+    monkeypatch.setattr(isolation, "NICE", 5)
+    isolation._lower_priority()
+    assert calls == [16384]
+    monkeypatch.setattr(isolation, "NICE", 0)  # CUSTOMGRAD_CHILD_NICE=0: left as it is
+    isolation._lower_priority()
+    assert calls == [16384]
+
+
 def _environment_job(name: str, channel) -> str | None:
     return os.environ.get(name)
 
@@ -237,9 +283,10 @@ def test_on_windows_the_memory_limit_asks_psutil(monkeypatch):
 
 
 @pytest.mark.parametrize("code, words", [
-    (0xC0000005, "an access violation (0xC0000005, Windows' SIGSEGV)"),
-    (-0x3FFFFFFB, "an access violation (0xC0000005, Windows' SIGSEGV)"),  # read signed
-    (0xC0000409, "a fail-fast abort (0xC0000409, Windows' SIGABRT)"),
+    (0xC0000005, "an access violation (0xC0000005, what Linux and macOS call SIGSEGV)"),
+    # the same, read as a signed number
+    (-0x3FFFFFFB, "an access violation (0xC0000005, what Linux and macOS call SIGSEGV)"),
+    (0xC0000409, "a fail-fast abort (0xC0000409, what Linux and macOS call SIGABRT)"),
     (-11, "SIGSEGV"), (-6, "SIGABRT"), (3, None), (0, None), (None, None)])
 def test_a_crash_is_named_by_its_signal_or_its_windows_exit_code(code, words):
     assert processes.crash_name(code) == words
@@ -250,12 +297,25 @@ def test_a_crash_on_windows_names_the_access_violation_and_the_users_line():
     "Windows fatal exception"; the message reads as a segfault's does elsewhere."""
     stack = ("Windows fatal exception: access violation\n\n"
              "Current thread 0x00001a2c (most recent call first):\n"
-             '  File "C:\\Users\\me\\ext.py", line 12 in backward\n')
+             '  File "/home/me/ext.py", line 12 in backward\n')
     error = isolation.describe_death(0xC0000005, stack, "SegInBackward")
     assert str(error).startswith(
         "SegInBackward.backward crashed the process with an access violation (0xC0000005, "
-        "Windows' SIGSEGV) at ")
+        "what Linux and macOS call SIGSEGV) at ext.py:12 (in backward).")
     assert "line 12" in error.stack and error.line == 12
+
+
+def test_abort_on_windows_is_named_as_abort_not_as_an_exit():
+    """abort() ends a Windows process with exit code 3, and faulthandler has said why."""
+    stack = ("Fatal Python error: Aborted\n\n"
+             "Current thread 0x00001a2c (most recent call first):\n"
+             '  File "/home/me/ext.py", line 7 in backward\n')
+    error = isolation.describe_death(3, stack, "AbortInBackward")
+    assert str(error).startswith("AbortInBackward.backward crashed the process with SIGABRT "
+                                 "at ext.py:7 (in backward).")
+    assert "exit code" not in str(error)
+    plain_exit = isolation.describe_death(3, "", "ExitInBackward")
+    assert "ended the process with exit code 3" in str(plain_exit)
 
 
 def _raising_job(channel):
@@ -535,6 +595,36 @@ def _slow_handshakes() -> None:
 class _SlowHandshakes:
     def __reduce__(self):
         return _slow_handshakes, ()
+
+
+def _slow_start() -> str:
+    time.sleep(2.0)  # a child that takes seconds to start (spawned: it imports torch first)
+    return "loaded"
+
+
+class _SlowStart:
+    def __reduce__(self):
+        return _slow_start, ()
+
+
+def _echo_job(value, channel):
+    return value
+
+
+def test_a_jobs_time_limit_starts_once_its_child_runs():
+    """A time limit for the job (an import's, an inspection's) counts from ``on_started``,
+    once the child runs: seconds of a spawned child's start-up are not the user's code's."""
+    clock = {}
+
+    def started():
+        clock["deadline"] = time.monotonic() + 1.0  # far longer than the job itself
+
+    def overdue():
+        return time.monotonic() > clock.get("deadline", math.inf)
+
+    assert isolation.call(_echo_job, _SlowStart(), on_started=started,
+                          should_stop=overdue) == "loaded"
+    assert "deadline" in clock
 
 
 def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch):

@@ -181,7 +181,7 @@ def test_a_step_stuck_in_c_is_ended_with_the_process(tmp_path):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.monotonic() + 60  # only bounds a broken test; the file says when
-    while not inside.exists() and time.monotonic() < deadline:
+    while not (inside.exists() and remote.ctrl.ready) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert inside.exists() and remote.ctrl.ready
     remote.ctrl.running = False

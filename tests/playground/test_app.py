@@ -191,19 +191,31 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     s.pause()
 
 
-SLOW_TO_LOAD_IN_THE_LOOP = f"""
+IN_THE_LOOP_WHILE_FLAGGED = """
 import multiprocessing
+import os
 import time
 
 import torch
 
-if multiprocessing.current_process().name.startswith("descent"):
-    time.sleep({STUCK_SECONDS * 2.5})  # the loop's process loads slowly (a spawned one would)
+LOOP = multiprocessing.current_process().name.startswith("descent")  # the run's process
+
+
+def wait_while(flag):
+    deadline = time.monotonic() + 60  # (a broken test ends anyway)
+    while os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+if LOOP:
+    wait_while({loading!r})  # the run's process loads slowly (as a spawned one does)
 
 
 class Double(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
+        if LOOP:
+            wait_while({forward!r})
         return x * 2
 
     @staticmethod
@@ -212,30 +224,75 @@ class Double(torch.autograd.Function):
 """
 
 
+def _open_flagged(qtbot, window, tmp_path, loading: bool = False, forward: bool = False):
+    """Double, whose run's process waits while loading, or in forward, while a flag is
+    there; the flags."""
+    flags = {"loading": tmp_path / "loading.flag", "forward": tmp_path / "forward.flag"}
+    path = tmp_path / "flagged.py"
+    path.write_text(IN_THE_LOOP_WHILE_FLAGGED.format(**{k: str(v) for k, v in flags.items()}))
+    open_target(qtbot, window, f"{path}:Double")
+    for name, on in (("loading", loading), ("forward", forward)):
+        if on:
+            flags[name].write_text("")
+    window.session.update(steps=0)
+    return flags
+
+
 def test_pause_while_the_loops_process_starts_does_not_end_it_as_stuck(qtbot, window,
                                                                      tmp_path, monkeypatch):
     """A loop's process that has not loaded the Function yet (spawned where there is no
     fork server, seconds) is starting, not stuck: Pause leaves it, the status bar says it is
     starting, and steps follow once it has."""
     monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
-    path = tmp_path / "slow_loop.py"
-    path.write_text(SLOW_TO_LOAD_IN_THE_LOOP)
-    open_target(qtbot, window, f"{path}:Double")
+    flags = _open_flagged(qtbot, window, tmp_path, loading=True)
     s = window.session
     notices = []
     s.notice.connect(notices.append)
-    s.update(steps=0)
     s.play()
     qtbot.waitUntil(lambda: "Starting" in window.status.currentMessage(), timeout=TIMEOUT)
     s.pause()
-    qtbot.wait(int(STUCK_SECONDS * 1000) + 300)  # past the moment Pause ends a stuck step
+    qtbot.wait(int(STUCK_SECONDS * 1000) + 500)  # past the moment Pause ends a stuck step
     assert not s.ctrl.ready and not [n for n in notices if "stuck" in n]
     process = s.ctrl.remote.process
     assert process.is_alive()
+    assert "Starting" in window.status.currentMessage()
+    flags["loading"].unlink()
     s.run_steps(2)
     qtbot.waitUntil(lambda: s.step == 2, timeout=TIMEOUT)
     assert s.ctrl.remote.process is process
-    assert "Starting" not in window.status.currentMessage()
+    qtbot.waitUntil(lambda: "Starting" not in window.status.currentMessage(), timeout=TIMEOUT)
+
+
+def test_reset_while_the_loops_process_starts_ends_it_at_once(qtbot, window, tmp_path,
+                                                               monkeypatch):
+    """Nothing to finish: the process goes (it held a worker thread of a pool of eight)."""
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    _open_flagged(qtbot, window, tmp_path, loading=True)
+    s = window.session
+    s.play()
+    qtbot.waitUntil(lambda: s.ctrl.remote is not None, timeout=TIMEOUT)
+    ctrl, process = s.ctrl, s.ctrl.remote.process
+    s.reset()
+    # the loading flag holds it for a minute: ended well before that, and its thread freed
+    qtbot.waitUntil(lambda: not process.is_alive() and ctrl.exited, timeout=10_000)
+
+
+def test_pause_ends_a_run_whose_first_forward_is_stuck(qtbot, window, tmp_path,
+                                                       monkeypatch):
+    """The run's process calls forward once before its first step: stuck there, it has
+    loaded the Function, and Pause ends it as it ends a stuck step."""
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    _open_flagged(qtbot, window, tmp_path, forward=True)
+    s = window.session
+    notices = []
+    s.notice.connect(notices.append)
+    s.play()
+    qtbot.waitUntil(lambda: s.ctrl.ready, timeout=TIMEOUT)
+    process = s.ctrl.remote.process
+    s.pause()
+    qtbot.waitUntil(lambda: any("stuck" in n for n in notices),
+                    timeout=int(STUCK_SECONDS * 1000) + 10_000)
+    qtbot.waitUntil(lambda: not process.is_alive(), timeout=10_000)
 
 
 def test_losses_equal_the_seed_script(qtbot, loop_mode, window):
