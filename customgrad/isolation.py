@@ -42,7 +42,7 @@ import torch.multiprocessing  # noqa: F401 (registers the reductions that share 
 
 from customgrad import processes, sharing
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
-from customgrad.memory import machine_memory, resident_bytes
+from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -156,12 +156,10 @@ def _lower_priority() -> None:
         with contextlib.suppress(OSError):
             os.nice(NICE)
         return
-    try:
-        import psutil
-    except ImportError:
-        return
-    with contextlib.suppress(AttributeError, OSError, psutil.Error):
-        psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
+    psutil = psutil_or_none()
+    if psutil is not None:
+        with contextlib.suppress(AttributeError, OSError, psutil.Error):
+            psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
 
 
 def _child_setup(conn, fault_path: str, environment: dict | None):
@@ -323,9 +321,8 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     try:
         _start(process)
         child.close()
-        watch = _Watch()
-        watch.on_started = on_started
-        return _serve(process, parent, fault_path, on_message, should_stop, limit, what, watch)
+        return _serve(process, parent, fault_path, on_message, should_stop, limit, what,
+                      _Watch(on_started=on_started))
     finally:
         if process.pid is not None:
             if process.is_alive():
@@ -368,9 +365,9 @@ class _Watch:
     #: how long a stop waits for a child to finish taking its job's tensors
     TAKING_SECONDS = 0.5
 
-    def __init__(self, started: bool = False, taken: bool = True):
-        self.started, self.taken = started, taken
-        self.on_started: Callable[[], None] | None = None
+    def __init__(self, started: bool = False, taken: bool = True,
+                 on_started: Callable[[], None] | None = None):
+        self.started, self.taken, self.on_started = started, taken, on_started
         self.keep = False
         self.stop_by: float | None = None
 

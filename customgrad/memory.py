@@ -19,7 +19,7 @@ def machine_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # Windows has no sysconf
         pass
-    psutil = _psutil()
+    psutil = psutil_or_none()
     return int(psutil.virtual_memory().total) if psutil is not None else 0
 
 
@@ -33,7 +33,8 @@ def resident_bytes(pid: int) -> int | None:
     return None
 
 
-def _psutil():
+def psutil_or_none():
+    """The psutil module where it is installed (a dependency on Windows), else None."""
     try:
         import psutil
     except ImportError:
@@ -50,7 +51,7 @@ def _proc_resident(pid: int) -> int | None:
 
 
 def _psutil_resident(pid: int) -> int | None:
-    psutil = _psutil()
+    psutil = psutil_or_none()
     if psutil is None:
         return None
     try:

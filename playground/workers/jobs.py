@@ -274,8 +274,7 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
         return
     ctrl.remote = remote
     if ctrl.stop:  # stopped while its process was starting: nothing to run
-        remote.kill()
-        remote.close(wait=0)
+        remote.close(wait=0)  # (ends it)
         ctrl.exited = True
         return
     ctrl.poke()  # the child starts with the controls as they are now

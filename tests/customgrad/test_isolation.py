@@ -256,7 +256,7 @@ def test_without_proc_the_memory_limit_asks_ps(monkeypatch):
     asked = []
     ps_resident = memory._ps_resident
     monkeypatch.setattr(memory, "_proc_resident", lambda pid: None)
-    monkeypatch.setattr(memory, "_psutil", lambda: None)
+    monkeypatch.setattr(memory, "psutil_or_none", lambda: None)
     monkeypatch.setattr(memory, "_ps_resident", lambda pid: asked.append(pid) or ps_resident(pid))
     with pytest.raises(isolation.MemoryLimitExceeded, match=r"more than 0\.2 GiB of memory"):
         isolation.call(_hoarding_job, memory_limit=2**28)
@@ -598,7 +598,7 @@ class _SlowHandshakes:
 
 
 def _slow_start() -> str:
-    time.sleep(2.0)  # a child that takes seconds to start (spawned: it imports torch first)
+    time.sleep(3.0)  # a child that takes seconds to start (spawned: it imports torch first)
     return "loaded"
 
 
@@ -617,7 +617,7 @@ def test_a_jobs_time_limit_starts_once_its_child_runs():
     clock = {}
 
     def started():
-        clock["deadline"] = time.monotonic() + 1.0  # far longer than the job itself
+        clock["deadline"] = time.monotonic() + 2.0  # far longer than the job itself
 
     def overdue():
         return time.monotonic() > clock.get("deadline", math.inf)
