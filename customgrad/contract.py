@@ -18,6 +18,7 @@ from typing import NoReturn
 
 import torch
 
+from customgrad import shadow
 from customgrad.errors import Cancelled, FunctionError, format_traceback
 from customgrad.inputs import format_shape
 
@@ -49,10 +50,9 @@ class FakeCtx:
 
 
 def source_file(function: type) -> str | None:
-    try:
-        return os.path.abspath(inspect.getsourcefile(function) or "")
-    except TypeError:
-        return None
+    """:func:`customgrad.shadow.source_file`, absolute (a notebook cell's pseudo-file as is)."""
+    file = shadow.source_file(function)
+    return os.path.abspath(file) if file and not file.startswith("<") else file
 
 
 def _method_tree(function: type, name: str) -> tuple[ast.FunctionDef, int] | None:

@@ -144,13 +144,18 @@ def source_lines(function: type) -> tuple[str, int]:
 
 
 def source_file(function: type) -> str | None:
+    """The file ``function`` was written in (a shadow's as its worker process read it), or
+    the pseudo-file its methods were compiled from where its module has no file: a notebook
+    cell's ``<ipython-input-...>``, whose ``__main__`` has no ``__file__`` (``inspect`` raises
+    OSError there). None where neither is known."""
     d = description_of(function)
     if d is not None:
         return d.file
     try:
         return inspect.getsourcefile(function)
-    except TypeError:
-        return None
+    except (OSError, TypeError):
+        functions = own_functions(function)
+        return functions[0].__code__.co_filename if functions else None
 
 
 @dataclass

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from customgrad import capture
-from customgrad.errors import SpecError, TargetError
+from customgrad.errors import FunctionError, SpecError, TargetError
 from customgrad.inputs import GIVEN, TensorSpec, apply_overrides, draw, parse_init
 from customgrad.jacobian import compare
 from customgrad.loader import PROCESS_LOCAL, Target, resolve
 from customgrad.problem import build
 from customgrad.processes import ProblemRef, portable
 from customgrad.settings import Settings
-from tests.data.notebook import SCALE, forget_cells, run_cell
+from tests.data.notebook import PREFIX, SCALE, as_in_jupyter, forget_cells, run_cell
 
 #: a "notebook": the class in one cell, its helper and constant in an earlier one
 CELL_1 = '''
@@ -47,6 +47,12 @@ def notebook():
     run_cell(CELL_2, 2, namespace)
     yield namespace
     forget_cells()
+
+
+@pytest.fixture(autouse=True)
+def jupyter_main(monkeypatch):
+    """The cells here run as in a kernel, whose ``__main__`` has no file."""
+    as_in_jupyter(monkeypatch)
 
 
 def _scale():
@@ -128,6 +134,20 @@ def test_a_problem_built_on_given_tensors_starts_from_them():
     again = build(settings, Target(settings.target, scale, "Scale"))
     assert torch.equal(again.targets[0], problem.targets[0])  # the seed draws the targets
     assert problem.compare().passed
+
+
+def test_a_notebook_class_with_a_wrong_backward_is_named_by_its_cell_and_line():
+    # in a kernel, inspect.getsourcefile raises OSError for a class of __main__: the error
+    # names the cell (as IPython's tracebacks do) rather than failing to find a file
+    text = SCALE.replace("ctx.factor * grad_output * x, None", "ctx.factor * grad_output * x")
+    scale = run_cell(text, 8)["Scale"]
+    x, w = torch.randn(3, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+    with pytest.raises(FunctionError) as caught:
+        compare(scale, [x, w, 2.0])
+    assert "returned 2 gradients, but forward takes 3" in str(caught.value)
+    assert caught.value.file.startswith(f"{PREFIX}8-")
+    assert caught.value.line == text.splitlines().index(
+        "        return ctx.factor * grad_output * w, ctx.factor * grad_output * x") + 1
 
 
 # ------------------------------------------------------------------ given tensors in sessions

@@ -5,6 +5,8 @@ does for a cell), in a ``__main__`` namespace, so no module can import them agai
 from __future__ import annotations
 
 import linecache
+import sys
+import types
 
 #: the README's Scale; SCALE_BUGGY forgets ``factor`` for w
 SCALE = '''
@@ -40,3 +42,9 @@ def run_cell(text: str, number: int, namespace: dict | None = None) -> dict:
 def forget_cells() -> None:
     for key in [k for k in linecache.cache if str(k).startswith(PREFIX)]:
         linecache.cache.pop(key, None)
+
+
+def as_in_jupyter(monkeypatch) -> None:
+    """``__main__`` as IPython makes it for a kernel: a module with no ``__file__``, where
+    ``inspect`` raises OSError for its classes (pytest's own ``__main__`` has a file)."""
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))

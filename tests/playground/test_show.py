@@ -23,13 +23,19 @@ from customgrad.loader import PROCESS_LOCAL
 from customgrad.processes import portable
 from playground import shown
 from playground.state import paths, session_files
-from tests.data.notebook import SCALE, SCALE_BUGGY, run_cell
+from tests.data.notebook import SCALE, SCALE_BUGGY, as_in_jupyter, run_cell
 
 TIMEOUT = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 
 def _notebook_class(text: str, name: str, number: int, namespace: dict | None = None) -> type:
     return run_cell(text, number, namespace)[name]
+
+
+@pytest.fixture(autouse=True)
+def jupyter_main(monkeypatch):
+    """The notebook cells here run as in a kernel, whose ``__main__`` has no file."""
+    as_in_jupyter(monkeypatch)
 
 
 @pytest.fixture
