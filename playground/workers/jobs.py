@@ -55,6 +55,9 @@ CHILD_GRACE = 1.0
 START_GRACE = 30.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
+#: a worker process's comparison waits while the view paints, as one on a thread does (off:
+#: it is answered as soon as its progress arrives; the benchmark's "unheld" way)
+HOLD_CHILD = True
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
 PAINT_WAIT_SECONDS = 0.1
 #: comparisons run in a worker process: a Function that crashes (segfault, abort, os._exit,
@@ -389,8 +392,9 @@ def in_child_or_here(in_child, here, function: type):
 
 def _compare_in_process(state: _JobState, problem: Problem, args, options):
     """The Jacobian worker's function when the comparison runs in a worker process: this
-    thread relays the child's progress (and paces it to the view's paints, as
-    :func:`_compare` does) and returns its report. A crash of the child raises
+    thread relays the child's progress, and answers each once handled: the child waits for
+    that, so it computes no further while the view paints, as :func:`_compare` waits
+    (:class:`remote._Answer`). It returns the child's report. A crash of the child raises
     :class:`customgrad.isolation.ProcessCrashed`; the next check gets a fresh child."""
     from customgrad import kept
     from playground.workers import remote
@@ -398,6 +402,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
     state.thread_id = threading.get_ident()
     live: dict = {}
     prepare = ProgressPreparer()
+    answer = remote.Answers()  # the child waits for these (remote._Answer)
 
     def on_message(message) -> None:
         kind, payload = message
@@ -405,13 +410,22 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
             live.clear()
             live.update(payload)
             return
-        prepared = prepare(remote.restore(*payload, live))
-        first = prepared.phase == "numerical" and prepared.columns_done == 0
-        if first or prepared.big_preview:
-            prepared.painted = threading.Event()
-        _emit(state, prepared)
-        if prepared.painted is not None:
-            _await_paint(state, prepared, first)
+        if kind == "answer":
+            answer.take(payload)
+            return
+        if not HOLD_CHILD:
+            answer.handled()
+        try:
+            prepared = prepare(remote.restore(*payload, live))
+            first = prepared.phase == "numerical" and prepared.columns_done == 0
+            if first or prepared.big_preview:
+                prepared.painted = threading.Event()
+            _emit(state, prepared)
+            if prepared.painted is not None:
+                _await_paint(state, prepared, first)
+        finally:
+            if HOLD_CHILD:
+                answer.handled()
 
     job = remote.CompareJob(processes.ProblemRef.of(problem), args, options,
                             preview.DISPLAY["pixels"])

@@ -12,7 +12,11 @@ prepares what the view reads whole, all in the child. While it runs it sends:
   copied in), so the window reads the live matrices without a copy through the pipe;
 - ``("progress", (progress, has))``: the engine's :class:`~customgrad.jacobian.Progress`
   without its matrices (the window puts the shared ones in, and makes the previews from
-  them, on the thread that relays the messages, as a check on a thread does).
+  them, on the thread that relays the messages, as a check on a thread does);
+- first, ``("answer", counter)``: a shared counter the window sets to the number of
+  progresses it has handled. After each progress the child waits for it (:class:`_Answer`),
+  as a check on the window's thread waits while the view paints: a paint that competes with
+  a comparison computing on every core takes longer.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import dataclasses
 import io
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import torch
@@ -97,6 +102,56 @@ class _Mirror:
         return analytic is not None, numerical is not None
 
 
+class _Answer:
+    """The window's "go on" after each progress: a counter in shared memory that the window
+    sets to the number of progresses it has handled (previews made, and where it paints a
+    new matrix or a big preview, painted). The child waits for it, at most ``WAIT_SECONDS``
+    (longer than the window's own bound on a paint, ``jobs.LAYOUT_WAIT_SECONDS``); a window
+    that lets that pass is not waited for again in this check."""
+
+    WAIT_SECONDS = 0.5
+    POLL_SECONDS = 0.001
+
+    def __init__(self, channel):
+        self.counter = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.sent = 0
+        self.waited = 0.0  # seconds spent waiting (not the comparison's)
+        self.answering = True
+        channel.send(("answer", self.counter))
+
+    def after(self, send) -> None:
+        """``send()`` a progress, then wait until the window has handled it."""
+        self.sent += 1
+        send()
+        if not self.answering:
+            return
+        start = time.monotonic()
+        handled = self.counter.numpy()
+        while handled[0] < self.sent:
+            if time.monotonic() - start > self.WAIT_SECONDS:
+                self.answering = False
+                break
+            time.sleep(self.POLL_SECONDS)
+        self.waited += time.monotonic() - start
+
+
+class Answers:
+    """The window's side of :class:`_Answer`: the child's counter, set to the number of
+    progresses handled."""
+
+    def __init__(self):
+        self.counter = None
+        self.count = 0
+
+    def take(self, counter: torch.Tensor) -> None:
+        self.counter, self.count = counter.numpy(), 0
+
+    def handled(self) -> None:
+        if self.counter is not None:
+            self.count += 1
+            self.counter[0] = self.count
+
+
 def _address(tensor) -> int:
     return tensor.data_ptr() if isinstance(tensor, torch.Tensor) else 0
 
@@ -116,16 +171,18 @@ def compare(job: CompareJob, channel) -> Report:
     channel.context(problem.function.__name__)
     matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
     mirror = _Mirror(channel)
+    answer = _Answer(channel)
 
     def progress(p: Progress) -> None:
         has = mirror.update(p)
         # a few hundred bytes: the window has the shared matrices, and makes the previews
         # from them on the thread that relays this (megabytes of previews sent through the
         # pipe held the interpreter lock there long enough to stall the window)
-        channel.send(("progress", (dataclasses.replace(p, analytic=None, numerical=None),
-                                   has)))
+        answer.after(lambda: channel.send(
+            ("progress", (dataclasses.replace(p, analytic=None, numerical=None), has))))
 
     report = problem.compare(job.args, progress=progress, **job.options)
+    report.seconds = max(0.0, report.seconds - answer.waited)  # the comparison's own time
     return finish(report, problem, job.args, job.pixels)
 
 

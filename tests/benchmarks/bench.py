@@ -138,9 +138,21 @@ class _BareLoop:
         self.process.wait(5)
 
 
+def _waited_for_a_core() -> float:
+    """Seconds this thread has been ready to run but waited for a core (Linux's schedstat);
+    0 where the system does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class _StallMeter:
     """Longest gap between ticks of a 5 ms GUI timer: how long the event loop was blocked;
-    and how many times it was blocked longer than a 60 Hz frame (a frame the screen missed)."""
+    and how many times it was blocked longer than a 60 Hz frame (a frame the screen missed).
+    ``queued``: how much of the longest gap the GUI thread spent ready to run but waiting
+    for a core (the rest it ran, or waited for a lock)."""
 
     FRAME = 1 / 60
 
@@ -154,17 +166,24 @@ class _StallMeter:
         self.late = 0
 
     def _tick(self):
-        now = time.perf_counter()
+        now, queued = time.perf_counter(), _waited_for_a_core()
         if self.last is not None:
-            blocked = now - self.last - 0.005
-            self.worst = max(self.worst, blocked)
+            blocked = now - self.last[0] - 0.005
+            if blocked > self.worst:
+                self.worst, self.queued = blocked, queued - self.last[1]
             self.late += blocked > self.FRAME
-        self.last = now
+        self.last = now, queued
 
     def __enter__(self):
-        self.last, self.worst, self.late = None, 0.0, 0
+        self.last, self.worst, self.late, self.before, self.queued = None, 0.0, 0, None, 0.0
         self.timer.start()
         return self
+
+    def split(self, *_):
+        """Keep the longest freeze so far as ``before`` (say, of a check until its report
+        arrived); ``worst`` stays the longest of all."""
+        if self.before is None:
+            self.before = self.worst
 
     def __exit__(self, *exc):
         self.timer.stop()
@@ -426,7 +445,8 @@ def bench_isolation(quick: bool) -> dict:
     before), side by side: time to verdict and the window's longest freeze, for two
     2048-row comparisons: KillHead 32x64 (element-wise: most tiles are zero and skipped, so a
     process's fixed cost shows) and LinearFunction 32x21 -> 64 (2048 x 2080, dense). The
-    ways take turns: the best time of each, the median of the freezes."""
+    ways take turns: the best time of each, the median of the freezes. A fourth way, "unheld",
+    is the kept child not held while the window paints (as before 2026-11-25, night)."""
     from customgrad import kept
     from playground.workers import jobs
 
@@ -438,7 +458,10 @@ def bench_isolation(quick: bool) -> dict:
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
     saved, kept_seconds = jobs.ISOLATE, kept.KEEP_SECONDS or 300.0
-    ways = {"thread": (False, 0), "fresh": (True, 0), "isolated": (True, kept_seconds)}
+    # "unheld": the kept child, answered as soon as each progress arrives, so it computes on
+    # while the window paints (jobs.HOLD_CHILD off): what holding it buys
+    ways = {"thread": (False, 0), "fresh": (True, 0), "isolated": (True, kept_seconds),
+            "unheld": (True, kept_seconds)}
     try:
         for label, (target, shapes) in cases.items():
             reports.clear()
@@ -448,21 +471,30 @@ def bench_isolation(quick: bool) -> dict:
             _wait(app, lambda: reports and reports[-1].shape[0] == 2048, 120)
             seconds: dict[str, list[float]] = {way: [] for way in ways}
             stalls: dict[str, list[float]] = {way: [] for way in ways}
+            # the longest freeze while the comparison ran, before its report: where the ways
+            # differ (the verdict's paint after it is the same work in the window every way)
+            comparing: dict[str, list[float]] = {way: [] for way in ways}
+            queued: dict[str, list[float]] = {way: [] for way in ways}  # of the longest
             late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
                 for way, (isolate, keep) in ways.items():
                     jobs.ISOLATE, kept.KEEP_SECONDS = isolate, keep
+                    jobs.HOLD_CHILD = way != "unheld"
                     reports.clear()
                     _run_for(0.3)  # the last report's previews are painted
                     with _StallMeter() as meter:
+                        session.jacobianReady.connect(meter.split)  # after the window's slots
                         start = time.perf_counter()
                         session.check_now()
                         _wait(app, lambda: reports, 120)
                         seconds[way].append(time.perf_counter() - start)
                         _verdict_drawn(app, reports)
+                        session.jacobianReady.disconnect(meter.split)
                     stalls[way].append(meter.worst)
+                    comparing[way].append(meter.before)
+                    queued[way].append(meter.queued)
                     late[way] += meter.late
-            for way in ("isolated", "fresh"):
+            for way in ("isolated", "fresh", "unheld"):
                 results.update({
                     f"{way}_verdict_vs_thread_{label}": min(seconds[way]) / min(seconds["thread"]),
                     f"verdict_s_{way}_{label}": min(seconds[way]),
@@ -473,14 +505,22 @@ def bench_isolation(quick: bool) -> dict:
                     f"ui_stall_{way}_vs_thread_paired_{label}": statistics.median(
                         a / b for a, b in zip(stalls[way], stalls["thread"])),
                     f"ui_late_frames_{way}_{label}": float(late[way]),
+                    f"ui_stall_{way}_vs_thread_comparing_paired_{label}": statistics.median(
+                        a / b for a, b in zip(comparing[way], comparing["thread"])),
+                    f"ui_max_stall_ms_{way}_comparing_{label}":
+                        statistics.median(comparing[way]) * 1000,
+                    f"ui_stall_queued_ms_{way}_{label}": statistics.median(queued[way]) * 1000,
                 })
             results.update({
                 f"verdict_s_thread_{label}": min(seconds["thread"]),
                 f"ui_max_stall_ms_thread_{label}": statistics.median(stalls["thread"]) * 1000,
                 f"ui_late_frames_thread_{label}": float(late["thread"]),
+                f"ui_max_stall_ms_thread_comparing_{label}":
+                    statistics.median(comparing["thread"]) * 1000,
+                f"ui_stall_queued_ms_thread_{label}": statistics.median(queued["thread"]) * 1000,
             })
     finally:
-        jobs.ISOLATE, kept.KEEP_SECONDS = saved, kept_seconds
+        jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = saved, kept_seconds, True
     session.shutdown(wait=1.0)
     window.close()
     return results
@@ -502,6 +542,9 @@ GOALS = {
                                            "process / thread",
     **{key: "a fresh process per check: what keeping one saves" for label in ("killhead", "dense")
        for key in (f"fresh_verdict_vs_thread_{label}", f"ui_stall_fresh_vs_thread_{label}")},
+    **{key: "the kept child computing on while the window paints: what holding it buys"
+       for label in ("killhead", "dense")
+       for key in (f"unheld_verdict_vs_thread_{label}", f"ui_stall_unheld_vs_thread_{label}")},
     "ui_max_stall_ms_isolated_killhead": "<= 16 (ceiling 50), median of the runs",
     "ui_max_stall_ms_isolated_dense": "<= 16 (ceiling 50), median of the runs",
     **{f"ui_stall_isolated_vs_thread_{label}": "<= 1.1: median stall, process / thread"

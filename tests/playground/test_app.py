@@ -884,6 +884,55 @@ def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
     assert reports[0].seconds <= elapsed - 0.05 * len(held) + 0.01
 
 
+def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_it_out(qtbot):
+    """As a comparison on a thread waits while the view lays out a new matrix, a worker
+    process's waits until the window has handled each progress (the paint then has the
+    cores to itself): the matrices it shares with the window do not change meanwhile."""
+    from playground.workers import jobs as workers
+
+    assert workers.ISOLATE and workers.HOLD_CHILD
+    problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
+    unchanged, reports, errors = [], [], []
+
+    def progress(p):  # a view that takes 0.1 s to lay out the first progress's matrix
+        if p.painted is None or unchanged or p.numerical is None:
+            return
+        before = p.numerical.clone()
+
+        def laid_out():
+            unchanged.append(torch.equal(before, p.numerical))
+            p.painted.set()
+        QTimer.singleShot(100, laid_out)
+
+    workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
+    assert not errors and reports[0].shape == (2048, 2048)
+    assert unchanged == [True]
+
+
+def test_a_window_that_does_not_answer_is_waited_for_once(monkeypatch):
+    """The worker process's side: it waits for the window's answer to each progress, and
+    after one wait that ran out, no more in that comparison."""
+    from playground.workers import remote
+
+    monkeypatch.setattr(remote._Answer, "WAIT_SECONDS", 60.0)  # while answered
+    sent = []
+    channel = type("Channel", (), {"send": lambda self, message: sent.append(message)})()
+    answer = remote._Answer(channel)
+    assert sent[0][0] == "answer" and sent[0][1] is answer.counter
+    window = threading.Timer(0.02, lambda: answer.counter.fill_(1))  # answers the first
+    window.start()
+    answer.after(lambda: sent.append("progress 1"))
+    window.join()
+    assert answer.answering and answer.counter.item() == 1
+    monkeypatch.setattr(remote._Answer, "WAIT_SECONDS", 0.05)
+    answer.after(lambda: sent.append("progress 2"))  # never answered: waited for once
+    assert not answer.answering
+    waited = answer.waited
+    answer.after(lambda: sent.append("progress 3"))
+    assert answer.waited == waited and sent[1:] == ["progress 1", "progress 2", "progress 3"]
+
+
 def test_what_a_replaced_comparison_still_sends_is_dropped(qtbot):
     """A signal a worker queued before its comparison was replaced is still delivered (the
     disconnect does not take it back): its progress must not put the pane back to
