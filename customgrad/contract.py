@@ -52,7 +52,13 @@ class FakeCtx:
 def source_file(function: type) -> str | None:
     """:func:`customgrad.shadow.source_file`, absolute (a notebook cell's pseudo-file as is)."""
     file = shadow.source_file(function)
-    return os.path.abspath(file) if file and not file.startswith("<") else file
+    return _absolute(file) if file else file
+
+
+def _absolute(file: str) -> str:
+    """A file's absolute path; a pseudo-file's name (``<ipython-input-...>``, ``<string>``)
+    as it is."""
+    return file if file.startswith("<") else os.path.abspath(file)
 
 
 def _method_tree(function: type, name: str) -> tuple[ast.FunctionDef, int] | None:
@@ -127,13 +133,13 @@ def mutation_line(function: type, name: str = "backward") -> int | None:
 
 
 def _is_user_file(path: str) -> bool:
+    if path.startswith("<"):  # <string>, <frozen ...>: no file to point at
+        return False
     path = os.path.abspath(path)
     if path.startswith(_TORCH_DIR) or path.startswith(os.path.dirname(_TORCH_DIR) + os.sep
                                                       + "numpy"):
         return False
-    if path.startswith(_ENGINE_DIR) and not path.startswith(_GALLERY_DIR):
-        return False
-    return not path.startswith("<")
+    return not (path.startswith(_ENGINE_DIR) and not path.startswith(_GALLERY_DIR))
 
 
 def user_location(exc: BaseException, function: type) -> tuple[str | None, int | None]:
@@ -141,7 +147,7 @@ def user_location(exc: BaseException, function: type) -> tuple[str | None, int |
     own = source_file(function)
     best = fallback = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        path = os.path.abspath(frame.f_code.co_filename)
+        path = _absolute(frame.f_code.co_filename)
         if own and path == own:
             best = (path, lineno)
         elif _is_user_file(path):

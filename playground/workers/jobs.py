@@ -56,7 +56,7 @@ START_GRACE = 30.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
 #: a worker process's comparison waits while the view paints, as one on a thread does (off:
-#: it is answered as soon as its progress arrives; the benchmark's "unheld" way)
+#: it computes on meanwhile, as before 2026-11-25; the benchmark's "unheld" way)
 HOLD_CHILD = True
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
 PAINT_WAIT_SECONDS = 0.1
@@ -413,8 +413,6 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
         if kind == "answer":
             answer.take(payload)
             return
-        if not HOLD_CHILD:
-            answer.handled()
         try:
             prepared = prepare(remote.restore(*payload, live))
             first = prepared.phase == "numerical" and prepared.columns_done == 0
@@ -424,11 +422,10 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
             if prepared.painted is not None:
                 _await_paint(state, prepared, first)
         finally:
-            if HOLD_CHILD:
-                answer.handled()
+            answer.handled()
 
     job = remote.CompareJob(processes.ProblemRef.of(problem), args, options,
-                            preview.DISPLAY["pixels"])
+                            preview.DISPLAY["pixels"], hold=HOLD_CHILD)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad import loader, subchecks
+from customgrad import loader, sharing, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
@@ -58,6 +58,9 @@ class CompareJob:
     #: the heatmaps' size in the window (preview.DISPLAY): the report's overviews are pooled
     #: to it here, or the window would draw a finer one and pyqtgraph average it down
     pixels: int | None = None
+    #: wait after each progress for the window's answer (:class:`_Answer`): the window's
+    #: Jacobian worker answers; a caller that does not leaves it off
+    hold: bool = False
 
 
 class _Mirror:
@@ -112,12 +115,14 @@ class _Answer:
     WAIT_SECONDS = 0.5
     POLL_SECONDS = 0.001
 
-    def __init__(self, channel):
-        self.counter = torch.zeros(1, dtype=torch.int64).share_memory_()
+    def __init__(self, channel, hold: bool = True):
         self.sent = 0
         self.waited = 0.0  # seconds spent waiting (not the comparison's)
-        self.answering = True
-        channel.send(("answer", self.counter))
+        self.answering = hold
+        if hold:
+            self.counter = torch.empty(0, dtype=torch.int64).set_(
+                sharing.shared_storage(8), 0, (1,), (1,))  # zero, in a memory file
+            channel.send(("answer", self.counter))
 
     def after(self, send) -> None:
         """``send()`` a progress, then wait until the window has handled it."""
@@ -171,7 +176,7 @@ def compare(job: CompareJob, channel) -> Report:
     channel.context(problem.function.__name__)
     matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
     mirror = _Mirror(channel)
-    answer = _Answer(channel)
+    answer = _Answer(channel, job.hold)
 
     def progress(p: Progress) -> None:
         has = mirror.update(p)

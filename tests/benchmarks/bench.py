@@ -457,9 +457,9 @@ def bench_isolation(quick: bool) -> dict:
     results = {}
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
-    saved, kept_seconds = jobs.ISOLATE, kept.KEEP_SECONDS or 300.0
-    # "unheld": the kept child, answered as soon as each progress arrives, so it computes on
-    # while the window paints (jobs.HOLD_CHILD off): what holding it buys
+    saved, kept_seconds, hold = jobs.ISOLATE, kept.KEEP_SECONDS or 300.0, jobs.HOLD_CHILD
+    # "unheld": the kept child not held while the window paints (jobs.HOLD_CHILD off, as
+    # before 2026-11-25): what holding it buys
     ways = {"thread": (False, 0), "fresh": (True, 0), "isolated": (True, kept_seconds),
             "unheld": (True, kept_seconds)}
     try:
@@ -491,7 +491,7 @@ def bench_isolation(quick: bool) -> dict:
                         _verdict_drawn(app, reports)
                         session.jacobianReady.disconnect(meter.split)
                     stalls[way].append(meter.worst)
-                    comparing[way].append(meter.before)
+                    comparing[way].append(meter.worst if meter.before is None else meter.before)
                     queued[way].append(meter.queued)
                     late[way] += meter.late
             for way in ("isolated", "fresh", "unheld"):
@@ -520,7 +520,7 @@ def bench_isolation(quick: bool) -> dict:
                 f"ui_stall_queued_ms_thread_{label}": statistics.median(queued["thread"]) * 1000,
             })
     finally:
-        jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = saved, kept_seconds, True
+        jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = saved, kept_seconds, hold
     session.shutdown(wait=1.0)
     window.close()
     return results

@@ -150,6 +150,18 @@ def test_a_notebook_class_with_a_wrong_backward_is_named_by_its_cell_and_line():
         "        return ctx.factor * grad_output * w, ctx.factor * grad_output * x") + 1
 
 
+def test_a_notebook_class_whose_backward_raises_is_named_by_its_cell_and_line():
+    text = SCALE.replace("x, w = ctx.saved_tensors", "x, w = ctx.saved_tensors; 1 / 0")
+    scale = run_cell(text, 9)["Scale"]
+    x, w = torch.randn(3, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+    with pytest.raises(FunctionError) as caught:
+        compare(scale, [x, w, 2.0])
+    assert "ZeroDivisionError" in str(caught.value)
+    assert caught.value.file.startswith(f"{PREFIX}9-")
+    assert caught.value.line == text.splitlines().index(
+        "        x, w = ctx.saved_tensors; 1 / 0") + 1
+
+
 # ------------------------------------------------------------------ given tensors in sessions
 
 

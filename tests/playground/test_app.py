@@ -884,13 +884,17 @@ def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
     assert reports[0].seconds <= elapsed - 0.05 * len(held) + 0.01
 
 
-def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_it_out(qtbot):
+def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_it_out(
+        qtbot, monkeypatch):
     """As a comparison on a thread waits while the view lays out a new matrix, a worker
     process's waits until the window has handled each progress (the paint then has the
     cores to itself): the matrices it shares with the window do not change meanwhile."""
     from playground.workers import jobs as workers
+    from playground.workers import remote
 
     assert workers.ISOLATE and workers.HOLD_CHILD
+    # the window waits for the layout almost as long as the child waits for the window
+    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", remote._Answer.WAIT_SECONDS - 0.05)
     problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
     unchanged, reports, errors = [], [], []
 
@@ -904,9 +908,9 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
             p.painted.set()
         QTimer.singleShot(100, laid_out)
 
-    workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
-    assert not errors and reports[0].shape == (2048, 2048)
+    assert not errors and reports[0].shape == (2048, 2048) and job.isolated
     assert unchanged == [True]
 
 
@@ -919,7 +923,7 @@ def test_a_window_that_does_not_answer_is_waited_for_once(monkeypatch):
     sent = []
     channel = type("Channel", (), {"send": lambda self, message: sent.append(message)})()
     answer = remote._Answer(channel)
-    assert sent[0][0] == "answer" and sent[0][1] is answer.counter
+    assert sent[0][0] == "answer" and sent[0][1] is answer.counter and answer.counter.item() == 0
     window = threading.Timer(0.02, lambda: answer.counter.fill_(1))  # answers the first
     window.start()
     answer.after(lambda: sent.append("progress 1"))
