@@ -139,7 +139,9 @@ def _is_user_file(path: str) -> bool:
     if path.startswith(_TORCH_DIR) or path.startswith(os.path.dirname(_TORCH_DIR) + os.sep
                                                       + "numpy"):
         return False
-    return not (path.startswith(_ENGINE_DIR) and not path.startswith(_GALLERY_DIR))
+    if path.startswith(_ENGINE_DIR) and not path.startswith(_GALLERY_DIR):
+        return False
+    return True
 
 
 def user_location(exc: BaseException, function: type) -> tuple[str | None, int | None]:

@@ -458,10 +458,10 @@ def bench_isolation(quick: bool) -> dict:
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
     saved, kept_seconds, hold = jobs.ISOLATE, kept.KEEP_SECONDS or 300.0, jobs.HOLD_CHILD
-    # "unheld": the kept child not held while the window paints (jobs.HOLD_CHILD off, as
-    # before 2026-11-25): what holding it buys
-    ways = {"thread": (False, 0), "fresh": (True, 0), "isolated": (True, kept_seconds),
-            "unheld": (True, kept_seconds)}
+    # (in a process, kept for, held while the window paints); "unheld": the kept child not
+    # held (jobs.HOLD_CHILD off, as before 2026-11-25): what holding it buys
+    ways = {"thread": (False, 0, True), "fresh": (True, 0, True),
+            "isolated": (True, kept_seconds, True), "unheld": (True, kept_seconds, False)}
     try:
         for label, (target, shapes) in cases.items():
             reports.clear()
@@ -477,9 +477,8 @@ def bench_isolation(quick: bool) -> dict:
             queued: dict[str, list[float]] = {way: [] for way in ways}  # of the longest
             late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
-                for way, (isolate, keep) in ways.items():
-                    jobs.ISOLATE, kept.KEEP_SECONDS = isolate, keep
-                    jobs.HOLD_CHILD = way != "unheld"
+                for way, (isolate, keep, held) in ways.items():
+                    jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = isolate, keep, held
                     reports.clear()
                     _run_for(0.3)  # the last report's previews are painted
                     with _StallMeter() as meter:
