@@ -20,11 +20,11 @@ from customgrad.settings import Settings
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QPalette
 
 from playground.support import preview
 from playground.views import jacobian as jacobian_view
-from playground.views.jacobian import JacobianView, words
+from playground.views.jacobian import JacobianView, banner, words
 from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lines
 
 
@@ -413,6 +413,53 @@ def test_progress_ui_during_computation(view, qtbot):
     assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
     assert view.check_button.isEnabled()
     assert "FAILED" in view.verdict_label.text()
+
+
+class _Resizes(QObject):
+    """The sizes a widget is resized to."""
+
+    def __init__(self):
+        super().__init__()
+        self.sizes: list[tuple[int, int]] = []
+
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Resize:
+            self.sizes.append(event.size().toTuple())
+        return False
+
+
+@pytest.mark.parametrize("width", [640, 800, 1000, 1200])
+def test_a_new_check_leaves_the_heatmaps_as_they_were(view, qtbot, width):
+    """Starting a check lays the heatmaps out no more (tens of milliseconds on the GUI
+    thread, and they would jump): the progress bar narrows the verdict's line, where the
+    last verdict would take two lines had the banner not said its one-line message first."""
+    _shown(view, qtbot, "killhead_bug", width)
+    resizes = _Resizes()
+    view.graphics.installEventFilter(resizes)
+    view.start("Comparing Jacobians…")
+    qtbot.wait(50)
+    assert resizes.sizes == []
+
+
+@pytest.mark.parametrize(("target", "colours"), [("killhead", banner._PASS),
+                                                 ("killhead_bug", banner._FAIL), (None, None)])
+def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
+    """Green for a pass, red for a failure, the pane's own colours while there is none:
+    the frame's background and border, and the text of every line."""
+    if target is None:
+        view.clear()
+        palette = view.palette()
+        colours = tuple(palette.color(role).name() for role in (
+            QPalette.ColorRole.AlternateBase, QPalette.ColorRole.Mid,
+            QPalette.ColorRole.WindowText))
+    else:
+        _shown(view, qtbot, target)
+    image = view.banner.grab().toImage()
+    middle = image.width() // 2
+    assert image.pixelColor(middle, 0).name() == colours[1]  # the border
+    assert image.pixelColor(middle, 4).name() == colours[0]  # inside it, above the text
+    for label in (view.verdict_label, *view.banner._detail_labels()):
+        assert label.palette().color(QPalette.ColorRole.WindowText).name() == colours[2]
 
 
 def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):

@@ -6,8 +6,8 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QPalette
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -28,6 +28,7 @@ __all__ = ["VerdictBanner"]
 # Banner colours: (background, border, text).
 _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
 _FAIL = ("#fde8e6", "#c0261c", "#7a110b")
+_BORDER, _RADIUS = 2, 6  # pixels
 
 
 class VerdictBanner(QFrame):
@@ -66,6 +67,7 @@ class VerdictBanner(QFrame):
         details.setSpacing(3)
         for label in self._detail_labels():
             details.addWidget(label)
+        self.setContentsMargins(_BORDER, _BORDER, _BORDER, _BORDER)  # inside the border
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
@@ -171,24 +173,41 @@ class VerdictBanner(QFrame):
         self.details_button.setToolButtonStyle(
             Qt.ToolButtonStyle.ToolButtonTextBesideIcon if verdict_scale == 1.0
             else Qt.ToolButtonStyle.ToolButtonIconOnly)
-        # explicit fonts: the banner's style sheet stops fonts from being inherited
         for widget in (self.details_label, self.worst_label):
             widget.setFont(scaled(base, 1.0))
         self.notes_label.setFont(scaled(base, 0.92))
         self.restyle_colors()
 
     def restyle_colors(self) -> None:
-        if self._state == "passed":
-            bg, border, fg = _PASS
-        elif self._state == "failed":
-            bg, border, fg = _FAIL
-        else:
-            pal = self._pane.palette()  # the pane's: this frame's own follows its style sheet
-            bg = pal.color(QPalette.ColorRole.AlternateBase).name()
-            border = pal.color(QPalette.ColorRole.Mid).name()
-            fg = pal.color(QPalette.ColorRole.WindowText).name()
-        sheet = (f"#JacobianBanner {{ background: {bg}; border: 2px solid {border};"
-                 f" border-radius: 6px; }} #JacobianBanner QLabel {{ color: {fg}; }}")
-        if sheet != self.styleSheet():  # setting it re-polishes every label in it
-            self.setStyleSheet(sheet)
+        """The colours of the state: the frame is painted (paintEvent) and the labels'
+        text colour set in their palettes. Not a style sheet: setting one re-polishes every
+        widget in the banner, a few milliseconds of the GUI thread at each check's start
+        and verdict, when the view has the heatmaps to lay out and paint."""
+        fg = QColor(self._colors()[2])
+        for label in (self.verdict_label, *self._detail_labels()):
+            if label.palette().color(QPalette.ColorRole.WindowText) != fg:
+                palette = QPalette()  # this role set, the others the banner's
+                palette.setColor(QPalette.ColorRole.WindowText, fg)
+                label.setPalette(palette)
+        self.update()
 
+    def _colors(self) -> tuple[str, str, str]:
+        """(background, border, text) of the state."""
+        if self._state == "passed":
+            return _PASS
+        if self._state == "failed":
+            return _FAIL
+        pal = self._pane.palette()
+        return (pal.color(QPalette.ColorRole.AlternateBase).name(),
+                pal.color(QPalette.ColorRole.Mid).name(),
+                pal.color(QPalette.ColorRole.WindowText).name())
+
+    def paintEvent(self, event) -> None:
+        background, border, _text = self._colors()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor(border), _BORDER))
+        painter.setBrush(QColor(background))
+        half = _BORDER / 2
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(half, half, -half, -half),
+                                _RADIUS, _RADIUS)

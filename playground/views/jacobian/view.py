@@ -168,12 +168,15 @@ class JacobianView(QWidget):
         self.shown.computing = True
         self.shown.report = None  # its verdict is about other matrices
         self._clear_data()
-        self.banner.start_progress(message)
         self.check_button.setEnabled(False)
         # the banner keeps its height while computing: the heatmaps below it must not jump
-        # (nor be laid out again, which costs the GUI thread tens of milliseconds)
+        # (nor be laid out again, which costs the GUI thread tens of milliseconds). The
+        # message first: the progress bar narrows the verdict's line, where the last verdict
+        # would wrap to a second line, and grow the banner, for the message's one line to
+        # shrink it again (two layouts of the heatmaps)
         self.banner.hold_height()
         self._say("neutral", message, keep_space=True)
+        self.banner.start_progress(message)
         self.hover_label.setText("Entries fill in as they are computed: finite differences "
                                  "column by column, then your backward row by row.")
 
