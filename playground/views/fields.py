@@ -125,8 +125,8 @@ class ElidedLabel(QLabel):
         return self.sizeHint()
 
     def paintEvent(self, event) -> None:
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        painter.drawText(self.contentsRect(),
-                         int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                         self.shown_text())
+        with QPainter(self) as painter:  # ended here, whoever still holds this frame
+            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+            painter.drawText(self.contentsRect(),
+                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                             self.shown_text())

@@ -204,10 +204,10 @@ class VerdictBanner(QFrame):
 
     def paintEvent(self, event) -> None:
         background, border, _text = self._colors()
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(QPen(QColor(border), _BORDER))
-        painter.setBrush(QColor(background))
         half = _BORDER / 2
-        painter.drawRoundedRect(QRectF(self.rect()).adjusted(half, half, -half, -half),
-                                _RADIUS, _RADIUS)
+        with QPainter(self) as painter:  # ended here, whoever still holds this frame
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(QPen(QColor(border), _BORDER))
+            painter.setBrush(QColor(background))
+            painter.drawRoundedRect(QRectF(self.rect()).adjusted(half, half, -half, -half),
+                                    _RADIUS, _RADIUS)
