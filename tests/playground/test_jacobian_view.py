@@ -21,6 +21,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import QApplication
 
 from playground.support import preview
 from playground.views import jacobian as jacobian_view
@@ -428,17 +429,30 @@ class _Resizes(QObject):
         return False
 
 
-@pytest.mark.parametrize("width", [640, 800, 1000, 1200])
-def test_a_new_check_leaves_the_heatmaps_as_they_were(view, qtbot, width):
-    """Starting a check lays the heatmaps out no more (tens of milliseconds on the GUI
-    thread, and they would jump): the progress bar narrows the verdict's line, where the
-    last verdict would take two lines had the banner not said its one-line message first."""
+@pytest.mark.parametrize("points", [9.0, 11.0, 16.5])
+@pytest.mark.parametrize("details", [False, True], ids=["folded", "unfolded"])
+@pytest.mark.parametrize("width", [640, 900, 1200])
+def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, points):
+    """A check's start and its verdict lay the heatmaps out no more (tens of milliseconds
+    on the GUI thread, and they would jump): the banner keeps its height, whether the last
+    verdict took one line or two, the one-line message comes first where the progress bar
+    narrows the line, the bar and Cancel are taller than a line of text, or the details are
+    unfolded (an empty line is a pixel taller than one with text)."""
+    font = QFont(view.font())
+    font.setPointSizeF(points)
+    view.apply_font(font)
+    view.set_details_shown(details)
     _shown(view, qtbot, "killhead_bug", width)
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the report's layout
     resizes = _Resizes()
     view.graphics.installEventFilter(resizes)
     view.start("Comparing Jacobians…")
     qtbot.wait(50)
     assert resizes.sizes == []
+    view.show_report(report_for("killhead_bug"))  # the same verdict again
+    qtbot.wait(50)
+    assert resizes.sizes == []
+    assert view.banner.contentsRect() == view.banner.rect().adjusted(2, 2, -2, -2)  # border
 
 
 @pytest.mark.parametrize(("target", "colours"), [("killhead", banner._PASS),

@@ -65,4 +65,7 @@ class Appearance(QObject):
 
     def _theme_changed(self, name: str) -> None:
         theme.apply_theme(self.panes.window, name)
+        # a widget polished again by a new application style sheet (high contrast) gets back
+        # the font it had when a sheet first polished it, not the one the zoom set since
+        self.apply_fonts()
         self.panes.status.showMessage(f"Theme: {theme.get(name).title}", 2000)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSizePolicy,
+    QSpacerItem,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -29,6 +30,7 @@ __all__ = ["VerdictBanner"]
 _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
 _FAIL = ("#fde8e6", "#c0261c", "#7a110b")
 _BORDER, _RADIUS = 2, 6  # pixels
+_ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
 
 
 class VerdictBanner(QFrame):
@@ -104,6 +106,11 @@ class VerdictBanner(QFrame):
         self._head.addWidget(self.progress_bar, 2)
         self._head.addWidget(self.cancel_button)
         self._head.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+        # the row as tall as the progress bar and Cancel while they are hidden too: showing
+        # them must not make it taller (see restyle)
+        self._row_strut = QSpacerItem(0, 0, QSizePolicy.Policy.Fixed,
+                                      QSizePolicy.Policy.Fixed)
+        self._head.addItem(self._row_strut)
 
     # ------------------------------------------------------------------ details
 
@@ -133,17 +140,25 @@ class VerdictBanner(QFrame):
         keeps extra height a wrapped line had."""
         self._state = state
         self.verdict_label.setText(head)
+        if not keep_space:
+            self.verdict_label.setMinimumHeight(0)
+            self.details_scroll.setMinimumHeight(0)
+            self.details_scroll.setMaximumHeight(_ANY_HEIGHT)
         for label, text in zip(self._detail_labels(), (details, worst, notes)):
             label.setText(text)
             if not keep_space:
-                label.setMinimumHeight(0)
                 label.setVisible(bool(text) or keep_lines)
         self.restyle_colors()
 
     def hold_height(self) -> None:
-        """Keep the detail lines' heights (while computing: the heatmaps must not jump)."""
-        for label in self._detail_labels():
-            label.setMinimumHeight(label.height() if label.isVisible() else 0)
+        """Keep the verdict's line and the unfolded details as tall as they are, until the
+        next verdict (while computing: the heatmaps below must not jump): the message may
+        take fewer lines than the verdict did, and empty detail lines ask for other heights
+        than lines with text."""
+        if self.verdict_label.isVisible():  # laid out: its height is real
+            self.verdict_label.setMinimumHeight(self.verdict_label.height())
+        if self.details_scroll.isVisible():
+            self.details_scroll.setFixedHeight(self.details_scroll.height())
 
     # ------------------------------------------------------------------ progress
 
@@ -176,6 +191,11 @@ class VerdictBanner(QFrame):
         for widget in (self.details_label, self.worst_label):
             widget.setFont(scaled(base, 1.0))
         self.notes_label.setFont(scaled(base, 0.92))
+        height = max(self.progress_bar.sizeHint().height(),
+                     self.cancel_button.sizeHint().height())
+        self._row_strut.changeSize(0, height, QSizePolicy.Policy.Fixed,
+                                   QSizePolicy.Policy.Fixed)
+        self._head.invalidate()
         self.restyle_colors()
 
     def restyle_colors(self) -> None:
