@@ -190,10 +190,9 @@ class _StallMeter:
 
 
 def _window():
-    from PySide6.QtWidgets import QApplication
+    from playground.app import application, settle_heap
 
-    app = QApplication.instance() or QApplication([])
-    from playground.app import settle_heap
+    app = application()  # the app's font (11 pt at least) and plot defaults (anti-aliased)
     from playground.main_window import MainWindow
     from playground.state.session import Session
 
