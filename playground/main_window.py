@@ -146,17 +146,38 @@ class MainWindow(QMainWindow):
         self.commands = Commands(self)
         #: every command of the window by name (the features' too)
         self.actions_by_name = self.commands.by_name
+        play = self._after_typing(s.play, "Play")
+        self.user_commands = {
+            "play": lambda: s.pause() if s.ctrl.running else play(),
+            "step": self._after_typing(s.step_once, "Step"),
+            "check": self._after_typing(s.check_now, "The check")}
         for name, text, keys, slot in (
-                ("play", "Play / Pause", ["Space"], s.toggle),
-                ("step", "One step", ["S", "Right"], s.step_once),
+                ("play", "Play / Pause", ["Space"], self.user_commands["play"]),
+                ("step", "One step", ["S", "Right"], self.user_commands["step"]),
                 ("reset", "Reset (same seed)", ["R"], s.reset),
-                ("check", "Check the Jacobian at the current point", ["C"], s.check_now)):
+                ("check", "Check the Jacobian at the current point", ["C"],
+                 self.user_commands["check"])):
             self.commands.add(name, text, keys, slot, self.menus["run"])
         quit_action = QAction("&Quit", self)  # in the menu only, as the platform has it
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         self.menus["file"].addAction(quit_action)
         self.actions_by_name["quit"] = quit_action
+
+    def _after_typing(self, command, what: str):
+        """``command`` as the user gives it: while a field holds typed text that is not a
+        valid value, it would run on the value before, unseen; it waits instead, the notice
+        says for which field and why, and the cursor goes there."""
+        def run(*_args) -> None:
+            for form in (self.inputs, self.loop_form, self.jacobian.tolerance_row):
+                found = form.unfinished()
+                if found is not None:
+                    widget, reason = found
+                    widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                    self.session.notice.emit(f"{what} waits for the marked field: {reason}")
+                    return
+            command()
+        return run
 
     def _connect_session(self) -> None:
         s = self.session
@@ -178,7 +199,10 @@ class MainWindow(QMainWindow):
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
-        self.jacobian.checkRequested.connect(s.check_now)
+        self.jacobian.checkRequested.connect(self.user_commands["check"])
+        for button, name in ((self.controls.play, "play"), (self.controls.step, "step"),
+                             (self.controls.check, "check")):
+            button.clicked.connect(self.user_commands[name])
         self.errors.jump.connect(self._jump)
 
     def _compose_features(self) -> None:

@@ -295,10 +295,15 @@ class Session(QObject):
     def running(self) -> bool:
         return self.ctrl.running
 
-    def play(self) -> None:
+    def _at_the_end(self) -> bool:
+        """Whether the run has made its steps (the notice says so: not an error)."""
         if self.settings.steps and self.step >= self.settings.steps:
-            # the end of the run, not an error
             self.notice.emit(f"Run finished at step {self.step} — Reset (R) or raise steps")
+            return True
+        return False
+
+    def play(self) -> None:
+        if self._at_the_end():
             self.runningChanged.emit(False)
             return
         if not self._ensure_worker():
@@ -326,9 +331,9 @@ class Session(QObject):
         self.pause() if self.ctrl.running else self.play()
 
     def step_once(self) -> None:
-        """Pause first, then one step."""
+        """Pause first, then one step, if the run has steps left."""
         self.pause()
-        if self._ensure_worker():
+        if not self._at_the_end() and self._ensure_worker():
             self.ctrl.pending += 1
             self.ctrl.poke()
 

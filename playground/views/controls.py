@@ -63,10 +63,8 @@ class ControlsBar(QWidget):
         self._layout.addLayout(self._buttons, 1)
         self._layout.addWidget(self.readout)
         self.apply_font(self.font())
-        self.play.clicked.connect(session.toggle)
-        self.step.clicked.connect(session.step_once)
+        # Play, Step and Check: the window connects them (they wait for a field being typed)
         self.reset.clicked.connect(session.reset)
-        self.check.clicked.connect(session.check_now)
         self.speed.currentIndexChanged.connect(
             lambda i: session.set_rate(self.speed.itemData(i)))
         session.runningChanged.connect(self._running)

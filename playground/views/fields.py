@@ -52,8 +52,7 @@ class CheckedField(QWidget):
         self.parse = parse
         self.edit = QLineEdit(text)
         self.edit.setToolTip(tooltip)
-        self.reason = QLabel()
-        self.reason.setWordWrap(True)
+        self.reason = _WrappedLabel()
         self.reason.setStyleSheet("color: #d62728;")
         self.reason.hide()
         layout = QVBoxLayout(self)
@@ -92,6 +91,28 @@ class CheckedField(QWidget):
         self._last = text
         self.edit.setText(text)
         self._validate(text)
+
+
+class _WrappedLabel(QLabel):
+    """A label whose text wraps, at least as tall as its lines need at its width: a layout
+    that sizes by minimum sizes (a scroll area's content) would cut lines off."""
+
+    def __init__(self):
+        super().__init__()
+        self.setWordWrap(True)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self._fit()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        need = self.heightForWidth(self.width()) if self.width() > 0 else -1
+        if need > 0 and need != self.minimumHeight():
+            self.setMinimumHeight(need)
 
 
 class ElidedLabel(QLabel):

@@ -132,13 +132,20 @@ class InputsForm(QWidget):
         trained.setToolTip("Updated by the gradient-descent loop")
         trained.toggled.connect(lambda on, n=name: self._set("trained", n, bool(on)))
         row = QWidget()
-        line = QHBoxLayout(row)
-        line.setContentsMargins(0, 0, 0, 0)
+        column = QVBoxLayout(row)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(1)
+        line = QHBoxLayout()
+        column.addLayout(line)
         init.setMinimumContentsLength(9)  # "normal" whole; a longer choice scrolls
         init.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         line.addWidget(shape, 1)
         line.addWidget(init, 2)
         line.addWidget(trained)
+        # why the shape is wrong, under the whole row: the shape's own column is a few
+        # letters wide, and a message wrapped there pushed "trained" out of the pane
+        shape.layout().removeWidget(shape.reason)
+        column.addWidget(shape.reason)
         self.rows.addRow(QLabel(f"<b>{name}</b>"), row)
         self.fields[name] = shape
         self.fields[f"{name}.init"] = init
@@ -159,6 +166,18 @@ class InputsForm(QWidget):
         field.committed.connect(lambda v, n=name: self._set("constants", n, v))
         self.rows.addRow(f"{name} ({kind})", field)
         self.fields[name] = field
+
+    def unfinished(self) -> tuple[QWidget, str] | None:
+        """The first field whose typed text is not a valid value, and why; None if none."""
+        for name, field in self.fields.items():
+            if isinstance(field, CheckedField) and not field.valid:
+                return field.edit, field.reason.text()
+            if isinstance(field, QComboBox) and field.isEditable():
+                try:
+                    parse_init(field.currentText(), name.removesuffix(".init"))
+                except SpecError as exc:
+                    return field, str(exc)
+        return None
 
     def _set_init(self, name: str, combo: QComboBox) -> None:
         try:
@@ -230,6 +249,10 @@ class LoopForm(QGroupBox):
                 label.widget().setAlignment(Qt.AlignmentFlag.AlignRight
                                             | Qt.AlignmentFlag.AlignVCenter)
         session.settingsChanged.connect(self._sync)
+
+    def unfinished(self) -> tuple[QWidget, str] | None:
+        """The learning rate's field and why, while its typed text is not valid."""
+        return None if self.lr.valid else (self.lr.edit, self.lr.reason.text())
 
     def _seed_edited(self) -> None:
         if self.seed.value() != self.session.settings.seed:

@@ -344,6 +344,56 @@ def test_play_after_the_last_step_is_a_notice_not_an_error(qtbot):
         assert win.errors.isHidden()
         assert win.notice.isVisible() and "Reset (R)" in win.notice.text()
         assert win.controls.play.text() == "Play"
+        with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker:
+            win.user_commands["step"]()  # no step past the end either
+        assert blocker.args == ["Run finished at step 2 — Reset (R) or raise steps"]
+        qtbot.wait(200)
+        assert s.step == 2
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("field", ["shape", "init", "lr", "eps"])
+def test_a_command_waits_for_a_field_typed_wrong(qtbot, field):
+    """Play, Step and Check while a field holds typed text that is no value: they would run
+    on the value before it, and the student believe their input was checked. They wait; the
+    notice names the field's problem, the cursor goes there, the text stays; once it is
+    valid, the command runs."""
+    win = _window(qtbot, 1440, 900)
+    try:
+        s = win.session
+        qtbot.waitUntil(lambda: s.problem is not None and s.job is not None and s.job.done,
+                        timeout=TIMEOUT)
+        edit, wrong, right = {
+            "shape": (win.inputs.fields["input"].edit, "3x", "3x8"),
+            "init": (win.inputs.fields["input.init"].lineEdit(), "uniform(1", "normal"),
+            "lr": (win.loop_form.lr.edit, "abc", "0.5"),
+            "eps": (win.jacobian.eps_edit, "-1", "1e-6")}[field]
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        edit.setFocus()
+        edit.selectAll()
+        QTest.keyClicks(edit, wrong)
+        QTest.keyClick(edit, Qt.Key.Key_Escape)  # the keys act again
+        assert not edit.hasFocus()
+        started: list = []
+        s.jacobianStarted.connect(lambda *_: started.append(True))
+        for key, name in ((Qt.Key.Key_C, "The check"), (Qt.Key.Key_Space, "Play"),
+                          (Qt.Key.Key_S, "Step")):
+            with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker:
+                QTest.keyClick(QApplication.focusWidget() or win, key)
+            assert blocker.args[0].startswith(f"{name} waits for the marked field: ")
+            assert edit.hasFocus() and edit.text() == wrong
+            edit.clearFocus()
+        qtbot.wait(200)
+        assert not started and s.step == 0 and not s.running
+        edit.setFocus()
+        edit.selectAll()
+        QTest.keyClicks(edit, right)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+        edit.clearFocus()
+        with qtbot.waitSignal(s.jacobianStarted, timeout=TIMEOUT):
+            QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_C)
     finally:
         win.session.shutdown(wait=0.5)
 

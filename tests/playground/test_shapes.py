@@ -68,6 +68,34 @@ def test_the_form_uses_the_same_grammar(qtbot):
         session.shutdown(wait=0.5)
 
 
+def test_the_shape_s_reason_spans_its_row(qtbot):
+    """Why a shape is wrong reads under the whole row (shape, init, trained), not wrapped a
+    word a line in the shape's own narrow column, pushing "trained" out of the pane."""
+    pytest.importorskip("pytestqt")
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        form.resize(360, 400)
+        form.show_specs([TensorSpec("input")])
+        with qtbot.waitExposed(form):
+            form.show()
+        field, trained = form.fields["input"], form.fields["input.trained"]
+        width = trained.width()
+        qtbot.keyClicks(field.edit, "x")  # "3x8x": a dimension missing after the last x
+        qtbot.waitUntil(lambda: not field.reason.isHidden())
+        qtbot.wait(50)
+        row = trained.parentWidget()
+        assert field.reason.parentWidget() is row
+        assert field.reason.width() >= row.width() - 2
+        assert trained.width() == width and trained.width() >= trained.sizeHint().width()
+    finally:
+        session.shutdown(wait=0.5)
+
+
 def write_session(tmp_path, shape) -> session_files.Loaded:
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"format": session_files.FORMAT, "version": 1,

@@ -77,6 +77,14 @@ class ToleranceBar(QWidget):
         """The last committed (valid) tolerances."""
         return self._tolerances
 
+    def unfinished(self) -> tuple[QLineEdit, str] | None:
+        """The first editor whose typed text is not a valid tolerance, and why; or None."""
+        for name, edit in self.edits.items():
+            problem = self._parse(name)[1]
+            if problem:
+                return edit, problem
+        return None
+
     def restyle(self, base: QFont) -> None:
         font = scaled(base, 1.0)
         for widget in (self.message, *self.edits.values()):
