@@ -423,8 +423,8 @@ class Session(QObject):
         self._cancel_job()
         s = self.settings
         options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap}
-        where = "the starting point" if args is None else f"step {self.step}"
-        self.jacobianStarted.emit(f"Comparing Jacobians at {where}…")
+        where = "the start" if args is None else f"step {self.step}"
+        self.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
         problem = self.problem
         self._job_serial += 1
         serial = self._job_serial

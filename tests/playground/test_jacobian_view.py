@@ -437,7 +437,8 @@ def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, p
     on the GUI thread, and they would jump): the banner keeps its height, whether the last
     verdict took one line or two, the one-line message comes first where the progress bar
     narrows the line, the bar and Cancel are taller than a line of text, or the details are
-    unfolded (an empty line is a pixel taller than one with text)."""
+    unfolded (an empty line is a pixel taller than one with text), or the message is longer
+    than the narrowed line (it does not wrap there)."""
     font = QFont(view.font())
     font.setPointSizeF(points)
     view.apply_font(font)
@@ -446,7 +447,7 @@ def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, p
     QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the report's layout
     resizes = _Resizes()
     view.graphics.installEventFilter(resizes)
-    view.start("Comparing Jacobians…")
+    view.start("Comparing Jacobians at the starting point of a long run…")  # one line
     qtbot.wait(50)
     assert resizes.sizes == []
     view.show_report(report_for("killhead_bug"))  # the same verdict again

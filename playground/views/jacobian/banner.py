@@ -163,6 +163,9 @@ class VerdictBanner(QFrame):
     # ------------------------------------------------------------------ progress
 
     def start_progress(self, message: str) -> None:
+        # one line while computing, cut at the right if it must be (the bar says the
+        # message too): wrapped where the bar narrows it, it would grow the banner
+        self.verdict_label.setWordWrap(False)
         self.progress_bar.setValue(0)
         self.progress_bar.setFormat(f"{message}  %p%")
         self.progress_bar.show()
@@ -174,6 +177,7 @@ class VerdictBanner(QFrame):
         self.progress_bar.setFormat(f"{phase}…  %p%")
 
     def end_progress(self) -> None:
+        self.verdict_label.setWordWrap(True)
         self.progress_bar.hide()
         self.cancel_button.hide()
 
