@@ -166,6 +166,7 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     """What every child does first (environment, priority, memory files, faulthandler, its
     prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
+    processes.end_with_parent(conn)
     if environment is not None:
         processes.adopt_environment(environment)
     _lower_priority()  # a window waiting on this child gets the processor when it wants it

@@ -90,6 +90,37 @@ def adopt_environment(environment: dict[str, str]) -> None:
         os.environ.update(environment)
 
 
+#: a child's exit status when its parent is gone
+PARENT_GONE_STATUS = 3
+
+
+def end_with_parent(conn) -> None:
+    """In a child: end it (at once, from a thread of its own) when the parent's end of
+    ``conn`` closes, that is when the parent is gone, even killed by a signal it could not
+    handle. A child stuck in user code (a wait inside C) would outlive it otherwise, holding
+    the parent's output pipes open (a caller reading them to the end waits forever) and the
+    fork server alive (it serves while any of its children lives). Where there is no
+    ``poll`` (Windows) the child is left to its parent, as before."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return
+    hangup = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+    poller = select.poll()
+    poller.register(conn.fileno(), hangup)  # not POLLIN: messages do not wake it
+
+    def watch() -> None:
+        while True:
+            for _fd, events in poller.poll():
+                if events & select.POLLNVAL:  # this child closed it: ending anyway
+                    return
+                if events & hangup:
+                    os._exit(PARENT_GONE_STATUS)
+
+    threading.Thread(target=watch, name="customgrad: ends with its parent",
+                     daemon=True).start()
+
+
 @contextlib.contextmanager
 def main_stays_home():
     """multiprocessing runs the parent's main script again in each child it starts (to find

@@ -36,6 +36,7 @@ from customgrad.processes import (
     ProblemRef,
     SetupFailed,
     adopt_environment,
+    end_with_parent,
     load_target,
     portable_error,
 )
@@ -352,6 +353,7 @@ def _send(conn, message) -> None:
 def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
+    end_with_parent(conn)
     if environment is not None:
         adopt_environment(environment)
     ctrl = _ChildControl(conn)

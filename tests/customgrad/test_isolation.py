@@ -3,6 +3,7 @@ blow-up there ends that process only, and the caller says what happened and wher
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -61,6 +62,37 @@ def test_a_crash_in_the_function_is_exit_2_with_the_signal_and_the_line(name, si
     assert "Traceback" not in proc.stderr
     assert "faulthandler" in proc.stderr  # the stack follows the paragraph
     assert f'crash_functions.py", line {line} in {phase}' in proc.stderr
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_a_killed_cli_leaves_no_process_behind(how, tmp_path):
+    """The CLI killed by a signal it does not handle (a CI job's time limit) while the
+    Function waits inside C: its worker process ends with it, and so the fork server (which
+    serves while any of its children lives); a caller that reads the CLI's output to the end
+    gets the end (the worker held the pipes open, and that caller waited forever)."""
+    psutil = pytest.importorskip("psutil")
+    flag = tmp_path / "flag"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "customgrad.cli", "check", f"{CRASH}:SleepInC", "--shape",
+         "x=3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "CUSTOMGRAD_TEST_FLAG": str(flag)})
+    left: list = []
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert flag.exists(), proc.communicate(timeout=60)
+        left = psutil.Process(proc.pid).children(recursive=True)
+        assert left  # the worker, and the fork server it came from where there is one
+        os.kill(proc.pid, how)
+        proc.communicate(timeout=60)  # every end of the pipes closed
+        _gone, left = psutil.wait_procs(left, timeout=60)
+        assert left == []
+    finally:
+        for process in [*left, psutil.Process(proc.pid) if proc.poll() is None else None]:
+            if process is not None:
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
 
 
 def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
