@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QAbstractSpinBox,
     QApplication,
     QComboBox,
@@ -39,9 +40,9 @@ def is_text_field(widget: QWidget | None) -> bool:
 
 
 class TextFieldEscape(QObject):
-    """Escape in a text field of ``window`` gives the keyboard back to ``home`` (a widget
-    that types nothing): Space, S, R and C act again. Escape stays what it is elsewhere
-    (leaving presentation mode, closing a popup)."""
+    """Escape in a text field, combo box or button of ``window`` gives the keyboard back to
+    ``home`` (a widget that types nothing): Space, S, R and C act again. Escape stays what
+    it is elsewhere (leaving presentation mode, closing a popup)."""
 
     def __init__(self, window: QWidget, home: QWidget):
         super().__init__(window)
@@ -55,7 +56,10 @@ class TextFieldEscape(QObject):
             field = watched
             if isinstance(field.parentWidget(), (QAbstractSpinBox, QComboBox)):
                 field = field.parentWidget()  # the line edit inside a spin or combo box
-            if is_text_field(field):
+            if is_text_field(field) or (isinstance(field, (QComboBox, QAbstractButton))
+                                        and field is not self._home):
+                # a combo box or a button reached with Tab takes Space too (a combo box
+                # opens its list, a button is pressed): Escape gives the keys back there too
                 self._home.setFocus(Qt.FocusReason.OtherFocusReason)
                 return True
         return False

@@ -283,6 +283,26 @@ def test_escape_leaves_a_text_field_and_the_keys_act_again(qtbot):
         win.session.shutdown(wait=0.5)
 
 
+def test_escape_on_a_combo_box_gives_space_back_to_play(qtbot):
+    """Tab reaches the dtype combo box, which takes Space (it opens its list): Escape gives
+    the keys back there too, and Space plays."""
+    win = _window(qtbot, 1440, 900)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        combo = win.inputs.dtype
+        combo.setFocus()
+        qtbot.waitUntil(combo.hasFocus)
+        QTest.keyClick(combo, Qt.Key.Key_Escape)
+        assert not combo.hasFocus()
+        with qtbot.waitSignal(win.session.runningChanged, timeout=TIMEOUT) as blocker:
+            QTest.keyClick(QApplication.focusWidget() or win, Qt.Key.Key_Space)
+        assert blocker.args == [True]
+        win.session.pause()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 @pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
 def test_button_icons_contrast_with_the_button(qtbot, theme_name):
     """Play, Step and Reset draw their icons in the palette's text colour: at least 3:1
