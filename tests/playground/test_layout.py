@@ -264,14 +264,19 @@ def test_space_plays_right_after_start_without_a_click(qtbot):
         win.session.shutdown(wait=0.5)
 
 
+def _focus(qtbot, win, widget):
+    """``widget`` of the active window ``win`` has the keyboard."""
+    win.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+    widget.setFocus()
+    qtbot.waitUntil(widget.hasFocus)
+    return widget
+
+
 def test_escape_leaves_a_text_field_and_the_keys_act_again(qtbot):
     win = _window(qtbot, 1440, 900)
     try:
-        win.activateWindow()
-        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
-        search = win.picker.search
-        search.setFocus()
-        qtbot.waitUntil(search.hasFocus)
+        search = _focus(qtbot, win, win.picker.search)
         QTest.keyClick(search, Qt.Key.Key_R)  # typed, not a reset
         assert search.text() == "r"
         QTest.keyClick(search, Qt.Key.Key_Escape)
@@ -288,11 +293,7 @@ def test_escape_on_a_combo_box_gives_space_back_to_play(qtbot):
     the keys back there too, and Space plays."""
     win = _window(qtbot, 1440, 900)
     try:
-        win.activateWindow()
-        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
-        combo = win.inputs.dtype
-        combo.setFocus()
-        qtbot.waitUntil(combo.hasFocus)
+        combo = _focus(qtbot, win, win.inputs.dtype)
         QTest.keyClick(combo, Qt.Key.Key_Escape)
         assert not combo.hasFocus()
         with qtbot.waitSignal(win.session.runningChanged, timeout=TIMEOUT) as blocker:
