@@ -105,7 +105,7 @@ def end_with_parent(conn) -> None:
 
     if not hasattr(select, "poll"):
         return
-    hangup = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+    hangup = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
     poller = select.poll()
     poller.register(conn.fileno(), hangup)  # not POLLIN: messages do not wake it
 

@@ -148,7 +148,7 @@ class MainWindow(QMainWindow):
         self.actions_by_name = self.commands.by_name
         play = self._after_typing(s.play, "Play")
         self.user_commands = {
-            "play": lambda: s.pause() if s.ctrl.running else play(),
+            "play": lambda: s.pause() if s.running else play(),  # Pause never waits
             "step": self._after_typing(s.step_once, "Step"),
             "check": self._after_typing(s.check_now, "The check")}
         for name, text, keys, slot in (

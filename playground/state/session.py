@@ -327,9 +327,6 @@ class Session(QObject):
         elif outcome:
             self.notice.emit(UNSTUCK[outcome])
 
-    def toggle(self) -> None:
-        self.pause() if self.ctrl.running else self.play()
-
     def step_once(self) -> None:
         """Pause first, then one step, if the run has steps left."""
         self.pause()

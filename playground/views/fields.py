@@ -87,6 +87,10 @@ class CheckedField(QWidget):
     def valid(self) -> bool:
         return self.reason.isHidden()
 
+    def unfinished(self) -> tuple[QLineEdit, str] | None:
+        """The editor and why its typed text is not a value; None while it is one."""
+        return None if self.valid else (self.edit, self.reason.text())
+
     def set_text(self, text: str):
         self._last = text
         self.edit.setText(text)

@@ -171,7 +171,7 @@ class InputsForm(QWidget):
         """The first field whose typed text is not a valid value, and why; None if none."""
         for name, field in self.fields.items():
             if isinstance(field, CheckedField) and not field.valid:
-                return field.edit, field.reason.text()
+                return field.unfinished()
             if isinstance(field, QComboBox) and field.isEditable():
                 try:
                     parse_init(field.currentText(), name.removesuffix(".init"))
@@ -252,7 +252,7 @@ class LoopForm(QGroupBox):
 
     def unfinished(self) -> tuple[QWidget, str] | None:
         """The learning rate's field and why, while its typed text is not valid."""
-        return None if self.lr.valid else (self.lr.edit, self.lr.reason.text())
+        return self.lr.unfinished()
 
     def _seed_edited(self) -> None:
         if self.seed.value() != self.session.settings.seed:
