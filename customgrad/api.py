@@ -15,7 +15,7 @@ from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
 from customgrad.errors import SpecError
-from customgrad.inputs import parse_dtype
+from customgrad.inputs import forward_parameters, parse_dtype
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
 
@@ -37,7 +37,9 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     ``path/to/file.py:Class``, ``package.module:Class``). Tolerances default to gradcheck's
     (eps 1e-6, atol 1e-5, rtol 1e-3); ``dtype`` (``torch.float64``, ``"float32"``) converts
     the floating-point tensors first; ``checks`` names the sub-checks to run beside the
-    Jacobian (:data:`CHECKS`, gradcheck's by default; each lands in :attr:`Report.checks`). The
+    Jacobian (:data:`CHECKS`, gradcheck's by default; each lands in :attr:`Report.checks`).
+    As gradcheck, only the tensors that require grad are differentiated where any does; where
+    none does, every floating-point one is, but one that backward returns None for. The
     caller's tensors and their ``.grad`` are never touched: the check works on copies. A
     failed check is diagnosed (:attr:`Report.diagnoses`). Raises the engine's errors
     (``FunctionError`` when the Function raises or breaks autograd's contract, ``SpecError``
@@ -49,7 +51,8 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     copies = [_copy(a, target_dtype) for a in args]
     eps, atol, rtol = (EPS if eps is None else eps, ATOL if atol is None else atol,
                        RTOL if rtol is None else rtol)
-    report = compare(function, copies, eps=eps, atol=atol, rtol=rtol)
+    report = compare(function, copies, eps=eps, atol=atol, rtol=rtol,
+                     differentiate=_requiring_grad(function, args))
     report.label, report.function = label, function.__name__
     if not report.passed:
         report.diagnoses = diagnose(report, function, [_copy(a, target_dtype) for a in args])
@@ -72,6 +75,14 @@ def _function(fn: type | str) -> tuple[type, str]:
         if entry.function is fn:
             return fn, entry.title
     return fn, fn.__name__
+
+
+def _requiring_grad(function: type, args: tuple) -> dict[str, bool] | None:
+    """``{name: True}`` for the tensor arguments that require grad, None where none does."""
+    params = [p.name for p in forward_parameters(function)]
+    chosen = {name: True for name, a in zip(params, args)
+              if isinstance(a, torch.Tensor) and a.requires_grad}
+    return chosen or None
 
 
 def _checks(checks: Iterable[str] | None, function: type) -> set[str]:

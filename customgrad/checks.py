@@ -194,12 +194,15 @@ def _once_differentiable(function: type) -> bool:
 
 
 def double_backward_check(function: type, args: list, eps: float = EPS, atol: float = ATOL,
-                          rtol: float = RTOL) -> DoubleBackwardReport:
-    """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words."""
+                          rtol: float = RTOL, positions: list[int] | None = None
+                          ) -> DoubleBackwardReport:
+    """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words;
+    ``positions``: the arguments to differentiate (default: every floating-point tensor)."""
     if _once_differentiable(function):
         return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
                                     "@once_differentiable: double backward is not supported.")
-    pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    pos = positions if positions is not None else [
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
     inputs = tuple(a.detach().double().requires_grad_() if i in pos else a
                    for i, a in enumerate(args))
     try:

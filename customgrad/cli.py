@@ -119,6 +119,13 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--init", action="append", metavar="NAME=INIT",
                    help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
                         "ones (repeatable; default: normal)")
+    p.add_argument("--grad", action="append", metavar="NAME",
+                   help="differentiate tensor input NAME, and only the inputs named so, as "
+                        "gradcheck does those that require grad (repeatable; default: every "
+                        "floating-point one whose gradient backward returns)")
+    p.add_argument("--no-grad", action="append", metavar="NAME",
+                   help="do not differentiate tensor input NAME: a constant tensor, as one "
+                        "that does not require grad (repeatable)")
     p.add_argument("--dtype", choices=("float32", "float64"), default=None,
                    help=f"dtype of the tensor inputs (default: {dtype_default})")
     p.add_argument("--device", default="cpu",
@@ -186,12 +193,23 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(args) -> Settings:
     settings = Settings(target=args.target, shapes=_pairs(args.shape, "--shape"),
                         constants=_pairs(args.const, "--const"),
-                        init=_pairs(args.init, "--init"), device=args.device, seed=args.seed)
+                        init=_pairs(args.init, "--init"), device=args.device, seed=args.seed,
+                        differentiate=_differentiate(args.grad, args.no_grad))
     if args.dtype:
         settings.dtype = args.dtype
     elif args.command == "check":
         settings.dtype = "float64"
     return settings
+
+
+def _differentiate(grad: list[str] | None, no_grad: list[str] | None) -> dict[str, bool]:
+    """``--grad`` and ``--no-grad`` as the settings' table; an input named in both is an
+    error."""
+    both = sorted(set(grad or []) & set(no_grad or []))
+    if both:
+        raise CustomGradError(f"{', '.join(both)} is given both --grad and --no-grad; "
+                              "choose one.")
+    return {**dict.fromkeys(no_grad or [], False), **dict.fromkeys(grad or [], True)}
 
 
 def cmd_list(args) -> int:

@@ -70,7 +70,8 @@ class Problem:
     def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap}
+        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
+                   "differentiate": s.differentiate}
         options.update(kwargs)
         return jacobian.compare(self.function, self.args if args is None else args, **options)
 

@@ -25,6 +25,9 @@ class Settings:
     constants: dict[str, object] = field(default_factory=dict)
     init: dict[str, str] = field(default_factory=dict)
     trained: dict[str, bool] = field(default_factory=dict)
+    #: which tensor inputs the check differentiates, by name, as gradcheck's requires_grad:
+    #: where any is True exactly those; else every floating-point one but those set False
+    differentiate: dict[str, bool] = field(default_factory=dict)
     #: tensors by input name, for the inputs whose init is ``given`` (playground.show):
     #: CPU tensors, written into session files as ``.npy`` data (never pickle)
     given: dict[str, torch.Tensor] = field(default_factory=dict)

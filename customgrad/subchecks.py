@@ -66,6 +66,8 @@ def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: flo
         raise SpecError(f"unknown check {', '.join(sorted(unknown))}: choose from "
                         f"{', '.join(NAMES)}.", field="checks")
     ctx = _Context(function, list(args), eps, atol, rtol, nondet_tol)
+    if report is not None:  # the inputs the Jacobian differentiated, as gradcheck's
+        ctx.pos = [a.position for a in report.inputs]
     out = {}
     for name in NAMES:
         if name not in wanted:
@@ -130,7 +132,8 @@ class _Context:
 
     # ---- the sub-checks
     def double_backward(self) -> SubCheck:
-        db = double_backward_check(self.function, self.args, self.eps, self.atol, self.rtol)
+        db = double_backward_check(self.function, self.args, self.eps, self.atol, self.rtol,
+                                   self.pos)
         if not db.supported:
             return SubCheck("double_backward", "skipped", db.message)
         return SubCheck("double_backward", "passed" if db.passed else "failed", db.message)

@@ -8,7 +8,7 @@ comes) -> report.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from customgrad.errors import SpecError
 from customgrad.inputs import forward_parameters
@@ -23,10 +23,14 @@ from customgrad.jacobian.workspace import Pacer, allocate
 
 def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
+            differentiate: Mapping[str, bool] | None = None,
             progress: Callable[[Progress], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> Report:
     """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments).
 
+    ``differentiate`` (by parameter name) chooses the differentiated inputs as gradcheck's
+    ``requires_grad`` does: where any is True, exactly those; else every floating-point tensor
+    but those set False, and one that backward returns None for is taken as a constant.
     Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
     TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
     """
@@ -38,7 +42,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
                         f"({', '.join(params)}), {len(args)} were given.")
     started = time.perf_counter()
     notes: list[str] = []
-    probe = run_probe(function, args, params, notes)
+    probe = run_probe(function, args, params, notes, differentiate)
     space = allocate(probe.outputs, probe.inputs, memory_cap, keep)
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first

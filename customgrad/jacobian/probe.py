@@ -9,6 +9,7 @@ the numerical pass: ``forward`` called directly (a few microseconds) when it rep
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -72,33 +73,48 @@ class Probe:
         return torch.zeros_like(out) if materialize else None
 
 
-def run_probe(function: type, args: list, params: list[str], notes: list[str]) -> Probe:
+def run_probe(function: type, args: list, params: list[str], notes: list[str],
+              differentiate: Mapping[str, bool] | None = None) -> Probe:
     """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
-    or FunctionError for what no comparison can start from; explain the rest in ``notes``."""
-    in_pos = _differentiated_inputs(function, args, params, notes)
+    or FunctionError for what no comparison can start from; explain the rest in ``notes``.
+
+    ``differentiate`` chooses the inputs as gradcheck's ``requires_grad`` does (see
+    :func:`differentiated_inputs`); an input nobody chose that backward returns None for is
+    then a constant, with a note."""
+    in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
     call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
     out_pos = _differentiated_outputs(function, outs, notes)
-    outputs = _lay_out([(output_name(k, len(outs)), k, tuple(outs[k].shape)) for k in out_pos])
-    inputs = _lay_out([(params[i], i, tuple(args[i].shape)) for i in in_pos])
     node = outs[out_pos[0]].grad_fn
     node = node if getattr(node, "_forward_cls", None) is function else None
     probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
-                  out_pos, outputs, inputs, node)
+                  out_pos, [], [], node)
     if node is not None:
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
         raw_grads = call_backward(function, node, grads)
-        notes.extend(check_gradients(function, params, args, raw_grads))
+        raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
+        unused = [] if chosen else [i for i in in_pos
+                                    if i >= len(raw_grads) or raw_grads[i] is None]
+        dropped = [params[i] for i in unused] if len(unused) < len(in_pos) else []
+        notes.extend(n for n in check_gradients(function, params, args, raw_grads)
+                     if not any(n.startswith(f"backward returns None for {p}:") for p in dropped))
+        for name in dropped:
+            notes.append(f"{name}: backward returns None; treated as not differentiated.")
+            del leaves[params.index(name)]
+        probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
     else:
         notes.append(
             "a torch.library op: every row goes through the autograd engine (the op's "
             "registered backward)." if vars(function).get("__custom_op__") is not None else
             "the output's graph node is not the Function's own, so every "
             "row goes through the autograd engine.")
+    probe.outputs = _lay_out([(output_name(k, len(outs)), k, tuple(outs[k].shape))
+                              for k in out_pos])
+    probe.inputs = _lay_out([(params[i], i, tuple(args[i].shape)) for i in in_pos])
     return probe
 
 
@@ -106,21 +122,44 @@ def output_name(k: int, count: int) -> str:
     return "output" if count == 1 else f"output{k}"
 
 
-def _differentiated_inputs(function: type, args: list, params: list[str],
-                           notes: list[str]) -> list[int]:
-    """Positions of the non-empty floating-point tensor arguments (SpecError if none)."""
-    in_pos = [i for i, a in enumerate(args)
-              if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+def differentiated_inputs(function: type, args: list, params: list[str], notes: list[str],
+                          differentiate: Mapping[str, bool] | None = None
+                          ) -> tuple[list[int], bool]:
+    """Positions of the arguments to differentiate, and whether they were chosen.
+
+    As gradcheck's ``requires_grad``: where ``differentiate`` says True for any input, exactly
+    those are (``chosen``); else every non-empty floating-point tensor but those it says False
+    for. SpecError naming an unknown parameter, one that cannot be differentiated, or none."""
+    differentiate = dict(differentiate or {})
+    unknown = sorted(set(differentiate) - set(params))
+    if unknown:
+        raise SpecError(f"differentiate given for {', '.join(unknown)}, but forward's "
+                        f"parameters are {', '.join(params)}.", field=unknown[0])
+    floating = [i for i, a in enumerate(args)
+                if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+    wanted = [params.index(n) for n, on in differentiate.items() if on]
+    for i in wanted:
+        if i not in floating:
+            a = args[i]
+            what = "not a tensor" if not isinstance(a, torch.Tensor) else "empty" \
+                if not a.numel() else f"{str(a.dtype)[6:]}, not floating point"
+            raise SpecError(f"{params[i]} cannot be differentiated: it is {what}.",
+                            field=params[i])
+    off = {n for n, on in differentiate.items() if not on}
+    in_pos = sorted(wanted) if wanted else [i for i in floating if params[i] not in off]
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor) and not a.is_floating_point():
             notes.append(f"input {params[i]} ({str(a.dtype)[6:]}) is not "
                          "floating point: not differentiated.")
         elif isinstance(a, torch.Tensor) and not a.numel():
             notes.append(f"input {params[i]} is empty: not differentiated.")
+        elif i in floating and i not in in_pos:
+            notes.append(f"input {params[i]} is not differentiated (a constant here, as a "
+                         "tensor that does not require grad is for gradcheck).")
     if not in_pos:
         raise SpecError(f"{function.__name__} has no floating-point tensor input to "
                         "differentiate; give at least one parameter a shape.")
-    return in_pos
+    return in_pos, bool(wanted)
 
 
 def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> list[int]:

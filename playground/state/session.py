@@ -54,7 +54,7 @@ def carried_over(old: Settings, spec: str, params: set[str],
     new = copy.deepcopy(old)
     new.target = spec
     dropped: set[str] = set()
-    for table in ("shapes", "constants", "init", "trained", "given"):
+    for table in ("shapes", "constants", "init", "trained", "given", "differentiate"):
         values = getattr(old, table) if keep else {}
         setattr(new, table, {k: v for k, v in values.items() if k in params})
         dropped |= set(values) - params
@@ -188,7 +188,7 @@ class Session(QObject):
         self.settingsChanged.emit(self.settings)
         if _REBUILD & set(changes):
             self._rebuild()
-        elif {"eps", "atol", "rtol"} & set(changes):
+        elif {"eps", "atol", "rtol", "differentiate"} & set(changes):
             self.check_now()
 
     def set_explain(self, on: bool) -> None:
@@ -419,7 +419,8 @@ class Session(QObject):
     def _start_job(self, args) -> None:
         self._cancel_job()
         s = self.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap}
+        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
+                   "differentiate": dict(s.differentiate)}
         where = "the start" if args is None else f"step {self.step}"
         self.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
         problem = self.problem

@@ -54,7 +54,7 @@ class SeedBox(QSpinBox):
 
 
 class InputsForm(QWidget):
-    """Shape/init/trained per tensor input, an editor per constant, dtype and device."""
+    """Shape/init/trained/grad per tensor input, an editor per constant, dtype and device."""
 
     def __init__(self, session, parent=None):
         super().__init__(parent)
@@ -131,6 +131,11 @@ class InputsForm(QWidget):
         trained.setChecked(spec.trained)
         trained.setToolTip("Updated by the gradient-descent loop")
         trained.toggled.connect(lambda on, n=name: self._set("trained", n, bool(on)))
+        grad = QCheckBox("grad")
+        grad.setChecked(self.session.settings.differentiate.get(name, True))
+        grad.setToolTip("Differentiated by the Jacobian check, as an input that requires grad "
+                        "is by gradcheck (off: a constant tensor, such as fixed filter taps)")
+        grad.toggled.connect(lambda on, n=name: self._set_differentiate(n, bool(on)))
         row = QWidget()
         column = QVBoxLayout(row)
         column.setContentsMargins(0, 0, 0, 0)
@@ -142,6 +147,7 @@ class InputsForm(QWidget):
         line.addWidget(shape, 1)
         line.addWidget(init, 2)
         line.addWidget(trained)
+        line.addWidget(grad)
         # why the shape is wrong, under the whole row: the shape's own column is a few
         # letters wide, and a message wrapped there pushed "trained" out of the pane
         shape.layout().removeWidget(shape.reason)
@@ -150,6 +156,7 @@ class InputsForm(QWidget):
         self.fields[name] = shape
         self.fields[f"{name}.init"] = init
         self.fields[f"{name}.trained"] = trained
+        self.fields[f"{name}.grad"] = grad
 
     def _const_row(self, spec: ConstSpec) -> None:
         name, value = spec.name, spec.value
@@ -189,6 +196,16 @@ class InputsForm(QWidget):
         combo.setStyleSheet("")
         if self.session.settings.init.get(name) != value:
             self._set("init", name, value)
+
+    def _set_differentiate(self, name: str, on: bool) -> None:
+        """Off: ``name`` is not differentiated; on: as by default (differentiated where
+        backward returns its gradient)."""
+        current = dict(self.session.settings.differentiate)
+        if on:
+            current.pop(name, None)
+        else:
+            current[name] = False
+        self.session.update(differentiate=current)
 
     def _set(self, table: str, name: str, value) -> None:
         current = dict(getattr(self.session.settings, table))

@@ -86,8 +86,9 @@ def test_the_callers_tensors_and_grads_are_never_modified():
     customgrad.check(ReluInplace, x)
     customgrad.check(MulConstant, x, 3.0, checks=subchecks.NAMES, dtype=torch.float32)
     with pytest.raises(AssertionError):  # diagnosed too: more calls with the arguments
-        assert_backward(LinearFunctionBuggy, x, torch.randn(5, 5, dtype=torch.float64),
-                        torch.randn(5, dtype=torch.float64))
+        assert_backward(LinearFunctionBuggy, x,
+                        torch.randn(5, 5, dtype=torch.float64, requires_grad=True),
+                        torch.randn(5, dtype=torch.float64, requires_grad=True))
     assert torch.equal(x.detach(), before) and x._version == version
     assert torch.equal(x.grad, grad_before) and x.requires_grad and x.is_leaf
 

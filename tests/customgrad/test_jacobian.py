@@ -331,9 +331,17 @@ def test_non_differentiable_output_is_skipped_with_a_note():
     assert report.passed
 
 
-def test_backward_none_gives_a_zero_block():
+def test_backward_none_makes_an_input_nobody_chose_a_constant():
     x, y = torch.randn(2, 3, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
     report = compare(U.IgnoresY, [x, y])
+    assert report.passed and [a.name for a in report.inputs] == ["x"]
+    assert "y: backward returns None; treated as not differentiated." in report.notes
+    assert not any("None for y" in n for n in report.notes)
+
+
+def test_backward_none_gives_a_zero_block_for_a_chosen_input():
+    x, y = torch.randn(2, 3, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+    report = compare(U.IgnoresY, [x, y], differentiate={"x": True, "y": True})
     assert report.passed
     assert any("None for y" in n for n in report.notes)
     assert torch.equal(report.analytic[:, 6:], torch.zeros(6, 4, dtype=torch.float64))
@@ -349,11 +357,13 @@ def test_input_not_used_gives_a_zero_block():
     assert torch.equal(report.analytic[:, 6:], torch.zeros(6, 6, dtype=torch.float64))
 
 
-def test_none_for_a_used_input_fails_in_that_block():
+def test_none_for_a_used_input_fails_in_that_block_where_it_is_chosen():
+    """As gradcheck's verdict with y requiring grad; with nothing chosen, y is a constant."""
     x, y = torch.randn(2, 3, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64)
-    report = compare(U.MissingYGradient, [x, y])
+    report = compare(U.MissingYGradient, [x, y], differentiate={"x": True, "y": True})
     assert [b.passed for b in report.blocks] == [True, False]
     assert report.worst.input_name == "y"
+    assert compare(U.MissingYGradient, [x, y]).passed
 
 
 def test_integer_tensor_input_is_not_differentiated():
@@ -655,7 +665,8 @@ def test_error_in_a_tile_zero_in_one_jacobian_is_found(monkeypatch, chunk, name,
 
 def test_all_zero_block_reports_its_first_entry_as_worst():
     report = compare(U.IgnoresY, [torch.randn(3, 4, dtype=torch.float64),
-                                  torch.randn(3, 4, dtype=torch.float64)])
+                                  torch.randn(3, 4, dtype=torch.float64)],
+                     differentiate={"x": True, "y": True})
     zero = next(b for b in report.blocks if b.input.name == "y")
     assert zero.passed and zero.max_abs_error == 0.0
     assert zero.worst == (zero.output.offset, zero.input.offset)

@@ -1,0 +1,135 @@
+"""customgrad's verdict equals gradcheck's wherever gradcheck can judge a Function: which
+inputs are differentiated (requires_grad, --grad/--no-grad), in-place forwards, forward's
+defaults. The Functions (tests/data/parity_functions.py) are shaped like real layers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import customgrad
+from customgrad import cli
+from customgrad.errors import SpecError
+from tests.data import parity_functions as pf
+
+FILE = Path(pf.__file__)
+
+
+def _g():
+    return torch.Generator().manual_seed(0)
+
+
+def _rand(*shape):
+    return torch.randn(*shape, generator=_g(), dtype=torch.float64)
+
+
+def _gradcheck(fn, args) -> bool:
+    return torch.autograd.gradcheck(fn, args, raise_exception=False)
+
+
+def _cli(capsys, *argv):
+    code = cli.main(list(argv))
+    return code, capsys.readouterr()
+
+
+# ---- which inputs are differentiated -------------------------------------------------------
+
+FILTERS = [(pf.FilterBank, lambda: (_rand(2, 9), _rand(3, 5))),
+           (pf.FilterBankFlipped, lambda: (_rand(2, 9), _rand(3, 5))),
+           (pf.FilterBank2D, lambda: (_rand(2, 6, 7), _rand(3), _rand(3)))]
+
+
+@pytest.mark.parametrize("function,make", FILTERS, ids=lambda v: getattr(v, "__name__", ""))
+def test_filter_taps_that_do_not_require_grad_are_constants(function, make):
+    x, *taps = make()
+    expected = _gradcheck(function.apply, (x.clone().requires_grad_(), *taps))
+    report = customgrad.check(function, x.requires_grad_(), *taps)
+    assert report.passed == expected
+    assert [a.name for a in report.inputs] == ["x"]
+    assert not any(d.kind == "swapped" for d in report.diagnoses)
+
+
+@pytest.mark.parametrize("function,make", FILTERS, ids=lambda v: getattr(v, "__name__", ""))
+def test_with_nothing_requiring_grad_a_none_gradient_is_a_constant(function, make):
+    """No tensor requires grad: every float one is differentiated, but one that backward
+    returns None for is a constant, with a note, never a failure or a diagnosis."""
+    x, *taps = make()
+    expected = _gradcheck(function.apply, (x.clone().requires_grad_(), *taps))
+    report = customgrad.check(function, x, *taps)
+    assert report.passed == expected
+    assert [a.name for a in report.inputs] == ["x"]
+    names = ["taps"] if len(taps) == 1 else ["row", "col"]
+    for name in names:
+        assert f"{name}: backward returns None; treated as not differentiated." in report.notes
+    assert all(d.kind != "swapped" for d in report.diagnoses)
+    assert expected or report.diagnoses == [] or all(d.kind != "missing_reduction"
+                                                     for d in report.diagnoses)
+
+
+def test_a_tap_that_requires_grad_is_differentiated_as_by_gradcheck():
+    x, taps = _rand(2, 9), _rand(3, 5)
+    assert not _gradcheck(pf.FilterBank.apply, (x.clone().requires_grad_(),
+                                                 taps.clone().requires_grad_()))
+    report = customgrad.check(pf.FilterBank, x, taps.requires_grad_())
+    assert not report.passed
+    assert [a.name for a in report.inputs] == ["taps"]
+
+
+def test_the_callers_requires_grad_and_grad_are_untouched():
+    x, taps = _rand(2, 9).requires_grad_(), _rand(3, 5)
+    customgrad.check(pf.FilterBank, x, taps)
+    assert x.requires_grad and x.grad is None and not taps.requires_grad
+
+
+def test_when_backward_returns_none_for_every_input_it_still_fails():
+    """Nothing is left to treat as constant: a backward of Nones is a wrong backward."""
+    class Nothing(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    assert not customgrad.check(Nothing, _rand(3)).passed
+
+
+def test_cli_no_grad_and_grad_choose_the_inputs(capsys):
+    target = f"{FILE}:FilterBankFlipped"
+    shapes = ["--shape", "x=2x9", "--shape", "taps=3x5", "--in-process"]
+    code, out = _cli(capsys, "check", target, *shapes, "--no-grad", "taps")
+    assert code == 1 and "d taps" not in out.out and "d output [2x3x9] / d x" in out.out
+    code, out = _cli(capsys, "check", f"{FILE}:FilterBank", *shapes, "--grad", "x")
+    assert code == 0 and "d taps" not in out.out
+    code, out = _cli(capsys, "check", f"{FILE}:FilterBank", *shapes, "--grad", "taps")
+    assert code == 1 and "d output [2x3x9] / d taps" in out.out and "/ d x" not in out.out
+
+
+def test_cli_grad_names_a_parameter_that_cannot_be_differentiated(capsys):
+    code, out = _cli(capsys, "check", f"{FILE}:FilterBank", "--shape", "x=2x9",
+                     "--shape", "taps=3x5", "--grad", "nope", "--in-process")
+    assert code == 2 and "nope" in out.err and "x, taps" in out.err
+    code, out = _cli(capsys, "check", f"{FILE}:FilterBank", "--grad", "x", "--no-grad", "x",
+                     "--in-process")
+    assert code == 2 and "both --grad and --no-grad" in out.err
+
+
+def test_an_integer_tensor_cannot_be_chosen():
+    class Gather(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, idx):
+            ctx.save_for_backward(idx)
+            ctx.n = x.shape[0]
+            return x[idx]
+
+        @staticmethod
+        def backward(ctx, g):
+            (idx,) = ctx.saved_tensors
+            return torch.zeros(ctx.n, dtype=g.dtype).index_add_(0, idx, g), None
+
+    with pytest.raises(SpecError, match="idx cannot be differentiated: it is int64"):
+        customgrad.jacobian.compare(Gather, [_rand(5), torch.tensor([0, 2])],
+                                    differentiate={"idx": True})

@@ -1,0 +1,36 @@
+"""The form's per-input *grad* choice: the inputs the Jacobian check differentiates."""
+
+from __future__ import annotations
+
+import pytest
+
+from customgrad.inputs import TensorSpec
+
+
+def test_grad_unchecked_makes_an_input_a_constant_of_the_check(qtbot):
+    pytest.importorskip("pytestqt")
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        form.show_specs([TensorSpec("x"), TensorSpec("taps")])
+        grad = form.fields["taps.grad"]
+        assert grad.isChecked() and form.fields["x.grad"].isChecked()
+        grad.setChecked(False)
+        assert session.settings.differentiate == {"taps": False}
+        grad.setChecked(True)
+        assert session.settings.differentiate == {}
+    finally:
+        session.shutdown(wait=0.5)
+
+
+def test_the_choice_is_kept_for_a_function_taking_the_same_input():
+    from customgrad.settings import Settings
+    from playground.state.session import carried_over
+
+    old = Settings(differentiate={"taps": False, "gone": False})
+    new, dropped = carried_over(old, "other", {"x", "taps"}, keep=True)
+    assert new.differentiate == {"taps": False} and "gone" in dropped
