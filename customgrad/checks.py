@@ -206,7 +206,10 @@ def double_backward_check(function: type, args: list, eps: float = EPS, atol: fl
     inputs = tuple(a.detach().double().requires_grad_() if i in pos else a
                    for i, a in enumerate(args))
     try:
-        ok = torch.autograd.gradgradcheck(function.apply, inputs, eps=eps, atol=atol, rtol=rtol,
+        def apply(*call):  # copies: a forward that works in place must not touch a leaf
+            return function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
+                                    for a in call])
+        ok = torch.autograd.gradgradcheck(apply, inputs, eps=eps, atol=atol, rtol=rtol,
                                           raise_exception=True)
     except RuntimeError as exc:
         text = str(exc)

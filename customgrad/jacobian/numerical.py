@@ -18,7 +18,7 @@ from customgrad.errors import FunctionError
 from customgrad.inputs import format_shape
 from customgrad.jacobian import matrices
 from customgrad.jacobian.limits import Tolerances
-from customgrad.jacobian.probe import Probe, chooses_direct, mutates
+from customgrad.jacobian.probe import Probe, chooses_direct, mutates, same_values
 from customgrad.jacobian.report import Axis
 from customgrad.jacobian.tiles import TileScan, axis_at, runs
 from customgrad.jacobian.workspace import Pacer, Workspace
@@ -32,8 +32,19 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     direct = chooses_direct(probe, base)
     forward = probe.forward_direct if direct else probe.forward_plain
     clone_each = mutates(probe, forward, base, notes)
+    kept = None if clone_each else [base[i].clone() for i in probe.in_pos]
     FiniteDifferences(probe, space, pacer, tol.eps, base, forward, clone_each,
                       vmap=direct).run()
+    if kept is not None and not all(same_values(base[i], k) for i, k in zip(probe.in_pos, kept)):
+        # forward wrote into its input at some points only: every call again, on copies
+        for i, k in zip(probe.in_pos, kept):
+            base[i].copy_(k)
+        for t, (c0, c1) in enumerate(space.col_tiles):  # the tiles written, cleared
+            for r0, r1 in runs(space.num_nonzero[t], space.row_tiles):
+                space.num_t[c0:c1, r0:r1].zero_()
+        notes.append("forward modifies its input in place at some points: finite "
+                     "differences use copies.")
+        FiniteDifferences(probe, space, pacer, tol.eps, base, forward, True, vmap=False).run()
     return dtype, tol
 
 

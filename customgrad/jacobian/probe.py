@@ -208,18 +208,14 @@ def chooses_direct(probe: Probe, base: list) -> bool:
 
 
 def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
-    """True when forward changes its inputs in place (mark_dirty) or returns a view of one:
-    then each call gets copies."""
+    """True when forward changes its inputs in place (``mark_dirty``, a numpy write the
+    version counter never sees) or returns a view of one: then each call gets copies. Asked
+    on copies, so the base point stays as it is whatever forward does."""
+    call = probe.copies(base)
+    outs = forward(call)
     in_pos = probe.in_pos
-    versions = [base[i]._version for i in in_pos]
-    snapshot = [base[i].clone() for i in in_pos]
-    outs = forward(base)
-    modified = [base[i]._version for i in in_pos] != versions
-    if modified:
-        # restore the base point before anything else reads it
-        for i, saved in zip(in_pos, snapshot):
-            base[i].copy_(saved)
-    storages = {base[i].untyped_storage().data_ptr() for i in in_pos}
+    modified = any(call[i]._version or not same_values(call[i], base[i]) for i in in_pos)
+    storages = {call[i].untyped_storage().data_ptr() for i in in_pos}
     if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
            for o in outs):
         notes.append("forward returns a view of its input: finite differences use copies.")
@@ -228,3 +224,8 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
         return False
     notes.append("forward modifies its input in place: finite differences use copies.")
     return True
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` hold the same values (NaN where the other has NaN)."""
+    return bool(torch.equal(a, b) or torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))

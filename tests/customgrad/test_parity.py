@@ -133,3 +133,54 @@ def test_an_integer_tensor_cannot_be_chosen():
     with pytest.raises(SpecError, match="idx cannot be differentiated: it is int64"):
         customgrad.jacobian.compare(Gather, [_rand(5), torch.tensor([0, 2])],
                                     differentiate={"idx": True})
+
+
+# ---- in-place forwards ---------------------------------------------------------------------
+
+INPLACE = [pf.NumpyExpInplace, pf.NumpyExpInplaceBuggy, pf.ExpInplaceCtx]
+
+
+@pytest.mark.parametrize("function", INPLACE, ids=lambda f: f.__name__)
+def test_an_in_place_forward_gets_gradchecks_verdict(function):
+    """forward overwrites its input (through numpy, unseen by the version counter, or with
+    exp_) and marks it dirty: every forward call works on fresh copies."""
+    x = _rand(3, 4) * 0.5
+    expected = _gradcheck(lambda t: function.apply(t.clone()), (x.clone().requires_grad_(),))
+    assert expected == (function is not pf.NumpyExpInplaceBuggy)
+    report = customgrad.check(function, x)
+    assert report.passed == expected
+    assert any("in place" in n or "a view of its input" in n for n in report.notes)
+    assert all(d.kind not in ("mutates", "swapped") for d in report.diagnoses)
+
+
+def test_the_base_point_survives_a_forward_that_writes_at_some_points_only():
+    """A forward writing into its input only where x[0] > 0 is not caught at the base point
+    (x[0] < 0 there); the finite differences still come out right."""
+    class SometimesInPlace(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x * 2
+            y = x.detach().numpy()
+            if y[0] > 0:
+                y[1:] = 0.0  # scribbles on the input
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([-1e-7, 1.0, 2.0], dtype=torch.float64)
+    report = customgrad.jacobian.compare(SometimesInPlace, [x])
+    assert report.passed, report.text()
+    assert any("at some points" in n for n in report.notes)
+    torch.testing.assert_close(x, torch.tensor([-1e-7, 1.0, 2.0], dtype=torch.float64),
+                               rtol=0, atol=0)
+
+
+def test_double_backward_of_an_in_place_forward_is_gradgradchecks():
+    x = _rand(3, 4) * 0.5
+    expected = torch.autograd.gradgradcheck(lambda t: pf.ExpInplaceCtx.apply(t.clone()),
+                                            (x.clone().requires_grad_(),),
+                                            raise_exception=False)
+    report = customgrad.check(pf.ExpInplaceCtx, x, checks=["double_backward"])
+    assert report.checks["double_backward"].status == ("passed" if expected else "failed")
