@@ -15,7 +15,7 @@ from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
 from customgrad.errors import SpecError
-from customgrad.inputs import forward_parameters, parse_dtype
+from customgrad.inputs import forward_parameters, parse_dtype, with_defaults
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
 
@@ -31,7 +31,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
           rtol: float | None = None, checks: Iterable[str] | None = None,
           dtype: torch.dtype | str | None = None) -> Report:
     """Compare ``fn``'s backward with finite differences at ``args`` (forward's arguments,
-    tensors and constants, as ``fn.apply`` takes them).
+    tensors and constants, as ``fn.apply`` takes them: forward's defaults fill the rest).
 
     ``fn`` is a ``torch.autograd.Function`` subclass (or a CLI target: a gallery name,
     ``path/to/file.py:Class``, ``package.module:Class``). Tolerances default to gradcheck's
@@ -48,6 +48,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     function, label = _function(fn)
     wanted = _checks(checks, function)
     target_dtype = None if dtype is None else parse_dtype(dtype)
+    args = tuple(with_defaults(function, args))
     copies = [_copy(a, target_dtype) for a in args]
     eps, atol, rtol = (EPS if eps is None else eps, ATOL if atol is None else atol,
                        RTOL if rtol is None else rtol)

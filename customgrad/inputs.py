@@ -81,6 +81,24 @@ def forward_parameters(function: type) -> list[inspect.Parameter]:
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
+def with_defaults(function: type, args: list | tuple) -> list:
+    """forward's arguments ``args`` as ``apply`` takes them, completed with forward's defaults
+    (as Python fills them for ``apply``); SpecError for too many, or a missing one without a
+    default."""
+    params = forward_parameters(function)
+    name = function.__name__
+    if len(args) > len(params):
+        raise SpecError(f"{name}.forward takes {len(params)} arguments "
+                        f"({', '.join(p.name for p in params)}), {len(args)} were given.")
+    missing = [p.name for p in params[len(args):] if p.default is inspect.Parameter.empty]
+    if missing:
+        raise SpecError(f"{name}.forward takes {len(params)} arguments "
+                        f"({', '.join(p.name for p in params)}), {len(args)} were given: "
+                        f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no "
+                        "default.")
+    return [*args, *(p.default for p in params[len(args):])]
+
+
 def annotation_text(annotation: object) -> str:
     """An annotation as text (``Optional[int]`` keeps its int); empty for none."""
     if annotation is inspect.Parameter.empty:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from customgrad.errors import SpecError
-from customgrad.inputs import forward_parameters
+from customgrad.inputs import forward_parameters, with_defaults
 from customgrad.jacobian.agreement import Tally
 from customgrad.jacobian.analytic import Backward, analytic_pass
 from customgrad.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL, Tolerances
@@ -26,7 +25,8 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             differentiate: Mapping[str, bool] | None = None,
             progress: Callable[[Progress], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> Report:
-    """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments).
+    """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments,
+    as ``apply`` takes them: forward's defaults fill those left out).
 
     ``differentiate`` (by parameter name) chooses the differentiated inputs as gradcheck's
     ``requires_grad`` does: where any is True, exactly those; else every floating-point tensor
@@ -34,12 +34,9 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
     TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
     """
-    args = list(args)
+    args = with_defaults(function, args)
     tol = Tolerances.checked(eps, atol, rtol)
     params = [p.name for p in forward_parameters(function)]
-    if len(args) != len(params):
-        raise SpecError(f"{function.__name__}.forward takes {len(params)} arguments "
-                        f"({', '.join(params)}), {len(args)} were given.")
     started = time.perf_counter()
     notes: list[str] = []
     probe = run_probe(function, args, params, notes, differentiate)

@@ -167,7 +167,7 @@ class InputsForm(QWidget):
             self.rows.addRow(name, box)
             self.fields[name] = box
             return
-        kind = type(value).__name__
+        kind = "any" if value is None else type(value).__name__  # None takes any constant
         field = CheckedField(str(value), lambda t, v=value, n=name: parse_const(t, v, n),
                              f"Constant ({kind})")
         field.committed.connect(lambda v, n=name: self._set("constants", n, v))

@@ -184,3 +184,34 @@ def test_double_backward_of_an_in_place_forward_is_gradgradchecks():
                                             raise_exception=False)
     report = customgrad.check(pf.ExpInplaceCtx, x, checks=["double_backward"])
     assert report.checks["double_backward"].status == ("passed" if expected else "failed")
+
+
+# ---- forward's defaults --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", [pf.Sparsemaxish, pf.SparsemaxishNoCentering],
+                         ids=lambda f: f.__name__)
+def test_forwards_defaults_are_filled_as_apply_fills_them(function):
+    X = _rand(3, 5)
+    expected = _gradcheck(function.apply, (X.clone().requires_grad_(),))
+    assert customgrad.check(function, X).passed == expected
+    assert customgrad.check(function, X, 0).passed == _gradcheck(
+        lambda t: function.apply(t, 0), (X.clone().requires_grad_(),))
+    report = customgrad.jacobian.compare(function, [X])
+    assert report.passed == expected and [a.name for a in report.inputs] == ["X"]
+
+
+def test_a_missing_argument_without_a_default_is_named():
+    with pytest.raises(SpecError, match=r"taps has no default"):
+        customgrad.check(pf.FilterBank, _rand(2, 9))
+    with pytest.raises(SpecError, match=r"takes 3 arguments \(X, dim, k\), 4 were given"):
+        customgrad.check(pf.Sparsemaxish, _rand(2, 9), -1, None, 5)
+
+
+def test_the_cli_passes_the_defaults_and_takes_another_value(capsys):
+    target = f"{FILE}:SparsemaxishNoCentering"
+    code, out = _cli(capsys, "check", target, "--in-process", "--json")
+    assert code == 1 and '"guessed_constants": []' in out.out
+    code, out = _cli(capsys, "check", f"{FILE}:Sparsemaxish", "--const", "dim=0",
+                     "--const", "k=2", "--in-process")
+    assert code == 0, out

@@ -34,3 +34,23 @@ def test_the_choice_is_kept_for_a_function_taking_the_same_input():
     old = Settings(differentiate={"taps": False, "gone": False})
     new, dropped = carried_over(old, "other", {"x", "taps"}, keep=True)
     assert new.differentiate == {"taps": False} and "gone" in dropped
+
+
+def test_a_constant_defaulting_to_none_takes_any_value(qtbot):
+    """forward's ``k=None``: an editable constant labelled as taking any value."""
+    pytest.importorskip("pytestqt")
+    from customgrad.inputs import ConstSpec
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        form.show_specs([TensorSpec("X"), ConstSpec("dim", -1), ConstSpec("k", None)])
+        labels = [form.rows.itemAt(r, form.rows.ItemRole.LabelRole).widget().text()
+                  for r in range(form.rows.rowCount())]
+        assert "k (any)" in labels and "dim (int)" in labels
+        assert form.fields["k"].edit.text() == "None"
+    finally:
+        session.shutdown(wait=0.5)
