@@ -3,9 +3,11 @@ cheap extra calls), each reported with its evidence.
 
 A correct Function gets no diagnosis: nothing here runs unless the report failed. The kinds
 (scripts read them): ``factor`` (incl. a sign flip), ``transposed``, ``swapped``,
-``ignores_grad_output``, ``missing_reduction``, ``region``, ``kink``, ``rounding``,
-``nondeterministic``, ``mutates``. The extra calls go through ``apply`` and the autograd
-engine; an error in one of them only drops that hypothesis.
+``ignores_grad_output``, ``missing_reduction``, ``accumulation``, ``region`` (a slice, or a
+range of the input's values: "wrong where x < 0"), ``kink``, ``rounding``,
+``nondeterministic``, ``mutates`` (backward changes what it saved, or forward its input).
+The extra calls go through ``apply`` and the autograd engine; an error in one of them only
+drops that hypothesis.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from customgrad.errors import Cancelled
 from customgrad.jacobian import Axis, Block, Report, _agree
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
-         "region", "kink", "rounding", "nondeterministic", "mutates")
+         "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates")
 
 #: each kind in a few words, for a one-line verdict
 PHRASES = {
@@ -30,11 +32,12 @@ PHRASES = {
     "swapped": "gradients in the wrong order",
     "ignores_grad_output": "backward ignores grad_output (the chain rule)",
     "missing_reduction": "a missing sum over a broadcast dimension",
+    "accumulation": "a gradient assigned where it should accumulate",
     "region": "wrong in one region only",
     "kink": "a kink in forward here, not backward's fault",
     "rounding": "rounding in forward, not backward's fault",
     "nondeterministic": "backward is not deterministic",
-    "mutates": "backward changes what it saved",
+    "mutates": "backward changes what it saved, or forward its input",
 }
 
 #: hypotheses about the matrices are fitted with the report's tolerances widened by this much,
@@ -73,9 +76,10 @@ def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> li
     if report.passed:
         return []
     calls = _Calls(function, list(args), report, seed)
-    found = calls.whole_function()
-    if found or calls.forward_random or report.analytic is None or report.numerical is None:
-        return found  # a backward that is not a function of grad_output explains any matrix
+    found = calls.forward_mutates()
+    whole = calls.whole_function()
+    if whole or calls.forward_random or report.analytic is None or report.numerical is None:
+        return found + whole  # a backward not a function of grad_output explains any matrix
     for block in report.blocks:
         if block.passed:
             continue
@@ -83,9 +87,9 @@ def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> li
         if point is not None:
             found.append(point)
             continue
-        fit = _Fit(report, block)
+        fit = _Fit(report, block, args[block.input.position])
         diagnosis = (fit.swapped() or fit.transposed() or fit.factor()
-                     or fit.missing_reduction() or fit.region())
+                     or fit.missing_reduction() or fit.accumulation() or fit.region())
         if diagnosis is not None:
             found.append(diagnosis)
     return found
@@ -110,8 +114,11 @@ def _slice_text(axis: Axis, flats: torch.Tensor) -> tuple[str, int]:
 class _Fit:
     """Hypotheses tested on one failing block's kept matrices."""
 
-    def __init__(self, report: Report, block: Block):
+    def __init__(self, report: Report, block: Block, values: torch.Tensor | None = None):
         self.report, self.block = report, block
+        #: the block's input at the point (for a region of its values)
+        self.values = values.detach().reshape(-1).double().cpu() \
+            if isinstance(values, torch.Tensor) and values.numel() == block.input.size else None
         o, i = block.output, block.input
         self.rows = slice(o.offset, o.offset + o.size)
         self.a = report.analytic[self.rows, i.offset:i.offset + i.size].double()
@@ -126,10 +133,15 @@ class _Fit:
 
     def swapped(self) -> Diagnosis | None:
         mine = self.block.input
+        zero = torch.zeros_like(self.a)
+        if self.fits(self.a, zero):  # zeros (None) are no one's gradient: not swapped
+            return None
         for other in self.report.inputs:
             if other is mine or other.shape != mine.shape:
                 continue
             theirs = self.report.numerical[self.rows, other.offset:other.offset + other.size]
+            if self.fits(theirs.double(), zero):
+                continue
             if self.fits(self.a, theirs.double()) and not self.fits(self.n, theirs.double()):
                 return self.said("swapped", (
                     f"the gradient backward returns for {mine.name} is the true gradient for "
@@ -170,7 +182,7 @@ class _Fit:
 
     def missing_reduction(self) -> Diagnosis | None:
         out, inp = self.block.output, self.block.input
-        if out.size <= inp.size:
+        if out.size <= inp.size or not _broadcasts(inp.shape, out.shape):
             return None
         uncovered = (self.a.abs().amax(dim=1) == 0) & (self.n.abs().amax(dim=1) > 0)
         covered = ~uncovered
@@ -183,21 +195,80 @@ class _Fit:
             f"into account: {inp.name} is broadcast over {out.name}, so backward must sum "
             "grad_output over the broadcast (batch) dimensions"), 0.85)
 
+    def accumulation(self) -> Diagnosis | None:
+        """Where an input element feeds several outputs, backward keeps one contribution
+        (an assignment, ``copy_`` or ``grad[idx] = g``, where ``add_``/``index_add_`` was
+        meant): the wrong entries are zeros, each in a column with another that is right."""
+        wrong = ~_agree(self.a, self.n, self.atol, self.rtol)
+        if not bool(wrong.any()) or bool((self.a[wrong] != 0).any()):
+            return None
+        feeds = (self.n != 0).sum(dim=0)
+        kept = ((self.a != 0) & ~wrong).sum(dim=0)
+        columns = wrong.any(dim=0)
+        if not bool((feeds[columns] >= 2).all() and (kept[columns] >= 1).all()):
+            return None
+        inp = self.block.input
+        return self.said("accumulation", (
+            f"where an element of {inp.name} feeds several outputs, backward keeps only one "
+            "of its contributions: accumulate them (+=, add_, index_add_, scatter_add_) "
+            "instead of assigning (=, copy_, grad[idx] = g)"), 0.8)
+
     def region(self) -> Diagnosis | None:
         wrong = ~_agree(self.a, self.n, self.report.atol, self.report.rtol)
         best = None
         for axis, dim in ((self.block.input, 0), (self.block.output, 1)):
             flats = wrong.any(dim=dim).nonzero().flatten()
             text, size = _slice_text(axis, flats)
+            if len(flats) == size < axis.size:  # exactly a slice
+                best = (text, 0.0, axis)
+                break
             if size < axis.size and len(flats) >= size / 2 and (best is None
                                                                  or size / axis.size < best[1]):
                 best = (text, size / axis.size, axis)
+        where = self.value_region(wrong.any(dim=0))
+        if where is not None and (best is None or best[1] > 0):
+            return self.said("region", (
+                f"wrong where {where}; right elsewhere: look at backward's branch (a mask, "
+                "where or if) for those values"), 0.8)
         if best is None:
             return None
         text, _, axis = best
         return self.said("region", (
             f"only {text} is wrong; the rest of {axis.name} agrees: look for an off-by-one "
             "index, a slice or a mask on the wrong side"), 0.75)
+
+    def value_region(self, wrong: torch.Tensor) -> str | None:
+        """``x < 0``, ``x > 2``: the input's values that the wrong columns ``wrong`` are
+        exactly, where a threshold splits them from the right ones; None otherwise."""
+        x, name = self.values, self.block.input.name
+        if x is None or not bool(wrong.any()) or bool(wrong.all()) or int(wrong.sum()) < 2 \
+                or int((~wrong).sum()) < 2:
+            return None
+        low, high = x[wrong], x[~wrong]
+        if float(low.max()) < float(high.min()):
+            return f"{name} < {_between(float(low.max()), float(high.min()))}"
+        if float(low.min()) > float(high.max()):
+            return f"{name} > {_between(float(high.max()), float(low.min()))}"
+        return None
+
+
+def _broadcasts(shape: tuple[int, ...], onto: tuple[int, ...]) -> bool:
+    """True when a tensor of ``shape`` broadcasts to ``onto`` (torch's rule)."""
+    try:
+        return torch.broadcast_shapes(shape, onto) == torch.Size(onto)
+    except RuntimeError:
+        return False
+
+
+def _between(lo: float, hi: float) -> str:
+    """The simplest number in (lo, hi] as text: 0 first, then whole numbers, halves, tenths."""
+    if lo < 0 <= hi:
+        return "0"
+    for step in (1.0, 0.5, 0.1, 0.01):
+        k = math.floor(lo / step) + 1
+        if k * step <= hi:
+            return f"{k * step:g}"
+    return f"{(lo + hi) / 2:.3g}"
 
 
 # ------------------------------------------------------------------ extra calls
@@ -213,6 +284,7 @@ class _Calls:
         self.inputs = [a.position for a in report.inputs]
         self.outputs = [a.position for a in report.outputs]
         self.forward_random = False  # found by whole_function: no hypothesis then holds
+        self.outputs64 = True  # every output float64 (found by _random_grads)
 
     # ---- backward, through apply and the engine
     def _copies(self, dtype: torch.dtype | None = None) -> list:
@@ -245,11 +317,14 @@ class _Calls:
 
     def _random_grads(self):
         outs = normalize_outputs(self.function, self.function.apply(*self._copies()))
+        # float32 grad_outputs are rounded when added: a tolerance of float64 would take that
+        # rounding for a backward not linear in them
+        self.outputs64 = all(outs[k].dtype == torch.float64 for k in self.outputs)
         return [torch.randn(outs[k].shape, generator=self.generator, dtype=torch.float64)
                 .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
 
     def _same(self, x, y) -> bool:
-        tol = 1e-9 if self.report.numerical_dtype == torch.float64 and all(
+        tol = 1e-9 if self.report.numerical_dtype == torch.float64 and self.outputs64 and all(
             a.dtype == torch.float64 for a in x if a is not None) else 1e-4
         for p, q in zip(x, y):
             p = torch.zeros(()) if p is None else p.detach().double().cpu()
@@ -260,6 +335,31 @@ class _Calls:
             if not bool(((p - q).abs() <= tol * scale).all()):
                 return False
         return True
+
+    def forward_mutates(self) -> list[Diagnosis]:
+        """A ``mutates`` diagnosis where forward changes an input in place without marking
+        it dirty: the caller's tensor changes, and a backward written for the value it had
+        gets another one."""
+        try:
+            call = self._copies()
+            before = [call[i].clone() for i in self.inputs]
+            with torch.no_grad():
+                outs = normalize_outputs(self.function, self.function.apply(*call))
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        shared = {o.untyped_storage().data_ptr() for o in outs}
+        changed = [self.report.inputs[k].name for k, (i, b) in
+                   enumerate(zip(self.inputs, before))
+                   if not torch.equal(call[i].nan_to_num(), b.nan_to_num())
+                   and call[i].untyped_storage().data_ptr() not in shared]
+        if not changed:
+            return []
+        return [Diagnosis(None, "mutates", (
+            f"{self.function.__name__}.forward changes {', '.join(changed)} in place and "
+            "returns something else: the caller's tensor changes under it. Compute on a copy "
+            "(x = x.clone()), or return the changed tensor marked with ctx.mark_dirty"), 0.85)]
 
     def whole_function(self) -> list[Diagnosis]:
         try:

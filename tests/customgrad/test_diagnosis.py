@@ -22,7 +22,7 @@ def _diagnose(function, make_args, seed=0):
 
 def test_the_labelled_set_covers_every_kind_twice():
     labels = [label for label, *_ in CASES]
-    assert len(CASES) >= 24
+    assert len(CASES) >= 40 and len({c[2] for c in CASES}) >= 20
     assert all(labels.count(kind) >= 2 for kind in diagnosis.KINDS)
 
 
@@ -67,6 +67,10 @@ def test_the_words_name_the_evidence():
                                   "detail": found[0].detail, "confidence": found[0].confidence}
     assert "Regenerate" in _case("Relu")[0].detail
     assert "float64" in _case("SinInFloat32")[0].detail
+    assert "wrong where x < 0;" in _case("SwishHalfNegative")[0].detail
+    assert "wrong where x > 1;" in _case("SoftplusLinearAboveOne")[0].detail
+    assert "add_, index_add_" in _case("EmbeddingAssigned")[0].detail
+    assert "forward changes x in place" in _case("SinDoubleInPlace")[0].detail
 
 
 # ---- hypotheses that must not fire where they do not hold ----------------------------------
@@ -135,3 +139,78 @@ def test_a_random_forward_is_not_blamed_on_backward():
     found = diagnosis.diagnose(report, Dropout, [x])
     assert not any(d.kind in ("nondeterministic", "mutates", "rounding", "kink")
                    for d in found)
+
+
+class ZeroGradients(torch.autograd.Function):
+    """x * y whose backward returns zeros (or Nones) for both inputs, of one shape."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.zeros_like(g), torch.zeros_like(g)
+
+
+class NoneGradients(ZeroGradients):
+    @staticmethod
+    def backward(ctx, g):
+        return None, None
+
+
+class UnusedSecond(torch.autograd.Function):
+    """2 x with an unused y of x's shape; backward returns zeros for both: the true block of
+    y is zero too, which a zero block for x "fits"."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.zeros_like(g), torch.zeros_like(g)
+
+
+@pytest.mark.parametrize("function", [ZeroGradients, NoneGradients, UnusedSecond],
+                         ids=lambda f: f.__name__)
+def test_zero_or_none_gradients_are_never_swapped(function):
+    args = [torch.randn(2, 3, dtype=torch.float64) for _ in range(2)]
+    report = compare(function, args, differentiate={"x": True, "y": True})
+    assert not report.passed
+    assert all(d.kind != "swapped" for d in diagnosis.diagnose(report, function, args))
+
+
+def test_a_float32_forward_is_rounding_not_a_broken_chain_rule():
+    """Its float32 grad_outputs round when added: backward is still linear in them."""
+    found = _case("SwishInFloat32")
+    assert found[0].kind == "rounding"
+    assert all(d.kind != "ignores_grad_output" for d in found)
+
+
+def test_a_forward_changing_its_input_is_named_only_where_the_check_fails():
+    """A marked-dirty in-place forward is legitimate: never ``mutates``."""
+    x = torch.randn(5, dtype=torch.float64)
+    report = compare(DoubleInPlace, [x])
+    assert all(d.kind != "mutates" for d in diagnosis.diagnose(report, DoubleInPlace, [x]))
+
+
+def scores(cases=CASES) -> dict[str, float]:
+    """Recall: the share of bugs whose first diagnosis names their kind; precision: the
+    share of all diagnoses given first (bugs and correct twins) that name the right kind."""
+    right = given = 0
+    for label, buggy, _, make in cases:
+        first = _diagnose(buggy, make)[1][:1]
+        given += bool(first)
+        right += bool(first) and first[0].kind == label
+    twins = dict.fromkeys((c[2], TWIN_ARGS.get(c[2], c[3])) for c in cases)
+    false = sum(bool(_diagnose(correct, make)[1]) for correct, make in twins)
+    return {"bugs": len(cases), "correct": len({c[2] for c in cases}),
+            "correct_runs": len(twins), "recall": right / len(cases),
+            "precision": right / max(1, given + false), "diagnosed_twins": false}
+
+
+def test_precision_and_recall_meet_the_goal():
+    measured = scores()
+    assert measured["recall"] >= GOAL and measured["diagnosed_twins"] == 0
+    assert measured["precision"] >= GOAL

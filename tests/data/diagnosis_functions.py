@@ -223,7 +223,157 @@ class Tanh(Function):
         return 2 * g * (1 - x.tanh() ** 2)
 
 
-# ---------------------------------------------------------------- buggy twins
+class Swish(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * s * (1 + x * (1 - s))
+
+
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.softplus(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.sigmoid(x)
+
+
+class LeakyRelu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x > 0, x, 0.1 * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, g, 0.1 * g)
+
+
+class Embedding(Function):
+    """Rows of ``weight`` picked by ``idx`` (int64, with repeats)."""
+
+    @staticmethod
+    def forward(ctx, weight, idx):
+        ctx.save_for_backward(idx)
+        ctx.rows = weight.shape[0]
+        return weight[idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.rows, *g.shape[1:], dtype=g.dtype)
+        grad.index_add_(0, idx, g)
+        return grad, None
+
+
+class Tile2(Function):
+    """x twice, one after the other."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.n = x.shape[0]
+        return torch.cat([x, x])
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[:ctx.n] + g[ctx.n:]
+
+
+class GatherColumns(Function):
+    """Columns of x picked by ``idx`` (int64, with repeats)."""
+
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx)
+        ctx.shape = x.shape
+        return x[:, idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.shape, dtype=g.dtype)
+        grad.index_add_(1, idx, g)
+        return grad, None
+
+
+class SinDouble(Function):
+    """sin(2x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (2 * x).sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * g * (2 * x).cos()
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * (g - (g * y).sum(-1, keepdim=True))
+
+
+class BatchMatMul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g @ b.transpose(-1, -2), a.transpose(-1, -2) @ g
+
+
+class LayerScale(Function):
+    """x [n, d] times gamma [d], broadcast over the rows."""
+
+    @staticmethod
+    def forward(ctx, x, gamma):
+        ctx.save_for_backward(x, gamma)
+        return x * gamma
+
+    @staticmethod
+    def backward(ctx, g):
+        x, gamma = ctx.saved_tensors
+        return g * gamma, (g * x).sum(0)
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.exp()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.exp()
+
+
+# ---------------------------------------------------------------- their bugs
+
 
 
 class MulFactor(Mul):
@@ -403,6 +553,162 @@ class TripleMutatesCtx(Function):
         return ctx.scale * g
 
 
+class SwishHalfNegative(Swish):
+    """Right for x >= 0, half the gradient for x < 0."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        d = s * (1 + x * (1 - s))
+        return g * torch.where(x < 0, d / 2, d)
+
+
+class SoftplusLinearAboveOne(Softplus):
+    """Takes softplus for linear (slope 1) above x = 1: wrong there."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.where(x > 1, torch.ones_like(x), torch.sigmoid(x))
+
+
+class LeakyReluSlopeLost(LeakyRelu):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, g, torch.zeros_like(g))
+
+
+class EmbeddingAssigned(Embedding):
+    """grad[idx] = g: a repeated index keeps one row's gradient."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.rows, *g.shape[1:], dtype=g.dtype)
+        grad[idx] = g
+        return grad, None
+
+
+class Tile2Copied(Tile2):
+    """copy_ where add_ was meant: the second half's gradient overwrites the first's."""
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = torch.zeros_like(g[:ctx.n])
+        grad.copy_(g[:ctx.n])
+        grad.copy_(g[ctx.n:])
+        return grad
+
+
+class GatherColumnsAssigned(GatherColumns):
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.shape, dtype=g.dtype)
+        grad[:, idx] = g
+        return grad, None
+
+
+class SinDoubleInPlace(SinDouble):
+    """Doubles its input in place (without mark_dirty) and saves it: the caller's x changes."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+
+
+class SquareScratchesInput(Square):
+    """Keeps x on ctx, then reuses its memory as scratch: backward reads the scratch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        y = x * x
+        x.mul_(0.5)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * ctx.x * g
+
+
+class SwishInFloat32(Swish):
+    """Returns float32 whatever comes in (a kernel with one precision)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        x32 = x.float()
+        return x32 * torch.sigmoid(x32)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return (g * s * (1 + x * (1 - s))).to(x.dtype)
+
+
+class ExpInFloat32(Exp):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().exp()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return (g * x.exp()).to(x.dtype)
+
+
+class SoftmaxDoubled(Softmax):
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return 2 * y * (g - (g * y).sum(-1, keepdim=True))
+
+
+class BatchMatMulTransposed(BatchMatMul):
+    """b's gradient transposed: g^T a where a^T g is meant."""
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g @ b.transpose(-1, -2), g.transpose(-1, -2) @ a
+
+
+class LayerScaleFirstRow(LayerScale):
+    @staticmethod
+    def backward(ctx, g):
+        x, gamma = ctx.saved_tensors
+        return g * gamma, (g * x)[0]
+
+
+class SwishNoChain(Swish):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return s * (1 + x * (1 - s))
+
+
+class BatchMatMulSwapped(BatchMatMul):
+    """a and b of one shape: their gradients in the wrong order."""
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return a.transpose(-1, -2) @ g, g @ b.transpose(-1, -2)
+
+
 def _relu_at_zero(g):
     x = rand(g, 3, 4)
     x[0, 1] = 0.0
@@ -457,6 +763,26 @@ CASES = [
     ("nondeterministic", SinJittered, Sin, lambda g: [rand(g, 7)]),
     ("mutates", SquareMutatesSaved, Square, lambda g: [rand(g, 4)]),
     ("mutates", TripleMutatesCtx, Triple, lambda g: [rand(g, 2, 3)]),
+    ("region", SwishHalfNegative, Swish, lambda g: [rand(g, 3, 4)]),
+    ("region", SoftplusLinearAboveOne, Softplus, lambda g: [2 * rand(g, 12)]),
+    ("region", LeakyReluSlopeLost, LeakyRelu, lambda g: [away_from_zero(g, 2, 5)]),
+    ("accumulation", EmbeddingAssigned, Embedding,
+     lambda g: [rand(g, 5, 3), torch.tensor([0, 2, 2, 4, 0, 1])]),
+    ("accumulation", Tile2Copied, Tile2, lambda g: [rand(g, 4, 2)]),
+    ("accumulation", GatherColumnsAssigned, GatherColumns,
+     lambda g: [rand(g, 2, 4), torch.tensor([3, 0, 3, 1, 1])]),
+    ("mutates", SinDoubleInPlace, SinDouble, lambda g: [rand(g, 5)]),
+    ("mutates", SquareScratchesInput, Square, lambda g: [rand(g, 2, 3)]),
+    ("rounding", SwishInFloat32, Swish, lambda g: [rand(g, 3, 4)]),
+    ("rounding", ExpInFloat32, Exp, lambda g: [rand(g, 6)]),
+    ("factor", SoftmaxDoubled, Softmax, lambda g: [rand(g, 3, 4)]),
+    ("transposed", BatchMatMulTransposed, BatchMatMul,
+     lambda g: [rand(g, 2, 3, 3), rand(g, 2, 3, 3)]),
+    ("missing_reduction", LayerScaleFirstRow, LayerScale, lambda g: [rand(g, 4, 3), rand(g, 3)]),
+    ("ignores_grad_output", SwishNoChain, Swish, lambda g: [rand(g, 7)]),
+    ("swapped", BatchMatMulSwapped, BatchMatMul, lambda g: [rand(g, 2, 3, 3), rand(g, 2, 3, 3)]),
+    ("kink", LeakyRelu, LeakyRelu, lambda g: [torch.tensor([-1.0, 0.0, 2.0, 0.0, 0.5],
+                                                            dtype=torch.float64)]),
 ]
 
 #: the correct twins' points: the kink cases' twin is the same Function at a smooth point
@@ -464,4 +790,5 @@ TWIN_ARGS = {
     Relu: lambda g: [away_from_zero(g, 3, 4)],
     Abs: lambda g: [away_from_zero(g, 6)],
     Maximum: _tie_free,
+    LeakyRelu: lambda g: [away_from_zero(g, 2, 5)],
 }
