@@ -213,3 +213,21 @@ def test_the_cli_passes_the_defaults_and_takes_another_value(capsys):
     code, out = _cli(capsys, "check", f"{FILE}:Sparsemaxish", "--const", "dim=0",
                      "--const", "k=2", "--in-process")
     assert code == 0, out
+
+
+# ---- forwards computed in float32 ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", [pf.SiluFloat32, pf.SiluFloat32Buggy],
+                         ids=lambda f: f.__name__)
+def test_a_float32_forward_at_a_float64_point_gets_gradchecks_verdict(function):
+    """Both fail (float32 rounding inside forward, at eps 1e-6); the correct one is told it is
+    rounding, not a backward ignoring grad_output."""
+    x = _rand(3, 4)
+    expected = _gradcheck(function.apply, (x.clone().requires_grad_(),))
+    report = customgrad.check(function, x)
+    assert report.passed == expected
+    kinds = [d.kind for d in report.diagnoses]
+    assert "ignores_grad_output" not in kinds
+    if function is pf.SiluFloat32:
+        assert kinds[:1] == ["rounding"]
