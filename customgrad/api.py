@@ -14,7 +14,7 @@ import torch
 from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
-from customgrad.errors import SpecError
+from customgrad.errors import SpecError, TooLargeError
 from customgrad.inputs import forward_parameters, parse_dtype, with_defaults
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
@@ -52,8 +52,14 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     copies = [_copy(a, target_dtype) for a in args]
     eps, atol, rtol = (EPS if eps is None else eps, ATOL if atol is None else atol,
                        RTOL if rtol is None else rtol)
-    report = compare(function, copies, eps=eps, atol=atol, rtol=rtol,
-                     differentiate=_requiring_grad(function, args))
+    try:
+        report = compare(function, copies, eps=eps, atol=atol, rtol=rtol,
+                         differentiate=_requiring_grad(function, args))
+    except TooLargeError as exc:
+        raise exc.advised(
+            "Here, only the tensors that require grad are differentiated (where any does); "
+            "customgrad.jacobian.compare(fn, args, memory_cap=BYTES) takes another cap.") \
+            from None
     report.label, report.function = label, function.__name__
     if not report.passed:
         report.diagnoses = diagnose(report, function, [_copy(a, target_dtype) for a in args])

@@ -28,6 +28,7 @@ from customgrad.inputs import (
     GIVEN,
     format_shape,
     forward_parameters,
+    is_constant,
     parse_shape,
 )
 from customgrad.settings import Settings
@@ -73,7 +74,8 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
             settings.shapes[p.name] = format_shape(tuple(value.shape))
             if not value.is_floating_point():
                 settings.trained[p.name] = False
-        elif type(value) in CONST_TYPES and _finite(value):
+        elif is_constant(value) and all(_finite(v) for v in (
+                value if isinstance(value, (tuple, list)) else (value,))):
             settings.constants[p.name] = value
         else:
             raise SpecError(f"{p.name} is {reprlib.repr(value)} ({type(value).__name__}); the "

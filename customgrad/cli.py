@@ -26,7 +26,7 @@ from customgrad import catalog, isolation, subchecks
 from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.diagnosis import diagnose
-from customgrad.errors import CustomGradError, FunctionError, TargetError
+from customgrad.errors import CustomGradError, FunctionError, TargetError, TooLargeError
 from customgrad.inputs import DEFAULT_SHAPE, format_shape
 from customgrad.jacobian import ATOL, EPS, RTOL
 from customgrad.problem import Problem, build
@@ -248,7 +248,15 @@ _announce = None
 
 
 def _built(settings: Settings) -> Problem:
-    problem = build(settings)
+    try:
+        problem = build(settings)
+    except FunctionError as exc:
+        if not getattr(exc, "drawn", False):
+            raise
+        raise FunctionError(
+            f"{exc} Change them with --shape NAME=3x8, --init NAME=randint(0,8) (an int64 "
+            "tensor: indices, class targets), --const NAME=VALUE (a number, a tuple).",
+            file=exc.file, line=exc.line, details=exc.details, phase=exc.phase) from None
     if _announce is not None:
         _announce(problem.function.__name__)
     return problem
@@ -261,7 +269,12 @@ def cmd_check(args) -> int:
     problem = _built(settings)
     if args.projected is not None:
         return _projected(args, problem)
-    report = problem.compare(keep=False)
+    try:
+        report = problem.compare(keep=False)
+    except TooLargeError as exc:
+        raise exc.advised("--memory-cap GIB raises the cap, --no-grad NAME leaves an input "
+                          "out, and --projected checks v^T J u instead, for inputs this "
+                          "large.") from None
     report.label, report.function = problem.target.label, problem.function.__name__
     if not report.passed:
         report.diagnoses = _diagnoses(problem, report)

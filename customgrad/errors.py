@@ -56,7 +56,13 @@ class FunctionError(CustomGradError):
 
 
 class TooLargeError(SpecError):
-    """The Jacobian matrices would exceed the memory cap."""
+    """The Jacobian matrices would exceed the memory cap. The engine's message says how
+    large they are; each front end adds how to change that in its own words
+    (:meth:`advised`)."""
+
+    def advised(self, advice: str) -> TooLargeError:
+        """This error with ``advice`` (the front end's options) after its message."""
+        return TooLargeError(f"{self} {advice}", field=self.field)
 
 
 class Cancelled(CustomGradError):

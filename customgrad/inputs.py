@@ -7,6 +7,7 @@ Function can too (:func:`customgrad.problem.infer_constants`), and every spec ca
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 import re
@@ -21,9 +22,24 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MAX_ELEMENTS = 50_000_000
 #: the constants a form edits and a session stores
 CONST_TYPES = (int, float, bool, str, type(None))
+#: the sequences of constants taken as one constant (``dim=(0, 1)``, ``sizes=[2, 3]``)
+SEQUENCE_TYPES = (tuple, list)
+
+
+def is_constant(value: object) -> bool:
+    """A plain constant, or a tuple or list of them (not nested): what forward takes as one
+    non-tensor argument."""
+    if isinstance(value, SEQUENCE_TYPES):
+        return type(value) in SEQUENCE_TYPES and all(
+            type(v) in CONST_TYPES or isinstance(v, int) for v in value)
+    return isinstance(value, CONST_TYPES)
+
+
 #: the values that travel between processes as they are (see plain)
 PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None))
 _UNIFORM = re.compile(r"^uniform\(\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\)$")
+#: ``randint(a,b)``: whole numbers a <= k < b, as an int64 tensor (indices, class targets)
+_RANDINT = re.compile(r"^randint\(\s*([-+]?[0-9]+)\s*,\s*([-+]?[0-9]+)\s*\)$")
 
 
 @dataclass(frozen=True)
@@ -144,8 +160,10 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
         kind = _const_kind(ann)
         if "Tensor" in ann:  # the annotation wins, even over a None default
             out.append((TensorSpec(p.name), ""))
-        elif has_default and isinstance(p.default, CONST_TYPES):
-            out.append((ConstSpec(p.name, plain(p.default)), ""))
+        elif has_default and is_constant(p.default):
+            value = type(p.default)(plain(v) for v in p.default) \
+                if isinstance(p.default, SEQUENCE_TYPES) else plain(p.default)
+            out.append((ConstSpec(p.name, value), ""))
         elif not has_default and kind is not None:
             out.append((ConstSpec(p.name, _CONST_DEFAULTS[kind]),
                         f"annotated {kind}, without a default"))
@@ -265,6 +283,8 @@ def parse_const(text: str, like: object = None, name: str = "constant") -> objec
     low = raw.lower()
     if low in ("none", "null"):
         return None
+    if raw[:1] in "([" or isinstance(like, SEQUENCE_TYPES):
+        return _parse_sequence(raw, like, name)
     try:
         # true/false make a bool where the constant is a bool or untyped: "false" typed
         # for a float is an error, and for a str it is the text "false"
@@ -295,24 +315,45 @@ def parse_const(text: str, like: object = None, name: str = "constant") -> objec
         raise SpecError(f"{name}: {raw!r} is not a valid {kind}.", field=name) from None
 
 
+def _parse_sequence(raw: str, like: object, name: str) -> tuple | list:
+    """``(2,)``, ``[1, 2]``, ``2, 3``: a tuple or list of plain constants (a list where
+    written in brackets or where the constant was one; else a tuple)."""
+    try:
+        value = ast.literal_eval(raw if raw[:1] in "([" else f"({raw},)")
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, SEQUENCE_TYPES) or not is_constant(value):
+        raise SpecError(f"{name}: {raw!r} is not a tuple of numbers; write it like (2,) or "
+                        "(0, 1).", field=name)
+    kind = list if raw[:1] == "[" or (raw[:1] != "(" and isinstance(like, list)) else tuple
+    return kind(value)
+
+
 #: the init of a tensor whose values were given (``playground.show``): not drawn at all
 GIVEN = "given"
 
 
 def parse_init(text: str, name: str = "init") -> str:
-    """Validate an init: ``normal``, ``uniform(a,b)``, ``zeros``, ``ones`` or ``given`` (the
-    tensor passed to ``playground.show``)."""
+    """Validate an init: ``normal``, ``uniform(a,b)``, ``zeros``, ``ones``, ``randint(a,b)``
+    (an int64 tensor of whole numbers a <= k < b: indices) or ``given`` (the tensor passed
+    to ``playground.show``)."""
     value = str(text).strip().lower().replace(" ", "")
     if value in ("normal", "zeros", "ones", GIVEN):
         return value
-    match = _UNIFORM.match(value)
+    match = _UNIFORM.match(value) or _RANDINT.match(value)
     if match:
+        kind = value.partition("(")[0]
         low, high = float(match.group(1)), float(match.group(2))
         if not low < high:
-            raise SpecError(f"{name}: uniform(a, b) needs a < b.", field=name)
+            raise SpecError(f"{name}: {kind}(a, b) needs a < b.", field=name)
         return value
-    raise SpecError(f"{name}: unknown init {text!r}; use normal, uniform(a,b), zeros or ones.",
-                    field=name)
+    raise SpecError(f"{name}: unknown init {text!r}; use normal, uniform(a,b), zeros, ones or "
+                    "randint(a,b) (whole numbers, for indices).", field=name)
+
+
+def is_integer_init(init: str) -> bool:
+    """True for ``randint(a,b)``: the tensor is drawn as int64, whatever the dtype."""
+    return _RANDINT.match(init) is not None
 
 
 def parse_dtype(name: str) -> torch.dtype:
@@ -380,6 +421,9 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
                 value = parse_const(value, spec.value, name)
             elif isinstance(value, str):
                 value = parse_const(value, None, name)
+            elif isinstance(value, list) and isinstance(spec, ConstSpec) \
+                    and isinstance(spec.value, tuple):
+                value = tuple(value)  # a tuple written into a session file reads as a list
             spec = ConstSpec(name, value)
         if name in shapes:
             base = spec if isinstance(spec, TensorSpec) else TensorSpec(name)
@@ -418,6 +462,9 @@ def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.
         return tensor.zero_()
     if init == "ones":
         return tensor.fill_(1.0)
+    match = _RANDINT.match(init)
+    if match is not None:
+        return tensor.random_(int(match.group(1)), int(match.group(2)), generator=generator)
     match = _UNIFORM.match(init)
     if match is None:
         raise SpecError(f"unknown init {init!r}")
@@ -440,7 +487,8 @@ def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
             tensor = spec.value.detach().clone()
             args.append((tensor.to(dtype) if tensor.is_floating_point() else tensor).to(device))
         elif isinstance(spec, TensorSpec):
-            tensor = _fill(torch.empty(spec.shape, dtype=dtype), spec.init, generator)
+            kind = torch.int64 if is_integer_init(spec.init) else dtype
+            tensor = _fill(torch.empty(spec.shape, dtype=kind), spec.init, generator)
             args.append(tensor.to(device))
         else:
             args.append(spec.value)

@@ -24,7 +24,9 @@ from customgrad.inputs import (
     apply_overrides,
     derive_specs,
     draw,
+    format_shape,
     guessed_parameters,
+    is_integer_init,
     parse_device,
     parse_dtype,
 )
@@ -150,6 +152,35 @@ def _as_numbers(function: type, specs: list[Spec], names: list[str], dtype: torc
     return constants
 
 
+def _runs(names: list[str]) -> list[list[str]]:
+    """The groups of ``names`` to try as plain numbers, in order: the trailing ones (the
+    last, the last two...), then the leading ones, then each alone."""
+    out: list[list[str]] = []
+    for group in ([names[k:] for k in range(len(names) - 1, -1, -1)]
+                  + [names[:k] for k in range(1, len(names) + 1)] + [[n] for n in names]):
+        if group not in out:
+            out.append(group)
+    return out
+
+
+def tensors_annotated_float(function: type, specs: list[Spec], names: list[str],
+                            dtype: torch.dtype, device: torch.device) -> list[Spec]:
+    """``specs`` with each of ``names`` (annotated ``float``, without a default: so far a
+    constant) a tensor where backward returns a gradient for it as one: ``x: float`` is
+    often written for a tensor of floats."""
+    order = [s.name for s in specs]
+    for group in [names, *([n] for n in names)] if len(names) > 1 else [names]:
+        trial = [TensorSpec(s.name) if s.name in group else s for s in specs]
+        grads = _gradients(function, trial, {}, dtype, device) if group else None
+        if not grads:
+            continue
+        taken = [n for n in group if order.index(n) < len(grads)
+                 and isinstance(grads[order.index(n)], torch.Tensor)]
+        specs = [TensorSpec(s.name) if s.name in taken else s for s in specs]
+        names = [n for n in names if n not in taken]
+    return specs
+
+
 def infer_constants(function: type, specs: list[Spec], candidates: list[str],
                     dtype: torch.dtype, device: torch.device) -> tuple[list[Spec], list[Guess]]:
     """Which of ``candidates`` (parameters with no annotation, default or setting, so far
@@ -174,10 +205,9 @@ def infer_constants(function: type, specs: list[Spec], candidates: list[str],
             found = _as_numbers(function, specs, unused, dtype, device)
             why = "backward returns None for it"
     else:
-        for k in range(len(candidates) - 1, -1, -1):
-            names = candidates[k:]
-            if len(names) == len(tensors):
-                break
+        for names in _runs(candidates):
+            if len(names) >= len(tensors):
+                continue
             found = _as_numbers(function, specs, names, dtype, device)
             if found is not None:
                 why = "forward does not take a tensor there"
@@ -215,6 +245,23 @@ def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
     return [tuple(o.shape) for o in outs if o.is_floating_point() and o.requires_grad]
 
 
+def drawn_text(specs: list[Spec], dtype: torch.dtype) -> str:
+    """What forward is given for each parameter, in words: ``x: a float64 tensor 3x8
+    (normal), n: the constant 2``."""
+    parts = []
+    for spec in specs:
+        if isinstance(spec, ConstSpec):
+            parts.append(f"{spec.name}: the constant {spec.value!r}")
+            continue
+        if spec.value is not None:
+            kind = str(spec.value.dtype if not spec.value.is_floating_point() else dtype)
+        else:
+            kind = str(torch.int64 if is_integer_init(spec.init) else dtype)
+        parts.append(f"{spec.name}: a {kind.replace('torch.', '')} tensor "
+                     f"{format_shape(spec.shape)} ({spec.init})")
+    return ", ".join(parts)
+
+
 def build(settings: Settings, target: Target | None = None) -> Problem:
     """Resolve, validate and draw: raises CustomGradError subclasses with clear messages."""
     settings.validate()
@@ -222,8 +269,22 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
     specs = specs_for(target, settings)
     candidates, guesses = guesses_for(target, settings, specs)
+    floats = [g.name for g in guesses if g.reason == "annotated float, without a default"]
+    specs = tensors_annotated_float(target.function, specs, floats, dtype, device)
+    guesses = [g for g in guesses if not any(isinstance(s, TensorSpec) and s.name == g.name
+                                             for s in specs)]
     specs, probed = infer_constants(target.function, specs, candidates, dtype, device)
-    shapes = output_shapes(target.function, specs, dtype, device)
+    try:
+        shapes = output_shapes(target.function, specs, dtype, device)
+    except FunctionError as exc:
+        if exc.phase != "forward":
+            raise
+        text = str(exc).rstrip()
+        error = FunctionError(f"{text}{'' if text.endswith('.') else '.'} forward was given "
+                              f"{drawn_text(specs, dtype)}.", file=exc.file, line=exc.line,
+                              details=exc.details, phase=exc.phase)
+        error.drawn = True  # a front end may add how to draw them otherwise
+        raise error from None
     targets, args = draw(specs, settings.seed, dtype, device, shapes)
     order = [s.name for s in specs]
     guesses = sorted(guesses + probed, key=lambda g: order.index(g.name))

@@ -50,8 +50,7 @@ def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: boo
         raise TooLargeError(
             f"The Jacobian is {rows:,} x {cols:,}: its matrices need "
             f"{_size(need)}, more than the {_size(memory_cap)} cap. "
-            "Use smaller shapes, raise the cap (--memory-cap), or use the projected check "
-            "(v^T J u: customgrad check --projected) for inputs this large.")
+            "Use smaller shapes or differentiate fewer inputs.")
     # Zero matrices whose pages the OS maps only when written: tiles that are zero in a
     # matrix are never written, so a sparse Jacobian (most custom Functions act element by
     # element) touches a small part of its memory.

@@ -119,7 +119,8 @@ class InputsForm(QWidget):
         shape.committed.connect(lambda _v, n=name, f=shape: self._set("shapes", n, f.edit.text()))
         init = QComboBox(editable=True)
         init.addItems(INITS)
-        tip = "How the seed draws it: normal, uniform(a,b), zeros or ones"
+        tip = ("How the seed draws it: normal, uniform(a,b), zeros, ones, or randint(a,b) "
+               "(whole numbers a to b-1, as an int64 tensor: indices)")
         if name in self.session.settings.given:  # playground.show's tensor: back to it
             init.addItem(GIVEN)
             tip += "; given: the tensor you passed to playground.show"

@@ -72,13 +72,15 @@ def test_settings_take_the_tensors_as_given_inputs_and_the_rest_as_constants():
     assert torch.equal(settings.given["x"], x) and settings.given["x"] is not x
     settings = capture.settings_for(scale, (x.double(), w.double(), 3))
     assert settings.dtype == "float64" and settings.constants == {"factor": 3}
+    assert capture.settings_for(scale, (x, w, (2.0, 3))).constants == {"factor": (2.0, 3)}
 
 
 @pytest.mark.parametrize(("args", "words"), [
     ((torch.randn(2),), "needs w, factor too"),
     ((torch.randn(2), torch.randn(2), 2.0, 1), "takes 3 arguments (x, w, factor), but 4"),
     ((torch.randn(2).half(), torch.randn(2), 2.0), "x is float16"),
-    ((torch.randn(2), torch.randn(2), [2.0]), "factor is [2.0] (list)"),
+    ((torch.randn(2), torch.randn(2), [[2.0]]), "factor is [[2.0]] (list)"),
+    ((torch.randn(2), torch.randn(2), {"a": 1}), "factor is {'a': 1} (dict)"),
     ((torch.randn(2), torch.empty(0), 2.0), "w: an empty tensor"),
     ((1.0, 2.0, 2.0), "no argument is a tensor"),
 ])

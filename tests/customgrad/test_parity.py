@@ -231,3 +231,88 @@ def test_a_float32_forward_at_a_float64_point_gets_gradchecks_verdict(function):
     assert "ignores_grad_output" not in kinds
     if function is pf.SiluFloat32:
         assert kinds[:1] == ["rounding"]
+
+
+# ---- the CLI's inputs ----------------------------------------------------------------------
+
+
+def test_an_index_tensor_is_drawn_with_randint(capsys):
+    target = f"{FILE}:EmbeddingBag"
+    shapes = ["--shape", "weight=6x3", "--shape", "idx=9", "--in-process"]
+    code, out = _cli(capsys, "check", target, *shapes, "--init", "idx=randint(0,6)")
+    assert code == 0, out.err
+    assert "idx (int64) is not floating point" in out.out
+
+
+def test_a_function_refusing_a_drawn_argument_is_told_what_was_drawn(capsys):
+    code, out = _cli(capsys, "check", f"{FILE}:EmbeddingBag", "--shape", "idx=9",
+                     "--in-process")
+    err = " ".join(out.err.split())
+    assert code == 2
+    assert "forward was given weight: a float64 tensor 3x8 (normal), idx: a float64 " \
+           "tensor 9 (normal)." in err
+    assert "--init NAME=randint(0,8)" in err
+
+
+def test_the_drawn_arguments_are_named_where_the_window_builds_too():
+    from customgrad.errors import FunctionError
+    from customgrad.problem import build
+    from customgrad.settings import Settings
+
+    with pytest.raises(FunctionError, match=r"forward was given weight: a float32 tensor") as e:
+        build(Settings(target=f"{FILE}:EmbeddingBag", shapes={"idx": "4"}))
+    assert "--" not in str(e.value)  # the window has no flags
+
+
+def test_randint_is_an_int64_init():
+    from customgrad.inputs import TensorSpec, draw, parse_init
+
+    assert parse_init("randint(0, 8)") == "randint(0,8)"
+    with pytest.raises(SpecError, match="randint"):
+        parse_init("randint(3,3)")
+    _, (idx,) = draw([TensorSpec("idx", (50,), "randint(0,8)")], 0, torch.float32,
+                     torch.device("cpu"))
+    assert idx.dtype == torch.int64 and 0 <= int(idx.min()) and int(idx.max()) < 8
+
+
+def test_tuple_constants_from_a_default_and_from_the_command_line(capsys):
+    target = f"{FILE}:SumDims"
+    code, out = _cli(capsys, "check", target, "--in-process")
+    assert code == 0 and "d output [3] / d x [3x8]" in out.out  # dims=(1,), not a tensor
+    code, out = _cli(capsys, "check", target, "--const", "dims=(0, 1)", "--in-process")
+    assert code == 0 and "d output [scalar] / d x [3x8]" in out.out
+    code, out = _cli(capsys, "check", target, "--const", "dims=(0 1)", "--in-process")
+    assert code == 2 and "not a tuple of numbers" in out.err
+
+
+def test_a_tuple_constant_survives_a_session_file():
+    from customgrad.inputs import ConstSpec, apply_overrides
+
+    specs = apply_overrides([ConstSpec("dims", (1,))], constants={"dims": [0, 1]})
+    assert specs == [ConstSpec("dims", (0, 1))]
+
+
+def test_a_leading_plain_number_is_inferred(capsys):
+    code, out = _cli(capsys, "check", f"{FILE}:Repeat", "--in-process")
+    assert code == 0, out.err
+    assert "n was taken as the constant 2" in out.out
+
+
+def test_tensors_annotated_float_are_tensors_a_float_constant_stays_one(capsys):
+    code, out = _cli(capsys, "check", f"{FILE}:ScaleAnnotatedFloat", "--in-process")
+    assert code == 0 and "/ d x [3x8]" in out.out and "/ d w [3x8]" in out.out, out.err
+    code, out = _cli(capsys, "check", f"{FILE}:Power", "--const", "p=3.0", "--in-process")
+    assert code == 0 and "/ d p" not in out.out, out.err
+
+
+def test_too_large_speaks_the_api_s_language():
+    with pytest.raises(customgrad.TooLargeError) as e:
+        customgrad.check(pf.SiluFloat32, torch.zeros(256, 256, dtype=torch.float64))
+    assert "--" not in str(e.value) and "memory_cap=" in str(e.value)
+    assert "require grad" in str(e.value)
+
+
+def test_too_large_on_the_command_line_names_its_flags(capsys):
+    code, out = _cli(capsys, "check", f"{FILE}:SiluFloat32", "--shape", "x=256x256",
+                     "--in-process")
+    assert code == 2 and "--memory-cap" in out.err and "--projected" in out.err

@@ -153,3 +153,76 @@ class SiluFloat32Buggy(SiluFloat32):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * torch.sigmoid(x)
+
+
+class EmbeddingBag(Function):
+    """Rows of ``weight`` picked by ``idx`` (an int64 index tensor), summed by index."""
+
+    @staticmethod
+    def forward(ctx, weight, idx):
+        ctx.save_for_backward(idx)
+        ctx.rows = weight.shape[0]
+        return weight[idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.rows, *g.shape[1:], dtype=g.dtype, device=g.device)
+        return grad.index_add_(0, idx, g), None
+
+
+class SumDims(Function):
+    """x summed over ``dims`` (a tuple, as torch.sum takes it)."""
+
+    @staticmethod
+    def forward(ctx, x, dims=(1,)):
+        ctx.shape, ctx.dims = x.shape, dims
+        return x.sum(dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        for d in sorted(ctx.dims):
+            g = g.unsqueeze(d)
+        return g.expand(ctx.shape), None
+
+
+class Repeat(Function):
+    """x repeated ``n`` times along a new first block: a leading plain number."""
+
+    @staticmethod
+    def forward(ctx, n, x):
+        ctx.n = n
+        return x.repeat(n, 1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g.reshape(ctx.n, -1, g.shape[-1]).sum(0)
+
+
+class ScaleAnnotatedFloat(Function):
+    """Tensors annotated ``float`` (a tensor of floats, as often written)."""
+
+    @staticmethod
+    def forward(ctx, x: float, w: float):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x
+
+
+class Power(Function):
+    """x ** p with a float constant ``p`` annotated ``float``: stays a constant."""
+
+    @staticmethod
+    def forward(ctx, x, p: float):
+        ctx.save_for_backward(x)
+        ctx.p = p
+        return x.abs() ** p
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.p * x.abs() ** (ctx.p - 1) * x.sign(), None

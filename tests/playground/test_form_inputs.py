@@ -1,4 +1,5 @@
-"""The form's per-input *grad* choice: the inputs the Jacobian check differentiates."""
+"""The inputs form: the per-input *grad* choice (the inputs the Jacobian check differentiates),
+forward's defaults as constants, tuple constants."""
 
 from __future__ import annotations
 
@@ -52,5 +53,23 @@ def test_a_constant_defaulting_to_none_takes_any_value(qtbot):
                   for r in range(form.rows.rowCount())]
         assert "k (any)" in labels and "dim (int)" in labels
         assert form.fields["k"].edit.text() == "None"
+    finally:
+        session.shutdown(wait=0.5)
+
+
+def test_a_tuple_constant_is_edited_as_a_tuple(qtbot):
+    pytest.importorskip("pytestqt")
+    from customgrad.inputs import ConstSpec
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        form.show_specs([TensorSpec("x"), ConstSpec("dims", (1,))])
+        field = form.fields["dims"]
+        assert field.edit.text() == "(1,)"
+        assert field.parse("0, 1") == (0, 1) and field.parse("(0,)") == (0,)
     finally:
         session.shutdown(wait=0.5)
