@@ -226,3 +226,31 @@ class Power(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * ctx.p * x.abs() ** (ctx.p - 1) * x.sign(), None
+
+
+class ScaleByNumpy(Function):
+    """3 x, whose backward goes through numpy: right one call at a time, but vmap cannot
+    batch it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return 3 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.from_numpy(3 * g.detach().cpu().numpy())
+
+
+class RowScaleBatchBlind(Function):
+    """x times a per-row scale; backward reads grad_output's first dimension as its row
+    count: under vmap it sees one sample's shape and stays right, so it passes both."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.arange(1, x.shape[0] + 1, dtype=x.dtype).unsqueeze(1)
+
+    @staticmethod
+    def backward(ctx, g):
+        scale = torch.arange(1, g.shape[0] + 1, dtype=g.dtype).unsqueeze(1)
+        return g * scale
