@@ -9,6 +9,7 @@ It costs three calls per probe whatever the size, so it works where full matrice
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -17,6 +18,7 @@ from customgrad.contract import normalize_outputs, run_user
 from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
 from customgrad.jacobian import ATOL, EPS, RTOL
+from customgrad.jacobian.probe import differentiated_inputs
 
 
 @dataclass
@@ -121,18 +123,19 @@ def _ok(p: Probe, atol: float, rtol: float) -> bool:
 
 
 def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
-                    eps: float = EPS, atol: float = ATOL, rtol: float = RTOL) -> ProjectedReport:
+                    eps: float = EPS, atol: float = ATOL, rtol: float = RTOL,
+                    differentiate: Mapping[str, bool] | None = None) -> ProjectedReport:
     """Compare ``v^T J u`` from backward with a directional finite difference, ``probes``
-    times with random unit u, v. Finite differences run in float64 (the float32 rule)."""
+    times with random unit u, v. Finite differences run in float64 (the float32 rule). The
+    inputs are chosen as the full check chooses them (``differentiate``)."""
     if probes < 1:
         raise SpecError("probes must be at least 1.", field="probes")
     names = [p.name for p in forward_parameters(function)]
     if len(names) != len(args):
         raise SpecError(f"{function.__name__}.forward takes {len(names)} arguments, "
                         f"{len(args)} were given.")
-    pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    if not pos:
-        raise SpecError(f"{function.__name__} has no floating-point tensor input.")
+    notes: list[str] = []
+    pos, chosen = differentiated_inputs(function, args, names, notes, differentiate)
     gen = torch.Generator().manual_seed(seed)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in pos}
     call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
@@ -142,8 +145,16 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
     if not diff:
         raise FunctionError(f"{function.__name__} has no differentiable output to check.",
                             phase="forward")
-    notes = []
-    base = [a.detach().double() if i in leaves else a for i, a in enumerate(args)]
+    if not chosen:  # as the full check: an input backward returns None for is a constant
+        first = run_user(function, "backward", lambda: torch.autograd.grad(
+            [outs[k] for k in diff], [leaves[i] for i in pos],
+            [torch.ones_like(outs[k]) for k in diff], retain_graph=True, allow_unused=True))
+        unused = [i for i, g in zip(pos, first) if g is None]
+        if unused and len(unused) < len(pos):
+            notes.extend(f"{names[i]}: backward returns None; treated as not differentiated."
+                         for i in unused)
+            pos = [i for i in pos if i not in unused]
+    base = [a.detach().double() if i in pos else a for i, a in enumerate(args)]
     results = []
     for _ in range(probes):
         u = {i: _unit(args[i].shape, gen) for i in pos}
@@ -156,7 +167,7 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
                        for i, g in zip(pos, grads) if g is not None)
         values = []
         for sign in (1.0, -1.0):
-            shifted = [a + sign * eps * u[i].to(a.device) if i in leaves else a
+            shifted = [a + sign * eps * u[i].to(a.device) if i in pos else a
                        for i, a in enumerate(base)]
             with torch.no_grad():
                 res = normalize_outputs(function, run_user(

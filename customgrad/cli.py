@@ -306,7 +306,7 @@ def _diagnoses(problem: Problem, report) -> list:
 def _projected(args, problem: Problem) -> int:
     report = projected_check(problem.function, problem.args, probes=args.projected,
                              seed=problem.settings.seed, eps=args.eps, atol=args.atol,
-                             rtol=args.rtol)
+                             rtol=args.rtol, differentiate=problem.settings.differentiate)
     double = double_backward_check(problem.function, problem.args, eps=args.eps,
                                    atol=args.atol, rtol=args.rtol) if args.double else None
     passed = report.passed and (double is None or not double.supported or double.passed)

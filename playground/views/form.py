@@ -83,6 +83,13 @@ class InputsForm(QWidget):
                 combo.blockSignals(True)
                 combo.setCurrentText(value)
                 combo.blockSignals(False)
+        for key, box in self.fields.items():
+            name, _, part = key.rpartition(".")
+            on = settings.differentiate.get(name, True)
+            if part == "grad" and box.isChecked() != on:  # a session opened
+                box.blockSignals(True)
+                box.setChecked(on)
+                box.blockSignals(False)
 
     def forget_typed(self) -> None:
         """Rebuild the rows from the next specs (a session replaces every setting)."""

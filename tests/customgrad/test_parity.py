@@ -106,6 +106,16 @@ def test_cli_no_grad_and_grad_choose_the_inputs(capsys):
     assert code == 1 and "d output [2x3x9] / d taps" in out.out and "/ d x" not in out.out
 
 
+def test_the_projected_check_chooses_the_inputs_as_the_full_one(capsys):
+    target = f"{FILE}:FilterBank"
+    shapes = ["--shape", "x=2x9", "--shape", "taps=3x5", "--in-process", "--projected", "3"]
+    code, out = _cli(capsys, "check", target, *shapes)
+    assert code == 0 and "taps: backward returns None; treated as not differentiated" \
+        in out.out
+    code, out = _cli(capsys, "check", target, *shapes, "--grad", "taps")
+    assert code == 1
+
+
 def test_cli_grad_names_a_parameter_that_cannot_be_differentiated(capsys):
     code, out = _cli(capsys, "check", f"{FILE}:FilterBank", "--shape", "x=2x9",
                      "--shape", "taps=3x5", "--grad", "nope", "--in-process")

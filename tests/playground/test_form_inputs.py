@@ -24,6 +24,8 @@ def test_grad_unchecked_makes_an_input_a_constant_of_the_check(qtbot):
         assert session.settings.differentiate == {"taps": False}
         grad.setChecked(True)
         assert session.settings.differentiate == {}
+        session.update(differentiate={"x": False})  # a session opened, say
+        assert not form.fields["x.grad"].isChecked() and grad.isChecked()
     finally:
         session.shutdown(wait=0.5)
 
