@@ -138,7 +138,8 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
     pos, chosen = differentiated_inputs(function, args, names, notes, differentiate)
     gen = torch.Generator().manual_seed(seed)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in pos}
-    call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
+    # copies: forward may work in place on any of its tensors
+    call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
     diff = [k for k, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
@@ -167,7 +168,7 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
                        for i, g in zip(pos, grads) if g is not None)
         values = []
         for sign in (1.0, -1.0):
-            shifted = [a + sign * eps * u[i].to(a.device) if i in pos else a
+            shifted = [a + sign * eps * u[i].to(a.device) if i in pos else _copy(a)
                        for i, a in enumerate(base)]
             with torch.no_grad():
                 res = normalize_outputs(function, run_user(
@@ -181,6 +182,10 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
                      "differences carry its rounding.")
     passed = all(_ok(p, atol, rtol) for p in results)
     return ProjectedReport(passed, results, eps, atol, rtol, notes)
+
+
+def _copy(value: object) -> object:
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _unit(shape, gen: torch.Generator) -> torch.Tensor:

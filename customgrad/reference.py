@@ -48,7 +48,7 @@ def _jacobian(function: type, args: list, report: Report) -> torch.Tensor | None
     dtype = report.numerical_dtype
     positions = [a.position for a in report.inputs]
     leaves = [args[i].detach().to(dtype).clone().requires_grad_() for i in positions]
-    call = list(args)
+    call = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]  # never the caller's
     with torch.enable_grad():
         for i, leaf in zip(positions, leaves):
             call[i] = leaf.clone()  # forward may work in place on its input

@@ -84,6 +84,10 @@ def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: flo
     return out
 
 
+def _copy(value: object) -> object:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
 def _close(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> bool:
     x, y = x.detach().double().cpu(), y.detach().double().cpu()
     return bool(((x - y).abs() <= atol + rtol * y.abs()).all())
@@ -103,7 +107,7 @@ class _Context:
         leaves = {i: self.args[i].detach().to(dtype or self.args[i].dtype).clone()
                   .requires_grad_() for i in self.pos}
         # forward gets copies: one that works in place on its input must not touch a leaf
-        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(self.args)]
+        call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(self.args)]
         return leaves, call
 
     def _forward(self, call):
@@ -157,12 +161,13 @@ class _Context:
                 for i, a in enumerate(self.args)]
         for i in self.pos:
             u = self._randn_like(base[i])
-            with forward_ad.dual_level():
-                call = [forward_ad.make_dual(a, u) if k == i else a for k, a in enumerate(base)]
+            with forward_ad.dual_level():  # copies: forward may work in place on its input
+                call = [forward_ad.make_dual(a.clone(), u) if k == i else _copy(a)
+                        for k, a in enumerate(base)]
                 outs = normalize_outputs(self.function, run_user(
                     self.function, "forward", lambda c=call: self.function.apply(*c)))
                 tangents = [forward_ad.unpack_dual(o).tangent for o in outs]
-            shifted = [[a + s * eps * u if k == i else a for k, a in enumerate(base)]
+            shifted = [[a + s * eps * u if k == i else _copy(a) for k, a in enumerate(base)]
                        for s in (1, -1)]
             with torch.no_grad():
                 plus, minus = (normalize_outputs(self.function, run_user(

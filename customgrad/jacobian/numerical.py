@@ -32,12 +32,13 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     direct = chooses_direct(probe, base)
     forward = probe.forward_direct if direct else probe.forward_plain
     clone_each = mutates(probe, forward, base, notes)
-    kept = None if clone_each else [base[i].clone() for i in probe.in_pos]
+    tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
+    kept = None if clone_each else [base[i].clone() for i in tensors]
     FiniteDifferences(probe, space, pacer, tol.eps, base, forward, clone_each,
                       vmap=direct).run()
-    if kept is not None and not all(same_values(base[i], k) for i, k in zip(probe.in_pos, kept)):
-        # forward wrote into its input at some points only: every call again, on copies
-        for i, k in zip(probe.in_pos, kept):
+    if kept is not None and not all(same_values(base[i], k) for i, k in zip(tensors, kept)):
+        # forward wrote into an input at some points only: every call again, on copies
+        for i, k in zip(tensors, kept):
             base[i].copy_(k)
         for t, (c0, c1) in enumerate(space.col_tiles):  # the tiles written, cleared
             for r0, r1 in runs(space.num_nonzero[t], space.row_tiles):

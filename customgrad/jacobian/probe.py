@@ -43,12 +43,14 @@ class Probe:
     node: object | None  # the Function's graph node; None: rows go through the engine
 
     def copies(self, base: list) -> list:
-        """``base`` with a copy of each differentiated argument."""
-        return [a.clone() if i in self.leaves else a for i, a in enumerate(base)]
+        """``base`` with a copy of each tensor argument (a forward working in place on one,
+        differentiated or not, must not change the next call's)."""
+        return [_copy(a) for a in base]
 
     def leaf_call(self) -> list:
-        """Arguments for ``apply`` on the graph: a copy of each leaf, the constants as given."""
-        return [self.leaves[i].clone() if i in self.leaves else a
+        """Arguments for ``apply`` on the graph: a copy of each leaf and of each other tensor,
+        the constants as given."""
+        return [self.leaves[i].clone() if i in self.leaves else _copy(a)
                 for i, a in enumerate(self.args)]
 
     def forward_plain(self, call: list) -> tuple:
@@ -83,7 +85,7 @@ def run_probe(function: type, args: list, params: list[str], notes: list[str],
     then a constant, with a note."""
     in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
-    call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(args)]
+    call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
     out_pos = _differentiated_outputs(function, outs, notes)
@@ -116,6 +118,11 @@ def run_probe(function: type, args: list, params: list[str], notes: list[str],
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, tuple(args[i].shape)) for i in in_pos])
     return probe
+
+
+def _copy(value: object) -> object:
+    """A tensor's copy (forward may write into it); anything else as it is."""
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def output_name(k: int, count: int) -> str:
@@ -213,9 +220,9 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
     on copies, so the base point stays as it is whatever forward does."""
     call = probe.copies(base)
     outs = forward(call)
-    in_pos = probe.in_pos
-    modified = any(call[i]._version or not same_values(call[i], base[i]) for i in in_pos)
-    storages = {call[i].untyped_storage().data_ptr() for i in in_pos}
+    tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
+    modified = any(call[i]._version or not same_values(call[i], base[i]) for i in tensors)
+    storages = {call[i].untyped_storage().data_ptr() for i in probe.in_pos}
     if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
            for o in outs):
         notes.append("forward returns a view of its input: finite differences use copies.")
@@ -228,4 +235,5 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """``a`` and ``b`` hold the same values (NaN where the other has NaN)."""
-    return bool(torch.equal(a, b) or torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+    return bool(torch.equal(a, b) or (a.is_floating_point() and a.shape == b.shape and
+                                       torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))

@@ -444,7 +444,8 @@ def test_memory_cap_raises_too_large_with_advice():
     with pytest.raises(TooLargeError) as info:
         compare(p.function, p.args, memory_cap=need - 1)
     message = str(info.value)
-    assert "smaller shapes" in message and "projected check" in message
+    assert "smaller shapes" in message and "differentiate fewer inputs" in message
+    assert "--" not in message  # each front end adds its own options (test_parity)
     assert "15 x 37" in message
     assert isinstance(info.value, SpecError) and isinstance(info.value, CustomGradError)
     assert compare(p.function, p.args, memory_cap=need).passed

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli
+from customgrad import cli, subchecks
 from customgrad.errors import SpecError
 from tests.data import parity_functions as pf
 
@@ -350,3 +350,24 @@ def test_batched_grad_gets_gradchecks_verdict(function, make):
                               checks=["batched_grad"])
     assert report.checks["batched_grad"].status == ("passed" if expected else "failed"), \
         report.checks["batched_grad"].detail
+
+
+def test_a_forward_scribbling_on_an_input_nobody_differentiates_gets_copies():
+    """The taps of a filter bank, scaled in place by forward (through numpy): each call
+    works on a fresh copy, so every finite difference sees the taps as given."""
+    class ScalesItsTaps(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, taps):
+            ctx.scale = float(taps.sum())
+            array = taps.detach().numpy()
+            array *= 2.0  # scribbles on its input after use
+            return x * ctx.scale
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.scale, None
+
+    x, taps = _rand(2, 3) + 3.0, _rand(4)
+    report = customgrad.check(ScalesItsTaps, x, taps, checks=subchecks.NAMES)
+    assert report.passed, report.text()  # nondeterminism too: two calls see the same taps
+    assert any("in place" in n for n in report.notes)
