@@ -119,13 +119,6 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--init", action="append", metavar="NAME=INIT",
                    help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
                         "ones (repeatable; default: normal)")
-    p.add_argument("--grad", action="append", metavar="NAME",
-                   help="differentiate tensor input NAME, and only the inputs named so, as "
-                        "gradcheck does those that require grad (repeatable; default: every "
-                        "floating-point one whose gradient backward returns)")
-    p.add_argument("--no-grad", action="append", metavar="NAME",
-                   help="do not differentiate tensor input NAME: a constant tensor, as one "
-                        "that does not require grad (repeatable)")
     p.add_argument("--dtype", choices=("float32", "float64"), default=None,
                    help=f"dtype of the tensor inputs (default: {dtype_default})")
     p.add_argument("--device", default="cpu",
@@ -172,6 +165,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated sub-checks to run beside the full Jacobian: "
                         f"{', '.join(subchecks.NAMES)} (default: gradcheck's, "
                         f"{','.join(subchecks.DEFAULT)}; a torch.library op adds opcheck)")
+    p.add_argument("--grad", action="append", metavar="NAME",
+                   help="differentiate tensor input NAME, and only the inputs named so, as "
+                        "gradcheck does those that require grad (repeatable; default: every "
+                        "floating-point one whose gradient backward returns)")
+    p.add_argument("--no-grad", action="append", metavar="NAME",
+                   help="do not differentiate tensor input NAME: a constant tensor, as one "
+                        "that does not require grad (repeatable)")
     p.add_argument("--double", action="store_true",
                    help="also check double backward (like torch's gradgradcheck; the same as "
                         "adding double_backward to --checks)")
@@ -194,7 +194,8 @@ def _settings(args) -> Settings:
     settings = Settings(target=args.target, shapes=_pairs(args.shape, "--shape"),
                         constants=_pairs(args.const, "--const"),
                         init=_pairs(args.init, "--init"), device=args.device, seed=args.seed,
-                        differentiate=_differentiate(args.grad, args.no_grad))
+                        differentiate=_differentiate(getattr(args, "grad", None),
+                                                     getattr(args, "no_grad", None)))
     if args.dtype:
         settings.dtype = args.dtype
     elif args.command == "check":
