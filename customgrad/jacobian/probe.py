@@ -163,6 +163,10 @@ def differentiated_inputs(function: type, args: list, params: list[str], notes: 
         elif i in floating and i not in in_pos:
             notes.append(f"input {params[i]} is not differentiated (a constant here, as a "
                          "tensor that does not require grad is for gradcheck).")
+    if not in_pos and floating:
+        raise SpecError(f"{function.__name__}: every floating-point tensor input "
+                        f"({', '.join(params[i] for i in floating)}) is left out; differentiate "
+                        "at least one.", field=params[floating[0]])
     if not in_pos:
         raise SpecError(f"{function.__name__} has no floating-point tensor input to "
                         "differentiate; give at least one parameter a shape.")

@@ -123,6 +123,9 @@ def test_cli_grad_names_a_parameter_that_cannot_be_differentiated(capsys):
     code, out = _cli(capsys, "check", f"{FILE}:FilterBank", "--grad", "x", "--no-grad", "x",
                      "--in-process")
     assert code == 2 and "both --grad and --no-grad" in out.err
+    code, out = _cli(capsys, "check", f"{FILE}:FilterBank", "--no-grad", "x", "--no-grad",
+                     "taps", "--in-process")
+    assert code == 2 and "every floating-point tensor input (x, taps) is left out" in out.err
 
 
 def test_an_integer_tensor_cannot_be_chosen():
