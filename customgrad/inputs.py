@@ -56,10 +56,12 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class ConstSpec:
-    """A non-tensor argument of ``forward`` with its value."""
+    """A non-tensor argument of ``forward`` with its value, and forward's default for it
+    (``defaults``: a one-tuple holding it, empty where forward has none)."""
 
     name: str
     value: object = None
+    defaults: tuple = field(default=(), compare=False, repr=False)
 
 
 Spec = TensorSpec | ConstSpec
@@ -163,7 +165,7 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
         elif has_default and is_constant(p.default):
             value = type(p.default)(plain(v) for v in p.default) \
                 if isinstance(p.default, SEQUENCE_TYPES) else plain(p.default)
-            out.append((ConstSpec(p.name, value), ""))
+            out.append((ConstSpec(p.name, value, (value,)), ""))
         elif not has_default and kind is not None:
             out.append((ConstSpec(p.name, _CONST_DEFAULTS[kind]),
                         f"annotated {kind}, without a default"))
@@ -424,7 +426,7 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
             elif isinstance(value, list) and isinstance(spec, ConstSpec) \
                     and isinstance(spec.value, tuple):
                 value = tuple(value)  # a tuple written into a session file reads as a list
-            spec = ConstSpec(name, value)
+            spec = ConstSpec(name, value, spec.defaults if isinstance(spec, ConstSpec) else ())
         if name in shapes:
             base = spec if isinstance(spec, TensorSpec) else TensorSpec(name)
             spec = replace(base, shape=parse_shape(shapes[name], name))

@@ -176,8 +176,9 @@ class InputsForm(QWidget):
             self.fields[name] = box
             return
         kind = "any" if value is None else type(value).__name__  # None takes any constant
-        field = CheckedField(str(value), lambda t, v=value, n=name: parse_const(t, v, n),
-                             f"Constant ({kind})")
+        tip = f"Constant ({kind})" + (f"; forward's default: {spec.defaults[0]!r}"
+                                      if spec.defaults else "")
+        field = CheckedField(str(value), lambda t, v=value, n=name: parse_const(t, v, n), tip)
         field.committed.connect(lambda v, n=name: self._set("constants", n, v))
         self.rows.addRow(f"{name} ({kind})", field)
         self.fields[name] = field

@@ -374,3 +374,12 @@ def test_a_forward_scribbling_on_an_input_nobody_differentiates_gets_copies():
     report = customgrad.check(ScalesItsTaps, x, taps, checks=subchecks.NAMES)
     assert report.passed, report.text()  # nondeterminism too: two calls see the same taps
     assert any("in place" in n for n in report.notes)
+
+
+def test_a_constant_keeps_forwards_default_beside_its_value():
+    from customgrad.inputs import ConstSpec, apply_overrides, derive_specs
+
+    specs = apply_overrides(derive_specs(pf.Sparsemaxish), constants={"dim": "0"})
+    dim = next(s for s in specs if s.name == "dim")
+    assert dim == ConstSpec("dim", 0) and dim.defaults == (-1,)
+    assert next(s for s in specs if s.name == "k").defaults == (None,)

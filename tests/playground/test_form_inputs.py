@@ -50,11 +50,13 @@ def test_a_constant_defaulting_to_none_takes_any_value(qtbot):
     try:
         form = InputsForm(session)
         qtbot.addWidget(form)
-        form.show_specs([TensorSpec("X"), ConstSpec("dim", -1), ConstSpec("k", None)])
+        form.show_specs([TensorSpec("X"), ConstSpec("dim", 0, (-1,)),
+                         ConstSpec("k", None, (None,))])
         labels = [form.rows.itemAt(r, form.rows.ItemRole.LabelRole).widget().text()
                   for r in range(form.rows.rowCount())]
         assert "k (any)" in labels and "dim (int)" in labels
         assert form.fields["k"].edit.text() == "None"
+        assert "forward's default: -1" in form.fields["dim"].edit.toolTip()
     finally:
         session.shutdown(wait=0.5)
 
