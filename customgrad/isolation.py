@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch.multiprocessing  # noqa: F401 (registers the reductions that share tensors)
 
-from customgrad import processes, sharing
+from customgrad import processes, sharing, threads
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
 
@@ -184,6 +184,7 @@ def _run_job(conn, channel: Channel, job: Callable, args: tuple,
              before_reply: Callable[[], None] | None = None) -> None:
     """One job: its result or its error to the parent, then wait until the parent has it
     (shared tensors are handed over meanwhile)."""
+    threads.use_free_cores()  # the cores other processes hold are theirs: this job's share
     try:
         reply = ("result", job(*args, channel))
     except BaseException as exc:  # the caller raises it

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from customgrad import threads
 from customgrad.descent import Descent
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
 from customgrad.loader import PROCESS_LOCAL, resolve
@@ -125,8 +126,9 @@ def end_with_parent(conn) -> None:
 def main_stays_home():
     """multiprocessing runs the parent's main script again in each child it starts (to find
     functions defined there); ours needs nothing from it, and an application's main script
-    imports its whole GUI. A main module named ``__main__`` is the one it skips."""
-    with _main_lock:  # threads start children at once: one swap at a time
+    imports its whole GUI. A main module named ``__main__`` is the one it skips. OpenMP
+    waits passively in the child started meanwhile (:func:`customgrad.threads.passive_waiting`)."""
+    with _main_lock, threads.passive_waiting():  # one start at a time
         main = sys.modules.get("__main__")
         if main is None:
             yield

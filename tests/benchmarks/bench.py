@@ -8,6 +8,7 @@ Not part of the test suite: these machines are noisy, so targets live here as ra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -67,6 +68,87 @@ def bench_jacobian(quick: bool) -> dict:
         "jacobian_speedup_vs_gradcheck_nokeep": gradcheck_s / ours_nokeep_s,
         "jacobian_vs_lower_bound": ours_s / bare_s,
     }
+
+
+_WORKER_JACOBIAN = """
+import json, sys, time
+import torch
+from customgrad import threads
+from customgrad.gallery.seeds import KillHead
+from customgrad.jacobian import compare
+
+worker, repeat, with_gradcheck = sys.argv[1] == "worker", int(sys.argv[2]), sys.argv[3] == "1"
+x = torch.randn(64, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+small = torch.randn(4, 8, dtype=torch.float64)
+compare(KillHead, [small, 2])
+out = {"threads": []}
+best = float("inf")
+for _ in range(repeat):
+    if worker:  # what each job in a worker process does first (isolation._run_job)
+        out["threads"].append(threads.use_free_cores())
+    start = time.perf_counter()
+    compare(KillHead, [x, 2])
+    best = min(best, time.perf_counter() - start)
+out["jacobian_s"] = best
+if with_gradcheck:
+    torch.autograd.gradcheck(KillHead.apply, (small.clone().requires_grad_(), 2))
+    leaf = x.clone().requires_grad_()
+    start = time.perf_counter()
+    torch.autograd.gradcheck(KillHead.apply, (leaf, 2))
+    out["gradcheck_s"] = time.perf_counter() - start
+print(json.dumps(out))
+"""
+
+
+class _BusyCore:
+    """A process holding one core (a plain busy loop, as a browser tab or a grep would)
+    while the ``with`` block runs."""
+
+    def __enter__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(0.5)  # it is running, and counted in the run queue
+        return self
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait(5)
+
+
+def _worker_jacobian(worker: bool, repeat: int, with_gradcheck: bool) -> dict:
+    """KillHead 64x128's comparison in a fresh interpreter: as a worker process runs it now
+    (``worker``: OpenMP waiting passively, threads chosen per job from the cores free), or
+    as before (torch's default threads, OpenMP's default waiting)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if worker:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER_JACOBIAN, "worker" if worker else "before",
+         str(repeat), "1" if with_gradcheck else "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def bench_busy(quick: bool) -> dict:
+    """KillHead 64x128 vs gradcheck as a worker process computes it, on the machine as it is
+    and with one core held by a busy process started here; beside the same comparison with
+    torch's default threads and OpenMP waiting (as workers ran it before)."""
+    repeat = 2 if quick else 3
+    out = {}
+    for condition in ("idle", "busy"):
+        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            worker = _worker_jacobian(True, repeat, True)
+            before = _worker_jacobian(False, repeat, False)
+        gradcheck_s = worker["gradcheck_s"]
+        out[f"{condition}_load_1min"] = load
+        out[f"{condition}_worker_threads"] = min(worker["threads"])
+        out[f"{condition}_gradcheck_s"] = gradcheck_s
+        out[f"{condition}_jacobian_worker_s"] = worker["jacobian_s"]
+        out[f"{condition}_jacobian_before_s"] = before["jacobian_s"]
+        out[f"{condition}_speedup_vs_gradcheck_worker"] = gradcheck_s / worker["jacobian_s"]
+        out[f"{condition}_speedup_vs_gradcheck_before"] = gradcheck_s / before["jacobian_s"]
+    out["busy_worker_slowdown"] = out["busy_jacobian_worker_s"] / out["idle_jacobian_worker_s"]
+    return out
 
 
 def bench_checks(quick: bool) -> dict:
@@ -526,11 +608,13 @@ def bench_isolation(quick: bool) -> dict:
 
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
-           "isolation": bench_isolation, "display": bench_display}
-DEFAULT = ("jacobian", "checks", "app", "isolation", "display", "plot", "startup")
+           "isolation": bench_isolation, "display": bench_display, "busy": bench_busy}
+DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
+    "busy_speedup_vs_gradcheck_worker": ">= 50: one core held by a busy process",
+    "busy_worker_slowdown": "<= 2: one core held / as the machine was",
     "loop_throughput_vs_bare": ">= 0.95 (floor 0.9): best window vs best window",
     "loop_throughput_vs_bare_median": "median of windows vs the bare ones either side",
     "ui_max_stall_ms_running": "<= 16 (ceiling 50)",
