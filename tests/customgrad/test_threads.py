@@ -3,6 +3,8 @@ waiting in the children started."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -97,3 +99,18 @@ def _job_threads(channel):
 def test_a_real_worker_uses_between_one_and_torchs_default_threads():
     used, default = isolation.call(_job_threads, what="threads")
     assert 1 <= used <= default
+
+
+def _openmp_environment(channel) -> list[bytes]:
+    """The OMP_ variables this process was started with (what OpenMP read as torch loaded)."""
+    with open("/proc/self/environ", "rb") as environ:
+        return [v for v in environ.read().split(b"\0") if v.startswith(b"OMP_")]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="needs Linux's /proc")
+def test_a_spawned_worker_starts_with_passive_openmp_waiting(monkeypatch):
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")  # a fresh interpreter: its start
+    monkeypatch.delenv(threads.WAIT_POLICY, raising=False)
+    assert isolation.call(_openmp_environment, what="environment") == [
+        b"OMP_WAIT_POLICY=PASSIVE"]
+    assert threads.WAIT_POLICY not in os.environ
