@@ -17,6 +17,7 @@ from customgrad.shadow import source_lines
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
 from playground.features.commands import Commands
+from playground.state.landscape import LandscapeModel
 from playground.state.preferences import Preferences
 from playground.state.session import Session
 from playground.views.code_view import CodeView
@@ -27,6 +28,7 @@ from playground.views.explainer import StepExplainer
 from playground.views.form import InputsForm, LoopForm
 from playground.views.inspector_view import InspectorView
 from playground.views.jacobian import JacobianView
+from playground.views.landscape import LandscapeView
 from playground.views.loss_plot import LossPlot
 from playground.views.notices import NoticeBar, PendingSessionBar
 from playground.views.panes import LeftPane, MainArea
@@ -83,6 +85,7 @@ class MainWindow(QMainWindow):
         self.editor = FunctionEditor()
         self.inspector = InspectorView()
         self.explainer = StepExplainer(s)
+        self.landscape = LandscapeView(LandscapeModel(s))
         self.restore_offer = RestoreOffer()
         self.jacobian = JacobianView()
         self.jacobian.set_tolerances(s.settings.eps, s.settings.atol, s.settings.rtol)
@@ -117,7 +120,8 @@ class MainWindow(QMainWindow):
         step and loss in presentation mode."""
         self.side_tabs = QTabWidget()
         for widget, title in ((self.code, "Code"), (self.editor, "Editor"),
-                              (self.inspector, "Inspector"), (self.explainer, "Step")):
+                              (self.inspector, "Inspector"), (self.explainer, "Step"),
+                              (self.landscape, "Landscape")):
             self.side_tabs.addTab(widget, title)
         self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
                                      "The last step of gradient descent, in numbers")

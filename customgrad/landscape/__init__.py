@@ -81,8 +81,15 @@ class Landscape:
                 float(self.betas[len(self.betas) // 2]))
 
     @property
+    def halves(self) -> tuple[float, float]:
+        """Half the view's width along d1 and along d2."""
+        return (float(self.alphas[-1] - self.alphas[0]) / 2,
+                float(self.betas[-1] - self.betas[0]) / 2)
+
+    @property
     def half(self) -> float:
-        return float(self.alphas[-1] - self.alphas[0]) / 2
+        """Half the view's narrower side."""
+        return min(self.halves)
 
     @property
     def words(self) -> str:
@@ -113,12 +120,12 @@ def moved_away(landscape: Landscape, point: np.ndarray, off_plane: float) -> boo
     """Whether a grid drawn for ``landscape`` should be drawn again for the current point at
     ``point`` (plane coordinates), ``off_plane`` away from the plane: it left the middle of
     the view (:data:`MOVE_FRACTION` of its half width), or the plane."""
-    half = landscape.half
-    if not half > 0:
+    (ha, hb), (cx, cy) = landscape.halves, landscape.center
+    if not (ha > 0 and hb > 0):
         return True
-    cx, cy = landscape.center
-    reach = max(abs(float(point[0]) - cx), abs(float(point[1]) - cy))
-    return reach > MOVE_FRACTION * half or off_plane > MOVE_FRACTION * half
+    return (abs(float(point[0]) - cx) > MOVE_FRACTION * ha
+            or abs(float(point[1]) - cy) > MOVE_FRACTION * hb
+            or off_plane > MOVE_FRACTION * min(ha, hb))
 
 
 def view_box(path: np.ndarray, tips: Sequence[np.ndarray],
@@ -136,14 +143,15 @@ def view_box(path: np.ndarray, tips: Sequence[np.ndarray],
 
 def compute(problem, steps: int = 0, lrs: Sequence[float] | None = None,
             mode: str = "gradients", size: int = SIZE, seed: int | None = None,
-            plane: Plane | None = None, box: tuple | None = None,
+            plane: Plane | None = None, box: tuple | None = None, aspect: float = 1.0,
             progress: Callable[[Landscape], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> Landscape:
     """The landscape of ``problem``'s run after ``steps`` steps (replayed from the start,
     step ``k`` at ``lrs[k]`` where given), on a new plane ``mode`` through the current point
     (seeded by ``seed``, default the settings'), or on ``plane`` and in ``box`` (centre, half
-    width) kept from an earlier one. ``size`` points per side (0: no grid, the path and
-    arrows only). ``progress`` gets the coarse grid first, then partial ones."""
+    width) kept from an earlier one; the view ``aspect`` times as wide as high (the box
+    widened to it). ``size`` points per side (0: no grid, the path and arrows only).
+    ``progress`` gets the coarse grid first, then partial ones."""
     seed = problem.settings.seed if seed is None else seed
     descent = problem.descent()
     path = replay(descent, int(steps), lrs, should_stop)
@@ -166,7 +174,7 @@ def compute(problem, steps: int = 0, lrs: Sequence[float] | None = None,
     if box is None:
         tips = [path2[-1] - lr * analytic2, path2[-1] - lr * true2]
         box = view_box(path2, tips, float(torch.linalg.vector_norm(x)))
-    alphas, betas = axes(box[0], box[1], max(size, 2))
+    alphas, betas = axes(box[0], box[1], max(size, 2), aspect)
     result = Landscape(problem.function.__name__, int(steps), plane, alphas, betas, None,
                        size <= 0, path2, analytic2, true2, angle, ratio, lr,
                        surface.value(x), plane.distance(x))

@@ -114,10 +114,13 @@ def replay(descent: Descent, steps: int, lrs: Sequence[float] | None = None,
     return torch.stack(points)
 
 
-def axes(center: tuple[float, float], half: float, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The grid's coordinates along d1 and d2: ``size`` points each, ``half`` either side."""
-    return (np.linspace(center[0] - half, center[0] + half, size),
-            np.linspace(center[1] - half, center[1] + half, size))
+def axes(center: tuple[float, float], half: float, size: int,
+         aspect: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's coordinates along d1 and d2: ``size`` points each, ``half`` either side of
+    ``center`` along the shorter, ``aspect`` (width over height) times that along d1."""
+    wide, high = half * max(aspect, 1.0), half * max(1.0 / aspect, 1.0)
+    return (np.linspace(center[0] - wide, center[0] + wide, size),
+            np.linspace(center[1] - high, center[1] + high, size))
 
 
 def grid(surface: LossSurface, plane, alphas: np.ndarray,

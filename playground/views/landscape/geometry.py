@@ -1,0 +1,89 @@
+"""What the landscape view draws, worked out without Qt: the values shown (the loss, or its
+log where it spans decades), the contour levels, the arrows' ends, the axes' titles and the
+legend's colours (colour-blind safe, and told apart by their line style too)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Okabe and Ito's colour-blind safe pairs: (your backward, true gradient) on light and dark
+ARROW_COLOURS = {False: ("#d55e00", "#0072b2"), True: ("#ffb000", "#56b4e9")}
+#: the words of the legend and of the step explainer (the same as the arrows')
+YOUR_BACKWARD, TRUE_GRADIENT = "your backward", "true gradient"
+#: contour lines drawn over the grid
+CONTOURS = 10
+#: the loss shown as log10 where its largest value is this many times its smallest
+LOG_SPAN = 1e3
+#: the longer arrow's length, as a share of the view's half width
+ARROW_SHARE = 0.7
+#: the shorter arrow is drawn at least this share of the longer (else its head hides it)
+SHORTEST = 0.15
+
+AXIS_TITLES = {
+    "gradients": ("d1 (your backward)", "d2 (true gradient)"),
+    "pca": ("d1: the path's main direction", "d2: its second"),
+    "random": ("d1: random direction", "d2: another random one"),
+}
+
+
+def shown_values(losses: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The grid as coloured: the loss, or log10 of it where it is positive and spans more
+    than :data:`LOG_SPAN`; and whether it is the log."""
+    finite = losses[np.isfinite(losses)]
+    if finite.size and finite.min() > 0 and finite.max() > LOG_SPAN * finite.min():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log10(losses), True
+    return losses, False
+
+
+def levels(values: np.ndarray, count: int = CONTOURS) -> tuple[float, float, list[float]]:
+    """The colour range (the lowest value to the 95th percentile: a far corner's huge loss
+    would wash the valley out) and ``count`` contour levels evenly inside it."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return 0.0, 1.0, []
+    low, high = float(finite.min()), float(np.percentile(finite, 95))
+    if not high > low:
+        high = low + max(abs(low), 1.0) * 1e-6
+    return low, high, [float(v) for v in np.linspace(low, high, count + 2)[1:-1]]
+
+
+def arrow_ends(start: np.ndarray, analytic: np.ndarray, true: np.ndarray,
+               half: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The tips of the arrows along ``-analytic`` and ``-true`` from ``start``: the longer
+    :data:`ARROW_SHARE` of the view's half width, the other to the same scale but at least
+    :data:`SHORTEST` of it; and whether the shorter was lengthened so."""
+    lengths = [float(np.hypot(*analytic)), float(np.hypot(*true))]
+    longest = max(lengths)
+    if not (longest > 0 and math.isfinite(longest)):
+        return np.asarray(start), np.asarray(start), False
+    tips, stretched = [], False
+    for vector, length in zip((analytic, true), lengths):
+        share = length / longest
+        if 0 < share < SHORTEST:
+            share, stretched = SHORTEST, True
+        unit = np.asarray(vector) / length if length > 0 else np.zeros(2)
+        tips.append(np.asarray(start) - ARROW_SHARE * half * share * unit)
+    return tips[0], tips[1], stretched
+
+
+def head_angle(start: np.ndarray, end: np.ndarray) -> float:
+    """pyqtgraph's ArrowItem angle (0 points left, 90 up on screen) for an arrow from
+    ``start`` to ``end`` in a view whose y axis points up."""
+    dx, dy = float(end[0] - start[0]), float(end[1] - start[1])
+    return 180.0 - math.degrees(math.atan2(dy, dx))
+
+
+def legend_html(words: str, dark: bool, size: str = "") -> str:
+    """The legend in words: the two arrows' colours and styles, then how they differ."""
+    backward, true = ARROW_COLOURS[dark]
+    style = f"font-size:{size};" if size else ""
+    return (f"<span style='{style}'><b style='color:{backward}'>━━ {YOUR_BACKWARD}</b>"
+            f" &nbsp; <b style='color:{true}'>╍╍ {TRUE_GRADIENT}</b>"
+            f" &nbsp; {words}</span>")
+
+
+__all__ = ["ARROW_COLOURS", "AXIS_TITLES", "TRUE_GRADIENT", "YOUR_BACKWARD", "arrow_ends",
+           "head_angle", "legend_html", "levels", "shown_values"]

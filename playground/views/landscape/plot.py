@@ -1,0 +1,196 @@
+"""The landscape's picture: the loss over the plane (an image with contour lines and a colour
+bar), the run's path with its start and current point, and the two arrows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPalette
+
+from playground.views.landscape.geometry import (
+    ARROW_COLOURS,
+    AXIS_TITLES,
+    arrow_ends,
+    head_angle,
+    levels,
+    shown_values,
+)
+
+#: the colour map of the loss: perceptually uniform, readable in grey
+COLOUR_MAP = "viridis"
+
+
+class LandscapePlot(pg.GraphicsLayoutWidget):
+    """Draws one :class:`customgrad.landscape.Landscape` at a time (:meth:`show_landscape`),
+    and its path and arrows again as they move (:meth:`show_path`)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.plot_item = self.addPlot(row=0, col=0)
+        self.plot_item.setAspectLocked(True)  # the angle between the arrows is the true one
+        self.plot_item.setMenuEnabled(False)
+        self.plot_item.hideButtons()
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot_item.addItem(self.image)
+        self.bar = pg.ColorBarItem(colorMap=pg.colormap.get(COLOUR_MAP), interactive=False,
+                                   width=18)
+        self.bar.setImageItem(self.image)
+        self.addItem(self.bar, row=0, col=1)
+        self.contours: list[pg.IsocurveItem] = []
+        self.path = pg.PlotDataItem([], [])
+        self.path.setZValue(20)
+        self.marks = pg.ScatterPlotItem()
+        self.marks.setZValue(30)
+        self.start_text = pg.TextItem("start", anchor=(0.5, 1.3))
+        self.now_text = pg.TextItem("", anchor=(0, 1.2))
+        for item in (self.path, self.marks, self.start_text, self.now_text):
+            self.plot_item.addItem(item)
+        #: (halo, shaft, head) of each arrow: your backward's, the true gradient's (its dashes
+        #: above, so that where they overlap both colours show)
+        self.arrows = [self._arrow(k) for k in (0, 1)]
+        self.landscape = None
+        #: the shorter arrow is drawn longer than its true share (see geometry.arrow_ends)
+        self.stretched = False
+        self.mode = "gradients"
+        self.apply_colors()
+
+    def _arrow(self, k: int):
+        halo, shaft = pg.PlotDataItem([], []), pg.PlotDataItem([], [])
+        head = pg.ArrowItem(headLen=22, tipAngle=32, tailLen=0)
+        for item, z in ((halo, 40), (shaft, 41 + k), (head, 43 + k)):
+            item.setZValue(z)
+            self.plot_item.addItem(item)
+            item.setVisible(False)
+        return halo, shaft, head
+
+    # ---- colours and fonts ------------------------------------------------------------------
+    @property
+    def dark(self) -> bool:
+        return self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
+
+    def apply_colors(self) -> None:
+        pal = self.palette()
+        bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
+        self.setBackground(bg)
+        for name in ("bottom", "left"):
+            axis = self.plot_item.getAxis(name)
+            axis.setPen(fg)
+            axis.setTextPen(fg)
+        self.bar.axis.setPen(fg)
+        self.bar.axis.setTextPen(fg)
+        width = max(2.0, self.font().pointSizeF() / 4)
+        self.path.setPen(pg.mkPen(fg, width=width))
+        for text in (self.start_text, self.now_text):
+            text.setColor(fg)
+            text.setFont(self.font())
+        line = QColor(bg)
+        line.setAlpha(170)
+        for iso in self.contours:
+            iso.setPen(pg.mkPen(line, width=1.2))
+        colours = ARROW_COLOURS[self.dark]
+        styles = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine)
+        for (halo, shaft, head), colour, style in zip(self.arrows, colours, styles):
+            halo.setPen(pg.mkPen(bg, width=3 * width + 4))
+            shaft.setPen(pg.mkPen(colour, width=1.5 * width + 1, style=style))
+            head.setStyle(brush=pg.mkBrush(colour), pen=pg.mkPen(bg, width=2),
+                          headLen=4 * width + 10)
+        self._set_titles()
+        if self.landscape is not None:
+            self.show_path(self.landscape)
+
+    def _set_titles(self) -> None:
+        fg = self.palette().color(QPalette.ColorRole.Text).name()
+        size = f"{self.font().pointSizeF():.1f}pt"
+        first, second = AXIS_TITLES.get(self.mode, AXIS_TITLES["gradients"])
+        self.plot_item.setLabel("bottom", first, color=fg, size=size)
+        self.plot_item.setLabel("left", second, color=fg, size=size)
+        for name in ("bottom", "left"):
+            self.plot_item.getAxis(name).setStyle(tickFont=self.font())
+        self.bar.axis.setStyle(tickFont=self.font())
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (event.Type.PaletteChange, event.Type.FontChange) \
+                and hasattr(self, "arrows"):  # (Qt sends one while the base class builds)
+            self.apply_colors()
+
+    # ---- drawing ---------------------------------------------------------------------------
+    def clear_landscape(self) -> None:
+        self.landscape = None
+        self.image.clear()
+        for iso in self.contours:
+            iso.setVisible(False)
+        self.path.setData([], [])
+        self.marks.setData([])
+        self.start_text.setText("")
+        self.now_text.setText("")
+        for item in (part for arrow in self.arrows for part in arrow):
+            item.setVisible(False)
+
+    def show_landscape(self, landscape) -> None:
+        """The grid (as far as computed), the path and the arrows."""
+        self.landscape = landscape
+        if landscape.plane.mode != self.mode:
+            self.mode = landscape.plane.mode
+            self._set_titles()
+        if landscape.losses is not None:
+            self._show_grid(landscape)
+        self.show_path(landscape)
+
+    def _show_grid(self, landscape) -> None:
+        values, log = shown_values(landscape.losses)
+        low, high, steps = levels(values)
+        a, b = landscape.alphas, landscape.betas
+        da, db = (a[1] - a[0]), (b[1] - b[0])
+        self.image.setImage(values, autoLevels=False, levels=(low, high))
+        self.image.setRect(QRectF(a[0] - da / 2, b[0] - db / 2, da * len(a), db * len(b)))
+        self.bar.setLevels((low, high))
+        self.bar.axis.setLabel("log10 loss" if log else "loss")
+        filled = np.where(np.isfinite(values), values, high)
+        while len(self.contours) < len(steps):
+            iso = pg.IsocurveItem(axisOrder="row-major")
+            iso.setParentItem(self.image)
+            iso.setZValue(5)
+            self.contours.append(iso)
+        line = QColor(self.palette().color(QPalette.ColorRole.Base))
+        line.setAlpha(170)
+        for k, iso in enumerate(self.contours):
+            iso.setVisible(k < len(steps))
+            if k < len(steps):
+                iso.setPen(pg.mkPen(line, width=1.2))
+                iso.setData(filled, steps[k])
+        self.plot_item.setRange(xRange=(a[0], a[-1]), yRange=(b[0], b[-1]), padding=0)
+
+    def show_path(self, landscape) -> None:
+        """The path, its start and current point, and the arrows at the current point (on
+        the plane drawn; a path update keeps the grid)."""
+        path = landscape.path
+        self.path.setData(path[:, 0], path[:, 1])
+        fg = self.palette().color(QPalette.ColorRole.Text)
+        bg = self.palette().color(QPalette.ColorRole.Base)
+        size = max(10.0, self.font().pointSizeF() * 1.2)
+        self.marks.setData([
+            {"pos": tuple(path[0]), "symbol": "s", "size": size, "brush": pg.mkBrush(bg),
+             "pen": pg.mkPen(fg, width=2)},
+            {"pos": tuple(path[-1]), "symbol": "o", "size": size * 1.2,
+             "brush": pg.mkBrush(fg), "pen": pg.mkPen(bg, width=2)}])
+        self.start_text.setText("start" if len(path) > 1 else "")
+        self.start_text.setPos(*path[0])
+        self.now_text.setText(f" step {landscape.step}")
+        self.now_text.setPos(*path[-1])
+        shown = self.landscape if self.landscape is not None else landscape
+        *tips, self.stretched = arrow_ends(path[-1], landscape.analytic, landscape.true,
+                                           shown.half)
+        for (halo, shaft, head), tip in zip(self.arrows, tips):
+            xs, ys = [path[-1][0], tip[0]], [path[-1][1], tip[1]]
+            visible = bool(np.hypot(tip[0] - xs[0], tip[1] - ys[0]) > 0)
+            halo.setData(xs, ys)
+            shaft.setData(xs, ys)
+            head.setPos(*tip)
+            head.setStyle(angle=head_angle(path[-1], tip))
+            for item in (halo, shaft, head):
+                item.setVisible(visible)
+
+
+__all__ = ["COLOUR_MAP", "LandscapePlot"]

@@ -1,0 +1,99 @@
+"""The loss landscape's worker: :func:`customgrad.landscape.compute` in a worker process (a
+crash or a hang there spares the window), one at a time; each partial grid comes back as it
+is made. A Function no child can load again is computed on a thread here instead."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+from shiboken6 import isValid
+
+from customgrad import isolation
+from customgrad.errors import Cancelled
+from customgrad.landscape import compute
+from customgrad.processes import ProblemRef, portable
+from playground.workers import remote
+from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here
+
+
+class LandscapeRunner(QObject):
+    """Runs one landscape at a time; :meth:`run` cancels the one before (its results are
+    dropped). ``serial`` numbers each run, and comes back with what it sends."""
+
+    progress = Signal(int, object)  # serial, a partial Landscape (the coarse grid first)
+    finished = Signal(int, object)  # serial, Landscape
+    failed = Signal(int, object)  # serial, exception
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.serial = 0
+        self._job: dict | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._job is not None and not self._job["done"]
+
+    def run(self, problem, steps: int, lrs: list, options: dict) -> int:
+        """Compute the landscape of ``problem``'s run after ``steps`` steps (``options``:
+        :func:`~customgrad.landscape.compute`'s mode, size, plane, box); its serial."""
+        self.cancel()
+        self.serial += 1
+        serial = self.serial
+        job = {"stop": False, "done": False}
+        self._job = job
+        worker = create_worker(_work, job, problem, int(steps), list(lrs), dict(options),
+                               lambda partial: self._relay(serial, partial),
+                               _start_thread=False, _ignore_errors=True)
+        worker.returned.connect(lambda result: self._returned(serial, result))
+        worker.errored.connect(lambda exc: self._errored(serial, exc))
+        worker.start()
+        return serial
+
+    def cancel(self) -> None:
+        """Stop the running landscape (its worker process ends at once)."""
+        if self._job is not None:
+            self._job["stop"] = True
+        self._job = None
+
+    def _relay(self, serial: int, partial) -> None:
+        if serial == self.serial and isValid(self):
+            self.progress.emit(serial, partial)
+
+    def _returned(self, serial: int, result) -> None:
+        if serial == self.serial and isValid(self):
+            self._job = None
+            self.finished.emit(serial, result)
+
+    def _errored(self, serial: int, exc: BaseException) -> None:
+        if serial == self.serial and isValid(self):
+            self._job = None
+            self.failed.emit(serial, exc)
+
+
+def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay):
+    """On a worker thread: the landscape in a worker process, or here where none can load
+    the Function."""
+    stop = lambda: job["stop"]  # noqa: E731
+
+    def on_message(message) -> None:
+        kind, payload = message
+        if kind == "landscape":
+            relay(payload)
+
+    def here():
+        return compute(problem, steps, lrs, **options, progress=relay, should_stop=stop)
+
+    try:
+        if not (ISOLATE and portable(problem.target)):
+            return here()
+        request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
+        return in_child_or_here(
+            lambda: isolation.call(remote.landscape, request, on_message=on_message,
+                                   should_stop=stop, name="landscape"),
+            here, problem.function)
+    except Cancelled:
+        raise Cancelled("the landscape was cancelled.") from None
+    finally:
+        job["done"] = True
+
+
+__all__ = ["LandscapeRunner"]
