@@ -217,11 +217,6 @@ class Batch:
         return self._column(1, "loss")
 
     @property
-    def lrs(self) -> np.ndarray:
-        """The learning rate of each step (a run replayed elsewhere takes the same steps)."""
-        return self._column(2, "lr")
-
-    @property
     def last(self) -> StepRecord | None:
         """The latest step's record (None for an empty batch)."""
         if not len(self):

@@ -273,12 +273,8 @@ def _screenshot(app, window, session, args, start) -> int:
             else:
                 QTimer.singleShot(300, save)
 
-    def batch(_batch):
-        if state["stepping"] and session.step >= args.steps and args.tab != "landscape":
-            QTimer.singleShot(300, save)
-
-    def landscape(shown):  # --tab landscape: the picture drawn at the last step
-        if state["stepping"] and shown.step >= args.steps:
+    def done(news):  # a batch, or with --tab landscape the landscape drawn (at its step)
+        if state["stepping"] and getattr(news, "step", session.step) >= args.steps:
             QTimer.singleShot(300, save)
 
     def error(exc):
@@ -286,14 +282,19 @@ def _screenshot(app, window, session, args, start) -> int:
         QTimer.singleShot(300, save)
 
     session.jacobianReady.connect(report)
-    session.batchReady.connect(batch)
-    window.landscape.model.ready.connect(landscape)
+    (window.landscape.model.ready if args.tab == "landscape" else session.batchReady).connect(
+        done)
     session.errorRaised.connect(error)
     QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
     if not start():
         session.shutdown(wait=0.5)
         return ERROR
     app.exec()
+    return _screenshot_said(state)
+
+
+def _screenshot_said(state: dict) -> int:
+    """--screenshot's exit code, and its error on stderr."""
     if state["error"]:
         saved = "" if "could not write" in state["error"] else "the screenshot was saved, but "
         sys.stderr.write(f"autograd-playground: {saved}{state['error']}\n")

@@ -120,7 +120,11 @@ class LandscapeModel(QObject):
     def _batch(self, batch) -> None:
         if not len(batch):
             return
-        self.lrs.extend(float(lr) for lr in batch.lrs)
+        last = batch.last.lr
+        if self.lrs and self.lrs[-1] != last:  # changed in this batch: at which step?
+            self.lrs.extend(float(record.lr) for record in batch.records)
+        else:  # (the records unpacked only then: a batch holds hundreds)
+            self.lrs.extend([float(last)] * len(batch))
         self.request(PATH if self.shown is not None else FULL)
 
     def _running_changed(self, running: bool) -> None:

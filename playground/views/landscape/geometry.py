@@ -8,10 +8,8 @@ import math
 
 import numpy as np
 
-#: Okabe and Ito's colour-blind safe pairs: (your backward, true gradient) on light and dark
-ARROW_COLOURS = {False: ("#d55e00", "#0072b2"), True: ("#ffb000", "#56b4e9")}
-#: the words of the legend and of the step explainer (the same as the arrows')
-YOUR_BACKWARD, TRUE_GRADIENT = "your backward", "true gradient"
+from playground.views.arrows import ARROW_COLOURS, DASHED, SOLID, TRUE_GRADIENT, YOUR_BACKWARD
+
 #: contour lines drawn over the grid
 CONTOURS = 10
 #: the loss shown as log10 where its largest value is this many times its smallest
@@ -80,10 +78,10 @@ def legend_html(words: str, dark: bool, size: str = "") -> str:
     """The legend in words: the two arrows' colours and styles, then how they differ."""
     backward, true = ARROW_COLOURS[dark]
     style = f"font-size:{size};" if size else ""
-    return (f"<span style='{style}'><b style='color:{backward}'>━━ {YOUR_BACKWARD}</b>"
-            f" &nbsp; <b style='color:{true}'>╍╍ {TRUE_GRADIENT}</b>"
+    return (f"<span style='{style}'><b style='color:{backward}'>{SOLID} {YOUR_BACKWARD}</b>"
+            f" &nbsp; <b style='color:{true}'>{DASHED} {TRUE_GRADIENT}</b>"
             f" &nbsp; {words}</span>")
 
 
-__all__ = ["ARROW_COLOURS", "AXIS_TITLES", "TRUE_GRADIENT", "YOUR_BACKWARD", "arrow_ends",
+__all__ = ["AXIS_TITLES", "arrow_ends",
            "head_angle", "legend_html", "levels", "shown_values"]

@@ -8,8 +8,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPalette
 
+from playground.views.arrows import ARROW_COLOURS
 from playground.views.landscape.geometry import (
-    ARROW_COLOURS,
     AXIS_TITLES,
     arrow_ends,
     head_angle,

@@ -1,0 +1,223 @@
+"""The Landscape tab: its worker (a worker process), when its model computes again, what the
+view draws and writes, and the tab in the window following a run."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QObject, Qt, Signal
+
+from customgrad.landscape import Landscape, Plane
+from customgrad.problem import build
+from customgrad.settings import Settings
+from playground.state.landscape import FULL, PATH, LandscapeModel
+from playground.views.landscape.geometry import arrow_ends, head_angle, shown_values
+from playground.workers.landscape import LandscapeRunner
+
+TIMEOUT = 20_000
+
+
+def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
+    log = tmp_path / "pids.txt"
+    source = tmp_path / "logged.py"
+    source.write_text(textwrap.dedent(f"""
+        import os
+        import torch
+
+        class Logged(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: "4"):
+                with open({str(log)!r}, "a") as f:
+                    f.write(f"{{os.getpid()}} ")
+                return 3 * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return 3 * grad
+        """))
+    problem = build(Settings(target=f"{source}:Logged", dtype="float64"))
+    log.write_text("")
+    runner = LandscapeRunner()
+    partial = []
+    runner.progress.connect(lambda _serial, landscape: partial.append(landscape))
+    with qtbot.waitSignal(runner.finished, timeout=TIMEOUT) as done:
+        runner.run(problem, 2, [1.0, 1.0], {"size": 13})
+    result = done.args[1]
+    assert result.complete and result.losses.shape == (13, 13) and result.step == 2
+    assert partial and not partial[0].complete  # the coarse grid came first
+    pids = set(log.read_text().split())
+    assert pids and str(os.getpid()) not in pids
+    assert result.words == "same direction, as long"
+
+
+class FakeSession(QObject):
+    problemReady = Signal(object)
+    runReset = Signal(str)
+    batchReady = Signal(object)
+    runningChanged = Signal(bool)
+    problem = object()
+
+
+class FakeRunner(QObject):
+    progress = Signal(int, object)
+    finished = Signal(int, object)
+    failed = Signal(int, object)
+
+    def __init__(self):
+        super().__init__()
+        self.serial, self.calls, self.cancels = 0, [], 0
+
+    def run(self, problem, steps, lrs, options):
+        self.serial += 1
+        self.calls.append((steps, dict(options)))
+        return self.serial
+
+    def cancel(self):
+        self.cancels += 1
+
+    def finish(self, step, current=(0.0, 0.0), off_plane=0.0):
+        axis = np.linspace(-1, 1, 5)
+        plane = Plane(torch.zeros(3, dtype=torch.float64),
+                      *torch.eye(3, dtype=torch.float64)[:2])
+        path = np.array([[0.5, 0.5], current])
+        self.finished.emit(self.serial, Landscape("f", step, plane, axis, axis, None, True,
+                                                  path, np.ones(2), np.ones(2), 0.0, 1.0, 1.0,
+                                                  0.0, off_plane))
+
+
+class Batch:
+    """``count`` steps at learning rate 1."""
+
+    def __init__(self, count):
+        from customgrad.descent import StepRecord
+
+        self.records = [StepRecord(k, 1.0, {}, 1.0) for k in range(count)]
+        self.last = self.records[-1]
+
+    def __len__(self):
+        return len(self.records)
+
+
+def test_the_model_works_only_while_shown_and_keeps_the_plane_while_the_run_plays(qtbot):
+    session, runner = FakeSession(), FakeRunner()
+    model = LandscapeModel(session, runner)
+    session.batchReady.emit(Batch(3))
+    assert runner.calls == []  # hidden: nothing computed
+    model.set_active(True)
+    assert runner.calls[-1][0] == 3 and runner.calls[-1][1]["size"] == model.size
+    runner.finish(3)
+    session.batchReady.emit(Batch(2))  # the run goes on: the path on the plane kept
+    assert runner.calls[-1][0] == 5 and runner.calls[-1][1]["size"] == 0
+    assert runner.calls[-1][1]["plane"] is model.shown.plane
+    session.batchReady.emit(Batch(2))  # one job at a time: this one waits
+    assert len(runner.calls) == 2
+    runner.finish(5, current=(0.2, -0.1))
+    assert runner.calls[-1][0] == 7 and runner.calls[-1][1]["size"] == 0
+    runner.finish(7, current=(0.9, 0.0))  # the point left the middle of the view
+    assert runner.calls[-1][0] == 7 and runner.calls[-1][1]["size"] == model.size
+
+
+def test_a_new_plane_a_pause_at_a_new_point_and_a_hide(qtbot):
+    session, runner = FakeSession(), FakeRunner()
+    model = LandscapeModel(session, runner)
+    model.set_active(True)
+    runner.finish(0)
+    model.set_mode("pca")
+    assert runner.calls[-1][1]["mode"] == "pca" and runner.calls[-1][1]["size"] > 0
+    runner.finish(0)
+    session.batchReady.emit(Batch(4))
+    runner.finish(4, current=(0.1, 0.1))
+    count = len(runner.calls)
+    session.runningChanged.emit(False)  # paused at step 4: a plane through it
+    assert len(runner.calls) == count + 1 and runner.calls[-1][1]["size"] > 0
+    cancels = runner.cancels
+    model.set_active(False)  # hidden (or the window closes): what runs is stopped
+    assert runner.cancels == cancels + 1
+    assert FULL != PATH
+
+
+def test_arrows_keep_their_ratio_and_point_down_the_gradients():
+    start = np.zeros(2)
+    a, t, stretched = arrow_ends(start, np.array([2.0, 0.0]), np.array([0.0, 1.0]), 10.0)
+    assert np.hypot(*a) == pytest.approx(2 * np.hypot(*t)) and not stretched
+    assert a[0] < 0 and t[1] < 0  # the negative gradients
+    _, t, stretched = arrow_ends(start, np.array([100.0, 0.0]), np.array([0.0, 1.0]), 10.0)
+    assert stretched and np.hypot(*t) > 0.1 * np.hypot(*_)
+    assert head_angle(start, np.array([1.0, 0.0])) == pytest.approx(180)
+    assert head_angle(start, np.array([0.0, 1.0])) == pytest.approx(90)
+    values, log = shown_values(np.array([[1e-4, 1.0], [10.0, 100.0]]))
+    assert log and values[0, 0] == pytest.approx(-4)
+    assert not shown_values(np.array([[1.0, 2.0]]))[1]
+
+
+@pytest.fixture
+def window(qtbot):
+    from playground.main_window import MainWindow
+    from playground.state.session import Session
+
+    win = MainWindow(Session())
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    yield win
+    win.session.shutdown(wait=0.5)
+
+
+def test_the_tab_draws_the_run_and_exports_it(qtbot, window, tmp_path):
+    view, session = window.landscape, window.session
+    with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
+        session.set_target("mulconstant_bug")
+    with qtbot.waitSignal(view.model.ready, timeout=TIMEOUT):
+        window.side_tabs.setCurrentWidget(view)
+    session.update(steps=0)
+    for _ in range(3):
+        session.step_once()
+        qtbot.waitUntil(lambda: view.landscape is not None and session.step >= 1,
+                        timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: view.plot.landscape is not None
+                    and len(view.plot.path.xData) == session.step + 1, timeout=TIMEOUT)
+    shown = view.landscape
+    assert view.plot.image.image is not None and shown.complete
+    assert "0.4x as long" in view.legend.text() and "your backward" in view.legend.text()
+    (_, backward, _), (_, true, _) = view.plot.arrows
+    assert backward.opts["pen"].style() == Qt.PenStyle.SolidLine
+    assert true.opts["pen"].style() == Qt.PenStyle.DashLine
+    for suffix in ("png", "svg", "npy", "csv"):
+        written = view.export(tmp_path / f"landscape.{suffix}")
+        assert written.stat().st_size > 0
+    assert np.array_equal(np.load(tmp_path / "landscape.npy"), shown.losses, equal_nan=True)
+    assert (tmp_path / "landscape.csv").read_text().count("\n") == shown.losses.size + 1
+
+
+def test_the_step_tab_names_the_arrow_in_its_colour():
+    from customgrad.descent import StepRecord
+    from playground.views.arrows import ARROW_COLOURS
+    from playground.views.explainer import explain
+
+    record = StepRecord(3, 0.5, {"x": 1.0}, 0.1)
+    for dark in (False, True):
+        after = explain(record, Settings(), "F", None, dark)["after"]
+        backward, true = ARROW_COLOURS[dark]
+        assert f"color:{backward}'>━━ solid arrow (your backward)" in after
+        assert f"color:{true}'>╍╍ dashed arrow (true gradient)" in after
+
+
+def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
+    from customgrad.descent import StepRecord
+
+    session = FakeSession()
+    model = LandscapeModel(session, FakeRunner())
+    session.batchReady.emit(Batch(2))
+    changed = Batch(3)  # the learning rate changed within this batch, after its first step
+    changed.records = [StepRecord(2, 1.0, {}, 1.0)] + [StepRecord(k, 1.0, {}, 0.5)
+                                                       for k in (3, 4)]
+    changed.last = changed.records[-1]
+    session.batchReady.emit(changed)
+    assert model.lrs == [1.0, 1.0, 1.0, 0.5, 0.5]
