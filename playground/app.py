@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.tab == "step":
             room.show_explainer()
         elif args.tab == "landscape":
-            room.layout.show_side_tab(window.landscape)
+            window.show_landscape()
         if args.save_session and room.save_session(args.save_session) is None:
             sys.stderr.write(f"autograd-playground: could not write {args.save_session}\n")
             return False

@@ -227,6 +227,26 @@ class MainWindow(QMainWindow):
                 controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
                 explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
         self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
+        self.commands.add("landscape", "Show the loss landscape", ["L"], self.show_landscape,
+                          self.menus["view"])
+
+    def show_landscape(self) -> None:
+        """The Landscape tab shown (L), with room: beside the loss plot (in presentation
+        mode the side panel starts hidden, at no width), and half the height where the
+        heatmaps left it less (as if the user moved the splitter)."""
+        self.classroom.layout.show_side_tab(self.landscape)
+        QTimer.singleShot(0, self, self._room_for_landscape)  # once the layouts caught up
+
+    def _room_for_landscape(self) -> None:
+        upper, area = self.splitters["side"], self.main_area
+        sizes = upper.sizes()
+        both = sizes[0] + sizes[1]
+        if min(sizes[:2]) < both // 3:
+            upper.setSizes([both // 2, both - both // 2, *sizes[2:]])
+        heights = area.sizes()
+        if heights[0] < sum(heights) // 2:
+            area.setSizes([sum(heights) // 2, sum(heights) - sum(heights) // 2])
+            area.user_set = True
 
     def _open_tab_from_env(self) -> None:
         """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the

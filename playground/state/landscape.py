@@ -87,7 +87,7 @@ class LandscapeModel(QObject):
 
     def set_aspect(self, aspect: float) -> None:
         """The picture's shape, for the next grid (the one shown stays)."""
-        self.aspect = min(3.0, max(1 / 3, float(aspect)))
+        self.aspect = min(8.0, max(1 / 8, float(aspect)))
 
     def recompute(self) -> None:
         """A new plane and grid at the current point, now (what ran is dropped)."""

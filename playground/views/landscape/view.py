@@ -46,6 +46,10 @@ class LandscapeView(QWidget):
         for mode in MODES:
             self.mode.addItem(MODE_TITLES[mode], mode)
         self.mode.setToolTip("The plane the loss is drawn on, through the current point")
+        # (narrow: the pane shares its row with the loss plot)
+        self.mode.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(10)
         self.size_box = QSpinBox(minimum=5, maximum=201, singleStep=10, value=model.size)
         self.size_box.setToolTip("Grid points per side (each a forward and a loss, in a "
                                  "worker process)")
@@ -60,10 +64,12 @@ class LandscapeView(QWidget):
             menu.addAction(text).triggered.connect(slot)
         self.export_button.setMenu(menu)
         self.status = QLabel(WAITING)
+        self.status.setWordWrap(True)
         self.legend = QLabel(" ")  # (a line from the start: the picture keeps its shape)
         self.legend.setWordWrap(True)
         self.note = QLabel()
         self.note.setWordWrap(True)
+        self.note.hide()
         top = QHBoxLayout()
         top.addWidget(QLabel("Plane:"))
         top.addWidget(self.mode, 1)
@@ -103,8 +109,8 @@ class LandscapeView(QWidget):
         self.plot.show_landscape(landscape)
         self._describe(landscape)
         grid = len(landscape.alphas)
-        self.status.setText(f"Step {landscape.step}: loss {landscape.loss:.4g} ({grid}x{grid} "
-                            f"grid; {self._arrow_scale()})")
+        self.status.setText(f"Step {landscape.step}: loss {landscape.loss:.4g}")
+        self.status.setToolTip(f"{grid}x{grid} grid; {self._arrow_scale()}")
 
     def _arrow_scale(self) -> str:
         if self.plot.stretched:
@@ -123,13 +129,15 @@ class LandscapeView(QWidget):
         self.landscape = None
         self.plot.clear_landscape()
         self.legend.setText(" ")
+        self.note.hide()
         self.note.clear()
 
     def _describe(self, landscape) -> None:
         dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
         self.legend.setText(legend_html(landscape.words, dark, css_size(self.font())))
-        self.note.setText(landscape.plane.note[:1].upper() + landscape.plane.note[1:]
-                          if landscape.plane.note else "")
+        note = landscape.plane.note
+        self.note.setText(note[:1].upper() + note[1:])
+        self.note.setVisible(bool(note))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
