@@ -221,3 +221,14 @@ def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
     changed.last = changed.records[-1]
     session.batchReady.emit(changed)
     assert model.lrs == [1.0, 1.0, 1.0, 0.5, 0.5]
+
+
+def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, window):
+    window.classroom.layout.set_side_panel(False)
+    window.actions_by_name["landscape"].trigger()
+    assert window.side_tabs.currentWidget() is window.landscape
+    qtbot.waitUntil(lambda: window.landscape.width() > 0.25 * window.width(), timeout=TIMEOUT)
+    view = window.landscape
+    view.status.setText("Step 20: loss 1.029 " + "and a long explanation " * 10)
+    chars = view.fontMetrics().averageCharWidth()
+    assert view.minimumSizeHint().width() < 80 * chars  # (the status line set it: 250)
