@@ -38,8 +38,8 @@ SIZE = 41
 #: many entries only its part in the plane is computed, and the gradient plane is not offered
 MAX_DIFFERENCES = 20_000
 #: the current point may move this share of the view's half width (or lie this far off the
-#: plane) before the landscape is drawn again around it
-MOVE_FRACTION = 0.5
+#: plane) from where it was drawn before the landscape is drawn again around it
+MOVE_FRACTION = 0.3
 #: the view's half width against the path's and the arrows' extent
 MARGIN = 0.6
 
@@ -118,13 +118,14 @@ class Landscape:
 
 def moved_away(landscape: Landscape, point: np.ndarray, off_plane: float) -> bool:
     """Whether a grid drawn for ``landscape`` should be drawn again for the current point at
-    ``point`` (plane coordinates), ``off_plane`` away from the plane: it left the middle of
-    the view (:data:`MOVE_FRACTION` of its half width), or the plane."""
-    (ha, hb), (cx, cy) = landscape.halves, landscape.center
+    ``point`` (plane coordinates), ``off_plane`` away from the plane: it moved more than
+    :data:`MOVE_FRACTION` of the view's half width from where it was drawn, or as far off
+    the plane."""
+    (ha, hb), (x, y) = landscape.halves, landscape.current
     if not (ha > 0 and hb > 0):
         return True
-    return (abs(float(point[0]) - cx) > MOVE_FRACTION * ha
-            or abs(float(point[1]) - cy) > MOVE_FRACTION * hb
+    return (abs(float(point[0]) - float(x)) > MOVE_FRACTION * ha
+            or abs(float(point[1]) - float(y)) > MOVE_FRACTION * hb
             or off_plane > MOVE_FRACTION * min(ha, hb))
 
 

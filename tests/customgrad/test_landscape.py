@@ -1,6 +1,7 @@
 """The loss landscape's engine: planes, projections, the gradients' angle and length, the
 replayed path, the grid (coarse first, cancellable) and when it is drawn again."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -165,14 +166,15 @@ def test_a_stop_request_cancels_the_grid():
         compute(problem("Transposed"), size=21, should_stop=stop)
 
 
-def test_the_grid_is_drawn_again_when_the_point_leaves_the_middle_or_the_plane():
+def test_the_grid_is_drawn_again_when_the_point_moves_a_share_of_the_view_or_off_it():
     axis = np.linspace(-1, 1, 5)
     plane = Plane(torch.zeros(3, dtype=torch.float64), *torch.eye(3, dtype=torch.float64)[:2])
     shown = Landscape("f", 0, plane, axis, axis, None, True, np.zeros((1, 2)), np.zeros(2),
                       np.zeros(2), 0.0, 1.0, 1.0, 0.0)
-    assert not moved_away(shown, np.array([0.3, -0.4]), 0.0)
-    assert moved_away(shown, np.array([0.6, 0.0]), 0.0)
-    assert moved_away(shown, np.array([0.0, 0.0]), 0.6)
+    shown = dataclasses.replace(shown, path=np.array([[0.8, 0.8], [0.5, 0.5]]))
+    assert not moved_away(shown, np.array([0.7, 0.3]), 0.0)  # a fifth of the half width
+    assert moved_away(shown, np.array([0.9, 0.5]), 0.0)  # two fifths
+    assert moved_away(shown, np.array([0.5, 0.5]), 0.4)  # as far off the plane
 
 
 def test_the_view_box_holds_the_path_and_the_arrows():
