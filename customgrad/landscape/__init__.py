@@ -40,8 +40,8 @@ MAX_DIFFERENCES = 20_000
 #: the current point may move this share of the view's half width (or lie this far off the
 #: plane) from where it was drawn before the landscape is drawn again around it
 MOVE_FRACTION = 0.3
-#: the view's half width against the path's and the arrows' extent
-MARGIN = 0.6
+#: the view's half width against the path's and the arrows' reach from the current point
+MARGIN = 1.1
 
 
 @dataclass(frozen=True)
@@ -131,15 +131,15 @@ def moved_away(landscape: Landscape, point: np.ndarray, off_plane: float) -> boo
 
 def view_box(path: np.ndarray, tips: Sequence[np.ndarray],
              scale: float) -> tuple[tuple[float, float], float]:
-    """A square around the path and the arrows' tips (one step along each): its centre and
-    half width; at least a thousandth of ``scale`` (the point's size) wide."""
+    """A square centred on the current point (the path's last), holding the path behind it
+    and the arrows' tips (one step along each) ahead, with a margin: its centre and half
+    width; at least a thousandth of ``scale`` (the point's size)."""
     points = np.vstack([path, *[np.asarray(t).reshape(1, 2) for t in tips]])
     points = points[np.isfinite(points).all(axis=1)]
-    low, high = points.min(axis=0), points.max(axis=0)
-    half = MARGIN * float(max(high - low)) if len(points) else 0.0
-    half = max(half, 1e-3 * max(1.0, scale))
-    mid = (low + high) / 2
-    return (float(mid[0]), float(mid[1])), half
+    current = path[-1]
+    reach = float(np.abs(points - current).max()) if len(points) else 0.0
+    half = max(MARGIN * reach, 1e-3 * max(1.0, scale))
+    return (float(current[0]), float(current[1])), half
 
 
 def compute(problem, steps: int = 0, lrs: Sequence[float] | None = None,

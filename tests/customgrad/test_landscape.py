@@ -177,7 +177,7 @@ def test_the_grid_is_drawn_again_when_the_point_moves_a_share_of_the_view_or_off
     assert moved_away(shown, np.array([0.5, 0.5]), 0.4)  # as far off the plane
 
 
-def test_the_view_box_holds_the_path_and_the_arrows():
+def test_the_view_box_is_centred_on_the_current_point_and_holds_the_path_and_arrows():
     center, half = view_box(np.array([[0.0, 0.0], [4.0, 2.0]]), [np.array([5.0, 0.0])], 1.0)
-    assert center == (2.5, 1.0)
-    assert half == pytest.approx(0.6 * 5)
+    assert center == (4.0, 2.0)
+    assert half == pytest.approx(1.1 * 4)

@@ -232,3 +232,11 @@ def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, wi
     view.status.setText("Step 20: loss 1.029 " + "and a long explanation " * 10)
     chars = view.fontMetrics().averageCharWidth()
     assert view.minimumSizeHint().width() < 80 * chars  # (the status line set it: 250)
+
+
+def test_a_notebook_shows_a_landscape_as_the_tab_draws_it():
+    from customgrad.landscape import compute
+
+    shown = compute(build(Settings(target="mulconstant_bug")), 3, size=9)
+    png = shown._repr_png_()
+    assert png.startswith(b"\x89PNG")

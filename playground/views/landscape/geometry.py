@@ -17,7 +17,7 @@ LOG_SPAN = 1e3
 #: the longer arrow's length, as a share of the view's half width
 ARROW_SHARE = 0.7
 #: the shorter arrow is drawn at least this share of the longer (else its head hides it)
-SHORTEST = 0.15
+SHORTEST = 0.25
 
 AXIS_TITLES = {
     "gradients": ("d1 (your backward)", "d2 (true gradient)"),
