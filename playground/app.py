@@ -273,7 +273,7 @@ def _screenshot(app, window, session, args, start) -> int:
             else:
                 QTimer.singleShot(300, save)
 
-    def done(news):  # a batch, or with --tab landscape the landscape drawn (at its step)
+    def done(news, *_contours):  # a batch, or with --tab landscape the landscape drawn
         if state["stepping"] and getattr(news, "step", session.step) >= args.steps:
             QTimer.singleShot(300, save)
 

@@ -27,8 +27,8 @@ class LandscapeModel(QObject):
     """The landscape of the session's current run (see the module)."""
 
     started = Signal(str)  # what is being computed, in words
-    progress = Signal(object)  # a partial Landscape: the coarse grid, then more of it
-    ready = Signal(object)  # a whole Landscape
+    progress = Signal(object, object)  # a partial Landscape (the coarse grid first), Contours
+    ready = Signal(object, object)  # a whole Landscape, its Contours
     pathMoved = Signal(object)  # the path and arrows on the kept plane (no grid)
     failed = Signal(str)
     cleared = Signal()
@@ -149,17 +149,17 @@ class LandscapeModel(QObject):
         self._running = kind
         self.runner.run(problem, self.step, self.lrs, options)
 
-    def _progress(self, serial: int, partial: Landscape) -> None:
+    def _progress(self, serial: int, partial: Landscape, contours) -> None:
         if serial == self.runner.serial and self._running == FULL:
-            self.progress.emit(partial)
+            self.progress.emit(partial, contours)
 
-    def _finished(self, serial: int, result: Landscape) -> None:
+    def _finished(self, serial: int, result: Landscape, contours=None) -> None:
         if serial != self.runner.serial:
             return
         kind, self._running = self._running, None
         if kind == FULL:
             self.shown = result
-            self.ready.emit(result)
+            self.ready.emit(result, contours)
         else:
             self.pathMoved.emit(result)
             if self.shown is not None and moved_away(self.shown, result.current,

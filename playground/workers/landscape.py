@@ -1,9 +1,11 @@
 """The loss landscape's worker: :func:`customgrad.landscape.compute` in a worker process (a
 crash or a hang there spares the window), one at a time; each partial grid comes back as it
-is made. A Function no child can load again is computed on a thread here instead."""
+is made, with its colours and contour lines traced on this worker thread (not where the
+window paints). A Function no child can load again is computed on a thread here instead."""
 
 from __future__ import annotations
 
+from pyqtgraph.functions import isocurve
 from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
@@ -11,16 +13,18 @@ from customgrad import isolation
 from customgrad.errors import Cancelled
 from customgrad.landscape import compute
 from customgrad.processes import ProblemRef, portable
+from playground.support.contours import prepare
 from playground.workers import remote
 from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here
 
 
 class LandscapeRunner(QObject):
     """Runs one landscape at a time; :meth:`run` cancels the one before (its results are
-    dropped). ``serial`` numbers each run, and comes back with what it sends."""
+    dropped). ``serial`` numbers each run, and comes back with what it sends; a landscape
+    with a grid comes with its :class:`~playground.support.contours.Contours` (else None)."""
 
-    progress = Signal(int, object)  # serial, a partial Landscape (the coarse grid first)
-    finished = Signal(int, object)  # serial, Landscape
+    progress = Signal(int, object, object)  # serial, a partial Landscape, Contours
+    finished = Signal(int, object, object)  # serial, Landscape, Contours or None
     failed = Signal(int, object)  # serial, exception
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -43,7 +47,7 @@ class LandscapeRunner(QObject):
         worker = create_worker(_work, job, problem, int(steps), list(lrs), dict(options),
                                lambda partial: self._relay(serial, partial),
                                _start_thread=False, _ignore_errors=True)
-        worker.returned.connect(lambda result: self._returned(serial, result))
+        worker.returned.connect(lambda drawn: self._returned(serial, drawn))
         worker.errored.connect(lambda exc: self._errored(serial, exc))
         worker.start()
         return serial
@@ -56,12 +60,12 @@ class LandscapeRunner(QObject):
 
     def _relay(self, serial: int, partial) -> None:
         if serial == self.serial and isValid(self):
-            self.progress.emit(serial, partial)
+            self.progress.emit(serial, *_drawn(partial))
 
-    def _returned(self, serial: int, result) -> None:
+    def _returned(self, serial: int, drawn) -> None:
         if serial == self.serial and isValid(self):
             self._job = None
-            self.finished.emit(serial, result)
+            self.finished.emit(serial, *drawn)
 
     def _errored(self, serial: int, exc: BaseException) -> None:
         if serial == self.serial and isValid(self):
@@ -69,9 +73,16 @@ class LandscapeRunner(QObject):
             self.failed.emit(serial, exc)
 
 
-def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay):
+def _drawn(landscape) -> tuple:
+    """``landscape`` and its contours (None without a grid), traced on this thread."""
+    if landscape.losses is None:
+        return landscape, None
+    return landscape, prepare(landscape.losses, landscape.alphas, landscape.betas, isocurve)
+
+
+def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tuple:
     """On a worker thread: the landscape in a worker process, or here where none can load
-    the Function."""
+    the Function; with its contours."""
     stop = lambda: job["stop"]  # noqa: E731
 
     def on_message(message) -> None:
@@ -84,12 +95,12 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay):
 
     try:
         if not (ISOLATE and portable(problem.target)):
-            return here()
+            return _drawn(here())
         request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
-        return in_child_or_here(
+        return _drawn(in_child_or_here(
             lambda: isolation.call(remote.landscape, request, on_message=on_message,
                                    should_stop=stop, name="landscape"),
-            here, problem.function)
+            here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None
     finally:

@@ -18,7 +18,8 @@ from customgrad.landscape import Landscape, Plane
 from customgrad.problem import build
 from customgrad.settings import Settings
 from playground.state.landscape import FULL, PATH, LandscapeModel
-from playground.views.landscape.geometry import arrow_ends, head_angle, shown_values
+from playground.support.contours import shown_values
+from playground.views.landscape.geometry import arrow_ends, head_angle
 from playground.workers.landscape import LandscapeRunner
 
 TIMEOUT = 20_000
@@ -46,10 +47,11 @@ def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
     log.write_text("")
     runner = LandscapeRunner()
     partial = []
-    runner.progress.connect(lambda _serial, landscape: partial.append(landscape))
+    runner.progress.connect(lambda _serial, landscape, _contours: partial.append(landscape))
     with qtbot.waitSignal(runner.finished, timeout=TIMEOUT) as done:
         runner.run(problem, 2, [1.0, 1.0], {"size": 13})
-    result = done.args[1]
+    result, contours = done.args[1:]
+    assert contours.values.shape == (13, 13) and len(contours.xs) == len(contours.ys) > 0
     assert result.complete and result.losses.shape == (13, 13) and result.step == 2
     assert partial and not partial[0].complete  # the coarse grid came first
     pids = set(log.read_text().split())
@@ -66,8 +68,8 @@ class FakeSession(QObject):
 
 
 class FakeRunner(QObject):
-    progress = Signal(int, object)
-    finished = Signal(int, object)
+    progress = Signal(int, object, object)
+    finished = Signal(int, object, object)
     failed = Signal(int, object)
 
     def __init__(self):
@@ -89,7 +91,7 @@ class FakeRunner(QObject):
         path = np.array([[0.5, 0.5], current])
         self.finished.emit(self.serial, Landscape("f", step, plane, axis, axis, None, True,
                                                   path, np.ones(2), np.ones(2), 0.0, 1.0, 1.0,
-                                                  0.0, off_plane))
+                                                  0.0, off_plane), None)
 
 
 class Batch:
@@ -240,3 +242,23 @@ def test_a_notebook_shows_a_landscape_as_the_tab_draws_it():
     shown = compute(build(Settings(target="mulconstant_bug")), 3, size=9)
     png = shown._repr_png_()
     assert png.startswith(b"\x89PNG")
+
+
+def test_contours_are_traced_in_plane_coordinates():
+    from pyqtgraph.functions import isocurve
+
+    from playground.support.contours import levels, prepare
+
+    alphas, betas = np.linspace(-4, 6, 41), np.linspace(-7, 3, 41)
+    a, b = np.meshgrid(alphas, betas)  # [beta, alpha], as a landscape's grid
+    losses = (a - 1) ** 2 + 4 * (b + 2) ** 2
+    traced = prepare(losses, alphas, betas, isocurve)
+    finite = np.isfinite(traced.xs)
+    assert not traced.log and traced.low == losses.min() and finite.sum() > 100
+    _, _, steps = levels(losses)
+    x, y = traced.xs[finite], traced.ys[finite]
+    # every traced point lies on one of the levels: its distance to the level set (the
+    # loss's difference over its slope) is within a tenth of a grid step (0.25); linear
+    # interpolation leaves 3 % of one, a shift by a quarter step (a pixel-centre slip) 26 %
+    miss = np.min(np.abs(((x - 1) ** 2 + 4 * (y + 2) ** 2)[:, None] - np.array(steps)), axis=1)
+    assert (miss / np.hypot(2 * (x - 1), 8 * (y + 2))).max() < 0.1 * 0.25

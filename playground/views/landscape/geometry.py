@@ -1,6 +1,6 @@
-"""What the landscape view draws, worked out without Qt: the values shown (the loss, or its
-log where it spans decades), the contour levels, the arrows' ends, the axes' titles and the
-legend's colours (colour-blind safe, and told apart by their line style too)."""
+"""What the landscape view draws, worked out without Qt: the arrows' ends, the axes' titles
+and the legend (the arrows' colours are colour-blind safe and their line styles differ too;
+the colours and contour lines are :mod:`playground.support.contours`')."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ import numpy as np
 
 from playground.views.arrows import ARROW_COLOURS, DASHED, SOLID, TRUE_GRADIENT, YOUR_BACKWARD
 
-#: contour lines drawn over the grid
-CONTOURS = 10
-#: the loss shown as log10 where its largest value is this many times its smallest
-LOG_SPAN = 1e3
 #: the longer arrow's length, as a share of the view's half width
 ARROW_SHARE = 0.7
 #: the shorter arrow is drawn at least this share of the longer (else its head hides it)
@@ -24,28 +20,6 @@ AXIS_TITLES = {
     "pca": ("d1: the path's main direction", "d2: its second"),
     "random": ("d1: random direction", "d2: another random one"),
 }
-
-
-def shown_values(losses: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The grid as coloured: the loss, or log10 of it where it is positive and spans more
-    than :data:`LOG_SPAN`; and whether it is the log."""
-    finite = losses[np.isfinite(losses)]
-    if finite.size and finite.min() > 0 and finite.max() > LOG_SPAN * finite.min():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log10(losses), True
-    return losses, False
-
-
-def levels(values: np.ndarray, count: int = CONTOURS) -> tuple[float, float, list[float]]:
-    """The colour range (the lowest value to the 95th percentile: a far corner's huge loss
-    would wash the valley out) and ``count`` contour levels evenly inside it."""
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, 1.0, []
-    low, high = float(finite.min()), float(np.percentile(finite, 95))
-    if not high > low:
-        high = low + max(abs(low), 1.0) * 1e-6
-    return low, high, [float(v) for v in np.linspace(low, high, count + 2)[1:-1]]
 
 
 def arrow_ends(start: np.ndarray, analytic: np.ndarray, true: np.ndarray,
@@ -83,5 +57,4 @@ def legend_html(words: str, dark: bool, size: str = "") -> str:
             f" &nbsp; {words}</span>")
 
 
-__all__ = ["AXIS_TITLES", "arrow_ends",
-           "head_angle", "legend_html", "levels", "shown_values"]
+__all__ = ["AXIS_TITLES", "arrow_ends", "head_angle", "legend_html"]

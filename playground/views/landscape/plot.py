@@ -9,13 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from playground.views.arrows import ARROW_COLOURS
-from playground.views.landscape.geometry import (
-    AXIS_TITLES,
-    arrow_ends,
-    head_angle,
-    levels,
-    shown_values,
-)
+from playground.views.landscape.geometry import AXIS_TITLES, arrow_ends, head_angle
 
 #: the colour map of the loss: perceptually uniform, readable in grey
 COLOUR_MAP = "viridis"
@@ -37,7 +31,10 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
                                    width=18)
         self.bar.setImageItem(self.image)
         self.addItem(self.bar, row=0, col=1)
-        self.contours: list[pg.IsocurveItem] = []
+        #: every contour line in one curve (NaN between lines), traced off this thread
+        self.contours = pg.PlotDataItem([], [], connect="finite")
+        self.contours.setZValue(5)
+        self.plot_item.addItem(self.contours)
         self.path = pg.PlotDataItem([], [])
         self.path.setZValue(20)
         self.marks = pg.ScatterPlotItem()
@@ -86,8 +83,7 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
             text.setFont(self.font())
         line = QColor(bg)
         line.setAlpha(170)
-        for iso in self.contours:
-            iso.setPen(pg.mkPen(line, width=1.2))
+        self.contours.setPen(pg.mkPen(line, width=1.2))
         colours = ARROW_COLOURS[self.dark]
         styles = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine)
         for (halo, shaft, head), colour, style in zip(self.arrows, colours, styles):
@@ -119,8 +115,7 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
     def clear_landscape(self) -> None:
         self.landscape = None
         self.image.clear()
-        for iso in self.contours:
-            iso.setVisible(False)
+        self.contours.setData([], [])
         self.path.setData([], [])
         self.marks.setData([])
         self.start_text.setText("")
@@ -128,38 +123,26 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         for item in (part for arrow in self.arrows for part in arrow):
             item.setVisible(False)
 
-    def show_landscape(self, landscape) -> None:
-        """The grid (as far as computed), the path and the arrows."""
+    def show_landscape(self, landscape, contours=None) -> None:
+        """The grid (as far as computed; its ``contours``, a
+        :class:`playground.support.contours.Contours`), the path and the arrows."""
         self.landscape = landscape
         if landscape.plane.mode != self.mode:
             self.mode = landscape.plane.mode
             self._set_titles()
-        if landscape.losses is not None:
-            self._show_grid(landscape)
+        if contours is not None:
+            self._show_grid(landscape, contours)
         self.show_path(landscape)
 
-    def _show_grid(self, landscape) -> None:
-        values, log = shown_values(landscape.losses)
-        low, high, steps = levels(values)
+    def _show_grid(self, landscape, contours) -> None:
         a, b = landscape.alphas, landscape.betas
         da, db = (a[1] - a[0]), (b[1] - b[0])
-        self.image.setImage(values, autoLevels=False, levels=(low, high))
+        levels = (contours.low, contours.high)
+        self.image.setImage(contours.values, autoLevels=False, levels=levels)
         self.image.setRect(QRectF(a[0] - da / 2, b[0] - db / 2, da * len(a), db * len(b)))
-        self.bar.setLevels((low, high))
-        self.bar.axis.setLabel("log10 loss" if log else "loss")
-        filled = np.where(np.isfinite(values), values, high)
-        while len(self.contours) < len(steps):
-            iso = pg.IsocurveItem(axisOrder="row-major")
-            iso.setParentItem(self.image)
-            iso.setZValue(5)
-            self.contours.append(iso)
-        line = QColor(self.palette().color(QPalette.ColorRole.Base))
-        line.setAlpha(170)
-        for k, iso in enumerate(self.contours):
-            iso.setVisible(k < len(steps))
-            if k < len(steps):
-                iso.setPen(pg.mkPen(line, width=1.2))
-                iso.setData(filled, steps[k])
+        self.bar.setLevels(levels)
+        self.bar.axis.setLabel("log10 loss" if contours.log else "loss")
+        self.contours.setData(contours.xs, contours.ys)
         self.plot_item.setRange(xRange=(a[0], a[-1]), yRange=(b[0], b[-1]), padding=0)
 
     def show_path(self, landscape) -> None:

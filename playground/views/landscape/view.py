@@ -98,15 +98,15 @@ class LandscapeView(QWidget):
     def _started(self, text: str) -> None:
         self.status.setText(text)
 
-    def _progress(self, landscape) -> None:
-        self.plot.show_landscape(landscape)
+    def _progress(self, landscape, contours) -> None:
+        self.plot.show_landscape(landscape, contours)
         self._describe(landscape)
         self.status.setText(f"Drawing the loss around step {landscape.step}… (a coarse "
                             "grid first)")
 
-    def _ready(self, landscape) -> None:
+    def _ready(self, landscape, contours) -> None:
         self.landscape = landscape
-        self.plot.show_landscape(landscape)
+        self.plot.show_landscape(landscape, contours)
         self._describe(landscape)
         grid = len(landscape.alphas)
         self.status.setText(f"Step {landscape.step}: loss {landscape.loss:.4g}")
