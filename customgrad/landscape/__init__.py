@@ -160,9 +160,12 @@ def compute(problem, steps: int = 0, lrs: Sequence[float] | None = None,
     x = path[-1]
     analytic = surface.analytic(x)
     true = surface.true(x) if len(x) <= MAX_DIFFERENCES else None
-    if plane is None:
-        plane = make_plane(mode if true is not None or mode != "gradients" else "pca", x,
-                           analytic, true, path, surface.shapes, seed)
+    if plane is None and true is None and mode == "gradients":
+        plane = replace(make_plane("pca", x, analytic, true, path, surface.shapes, seed),
+                        note=f"{len(x):,} trained entries are too many for the true gradient "
+                             "by central differences: the plane is the path's instead")
+    elif plane is None:
+        plane = make_plane(mode, x, analytic, true, path, surface.shapes, seed)
     directions = torch.stack([plane.d1, plane.d2])
     analytic2 = (directions @ analytic).numpy()
     true2 = ((directions @ true).numpy() if true is not None else

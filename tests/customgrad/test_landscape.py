@@ -181,3 +181,12 @@ def test_the_view_box_is_centred_on_the_current_point_and_holds_the_path_and_arr
     center, half = view_box(np.array([[0.0, 0.0], [4.0, 2.0]]), [np.array([5.0, 0.0])], 1.0)
     assert center == (4.0, 2.0)
     assert half == pytest.approx(1.1 * 4)
+
+
+def test_too_many_entries_for_central_differences_take_the_paths_plane(monkeypatch):
+    import customgrad.landscape as landscape
+
+    monkeypatch.setattr(landscape, "MAX_DIFFERENCES", 2)
+    result = compute(problem("Transposed", lr=0.1), steps=3, size=0)
+    assert result.plane.mode == "pca" and "too many" in result.plane.note
+    assert np.isfinite(result.true).all()  # its part in the plane, from two slopes

@@ -262,3 +262,17 @@ def test_contours_are_traced_in_plane_coordinates():
     # interpolation leaves 3 % of one, a shift by a quarter step (a pixel-centre slip) 26 %
     miss = np.min(np.abs(((x - 1) ** 2 + 4 * (y + 2) ** 2)[:, None] - np.array(steps)), axis=1)
     assert (miss / np.hypot(2 * (x - 1), 8 * (y + 2))).max() < 0.1 * 0.25
+
+
+def test_screenshot_of_the_landscape_tab(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home")}
+    shot = tmp_path / "landscape.png"
+    proc = subprocess.run([sys.executable, "-m", "playground", "killhead", "--tab", "landscape",
+                           "--steps", "3", "--screenshot", str(shot)], capture_output=True,
+                          text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert shot.stat().st_size > 0
