@@ -232,8 +232,8 @@ class MainWindow(QMainWindow):
 
     def show_landscape(self) -> None:
         """The Landscape tab shown (L), with room: beside the loss plot (in presentation
-        mode the side panel starts hidden, at no width), and half the height where the
-        heatmaps left it less (as if the user moved the splitter)."""
+        mode the side panel starts hidden, at no width), and three fifths of the height where
+        the heatmaps left it less than half (as if the user moved the splitter)."""
         self.classroom.layout.show_side_tab(self.landscape)
         QTimer.singleShot(0, self, self._room_for_landscape)  # once the layouts caught up
 
@@ -245,7 +245,8 @@ class MainWindow(QMainWindow):
             upper.setSizes([both // 2, both - both // 2, *sizes[2:]])
         heights = area.sizes()
         if heights[0] < sum(heights) // 2:
-            area.setSizes([sum(heights) // 2, sum(heights) - sum(heights) // 2])
+            upper_height = sum(heights) * 3 // 5
+            area.setSizes([upper_height, sum(heights) - upper_height])
             area.user_set = True
 
     def _open_tab_from_env(self) -> None:

@@ -276,3 +276,14 @@ def test_screenshot_of_the_landscape_tab(tmp_path):
                           text=True, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr
     assert shot.stat().st_size > 0
+
+
+def test_where_the_gradients_are_parallel_the_d2_axis_says_what_it_is():
+    from playground.views.landscape.geometry import axis_titles, note_line
+
+    parallel = "the two gradients are parallel: the second direction is the path's largest " \
+               "principal direction"
+    assert axis_titles("gradients", parallel)[1] == "d2 (the path's direction)"
+    assert axis_titles("gradients", "")[1] == "d2 (true gradient)"
+    assert note_line(parallel) == ""  # the axis says it: no line under a small picture
+    assert note_line("both gradients are zero here").startswith("Both")

@@ -22,6 +22,26 @@ AXIS_TITLES = {
 }
 
 
+#: the start of a gradient plane's note when its second direction is not the true gradient's
+PARALLEL_NOTE = "the two gradients are parallel"
+
+
+def axis_titles(mode: str, note: str = "") -> tuple[str, str]:
+    """The axes' titles of a plane ``mode``; where the gradients were parallel, d2 says what
+    it is instead (the note then needs no line of its own: see :func:`note_line`)."""
+    first, second = AXIS_TITLES.get(mode, AXIS_TITLES["gradients"])
+    if mode == "gradients" and note.startswith(PARALLEL_NOTE):
+        second = "d2 (the path's direction)" if "principal" in note else "d2 (random)"
+    return first, second
+
+
+def note_line(note: str) -> str:
+    """The plane's note as the pane shows it under the picture ("" where the axes say it)."""
+    if not note or note.startswith(PARALLEL_NOTE):
+        return ""
+    return note[:1].upper() + note[1:]
+
+
 def arrow_ends(start: np.ndarray, analytic: np.ndarray, true: np.ndarray,
                half: float) -> tuple[np.ndarray, np.ndarray, bool]:
     """The tips of the arrows along ``-analytic`` and ``-true`` from ``start``: the longer
@@ -57,4 +77,5 @@ def legend_html(words: str, dark: bool, size: str = "") -> str:
             f" &nbsp; {words}</span>")
 
 
-__all__ = ["AXIS_TITLES", "arrow_ends", "head_angle", "legend_html"]
+__all__ = ["AXIS_TITLES", "arrow_ends", "axis_titles", "head_angle", "legend_html",
+           "note_line"]

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from playground.views.arrows import ARROW_COLOURS
-from playground.views.landscape.geometry import AXIS_TITLES, arrow_ends, head_angle
+from playground.views.landscape.geometry import arrow_ends, axis_titles, head_angle
 
 #: the colour map of the loss: perceptually uniform, readable in grey
 COLOUR_MAP = "viridis"
@@ -40,7 +40,9 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         self.marks = pg.ScatterPlotItem()
         self.marks.setZValue(30)
         self.start_text = pg.TextItem("start", anchor=(0.5, 1.3))
-        self.now_text = pg.TextItem("", anchor=(0, 1.2))
+        # above and left of the point: the path mostly comes from the right (descent goes
+        # along -d1 in the gradients' plane), where the start is labelled
+        self.now_text = pg.TextItem("", anchor=(1, 1.2))
         for item in (self.path, self.marks, self.start_text, self.now_text):
             self.plot_item.addItem(item)
         #: (halo, shaft, head) of each arrow: your backward's, the true gradient's (its dashes
@@ -49,7 +51,8 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         self.landscape = None
         #: the shorter arrow is drawn longer than its true share (see geometry.arrow_ends)
         self.stretched = False
-        self.mode = "gradients"
+        #: the plane's mode and note the axes' titles were made for
+        self.mode = ("gradients", "")
         self.apply_colors()
 
     def _arrow(self, k: int):
@@ -98,7 +101,7 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
     def _set_titles(self) -> None:
         fg = self.palette().color(QPalette.ColorRole.Text).name()
         size = f"{self.font().pointSizeF():.1f}pt"
-        first, second = AXIS_TITLES.get(self.mode, AXIS_TITLES["gradients"])
+        first, second = axis_titles(*self.mode)
         self.plot_item.setLabel("bottom", first, color=fg, size=size)
         self.plot_item.setLabel("left", second, color=fg, size=size)
         for name in ("bottom", "left"):
@@ -127,9 +130,11 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         """The grid (as far as computed; its ``contours``, a
         :class:`playground.support.contours.Contours`), the path and the arrows."""
         self.landscape = landscape
-        if landscape.plane.mode != self.mode:
-            self.mode = landscape.plane.mode
+        plane = landscape.plane
+        if (plane.mode, plane.note) != self.mode:
+            self.mode = (plane.mode, plane.note)
             self._set_titles()
+            self.setToolTip(plane.note[:1].upper() + plane.note[1:])
         if contours is not None:
             self._show_grid(landscape, contours)
         self.show_path(landscape)
@@ -160,7 +165,7 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
              "brush": pg.mkBrush(fg), "pen": pg.mkPen(bg, width=2)}])
         self.start_text.setText("start" if len(path) > 1 else "")
         self.start_text.setPos(*path[0])
-        self.now_text.setText(f" step {landscape.step}")
+        self.now_text.setText(f"step {landscape.step} ")
         self.now_text.setPos(*path[-1])
         shown = self.landscape if self.landscape is not None else landscape
         *tips, self.stretched = arrow_ends(path[-1], landscape.analytic, landscape.true,

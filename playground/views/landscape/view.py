@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from customgrad.landscape import MODES
 from playground.views.export import export_item
 from playground.views.fonts import css_size
-from playground.views.landscape.geometry import legend_html
+from playground.views.landscape.geometry import legend_html, note_line
 from playground.views.landscape.plot import LandscapePlot
 
 MODE_TITLES = {"gradients": "Your backward and the true gradient",
@@ -135,8 +135,8 @@ class LandscapeView(QWidget):
     def _describe(self, landscape) -> None:
         dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
         self.legend.setText(legend_html(landscape.words, dark, css_size(self.font())))
-        note = landscape.plane.note
-        self.note.setText(note[:1].upper() + note[1:])
+        note = note_line(landscape.plane.note)
+        self.note.setText(note)
         self.note.setVisible(bool(note))
 
     def changeEvent(self, event) -> None:
