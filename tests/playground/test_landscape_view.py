@@ -226,8 +226,15 @@ def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
 
 
 def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, window):
+    prefs = window.classroom.preferences
+    prefs.set_theme("high-contrast", remember=False)  # (its controls have wide borders)
+    prefs.set_zoom(150, remember=False)
     window.classroom.layout.set_side_panel(False)
+    qtbot.wait(50)
+    narrowest = window.minimumSizeHint().width()
     window.actions_by_name["landscape"].trigger()
+    qtbot.wait(50)
+    assert window.minimumSizeHint().width() <= narrowest  # (the Landscape tab widened it)
     assert window.side_tabs.currentWidget() is window.landscape
     qtbot.waitUntil(lambda: window.landscape.width() > 0.25 * window.width(), timeout=TIMEOUT)
     view = window.landscape

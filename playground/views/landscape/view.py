@@ -49,11 +49,10 @@ class LandscapeView(QWidget):
         # (narrow: the pane shares its row with the loss plot)
         self.mode.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.mode.setMinimumContentsLength(10)
+        self.mode.setMinimumContentsLength(6)
         self.size_box = QSpinBox(minimum=5, maximum=201, singleStep=10, value=model.size)
-        self.size_box.setToolTip("Grid points per side (each a forward and a loss, in a "
-                                 "worker process)")
-        self.size_box.setSuffix(" points")
+        self.size_box.setToolTip("Grid points per side (each point a forward and a loss, "
+                                 "in a worker process)")
         self.export_button = QToolButton(text="Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.export_button)
@@ -73,6 +72,7 @@ class LandscapeView(QWidget):
         top = QHBoxLayout()
         top.addWidget(QLabel("Plane:"))
         top.addWidget(self.mode, 1)
+        top.addWidget(QLabel("Grid:"))
         top.addWidget(self.size_box)
         top.addWidget(self.export_button)
         layout = QVBoxLayout(self)
