@@ -59,6 +59,46 @@ def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
     assert result.words == "same direction, as long"
 
 
+def test_a_cancelled_landscape_ends_its_worker_process(qtbot, tmp_path):
+    log = tmp_path / "pids.txt"
+    source = tmp_path / "slow.py"
+    source.write_text(textwrap.dedent(f"""
+        import os
+        import time
+        import torch
+
+        class Slow(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: "4"):
+                with open({str(log)!r}, "a") as f:
+                    f.write(f"{{os.getpid()}} ")
+                time.sleep(0.01)
+                return 3 * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return 3 * grad
+        """))
+    problem = build(Settings(target=f"{source}:Slow", dtype="float64"))
+    log.write_text("")
+    runner = LandscapeRunner()
+    with qtbot.waitSignal(runner.progress, timeout=TIMEOUT):  # the coarse grid: it is busy
+        runner.run(problem, 0, [], {"size": 41})  # (1,681 losses: 17 s and more)
+    with qtbot.waitSignal(runner.failed, timeout=TIMEOUT) as failed:
+        runner.cancel()
+    assert type(failed.args[1]).__name__ == "Cancelled"
+    (pid,) = {int(p) for p in log.read_text().split()}
+
+    def ended() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    qtbot.waitUntil(ended, timeout=TIMEOUT)
+
+
 class FakeSession(QObject):
     problemReady = Signal(object)
     runReset = Signal(str)
