@@ -25,11 +25,14 @@ from playground.workers.landscape import LandscapeRunner
 TIMEOUT = 20_000
 
 
-def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
+def logged(tmp_path, seconds: float = 0.0):
+    """A problem whose Function's forward writes its process id to a log (and sleeps
+    ``seconds``), built here; the log, emptied."""
     log = tmp_path / "pids.txt"
     source = tmp_path / "logged.py"
     source.write_text(textwrap.dedent(f"""
         import os
+        import time
         import torch
 
         class Logged(torch.autograd.Function):
@@ -37,6 +40,7 @@ def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
             def forward(ctx, x: "4"):
                 with open({str(log)!r}, "a") as f:
                     f.write(f"{{os.getpid()}} ")
+                time.sleep({seconds!r})
                 return 3 * x
 
             @staticmethod
@@ -45,6 +49,11 @@ def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
         """))
     problem = build(Settings(target=f"{source}:Logged", dtype="float64"))
     log.write_text("")
+    return problem, log
+
+
+def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
+    problem, log = logged(tmp_path)
     runner = LandscapeRunner()
     partial = []
     runner.progress.connect(lambda _serial, landscape, _contours: partial.append(landscape))
@@ -60,27 +69,7 @@ def test_the_grid_is_computed_in_a_worker_process(qtbot, tmp_path):
 
 
 def test_a_cancelled_landscape_ends_its_worker_process(qtbot, tmp_path):
-    log = tmp_path / "pids.txt"
-    source = tmp_path / "slow.py"
-    source.write_text(textwrap.dedent(f"""
-        import os
-        import time
-        import torch
-
-        class Slow(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x: "4"):
-                with open({str(log)!r}, "a") as f:
-                    f.write(f"{{os.getpid()}} ")
-                time.sleep(0.01)
-                return 3 * x
-
-            @staticmethod
-            def backward(ctx, grad):
-                return 3 * grad
-        """))
-    problem = build(Settings(target=f"{source}:Slow", dtype="float64"))
-    log.write_text("")
+    problem, log = logged(tmp_path, 0.01)
     runner = LandscapeRunner()
     with qtbot.waitSignal(runner.progress, timeout=TIMEOUT):  # the coarse grid: it is busy
         runner.run(problem, 0, [], {"size": 41})  # (1,681 losses: 17 s and more)
