@@ -323,3 +323,41 @@ def test_where_the_gradients_are_parallel_the_d2_axis_says_what_it_is():
     assert axis_titles("gradients", "")[1] == "d2 (true gradient)"
     assert note_line(parallel) == ""  # the axis says it: no line under a small picture
     assert note_line("both gradients are zero here").startswith("Both")
+
+
+def test_the_colour_bars_title_clears_its_tick_labels_at_big_fonts(qtbot):
+    from pyqtgraph.functions import isocurve
+    from PySide6.QtGui import QFont, QImage, QPainter
+
+    from customgrad.landscape import compute
+    from playground.support.contours import prepare
+    from playground.views.landscape.plot import LandscapePlot
+
+    shown = compute(build(Settings(target="mulconstant_bug")), 20, size=9)  # (log10: "-3")
+    plot = LandscapePlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 400)
+    font = QFont(plot.font())
+    font.setPointSizeF(24)  # as big as at zoom 150 % in presentation mode
+    plot.setFont(font)
+    plot.show()
+    plot.show_landscape(shown, prepare(shown.losses, shown.alphas, shown.betas, isocurve))
+    qtbot.wait(50)
+    plot.grab()  # (the axis measures its tick labels as it paints)
+    axis = plot.bar.axis
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    ticks_end = max(rect.right() for rect, _flags, _text in texts)
+    margin = axis.label.document().documentMargin()  # (around the text: not drawn)
+    title = axis.label.mapRectToParent(
+        axis.label.boundingRect().adjusted(margin, margin, -margin, -margin))
+    # as big as the axes' titles, clear of the tick labels, inside the axis (at a fixed
+    # 45 px and pyqtgraph's default font it overlapped them at zoom 150 %, or was cut off)
+    bottom = plot.plot_item.getAxis("bottom").label.boundingRect()
+    assert title.width() == pytest.approx(bottom.height() - 2 * margin, abs=1)
+    assert axis.label.isVisible() and title.left() >= ticks_end - 1  # (placed to a pixel)
+    assert title.right() <= axis.width() + 1

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from playground.views.arrows import ARROW_COLOURS
+from playground.views.fonts import css_size
 from playground.views.landscape.geometry import arrow_ends, axis_titles, head_angle
 
 #: the colour map of the loss: perceptually uniform, readable in grey
@@ -99,14 +100,22 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
             self.show_path(self.landscape)
 
     def _set_titles(self) -> None:
-        fg = self.palette().color(QPalette.ColorRole.Text).name()
-        size = f"{self.font().pointSizeF():.1f}pt"
+        # (pyqtgraph's labels take CSS: "font-size", not "size", which it ignored: the titles
+        # stayed at its 9 pt at every zoom)
+        style = {"color": self.palette().color(QPalette.ColorRole.Text).name(),
+                 "font-size": css_size(self.font())}
         first, second = axis_titles(*self.mode)
-        self.plot_item.setLabel("bottom", first, color=fg, size=size)
-        self.plot_item.setLabel("left", second, color=fg, size=size)
+        self.plot_item.setLabel("bottom", first, **style)
+        self.plot_item.setLabel("left", second, **style)
         for name in ("bottom", "left"):
             self.plot_item.getAxis(name).setStyle(tickFont=self.font())
-        self.bar.axis.setStyle(tickFont=self.font())
+        # the bar's axis as wide as its tick labels and title ask (ColorBarItem fixes it at
+        # 45 px: at zoom 150 % the title overlapped the tick labels)
+        axis = self.bar.axis
+        axis.setLabel(axis.labelText or "loss", **style)
+        axis.setStyle(tickFont=self.font())
+        axis.textWidth = 0  # (pyqtgraph only widens it: a smaller font fits afresh)
+        axis.setWidth(None)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
