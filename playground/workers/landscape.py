@@ -1,5 +1,6 @@
 """The loss landscape's worker: :func:`customgrad.landscape.compute` in a worker process (a
-crash or a hang there spares the window), one at a time; each partial grid comes back as it
+crash or a hang there spares the window; the one kept for the Function's jobs where it is
+idle: :mod:`customgrad.kept`), one at a time; each partial grid comes back as it
 is made, with its colours and contour lines traced on this worker thread (not where the
 window paints). A Function no child can load again is computed on a thread here instead."""
 
@@ -11,7 +12,7 @@ from pyqtgraph.functions import isocurve
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 from shiboken6 import isValid
 
-from customgrad import isolation
+from customgrad import kept
 from customgrad.errors import Cancelled
 from customgrad.landscape import compute
 from customgrad.processes import ProblemRef, portable
@@ -113,9 +114,12 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
         if not (ISOLATE and portable(problem.target)):
             return _drawn(here())
         request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
+        # in the child kept for the Function's jobs where it is idle (no fork and no load of
+        # the Function for each path update during Play), else in a fresh one
         return _drawn(in_child_or_here(
-            lambda: isolation.call(remote.landscape, request, on_message=on_message,
-                                   should_stop=stop, name="landscape"),
+            lambda: kept.call(remote.landscape, request, on_message=on_message,
+                              should_stop=stop, name="landscape",
+                              keep=remote.keep_for(problem.target)),
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None
