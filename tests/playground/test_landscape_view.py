@@ -380,3 +380,24 @@ def test_the_colour_bars_title_clears_its_tick_labels_at_big_fonts(qtbot):
     assert title.width() == pytest.approx(bottom.height() - 2 * margin, abs=1)
     assert axis.label.isVisible() and title.left() >= ticks_end - 1  # (placed to a pixel)
     assert title.right() <= axis.width() + 1
+
+
+def test_an_axis_title_longer_than_the_picture_is_elided_to_fit(qtbot):
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from playground.views.landscape.plot import LandscapePlot
+
+    plot = LandscapePlot()
+    qtbot.addWidget(plot)
+    plot.resize(360, 170)  # the tab's picture at 1280x720, zoom 150 %, presenting
+    font = QFont(plot.font())
+    font.setPointSizeF(24)
+    plot.setFont(font)
+    plot.show()
+    qtbot.wait(50)
+    left, box = plot.plot_item.getAxis("left"), plot.plot_item.vb.size()
+    qtbot.waitUntil(lambda: left.labelText.endswith("…"), timeout=TIMEOUT)
+    assert QFontMetrics(font).horizontalAdvance(left.labelText) <= box.height()
+    assert left.labelText.startswith("d2")  # (it was cut at both ends: "2 (true gradien")
+    plot.resize(360, 700)
+    qtbot.waitUntil(lambda: left.labelText == "d2 (true gradient)", timeout=TIMEOUT)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QFontMetrics, QPalette
 
 from playground.views.arrows import ARROW_COLOURS
 from playground.views.fonts import css_size
@@ -55,6 +55,7 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         #: the plane's mode and note the axes' titles were made for
         self.mode = ("gradients", "")
         self.apply_colors()
+        self.plot_item.vb.sigResized.connect(self._fit_titles)
 
     def _arrow(self, k: int):
         halo, shaft = pg.PlotDataItem([], []), pg.PlotDataItem([], [])
@@ -104,9 +105,8 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         # stayed at its 9 pt at every zoom)
         style = {"color": self.palette().color(QPalette.ColorRole.Text).name(),
                  "font-size": css_size(self.font())}
-        first, second = axis_titles(*self.mode)
-        self.plot_item.setLabel("bottom", first, **style)
-        self.plot_item.setLabel("left", second, **style)
+        for name, title in zip(("bottom", "left"), axis_titles(*self.mode)):
+            self.plot_item.setLabel(name, title, **style)
         for name in ("bottom", "left"):
             self.plot_item.getAxis(name).setStyle(tickFont=self.font())
         # the bar's axis as wide as its tick labels and title ask (ColorBarItem fixes it at
@@ -116,6 +116,20 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         axis.setStyle(tickFont=self.font())
         axis.textWidth = 0  # (pyqtgraph only widens it: a smaller font fits afresh)
         axis.setWidth(None)
+        self._fit_titles()
+
+    def _fit_titles(self, *_args) -> None:
+        """The axes' titles elided to the picture's sides (at zoom 150 % in presentation
+        mode "d2 (true gradient)" is longer than the picture is high: it was cut at both
+        ends)."""
+        metrics, box = QFontMetrics(self.font()), self.plot_item.vb.size()
+        for name, title, room in zip(("bottom", "left"), axis_titles(*self.mode),
+                                     (box.width(), box.height())):
+            if room >= 2:
+                title = metrics.elidedText(title, Qt.TextElideMode.ElideRight, int(room))
+            axis = self.plot_item.getAxis(name)
+            if axis.labelText != title:
+                axis.setLabel(title)  # (its style kept)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
