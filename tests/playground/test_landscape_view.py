@@ -361,25 +361,33 @@ def test_the_colour_bars_title_clears_its_tick_labels_at_big_fonts(qtbot):
     plot.setFont(font)
     plot.show()
     plot.show_landscape(shown, prepare(shown.losses, shown.alphas, shown.betas, isocurve))
-    qtbot.wait(50)
-    plot.grab()  # (the axis measures its tick labels as it paints)
     axis = plot.bar.axis
-    image = QImage(10, 10, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        _, _, texts = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    ticks_end = max(rect.right() for rect, _flags, _text in texts)
     margin = axis.label.document().documentMargin()  # (around the text: not drawn)
-    title = axis.label.mapRectToParent(
-        axis.label.boundingRect().adjusted(margin, margin, -margin, -margin))
-    # as big as the axes' titles, clear of the tick labels, inside the axis (at a fixed
-    # 45 px and pyqtgraph's default font it overlapped them at zoom 150 %, or was cut off)
+
+    def title_and_ticks():
+        plot.grab()  # (the axis measures its tick labels as it paints)
+        image = QImage(10, 10, QImage.Format.Format_ARGB32)
+        painter = QPainter(image)
+        try:
+            _, _, texts = axis.generateDrawSpecs(painter)
+        finally:
+            painter.end()
+        title = axis.label.mapRectToParent(
+            axis.label.boundingRect().adjusted(margin, margin, -margin, -margin))
+        return title, max(rect.right() for rect, _flags, _text in texts)
+
+    def clear() -> bool:  # (once the layouts caught up: the title is placed as they do)
+        title, ticks_end = title_and_ticks()
+        return title.left() >= ticks_end - 1 and title.right() <= axis.width() + 1
+
+    # clear of the tick labels and inside the axis (pyqtgraph placed it to a pixel), as big
+    # as the axes' titles (at a fixed 45 px and pyqtgraph's 9 pt it overlapped the tick
+    # labels at zoom 150 %)
+    qtbot.waitUntil(clear, timeout=TIMEOUT)
+    title, _ = title_and_ticks()
     bottom = plot.plot_item.getAxis("bottom").label.boundingRect()
+    assert axis.label.isVisible()
     assert title.width() == pytest.approx(bottom.height() - 2 * margin, abs=1)
-    assert axis.label.isVisible() and title.left() >= ticks_end - 1  # (placed to a pixel)
-    assert title.right() <= axis.width() + 1
 
 
 def test_an_axis_title_longer_than_the_picture_is_elided_to_fit(qtbot):
