@@ -177,8 +177,5 @@ class LandscapeModel(QObject):
         if not isinstance(exc, Cancelled):
             self.failed.emit(str(exc))
 
-    def shutdown(self) -> None:
-        self.runner.cancel()
-
 
 __all__ = ["FULL", "PATH", "LandscapeModel"]

@@ -41,17 +41,13 @@ class LandscapeRunner(QObject):
         if app is not None:  # its worker thread must not outlive the signals it sends
             app.aboutToQuit.connect(self._quit)
 
-    @property
-    def busy(self) -> bool:
-        return self._job is not None and not self._job["done"]
-
     def run(self, problem, steps: int, lrs: list, options: dict) -> int:
         """Compute the landscape of ``problem``'s run after ``steps`` steps (``options``:
         :func:`~customgrad.landscape.compute`'s mode, size, plane, box); its serial."""
         self.cancel()
         self.serial += 1
         serial = self.serial
-        job = {"stop": False, "done": False, "ended": threading.Event()}
+        job = {"stop": False, "ended": threading.Event()}
         self._job = job
         worker = create_worker(_work, job, problem, int(steps), list(lrs), dict(options),
                                lambda partial: self._relay(serial, partial),
@@ -123,8 +119,6 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None
-    finally:
-        job["done"] = True
 
 
 __all__ = ["LandscapeRunner"]

@@ -21,14 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.landscape import MODES
+from customgrad.landscape import MODE_WORDS, MODES
 from playground.views.export import export_item
 from playground.views.fonts import css_size
 from playground.views.landscape.geometry import legend_html, note_line
 from playground.views.landscape.plot import LandscapePlot
 
-MODE_TITLES = {"gradients": "Your backward and the true gradient",
-               "pca": "The path's principal directions", "random": "Two random directions"}
 WAITING = "The loss around the current point appears here (open a Function)."
 
 
@@ -44,7 +42,8 @@ class LandscapeView(QWidget):
         self.plot = LandscapePlot()
         self.mode = QComboBox()
         for mode in MODES:
-            self.mode.addItem(MODE_TITLES[mode], mode)
+            words = MODE_WORDS[mode]
+            self.mode.addItem(words[:1].upper() + words[1:], mode)
         self.mode.setToolTip("The plane the loss is drawn on, through the current point")
         # (narrow: the pane shares its row with the loss plot)
         self.mode.setSizeAdjustPolicy(
@@ -91,7 +90,12 @@ class LandscapeView(QWidget):
         model.pathMoved.connect(self._path_moved)
         model.failed.connect(self._failed)
         model.cleared.connect(self._cleared)
-        self.landscape = None
+
+    @property
+    def landscape(self):
+        """The last whole landscape drawn (the model's: None before one, or after a new
+        run)."""
+        return self.model.shown
 
     # ---- the model's news ------------------------------------------------------------------
     def _started(self, text: str) -> None:
@@ -104,7 +108,6 @@ class LandscapeView(QWidget):
                             "grid first)")
 
     def _ready(self, landscape, contours) -> None:
-        self.landscape = landscape
         self.plot.show_landscape(landscape, contours)
         self._describe(landscape)
         grid = len(landscape.alphas)
@@ -125,7 +128,6 @@ class LandscapeView(QWidget):
         self.status.setText(f"The landscape could not be drawn: {message}")
 
     def _cleared(self) -> None:
-        self.landscape = None
         self.plot.clear_landscape()
         self.legend.setText(" ")
         self.note.hide()
