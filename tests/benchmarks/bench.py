@@ -559,13 +559,38 @@ def bench_landscape(quick: bool) -> dict:
             if way == "landscape":
                 rates.append(len(updates) / 3.0)
             _run_for(0.3)
+    path_ms = {steps: _path_update_ms(app, session, model, steps)
+               for steps in (60, model.step)}
     session.shutdown(wait=1.0)
     window.close()
     return {"ui_max_stall_ms_playing_landscape": statistics.median(stalls["landscape"]) * 1000,
             "ui_max_stall_ms_playing_code_tab": statistics.median(stalls["code"]) * 1000,
             **{f"ui_stall_queued_ms_playing_{way}": statistics.median(queued[way]) * 1000
                for way in queued},
-            "landscape_updates_per_s": statistics.median(rates)}
+            "landscape_updates_per_s": statistics.median(rates),
+            "landscape_path_update_ms_at_60_steps": path_ms[60],
+            "landscape_path_update_ms_at_the_runs_end": path_ms[model.step],
+            "landscape_steps_at_the_runs_end": model.step}
+
+
+def _path_update_ms(app, session, model, steps: int, count: int = 12) -> float:
+    """The median round trip of ``count`` path updates in a row (the path and arrows after
+    ``steps`` of the run's steps, replayed, on the plane kept: what each update during Play
+    computes), through a landscape worker of their own (the model's would act on them)."""
+    from playground.workers.landscape import LandscapeRunner
+
+    shown = model.shown
+    if shown is None:
+        return float("nan")
+    runner, done, trips = LandscapeRunner(), [], []
+    runner.finished.connect(lambda *_args: done.append(1))
+    options = {"size": 0, "plane": shown.plane, "box": (shown.center, shown.half)}
+    for _ in range(count):
+        start = time.perf_counter()
+        runner.run(session.problem, steps, model.lrs[:steps], options)
+        _wait(app, lambda: len(done) == len(trips) + 1)
+        trips.append(time.perf_counter() - start)
+    return statistics.median(trips) * 1000
 
 
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
