@@ -32,13 +32,17 @@ GRADIENTS_PARALLEL = 1e-2
 @dataclass(frozen=True)
 class Plane:
     """A plane through ``origin`` (the flattened trained inputs, float64) spanned by the
-    orthonormal ``d1``, ``d2``; ``note`` says why a fallback direction was taken."""
+    orthonormal ``d1``, ``d2``; ``note`` says why a fallback direction was taken. In a
+    gradients plane ``kinds`` says what d1 and d2 are: "backward" (your backward's gradient),
+    "true" (the true gradient's part orthogonal to d1), "path" (the path's principal
+    direction) or "random"."""
 
     origin: torch.Tensor
     d1: torch.Tensor
     d2: torch.Tensor
     mode: str = "gradients"
     note: str = ""
+    kinds: tuple[str, str] = ("backward", "true")
 
     def project(self, points: torch.Tensor) -> np.ndarray:
         """``points`` (n x d, or d) in the plane's coordinates: n x 2 (or 2)."""
@@ -109,17 +113,18 @@ def _principal(path: torch.Tensor | None, origin: torch.Tensor, count: int,
     return [vh[k] for k in range(min(count, len(sigma))) if float(sigma[k]) > 1e-9]
 
 
-def _second(d1: torch.Tensor, path, origin, shapes, seed) -> tuple[torch.Tensor, str]:
+def _second(d1: torch.Tensor, path, origin, shapes,
+            seed) -> tuple[torch.Tensor, str, str]:
     """The plane's second direction when only ``d1`` is given: the path's largest principal
-    direction left, else a seeded random one."""
+    direction left, else a seeded random one; its kind ("path", "random") and words."""
     for direction in _principal(path, origin, 1, away=d1):
         found = _orthogonal(direction, d1)
         if found is not None:
-            return found, "the path's largest principal direction"
+            return found, "path", "the path's largest principal direction"
     for attempt in range(8):
         found = _orthogonal(random_direction(shapes, seed + attempt), d1)
         if found is not None:
-            return found, f"a random direction (seed {seed})"
+            return found, "random", f"a random direction (seed {seed})"
     raise SpecError("the trained inputs have a single entry: there is no plane to draw.")
 
 
@@ -127,21 +132,22 @@ def gradient_plane(origin: torch.Tensor, analytic: torch.Tensor, true: torch.Ten
                    path: torch.Tensor | None, shapes: list, seed: int = 0) -> Plane:
     """d1 along the analytic gradient, d2 along what the true gradient adds to it; where they
     are parallel (or one is zero), d2 is the path's principal direction or a random one."""
-    d1 = _unit(analytic)
+    d1, first = _unit(analytic), "backward"
     note = ""
     if d1 is None:
-        d1 = _unit(true)
+        d1, first = _unit(true), "true"
         note = "your backward gives a zero gradient: the first direction is the true gradient"
         if d1 is None:
-            d1 = _unit(random_direction(shapes, seed))
+            d1, first = _unit(random_direction(shapes, seed)), "random"
             note = "both gradients are zero here: the first direction is random"
-        d2, why = _second(d1, path, origin, shapes, seed)
-        return Plane(origin, d1, d2, "gradients", f"{note}; the second is {why}")
-    d2 = _orthogonal(true, d1, GRADIENTS_PARALLEL)
+        d2, second, why = _second(d1, path, origin, shapes, seed)
+        return Plane(origin, d1, d2, "gradients", f"{note}; the second is {why}",
+                     (first, second))
+    d2, second = _orthogonal(true, d1, GRADIENTS_PARALLEL), "true"
     if d2 is None:
-        d2, why = _second(d1, path, origin, shapes, seed)
+        d2, second, why = _second(d1, path, origin, shapes, seed)
         note = f"the two gradients are parallel: the second direction is {why}"
-    return Plane(origin, d1, d2, "gradients", note)
+    return Plane(origin, d1, d2, "gradients", note, (first, second))
 
 
 def pca_plane(origin, path, shapes, seed: int = 0) -> Plane:
@@ -155,7 +161,7 @@ def pca_plane(origin, path, shapes, seed: int = 0) -> Plane:
     d1 = found[0]
     d2 = _orthogonal(found[1], d1) if len(found) > 1 else None
     if d2 is None:
-        d2, why = _second(d1, None, origin, shapes, seed + 1)
+        d2, _kind, why = _second(d1, None, origin, shapes, seed + 1)
         note = note or f"the path lies on a line: the second direction is {why}"
     return Plane(origin, d1, d2, "pca", note)
 

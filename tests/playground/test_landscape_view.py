@@ -337,8 +337,8 @@ def test_where_the_gradients_are_parallel_the_d2_axis_says_what_it_is():
 
     parallel = "the two gradients are parallel: the second direction is the path's largest " \
                "principal direction"
-    assert axis_titles("gradients", parallel)[1] == "d2 (the path's direction)"
-    assert axis_titles("gradients", "")[1] == "d2 (true gradient)"
+    assert axis_titles("gradients", ("backward", "path"))[1] == "d2 (the path's direction)"
+    assert axis_titles("gradients")[1] == "d2 (true gradient)"
     assert note_line(parallel) == ""  # the axis says it: no line under a small picture
     assert note_line("both gradients are zero here").startswith("Both")
 
@@ -408,3 +408,27 @@ def test_an_axis_title_longer_than_the_picture_is_elided_to_fit(qtbot):
     assert left.labelText.startswith("d2")  # (it was cut at both ends: "2 (true gradien")
     plot.resize(360, 700)
     qtbot.waitUntil(lambda: left.labelText == "d2 (true gradient)", timeout=TIMEOUT)
+
+
+def test_where_your_backward_gives_zero_the_axes_say_what_d1_and_d2_are(qtbot):
+    from customgrad.landscape.plane import gradient_plane
+    from playground.views.landscape.plot import LandscapePlot
+
+    origin, zero = torch.zeros(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    true = torch.tensor([1.0, 2.0, 0.0], dtype=torch.float64)
+    path = torch.tensor([[0.0, 0.0, 3.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    plots = {}
+    for name, analytic in (("zero", zero), ("parallel", 2 * true)):
+        plane = gradient_plane(origin, analytic, true, path, [(3,)])
+        axis = np.linspace(-1, 1, 5)
+        shown = Landscape("f", 1, plane, axis, axis, None, True, plane.project(path),
+                          np.zeros(2), np.zeros(2), 0.0, 1.0, 1.0, 0.0)
+        plots[name] = plot = LandscapePlot()
+        qtbot.addWidget(plot)
+        plot.show_landscape(shown)
+    titles = {name: [plot.plot_item.getAxis(side).labelText for side in ("bottom", "left")]
+              for name, plot in plots.items()}
+    # (a backward that returns zeros: d1 is the true gradient, d2 the path's; the axes said
+    # "your backward" and "true gradient")
+    assert titles["zero"] == ["d1 (true gradient)", "d2 (the path's direction)"]
+    assert titles["parallel"] == ["d1 (your backward)", "d2 (the path's direction)"]

@@ -26,13 +26,18 @@ AXIS_TITLES = {
 PARALLEL_NOTE = "the two gradients are parallel"
 
 
-def axis_titles(mode: str, note: str = "") -> tuple[str, str]:
-    """The axes' titles of a plane ``mode``; where the gradients were parallel, d2 says what
-    it is instead (the note then needs no line of its own: see :func:`note_line`)."""
-    first, second = AXIS_TITLES.get(mode, AXIS_TITLES["gradients"])
-    if mode == "gradients" and note.startswith(PARALLEL_NOTE):
-        second = "d2 (the path's direction)" if "principal" in note else "d2 (random)"
-    return first, second
+#: what d1 or d2 of a gradients plane is, by its kind (customgrad's ``Plane.kinds``)
+KIND_WORDS = {"backward": "your backward", "true": "true gradient",
+              "path": "the path's direction", "random": "random"}
+
+
+def axis_titles(mode: str, kinds: tuple[str, str] = ("backward", "true")) -> tuple[str, str]:
+    """The axes' titles of a plane ``mode``; a gradients plane's say what d1 and d2 are
+    (``kinds``: where the gradients were parallel, d2 is the path's or random, and the note
+    then needs no line of its own: see :func:`note_line`)."""
+    if mode != "gradients":
+        return AXIS_TITLES.get(mode, AXIS_TITLES["gradients"])
+    return tuple(f"{d} ({KIND_WORDS.get(kind, kind)})" for d, kind in zip(("d1", "d2"), kinds))
 
 
 def note_line(note: str) -> str:

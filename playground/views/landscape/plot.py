@@ -52,8 +52,8 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         self.landscape = None
         #: the shorter arrow is drawn longer than its true share (see geometry.arrow_ends)
         self.stretched = False
-        #: the plane's mode and note the axes' titles were made for
-        self.mode = ("gradients", "")
+        #: the plane's mode and its directions' kinds the axes' titles were made for
+        self.mode = ("gradients", ("backward", "true"))
         self.apply_colors()
         self.plot_item.vb.sigResized.connect(self._fit_titles)
 
@@ -154,10 +154,10 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         :class:`playground.support.contours.Contours`), the path and the arrows."""
         self.landscape = landscape
         plane = landscape.plane
-        if (plane.mode, plane.note) != self.mode:
-            self.mode = (plane.mode, plane.note)
+        if (plane.mode, plane.kinds) != self.mode:
+            self.mode = (plane.mode, plane.kinds)
             self._set_titles()
-            self.setToolTip(plane.note[:1].upper() + plane.note[1:])
+        self.setToolTip(plane.note[:1].upper() + plane.note[1:])
         if contours is not None:
             self._show_grid(landscape, contours)
         self.show_path(landscape)
