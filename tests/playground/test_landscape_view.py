@@ -406,6 +406,12 @@ def test_an_axis_title_longer_than_the_picture_is_elided_to_fit(qtbot):
     qtbot.waitUntil(lambda: left.labelText.endswith("…"), timeout=TIMEOUT)
     assert QFontMetrics(font).horizontalAdvance(left.labelText) <= box.height()
     assert left.labelText.startswith("d2")  # (it was cut at both ends: "2 (true gradien")
+    metrics = QFontMetrics(font)
+    around = plot.height() - plot.plot_item.vb.size().height()
+    room = (metrics.horizontalAdvance("d2 (true)")
+            + metrics.horizontalAdvance("d2 (true gradient)")) // 2
+    plot.resize(360, int(around + room))  # room for the short title, not the whole
+    qtbot.waitUntil(lambda: left.labelText == "d2 (true)", timeout=TIMEOUT)
     plot.resize(360, 700)
     qtbot.waitUntil(lambda: left.labelText == "d2 (true gradient)", timeout=TIMEOUT)
 

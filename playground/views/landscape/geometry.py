@@ -26,18 +26,25 @@ AXIS_TITLES = {
 PARALLEL_NOTE = "the two gradients are parallel"
 
 
-#: what d1 or d2 of a gradients plane is, by its kind (customgrad's ``Plane.kinds``)
+#: the titles where the picture is too small for :data:`AXIS_TITLES`
+SHORT_TITLES = {"pca": ("d1 (path)", "d2 (path, 2nd)"), "random": ("d1 (random)", "d2 (random)")}
+#: what d1 or d2 of a gradients plane is, by its kind (customgrad's ``Plane.kinds``), in
+#: words and in short
 KIND_WORDS = {"backward": "your backward", "true": "true gradient",
               "path": "the path's direction", "random": "random"}
+KIND_SHORT = {"backward": "yours", "true": "true", "path": "path", "random": "random"}
 
 
-def axis_titles(mode: str, kinds: tuple[str, str] = ("backward", "true")) -> tuple[str, str]:
-    """The axes' titles of a plane ``mode``; a gradients plane's say what d1 and d2 are
-    (``kinds``: where the gradients were parallel, d2 is the path's or random, and the note
-    then needs no line of its own: see :func:`note_line`)."""
+def axis_titles(mode: str, kinds: tuple[str, str] = ("backward", "true"),
+                short: bool = False) -> tuple[str, str]:
+    """The axes' titles of a plane ``mode`` (``short``: for a small picture); a gradients
+    plane's say what d1 and d2 are (``kinds``: where the gradients were parallel, d2 is the
+    path's or random, and the note then needs no line of its own: see :func:`note_line`)."""
     if mode != "gradients":
-        return AXIS_TITLES.get(mode, AXIS_TITLES["gradients"])
-    return tuple(f"{d} ({KIND_WORDS.get(kind, kind)})" for d, kind in zip(("d1", "d2"), kinds))
+        titles = SHORT_TITLES if short else AXIS_TITLES
+        return titles.get(mode, titles["pca"])
+    words = KIND_SHORT if short else KIND_WORDS
+    return tuple(f"{d} ({words.get(kind, kind)})" for d, kind in zip(("d1", "d2"), kinds))
 
 
 def note_line(note: str) -> str:

@@ -119,14 +119,15 @@ class LandscapePlot(pg.GraphicsLayoutWidget):
         self._fit_titles()
 
     def _fit_titles(self, *_args) -> None:
-        """The axes' titles elided to the picture's sides (at zoom 150 % in presentation
-        mode "d2 (true gradient)" is longer than the picture is high: it was cut at both
-        ends)."""
+        """The axes' titles fitted to the picture's sides: in short where they are longer
+        ("d2 (true)"), elided where that is too (at zoom 150 % in presentation mode
+        "d2 (true gradient)" is longer than the picture is high: it was cut at both ends)."""
         metrics, box = QFontMetrics(self.font()), self.plot_item.vb.size()
-        for name, title, room in zip(("bottom", "left"), axis_titles(*self.mode),
-                                     (box.width(), box.height())):
-            if room >= 2:
-                title = metrics.elidedText(title, Qt.TextElideMode.ElideRight, int(room))
+        for name, title, short, room in zip(("bottom", "left"), axis_titles(*self.mode),
+                                            axis_titles(*self.mode, short=True),
+                                            (box.width(), box.height())):
+            if room >= 2 and metrics.horizontalAdvance(title) > room:
+                title = metrics.elidedText(short, Qt.TextElideMode.ElideRight, int(room))
             axis = self.plot_item.getAxis(name)
             if axis.labelText != title:
                 axis.setLabel(title)  # (its style kept)
