@@ -97,12 +97,14 @@ def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch
     os.utime(tmp_path / "logged.py", (old, old))  # may not be what ran: no child is kept)
     runner = LandscapeRunner()
     pids = []
-    for steps in (1, 2):  # a path update after another: no new process start for each
-        with qtbot.waitSignal(runner.finished, timeout=TIMEOUT):
-            runner.run(problem, steps, [1.0] * steps, {"size": 0})
-        pids.append(set(log.read_text().split()))
-        log.write_text("")
-    kept.end()
+    try:
+        for steps in (1, 2):  # a path update after another: no new process start for each
+            with qtbot.waitSignal(runner.finished, timeout=TIMEOUT):
+                runner.run(problem, steps, [1.0] * steps, {"size": 0})
+            pids.append(set(log.read_text().split()))
+            log.write_text("")
+    finally:
+        kept.end()
     assert len(pids[0]) == 1 and pids[0] == pids[1]  # (a fresh child each: two pids)
     assert str(os.getpid()) not in pids[0]
 
