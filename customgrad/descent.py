@@ -211,6 +211,17 @@ class Descent:
         """forward's arguments at the current point (detached copies of trained inputs)."""
         return [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in self.args]
 
+    def loss(self) -> torch.Tensor:
+        """The loss at the current point, with its graph (its ``backward`` runs the user's
+        backward), without moving anything: what :mod:`customgrad.landscape` evaluates."""
+        fn = self.function
+        call = self.args
+        if self._dirty:
+            call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
+                    for a in self.args]
+        raw = run_user(fn, "forward", lambda: fn.apply(*call))
+        return self._total_loss(normalize_outputs(fn, raw))
+
     def step(self) -> StepRecord:
         """One forward, loss, backward and update; the record holds the loss before the update.
 

@@ -31,8 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="zoom every pane, 50 to 300 (default: as last time, or 100)")
     p.add_argument("--present", action="store_true",
                    help="start in presentation mode (big readout, chosen panels hidden)")
-    p.add_argument("--tab", choices=("code", "step"),
-                   help="which side tab to show (the code, or the step explainer)")
+    p.add_argument("--tab", choices=("code", "step", "landscape"),
+                   help="which side tab to show (the code, the step explainer, or the loss "
+                        "landscape: --screenshot then waits for it)")
     p.add_argument("--screenshot", metavar="PATH",
                    help="open the window offscreen, compute the Jacobians, run a short descent, "
                         "save the window as PNG and exit: 0 if the check passed, 1 if it "
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             session.set_target(args.target or "killhead")
         if args.tab == "step":
             room.show_explainer()
+        elif args.tab == "landscape":
+            window.show_landscape()
         if args.save_session and room.save_session(args.save_session) is None:
             sys.stderr.write(f"autograd-playground: could not write {args.save_session}\n")
             return False
@@ -265,11 +268,13 @@ def _screenshot(app, window, session, args, start) -> int:
             state["stepping"] = True
             if args.steps > 0:
                 session.run_steps(args.steps)
+            elif args.tab == "landscape":
+                window.landscape.model.recompute()
             else:
                 QTimer.singleShot(300, save)
 
-    def batch(_batch):
-        if state["stepping"] and session.step >= args.steps:
+    def done(news, *_contours):  # a batch, or with --tab landscape the landscape drawn
+        if state["stepping"] and getattr(news, "step", session.step) >= args.steps:
             QTimer.singleShot(300, save)
 
     def error(exc):
@@ -277,13 +282,19 @@ def _screenshot(app, window, session, args, start) -> int:
         QTimer.singleShot(300, save)
 
     session.jacobianReady.connect(report)
-    session.batchReady.connect(batch)
+    (window.landscape.model.ready if args.tab == "landscape" else session.batchReady).connect(
+        done)
     session.errorRaised.connect(error)
     QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
     if not start():
         session.shutdown(wait=0.5)
         return ERROR
     app.exec()
+    return _screenshot_said(state)
+
+
+def _screenshot_said(state: dict) -> int:
+    """--screenshot's exit code, and its error on stderr."""
     if state["error"]:
         saved = "" if "could not write" in state["error"] else "the screenshot was saved, but "
         sys.stderr.write(f"autograd-playground: {saved}{state['error']}\n")

@@ -17,6 +17,7 @@ from customgrad.shadow import source_lines
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
 from playground.features.commands import Commands
+from playground.state.landscape import LandscapeModel
 from playground.state.preferences import Preferences
 from playground.state.session import Session
 from playground.views.code_view import CodeView
@@ -27,6 +28,7 @@ from playground.views.explainer import StepExplainer
 from playground.views.form import InputsForm, LoopForm
 from playground.views.inspector_view import InspectorView
 from playground.views.jacobian import JacobianView
+from playground.views.landscape import LandscapeView
 from playground.views.loss_plot import LossPlot
 from playground.views.notices import NoticeBar, PendingSessionBar
 from playground.views.panes import LeftPane, MainArea
@@ -83,6 +85,7 @@ class MainWindow(QMainWindow):
         self.editor = FunctionEditor()
         self.inspector = InspectorView()
         self.explainer = StepExplainer(s)
+        self.landscape = LandscapeView(LandscapeModel(s))
         self.restore_offer = RestoreOffer()
         self.jacobian = JacobianView()
         self.jacobian.set_tolerances(s.settings.eps, s.settings.atol, s.settings.rtol)
@@ -117,7 +120,8 @@ class MainWindow(QMainWindow):
         step and loss in presentation mode."""
         self.side_tabs = QTabWidget()
         for widget, title in ((self.code, "Code"), (self.editor, "Editor"),
-                              (self.inspector, "Inspector"), (self.explainer, "Step")):
+                              (self.inspector, "Inspector"), (self.explainer, "Step"),
+                              (self.landscape, "Landscape")):
             self.side_tabs.addTab(widget, title)
         self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
                                      "The last step of gradient descent, in numbers")
@@ -223,6 +227,27 @@ class MainWindow(QMainWindow):
                 controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
                 explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
         self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
+        self.commands.add("landscape", "Show the loss landscape", ["L"], self.show_landscape,
+                          self.menus["view"])
+
+    def show_landscape(self) -> None:
+        """The Landscape tab shown (L), with room: beside the loss plot (in presentation
+        mode the side panel starts hidden, at no width), and three fifths of the height where
+        the heatmaps left it less than half (as if the user moved the splitter)."""
+        self.classroom.layout.show_side_tab(self.landscape)
+        QTimer.singleShot(0, self, self._room_for_landscape)  # once the layouts caught up
+
+    def _room_for_landscape(self) -> None:
+        upper, area = self.splitters["side"], self.main_area
+        sizes = upper.sizes()
+        both = sizes[0] + sizes[1]
+        if min(sizes[:2]) < both // 3:
+            upper.setSizes([both // 2, both - both // 2, *sizes[2:]])
+        heights = area.sizes()
+        if heights[0] < sum(heights) // 2:
+            upper_height = sum(heights) * 3 // 5
+            area.setSizes([upper_height, sum(heights) - upper_height])
+            area.user_set = True
 
     def _open_tab_from_env(self) -> None:
         """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the

@@ -23,7 +23,9 @@ SIZE = (1200, 440)
 #: pixels per on-screen pixel of a picture for a notebook (1) and of a file (the app's 2)
 NOTEBOOK_SCALE, FILE_SCALE = 1.0, 2.0
 
-__all__ = ["heatmaps_png", "save_heatmaps"]
+__all__ = ["heatmaps_png", "landscape_png", "save_heatmaps", "save_landscape"]
+#: a landscape's picture (before the export's scale)
+LANDSCAPE_SIZE = (640, 560)
 
 
 def _application():
@@ -77,3 +79,40 @@ def heatmaps_png(report, *, size: tuple[int, int] = SIZE,
     with tempfile.TemporaryDirectory(prefix="customgrad-") as folder:
         path = save_heatmaps(report, Path(folder) / "heatmaps.png", size=size, scale=scale)
         return path.read_bytes()
+
+
+def save_landscape(landscape, path: str | os.PathLike, *, size: tuple[int, int] = LANDSCAPE_SIZE,
+                   scale: float = FILE_SCALE) -> Path:
+    """Write a :class:`customgrad.landscape.Landscape` as the Landscape tab draws it (the
+    legend in words as its title) at ``path`` (PNG, or SVG by the suffix)."""
+    _application()
+    from pyqtgraph.functions import isocurve
+
+    from playground.support.contours import prepare
+    from playground.views.export import export_item
+    from playground.views.landscape.geometry import legend_html
+    from playground.views.landscape.plot import LandscapePlot
+    from playground.views.pacing import release_all
+
+    plot = LandscapePlot()
+    try:
+        plot.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        plot.resize(*size)
+        plot.show()
+        plot.plot_item.setTitle(legend_html(landscape.words, plot.dark))
+        plot.show_landscape(landscape, prepare(landscape.losses, landscape.alphas,
+                                               landscape.betas, isocurve))
+        release_all()
+        QApplication.processEvents()
+        return export_item(plot.scene(), path, scale=scale)
+    finally:
+        plot.hide()
+        shiboken6.delete(plot)
+
+
+def landscape_png(landscape, *, size: tuple[int, int] = LANDSCAPE_SIZE,
+                  scale: float = NOTEBOOK_SCALE) -> bytes:
+    """:meth:`customgrad.landscape.Landscape._repr_png_`: the picture as PNG bytes."""
+    with tempfile.TemporaryDirectory(prefix="customgrad-") as folder:
+        return save_landscape(landscape, Path(folder) / "landscape.png", size=size,
+                              scale=scale).read_bytes()

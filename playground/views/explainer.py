@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from playground.views.arrows import arrow_words
 from playground.views.fonts import code_font, point_size, scaled
 
 __all__ = ["StepExplainer", "as_matrix", "example_entries", "explain"]
@@ -105,8 +106,10 @@ def _examples(step_detail, name: str, optimizer: str, eta: float) -> str:
             "'font-family: monospace'>" + "<br>".join(lines) + "</p>")
 
 
-def explain(record, settings, function_name: str, name: str | None) -> dict[str, str]:
-    """The texts of the explainer for ``record`` (rich text), for trained input ``name``."""
+def explain(record, settings, function_name: str, name: str | None,
+            dark: bool = False) -> dict[str, str]:
+    """The texts of the explainer for ``record`` (rich text), for trained input ``name``;
+    the Landscape tab's arrows named in their colours for a ``dark`` theme or a light one."""
     loss_words = _LOSS_WORDS.get(settings.loss, settings.loss)
     detail = getattr(record, "detail", None) or {}
     names = list(record.grad_norms) or list(detail)
@@ -140,7 +143,9 @@ def explain(record, settings, function_name: str, name: str | None) -> dict[str,
         parts.append(
             f"<p><b>3. Update.</b> Every entry takes a step against its gradient: "
             f"<b>{html.escape(name)} ← {html.escape(name)} − η · grad</b> with learning rate "
-            f"η = <b>{_num(eta)}</b>. Then the next step starts from the new values.</p>")
+            f"η = <b>{_num(eta)}</b>. Then the next step starts from the new values. In the "
+            f"Landscape tab, − η · grad is the {arrow_words(0, dark)}; where the "
+            f"{arrow_words(1, dark)} points elsewhere, your backward is wrong.</p>")
     else:
         parts.append(
             f"<p><b>3. Update.</b> The {html.escape(settings.optimizer)} optimizer moves each "
@@ -318,8 +323,9 @@ class StepExplainer(QWidget):
                 self.chooser.setCurrentText(current)
             self.chooser.blockSignals(False)
         self.chooser.setVisible(len(names) > 1)
+        dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
         texts = explain(record, self.session.settings, function_name,
-                        self.chooser.currentText() or None)
+                        self.chooser.currentText() or None, dark)
         self.head.setText(texts["head"])
         self.body.setText(texts["before"])
         self.update_text.setText(texts["after"])

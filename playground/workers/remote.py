@@ -1,7 +1,8 @@
 """What the window's worker processes run (no Qt here: the child imports this).
 
 :func:`try_import` runs a user module's top level, :func:`build` draws a problem's inputs,
-:func:`inspect` is the inspector's call, and :func:`compare` is the Jacobian check.
+:func:`inspect` is the inspector's call, :func:`landscape` the loss landscape's, and
+:func:`compare` is the Jacobian check.
 
 :func:`compare` loads the Function again (by its spec; a file's or the editor's text travels
 along), compares at the window's exact tensors, diagnoses a failure, runs the sub-checks and
@@ -36,6 +37,7 @@ from customgrad.diagnosis import diagnose
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report, matrices
+from customgrad.landscape import compute as compute_landscape
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed, load_target
@@ -222,6 +224,26 @@ def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
     problem = _load(ref)
     channel.context(problem.function.__name__)
     return inspect_call(problem.function, args, seed=seed)
+
+
+@dataclass
+class LandscapeJob:
+    """The loss landscape after ``steps`` steps of the run (at ``lrs``): see
+    :func:`customgrad.landscape.compute` for the rest."""
+
+    problem: ProblemRef
+    steps: int
+    lrs: list
+    options: dict
+
+
+def landscape(job: LandscapeJob, channel):
+    """The child's work for the Landscape tab: the run replayed, the gradients, the plane and
+    the grid; each partial grid is sent as ``("landscape", Landscape)`` (a few kilobytes)."""
+    problem = _load(job.problem)
+    channel.context(problem.function.__name__)
+    return compute_landscape(problem, job.steps, job.lrs, **job.options,
+                             progress=lambda partial: channel.send(("landscape", partial)))
 
 
 class TopLevelTooSlow(Exception):

@@ -606,9 +606,79 @@ def bench_isolation(quick: bool) -> dict:
     return results
 
 
+def bench_landscape(quick: bool) -> dict:
+    """Event-loop stall during Play on the Sigmoid twin (60 steps a second, the rate a class
+    follows) with the Landscape tab shown (its grids and paths computed in worker processes
+    and drawn) and with the Code tab shown instead, turn about; and the landscape's updates
+    a second."""
+    app, window = _window()
+    session, model = window.session, window.landscape.model
+    reports, updates = [], []
+    session.jacobianReady.connect(reports.append)
+    model.ready.connect(lambda landscape, _contours: updates.append(landscape))
+    model.pathMoved.connect(updates.append)
+    session.update(steps=0, lr=0.2)
+    session.set_rate(60)
+    session.set_target("sigmoid_bug")
+    _wait(app, lambda: reports)
+    stalls: dict[str, list[float]] = {"landscape": [], "code": []}
+    queued: dict[str, list[float]] = {"landscape": [], "code": []}
+    rates = []
+    for _ in range(2 if quick else 4):
+        for way in stalls:
+            if way == "landscape":
+                window.show_landscape()
+            else:
+                window.side_tabs.setCurrentWidget(window.code)
+            _run_for(0.5)  # the tab's first grid
+            updates.clear()
+            with _StallMeter() as meter:
+                session.play()
+                _run_for(3.0)
+                session.pause()
+            stalls[way].append(meter.worst)
+            queued[way].append(meter.queued)  # of the longest stall, waiting for a core
+            if way == "landscape":
+                rates.append(len(updates) / 3.0)
+            _run_for(0.3)
+    path_ms = {steps: _path_update_ms(app, session, model, steps)
+               for steps in (60, model.step)}
+    session.shutdown(wait=1.0)
+    window.close()
+    return {"ui_max_stall_ms_playing_landscape": statistics.median(stalls["landscape"]) * 1000,
+            "ui_max_stall_ms_playing_code_tab": statistics.median(stalls["code"]) * 1000,
+            **{f"ui_stall_queued_ms_playing_{way}": statistics.median(queued[way]) * 1000
+               for way in queued},
+            "landscape_updates_per_s": statistics.median(rates),
+            "landscape_path_update_ms_at_60_steps": path_ms[60],
+            "landscape_path_update_ms_at_the_runs_end": path_ms[model.step],
+            "landscape_steps_at_the_runs_end": model.step}
+
+
+def _path_update_ms(app, session, model, steps: int, count: int = 12) -> float:
+    """The median round trip of ``count`` path updates in a row (the path and arrows after
+    ``steps`` of the run's steps, replayed, on the plane kept: what each update during Play
+    computes), through a landscape worker of their own (the model's would act on them)."""
+    from playground.workers.landscape import LandscapeRunner
+
+    shown = model.shown
+    if shown is None:
+        return float("nan")
+    runner, done, trips = LandscapeRunner(), [], []
+    runner.finished.connect(lambda *_args: done.append(1))
+    options = {"size": 0, "plane": shown.plane, "box": (shown.center, shown.half)}
+    for _ in range(count):
+        start = time.perf_counter()
+        runner.run(session.problem, steps, model.lrs[:steps], options)
+        _wait(app, lambda: len(done) == len(trips) + 1)
+        trips.append(time.perf_counter() - start)
+    return statistics.median(trips) * 1000
+
+
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
-           "isolation": bench_isolation, "display": bench_display, "busy": bench_busy}
+           "isolation": bench_isolation, "display": bench_display, "busy": bench_busy,
+           "landscape": bench_landscape}
 DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
@@ -635,6 +705,7 @@ GOALS = {
        "view" for label in ("killhead", "dense")},
     "startup_overhead_s": "<= 0.5 (from compiled bytecode, as installed)",
     "plot_1m_points_stall_ms": "<= 50",
+    "ui_max_stall_ms_playing_landscape": "<= 50, as the Code tab's: median of the turns",
     "soak_rss_growth_mib": "flat",
     "diagnosis_vs_jacobian": "timed: runs only when a check fails",
     "check_double_backward_vs_jacobian": "timed: torch's gradgradcheck",
