@@ -21,6 +21,7 @@ import torch
 from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
 from customgrad.errors import TargetError, format_traceback
+from customgrad.gallery.entry import GalleryEntry
 
 _counter = itertools.count()
 #: the module part of the TARGET of a Function only the running program holds (one
@@ -36,7 +37,7 @@ class Target:
     spec: str
     function: type[torch.autograd.Function]
     label: str
-    entry: catalog.GalleryEntry | None = None
+    entry: GalleryEntry | None = None
     file: str | None = None
     #: the text that was run, for a Function loaded from a file (so that another process
     #: can load the very same code even if the file changed since)
