@@ -150,6 +150,9 @@ def application():
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
+    from playground.views.qt_messages import filter_noise
+
+    filter_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1] or ["autograd-playground"])
     app.setApplicationName("autograd-playground")
     app.setOrganizationName("autograd-playground")
