@@ -1,6 +1,6 @@
 """Benchmarks, measured side by side in one run and reported as ratios.
 
-    python tests/benchmarks/bench.py [--quick] [--json] [--only NAME ...]
+    python tests/benchmarks/bench.py [--quick] [--json] [--only NAME ...] [--against REV]
 
 Not part of the test suite: these machines are noisy, so targets live here as ratios.
 """
@@ -643,7 +643,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these (default: all but soak)")
     parser.add_argument("--turns", type=int, default=0,
                         help="isolation: turns of process and thread (default 4, --quick 2)")
+    parser.add_argument("--against", metavar="REV",
+                        help="run compare_commits.py REV: this tree against commit REV, each "
+                             "measure marked against the old value and its goal")
     args = parser.parse_args(argv)
+    if args.against:
+        from compare_commits import main as compare
+
+        return compare([args.against, *(["--only", *args.only] if args.only else [])])
     global TURNS
     TURNS = args.turns
     results: dict[str, float] = {}
@@ -654,9 +661,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"machine: {machine()}")
     width = max(len(k) for k in results)
+    from compare_commits import against_goal
+
     for key, value in results.items():
         goal = GOALS.get(key, "")
-        print(f"  {key:<{width}}  {value:10.3f}  {goal}")
+        print(f"  {key:<{width}}  {value:10.3f}  {against_goal(goal, value)} {goal}".rstrip())
     return 0
 
 
