@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         new = _best(key, readings["new"][key])
         ratio = new / old if old else float("nan")
         goal = goals.get(key, "")
-        print(f"  {key:<{width}}  {old:10.3f}  {new:10.3f}  {ratio:7.2f}  "
+        print(f"  {key:<{width}}  {old:10.4g}  {new:10.4g}  {ratio:7.2f}  "
               f"{against_old(key, old, new):^6}  {against_goal(goal, new)} {goal}".rstrip())
     print(f"vs old: ✓ better, ≈ within ±{NOISE:.0%} (noise), ✗ worse; goal: ✓ met, ✗ missed")
     return 0
