@@ -50,3 +50,16 @@ def test_version_help_and_list_never_import_torch_and_say_the_same():
         assert said == said_with_torch, argv
     listed = json.loads(light["outputs"][3][1])
     assert [row["name"] for row in listed][:2] == ["killhead", "abs_uv"]
+
+
+def test_check_imports_torch_once_in_the_child_only():
+    """``customgrad check`` runs the Function in a child of the fork server, which has torch:
+    the CLI's own process never imports it (it did, a second import of seconds)."""
+    code = ("import sys\nfrom customgrad import cli\n"
+            "code = cli.main(['check', 'killhead'])\n"
+            "print('exit', code, 'torch' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "exit 0 False"
+    assert "KillHead: PASSED" in proc.stdout
