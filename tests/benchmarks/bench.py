@@ -402,10 +402,51 @@ os._exit(0)  # workers may still be computing the first Jacobian
 """
 
 
+_FIRST_VERDICT = """
+import os, sys, time
+launched = float(sys.argv[1])  # the parent's perf_counter (CLOCK_MONOTONIC: one clock for all)
+import playground.app as app_module
+
+release = app_module.release_after_show
+seen = {}
+
+
+def watched(session, window, settle=True):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    banner = window.jacobian.banner
+
+    class Paints(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType():
+                now = time.perf_counter()
+                if obj.window() is window:
+                    seen.setdefault("paint", now)
+                if "report" in seen and (obj is banner or banner.isAncestorOf(obj)):
+                    print(seen["paint"] - launched, now - launched, flush=True)
+                    os._exit(0)  # workers may still be running
+            return False
+
+    app = QApplication.instance()
+    app.installEventFilter(Paints(app))
+    session.jacobianReady.connect(lambda _report: seen.setdefault("report", True))
+    release(session, window, settle)
+
+
+app_module.release_after_show = watched
+code = app_module.main(["killhead"])  # stops at the verdict's first paint
+sys.exit(f"autograd-playground exited ({code}) before painting a verdict")
+"""
+
+
 def bench_startup(quick: bool) -> dict:
     """Start-up to the first painted window, minus importing torch and PySide6: the real
     command (``autograd-playground``, with this run's empty home folder), stopped at its
-    first paint.
+    first paint. Then what the user waits for, from launch (the parent's clock, before it
+    starts the process): the window's first paint and the first verdict painted
+    (``autograd-playground killhead``), taking turns with ``python -c "import torch"``, the
+    floor for anything that needs torch.
 
     Like an installed copy (pip compiles it) or any start after the first, it runs from
     compiled bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so our sources are compiled
@@ -419,7 +460,19 @@ def bench_startup(quick: bool) -> dict:
                              cwd=ROOT, check=True, env=env)
         t_import, t_paint = (float(v) for v in out.stdout.split()[-2:])
         overheads.append(t_paint - t_import)
-    return {"startup_overhead_s": min(overheads)}
+    verdicts, paints, imports = [], [], []
+    for _ in range(2 if quick else 3):  # in turns: the machine's drift falls on both alike
+        launched = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", _FIRST_VERDICT, str(launched)],
+                             capture_output=True, text=True, cwd=ROOT, check=True, env=env)
+        first_paint, verdict = (float(v) for v in out.stdout.split()[-2:])
+        paints.append(first_paint)
+        verdicts.append(verdict)
+        launched = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], cwd=ROOT, check=True, env=env)
+        imports.append(time.perf_counter() - launched)
+    return {"startup_overhead_s": min(overheads), "time_to_first_paint_s": min(paints),
+            "time_to_first_verdict_s": min(verdicts), "import_torch_s": min(imports)}
 
 
 def _rss_mib(pid: int) -> float:
@@ -607,6 +660,9 @@ GOALS = {
     **{f"display_prep_vs_comparison_{label}": "worker's time after the comparison, for the "
        "view" for label in ("killhead", "dense")},
     "startup_overhead_s": "<= 0.5 (from compiled bytecode, as installed)",
+    "time_to_first_paint_s": "<= 1.5: launch -> the window's first paint",
+    "time_to_first_verdict_s": "<= 4: launch -> the first verdict painted (killhead)",
+    "import_torch_s": "the floor: `python -c 'import torch'` in the same turns",
     **{f"plot_{n}_points_stall_ms{busy}": "<= 16" for n in ("1m", "10m")
        for busy in ("", "_busy")},
     **{f"plot_{n}_points_stall_ms{busy}_all_points_one_path": "the way before: every point "
