@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR
     if args.screenshot and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # a screenshot needs no screen
+    if a_core_is_free():
+        start_fork_server()  # else it starts once the window is built, as the Session asks
     with imports_frozen():
         from playground.main_window import MainWindow
         from playground.state.session import Session
@@ -142,6 +144,49 @@ def main(argv: list[str] | None = None) -> int:
         room.presentation.set_presentation(True)
     release_after_show(session, window)
     return app.exec()
+
+
+def start_fork_server() -> None:
+    """Start the worker processes' fork server first thing, before the window's own imports:
+    it imports torch (2 to 3 s) in a process of its own while this one imports and builds
+    the window, so the first build and check find it ready (it started once the window was
+    built, and the first verdict waited for both imports, one after the other). Only the
+    standard library here; nothing where children are spawned (a spawned child imports
+    torch itself). A failure is left to the first job, which starts it again and says why."""
+    import threading
+
+    from customgrad import processes
+
+    if not processes.fork_server():
+        return
+    processes.preload(*WORKER_MODULES)
+
+    def warm() -> None:
+        with contextlib.suppress(Exception):
+            processes.warm()
+
+    threading.Thread(target=warm, name="start fork server", daemon=True).start()
+
+
+def a_core_is_free() -> bool:
+    """Whether this machine has a core to spare (the last minute's load average at least one
+    below the cores this process may use): there the fork server's import of torch runs
+    beside the window's and the first verdict comes seconds sooner. On a machine whose cores
+    are all busy the two imports would share them, and the window would paint seconds later
+    for a verdict no sooner (docs/performance.md)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] <= cores - 1
+    except OSError:
+        return False
+
+
+#: what the window's worker processes run, for the fork server to import once (as
+#: playground.workers.jobs asks, which imports torch)
+WORKER_MODULES = ("playground.workers.remote",)
 
 
 def application():
