@@ -21,16 +21,26 @@ import math
 import os
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
-from customgrad import catalog, isolation, subchecks
-from customgrad.checks import double_backward_check, projected_check
-from customgrad.descent import LOSSES, OPTIMIZERS
-from customgrad.diagnosis import diagnose
+from customgrad import catalog
+from customgrad.defaults import (
+    ATOL,
+    CHECK_NAMES,
+    DEFAULT_CHECKS,
+    DEFAULT_SHAPE,
+    EPS,
+    LOSSES,
+    OPTIMIZERS,
+    RTOL,
+    format_shape,
+    parse_checks,
+)
 from customgrad.errors import CustomGradError, FunctionError, TargetError, TooLargeError
-from customgrad.inputs import DEFAULT_SHAPE, format_shape
-from customgrad.jacobian import ATOL, EPS, RTOL
-from customgrad.problem import Problem, build
-from customgrad.settings import Settings
+
+if TYPE_CHECKING:  # they import torch: the commands that need them import them
+    from customgrad.problem import Problem
+    from customgrad.settings import Settings
 
 DESCRIPTION = ("The engine from the command line: list the gallery, check a Function's "
                "backward against finite differences, run gradient descent.")
@@ -44,7 +54,7 @@ PROBES = 8
 
 def _check_names(text: str) -> tuple[str, ...]:
     try:
-        return subchecks.parse(text)
+        return parse_checks(text)
     except CustomGradError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -163,8 +173,8 @@ def _parser() -> argparse.ArgumentParser:
                         f"for inputs too large for them (PROBES >= 1; default: {PROBES})")
     p.add_argument("--checks", type=_check_names, default=None, metavar="NAMES",
                    help="comma-separated sub-checks to run beside the full Jacobian: "
-                        f"{', '.join(subchecks.NAMES)} (default: gradcheck's, "
-                        f"{','.join(subchecks.DEFAULT)}; a torch.library op adds opcheck)")
+                        f"{', '.join(CHECK_NAMES)} (default: gradcheck's, "
+                        f"{','.join(DEFAULT_CHECKS)}; a torch.library op adds opcheck)")
     p.add_argument("--grad", action="append", metavar="NAME",
                    help="differentiate tensor input NAME, and only the inputs named so, as "
                         "gradcheck does those that require grad (repeatable; default: every "
@@ -191,6 +201,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args) -> Settings:
+    from customgrad.settings import Settings
+
     settings = Settings(target=args.target, shapes=_pairs(args.shape, "--shape"),
                         constants=_pairs(args.const, "--const"),
                         init=_pairs(args.init, "--init"), device=args.device, seed=args.seed,
@@ -214,12 +226,12 @@ def _differentiate(grad: list[str] | None, no_grad: list[str] | None) -> dict[st
 
 
 def cmd_list(args) -> int:
-    entries = catalog.entries()
+    entries = catalog.listing()  # data: listing the gallery needs no torch
     if args.json:
         print(json.dumps([{"name": e.name, "title": e.title, "category": e.category,
                            "category_title": catalog.CATEGORY_TITLES[e.category],
                            "correct": e.correct, "twin_of": e.twin_of,
-                           "class": e.function.__name__} for e in entries], indent=2))
+                           "class": e.function} for e in entries], indent=2))
         return 0
     width = max(len(e.name) for e in entries)
     for category in catalog.CATEGORIES:
@@ -249,6 +261,8 @@ _announce = None
 
 
 def _built(settings: Settings) -> Problem:
+    from customgrad.problem import build
+
     try:
         problem = build(settings)
     except FunctionError as exc:
@@ -264,6 +278,8 @@ def _built(settings: Settings) -> Problem:
 
 
 def cmd_check(args) -> int:
+    from customgrad import subchecks
+
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
@@ -297,6 +313,8 @@ def cmd_check(args) -> int:
 def _diagnoses(problem: Problem, report) -> list:
     """What is wrong, for a failed check: the matrices are computed again, kept this time
     (the check itself does not keep them), where they fit the memory cap."""
+    from customgrad.diagnosis import diagnose
+
     try:
         kept = problem.compare(keep=True)
     except CustomGradError:  # too large to keep: the probes of backward still run
@@ -305,6 +323,8 @@ def _diagnoses(problem: Problem, report) -> list:
 
 
 def _projected(args, problem: Problem) -> int:
+    from customgrad.checks import double_backward_check, projected_check
+
     report = projected_check(problem.function, problem.args, probes=args.projected,
                              seed=problem.settings.seed, eps=args.eps, atol=args.atol,
                              rtol=args.rtol, differentiate=problem.settings.differentiate)
@@ -365,7 +385,9 @@ def _message(exc: Exception) -> str:
     where = ""
     if isinstance(exc, (FunctionError, TargetError)) and exc.file:
         where = f" ({exc.file}{f':{exc.line}' if exc.line else ''})"
-        if isinstance(exc, isolation.ProcessCrashed):
+        from customgrad.isolation import ProcessCrashed
+
+        if isinstance(exc, ProcessCrashed):
             where = f" ({exc.file})"  # the message names the line already
     return textwrap.fill(f"customgrad: {text}{where}", width=100, break_long_words=False,
                          break_on_hyphens=False)
@@ -399,6 +421,8 @@ def _in_child(args, channel) -> int:
 def _isolated(args) -> int:
     limit = None if args.memory_limit is None else int(args.memory_limit * 2**30)
     what = ", ".join(args.shape or []) or args.target
+    from customgrad import isolation
+
     job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
     return isolation.call(job, args, memory_limit=limit, what=what,
                           name=f"customgrad {args.command} {args.target}")

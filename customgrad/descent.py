@@ -12,11 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from customgrad.contract import PASS_THROUGH, normalize_outputs, raise_user_error, run_user
+from customgrad.defaults import LOSSES, OPTIMIZERS
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
-
-LOSSES = ("mse", "l1", "sse")
-OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
 @dataclass(frozen=True)

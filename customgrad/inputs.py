@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from customgrad.defaults import DEFAULT_SHAPE, SCALAR, format_shape
 from customgrad.errors import SpecError
 
-DEFAULT_SHAPE = (3, 8)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MAX_ELEMENTS = 50_000_000
 #: the constants a form edits and a session stores
@@ -193,7 +193,6 @@ def guessed_parameters(function: type) -> dict[str, str]:
 
 
 #: a tensor of no dimensions (one element), as a shape is written
-SCALAR = "scalar"
 #: the one shape grammar, ``N(xN)*``: whole numbers in ASCII digits joined by ``x`` (or ``X``),
 #: spaces allowed around each ``x``; or :data:`SCALAR`
 SHAPE_GRAMMAR = re.compile(r"[0-9]+(?:\s*[xX]\s*[0-9]+)*")
@@ -273,10 +272,6 @@ def _shape_problem(raw: str) -> str:
             return f"{raw!r}: separate the dimensions with x, as in {'x'.join(digits)}."
         return f"{part!r} is not a number; write a shape like 3x8."
     return f"{raw!r} is not a shape; write it like 3x8."
-
-
-def format_shape(shape: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in shape) if shape else SCALAR
 
 
 def parse_const(text: str, like: object = None, name: str = "constant") -> object:

@@ -20,7 +20,8 @@ no Python exception reaches it. :func:`call` runs a job there instead:
 Every job gets a fresh child here; :mod:`customgrad.kept` keeps one for the jobs of one
 Function while nothing goes wrong there: a crashed, stopped or poisoned one is never reused.
 
-Only the standard library and torch: no Qt here.
+Only the standard library and torch, which the child imports (the fork server has it) and
+the caller only where it holds tensors: ``customgrad check`` imports torch once, there. No Qt.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch.multiprocessing  # noqa: F401 (registers the reductions that share tensors)
-
-from customgrad import processes, sharing, threads
+from customgrad import processes, threads
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
 
@@ -170,6 +169,8 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     if environment is not None:
         processes.adopt_environment(environment)
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
+    from customgrad import sharing  # torch's reductions: the result's tensors are shared
+
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)
@@ -338,6 +339,8 @@ def call(job: Callable, *args, on_message: Callable | None = None,
 def _new_child(target: Callable, name: str, *args):
     """A child process not started yet, running ``target(conn, fault_path, *args,
     environment)``: (process, this end of its pipe, its end, faulthandler's file)."""
+    if "torch" in sys.modules:  # a caller holding tensors: they are shared, not copied
+        import torch.multiprocessing  # noqa: F401 (registers torch's reductions)
     context = processes.context()
     fd, fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
     os.close(fd)

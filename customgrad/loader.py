@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -21,6 +22,7 @@ import torch
 from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
 from customgrad.errors import TargetError, format_traceback
+from customgrad.gallery.entry import GalleryEntry
 
 _counter = itertools.count()
 #: the module part of the TARGET of a Function only the running program holds (one
@@ -36,7 +38,7 @@ class Target:
     spec: str
     function: type[torch.autograd.Function]
     label: str
-    entry: catalog.GalleryEntry | None = None
+    entry: GalleryEntry | None = None
     file: str | None = None
     #: the text that was run, for a Function loaded from a file (so that another process
     #: can load the very same code even if the file changed since)
@@ -111,10 +113,11 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
     ``source``: run this text as if it were the file's (default: read the file). The module's
     ``__source__`` holds the text that ran."""
     path = os.path.abspath(os.fspath(path))
+    base = os.path.basename(path)  # the messages name the file; ``file`` gives its path
     if os.path.isdir(path):
-        raise TargetError(f"{path} is a folder; give a .py file inside it.", file=path)
+        raise TargetError(f"{base} is a folder; give a .py file inside it.", file=path)
     if source is None and not os.path.isfile(path):
-        raise TargetError(f"File not found: {path}", file=path)
+        raise TargetError(f"File not found: {base}", file=path)
     digest = hashlib.sha1(path.encode()).hexdigest()[:10]
     name = f"customgrad_user_{Path(path).stem}_{digest}_{next(_counter)}"
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
@@ -122,7 +125,8 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
         if source is None:
             source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TargetError(f"Cannot read {path}: {exc}", file=path) from None
+        reason = getattr(exc, "strerror", None) or exc  # (an OSError's text repeats the path)
+        raise TargetError(f"Cannot read {base}: {reason}", file=path) from None
     try:
         code = compile(source, path, "exec")
     except SyntaxError as exc:
@@ -140,6 +144,7 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
                               (kind, path, source))
         if isinstance(ran, shadow.Shadowed):  # a worker process ran it: its Functions here
             ran.bind(module.__dict__, name)
+            module.__kinds__ = ran.kinds
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise
@@ -163,14 +168,34 @@ def _import_failed(exc: BaseException, path: str) -> TargetError:
         file=path, line=line, details=format_traceback(exc))
 
 
-def _pick(functions: list[type], class_name: str | None, where: str, path: str | None) -> type:
+def kind_in(module: object, name: str) -> str | None:
+    """What ``name`` in ``module`` is (:func:`customgrad.shadow.kind_of`), where it is bound
+    to something that is not a Function of the module's own; None where it is not bound. A
+    module a worker process ran holds only its Functions' shadows and the kinds of the rest."""
+    if name in vars(module):
+        obj = vars(module)[name]
+        if is_function(obj):  # (a worker's shadow of one too)
+            return f"a Function imported from {obj.__module__}, not one it defines"
+        return shadow.kind_of(obj)
+    return getattr(module, "__kinds__", {}).get(name)
+
+
+def _pick(functions: list[type], class_name: str | None, where: str, path: str | None,
+          module: object = None) -> type:
     if class_name:
         for cls in functions:
             if cls.__name__ == class_name:
                 return cls
         names = ", ".join(c.__name__ for c in functions) or "none"
+        kind = kind_in(module, class_name) if module is not None else None
+        if kind is not None:
+            found = f"its Functions: {names}" if functions else "it defines no Function"
+            raise TargetError(f"{class_name} in {where} is {kind}, not a "
+                              f"torch.autograd.Function subclass; {found}.", file=path)
+        close = difflib.get_close_matches(class_name, [c.__name__ for c in functions], n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
         raise TargetError(f"{where} has no autograd Function called {class_name!r} "
-                          f"(found: {names}).", file=path)
+                          f"(found: {names}).{hint}", file=path)
     if not functions:
         raise TargetError(f"{where} defines no torch.autograd.Function subclass.", file=path)
     if len(functions) > 1:
@@ -252,6 +277,7 @@ def import_user_module(where: str, kind: str = "module", reload: bool = False):
         module = types.ModuleType(where)
         module.__file__ = ran.file
         ran.bind(vars(module))
+        module.__kinds__ = ran.kinds
         return module
     return ran
 
@@ -273,6 +299,21 @@ def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
     return found
 
 
+def _refuse_bad_class(text: str) -> None:
+    """TargetError for a file or module followed by a colon and no class name (``mine.py:``,
+    ``pkg.mod:3``), which would otherwise be looked up as a gallery name."""
+    head, sep, tail = text.rpartition(":")
+    if not sep or not head or (len(head) == 1 and head.isalpha()) or os.path.exists(text):
+        return  # no colon, a Windows drive, or a file whose name holds a colon
+    module = "." in head and all(p.isidentifier() for p in head.split("."))
+    if not (is_file_target(head) or module):
+        return  # a gallery name: its own message suggests the closest
+    what = (f"{text!r}: {tail.strip()!r} after the colon is not a class name" if tail.strip()
+            else f"{text!r} names no class after the colon")
+    alone = f", or {head} alone for its only Function" if is_file_target(head) else ""
+    raise TargetError(f"{what}; write {head}:ClassName{alone}.")
+
+
 def import_target(where: str, class_name: str, function: type) -> Target:
     """The Target ``where:class_name``: ``function``, bound by that name in the module
     ``where`` (imported here, or its shadow)."""
@@ -289,6 +330,8 @@ def resolve(spec: str, code: str | None = None) -> Target:
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
     where, class_name = split_target(text)
+    if class_name is None:
+        _refuse_bad_class(text)
     if where == PROCESS_LOCAL:
         raise TargetError(f"{class_name or text} was defined in a script or notebook and "
                           "only that program holds it: open it from there again with "
@@ -298,16 +341,17 @@ def resolve(spec: str, code: str | None = None) -> Target:
     if is_file_target(where):
         module = load_file(where, code)
         path = os.path.abspath(where)
-        cls = _pick(functions_in(module), class_name, os.path.basename(where), path)
+        cls = _pick(functions_in(module), class_name, os.path.basename(where), path, module)
         return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path,
                       code=module.__source__)
     if class_name is not None:
         module = import_user_module(where)
         obj = getattr(module, class_name, None)
-        if obj is None:
+        if obj is None and kind_in(module, class_name) is None:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")
         if not is_function(obj):
-            raise TargetError(f"{where}:{class_name} is not a torch.autograd.Function subclass.")
+            raise TargetError(f"{where}:{class_name} is {kind_in(module, class_name)}, not a "
+                              "torch.autograd.Function subclass.")
         return import_target(where, class_name, obj)
     entry = catalog.get(text)
     return Target(entry.name, entry.function, entry.title, entry=entry,

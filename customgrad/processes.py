@@ -8,7 +8,8 @@ child loads the Function again from its spec (:class:`ProblemRef`; :func:`portab
 whether it can), and reports a failure to do so as :class:`SetupFailed`, on which callers
 run the work on a thread instead.
 
-Only the standard library and torch: no Qt here.
+Only the standard library and torch, imported where a function needs it: a caller that
+holds no tensors (the CLI) starts children without importing torch itself.
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from customgrad import threads
-from customgrad.descent import Descent
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
-from customgrad.loader import PROCESS_LOCAL, resolve
+
+if TYPE_CHECKING:
+    from customgrad.descent import Descent
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
-PRELOAD = ["torch", "customgrad.warmup", "customgrad.runner", "customgrad.isolation",
-           "customgrad.kept", "customgrad.catalog"]
+PRELOAD = ["torch", "customgrad.sharing", "customgrad.warmup", "customgrad.runner",
+           "customgrad.isolation", "customgrad.kept", "customgrad.catalog"]
 
 _context = None
 _context_lock = threading.Lock()
@@ -174,6 +175,8 @@ class ProblemRef:
         """The descent of the Function ``target`` (loaded here by its spec if not given):
         making it calls ``forward`` once."""
         target = load_target(self.spec, self.code) if target is None else target
+        from customgrad.descent import Descent
+
         s = self.settings
         return Descent(target.function, self.specs, self.args, self.targets, lr=s.lr,
                        loss=s.loss, optimizer=s.optimizer)
@@ -189,6 +192,8 @@ def load_target(spec: str, code: str | None):
     """:func:`customgrad.loader.resolve`, remembered in a kept child: there the global random
     generators are then put where loading it left them the first time (a module that seeds
     or draws at its top level), as loading it again would."""
+    from customgrad.loader import resolve
+
     if not KEEP_TARGETS:
         return resolve(spec, code)
     found = _targets.get((spec, code))
@@ -206,6 +211,8 @@ def random_state() -> tuple:
     has made it (numpy seeds it afresh where it is first used)."""
     import random
 
+    import torch
+
     generator = sys.modules.get("numpy.random")
     return (torch.random.get_rng_state(), random.getstate(),
             generator.get_state() if generator is not None else None)
@@ -213,6 +220,8 @@ def random_state() -> tuple:
 
 def set_random_state(state: tuple) -> None:
     import random
+
+    import torch
 
     torch_state, python_state, numpy_state = state
     torch.random.set_rng_state(torch_state)
@@ -224,6 +233,8 @@ def set_random_state(state: tuple) -> None:
 def portable(target) -> bool:
     """True when a child process can load ``target``'s Function again by its spec: a gallery
     entry, a file (its text travels along) or ``module:Class``."""
+    from customgrad.loader import PROCESS_LOCAL
+
     if target.entry is not None or target.code is not None:
         return True
     head, sep, tail = str(target.spec).rpartition(":")

@@ -168,6 +168,8 @@ class Shadowed:
     names: dict[str, int]
     #: the module's file, where it has one
     file: str | None = None
+    #: what each of its other public names is (:func:`kind_of`), for a message that names it
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def bind(self, namespace: dict, module: str | None = None) -> None:
         """Put a shadow of each Function into ``namespace`` under its names; those defined
@@ -183,13 +185,36 @@ def describe_module(module: object, is_function) -> Shadowed:
     seen: dict[int, int] = {}
     descriptions: list[Description] = []
     names: dict[str, int] = {}
+    kinds: dict[str, str] = {}
     for name, obj in vars(module).items():
         if is_function(obj):
             if id(obj) not in seen:
                 seen[id(obj)] = len(descriptions)
                 descriptions.append(describe(obj, module.__name__))
             names[name] = seen[id(obj)]
-    return Shadowed(descriptions, names, getattr(module, "__file__", None))
+        elif not name.startswith("_"):
+            kinds[name] = kind_of(obj)
+    return Shadowed(descriptions, names, getattr(module, "__file__", None), kinds)
+
+
+def kind_of(obj: object) -> str:
+    """What ``obj``, which is not a Function of the user's, is, in a sentence's words ("an
+    nn.Module subclass", "a function"): for a message when someone names it as their Function."""
+    if inspect.isclass(obj):
+        if issubclass(obj, torch.nn.Module):
+            return "an nn.Module subclass"
+        if issubclass(obj, torch.autograd.Function):
+            return "torch's own Function base class"
+        return "a class that does not subclass torch.autograd.Function"
+    if inspect.ismodule(obj):
+        return "a module"
+    if isinstance(obj, torch.nn.Module):
+        return "an nn.Module instance"
+    if isinstance(obj, torch.Tensor):
+        return "a tensor"
+    if inspect.isroutine(obj):
+        return "a function"
+    return f"a value of type {type(obj).__name__}"
 
 
 def own_functions(cls: type) -> list:

@@ -18,13 +18,13 @@ from torch.autograd import forward_ad
 from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.customop import op_of
+from customgrad.defaults import CHECK_NAMES, DEFAULT_CHECKS, parse_checks
 from customgrad.errors import FunctionError, SpecError
 from customgrad.jacobian import ATOL, EPS, FLOAT32_FLOOR, RTOL, compare
 
-NAMES = ("jacobian", "double_backward", "forward_ad", "batched_grad", "undefined_grad",
-         "grad_dtypes", "nondeterminism", "opcheck")
-#: gradcheck's defaults: the Jacobian, and undefined gradients (check_undefined_grad=True)
-DEFAULT = ("jacobian", "undefined_grad")
+#: every sub-check, in the order they run; gradcheck's defaults (check_undefined_grad=True)
+NAMES, DEFAULT = CHECK_NAMES, DEFAULT_CHECKS
+parse = parse_checks
 
 
 def defaults_for(function: type) -> tuple[str, ...]:
@@ -44,16 +44,6 @@ class SubCheck:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def parse(text: str) -> tuple[str, ...]:
-    """``jacobian,forward_ad`` -> the names; SpecError naming an unknown one."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in NAMES]
-    if unknown or not names:
-        raise SpecError(f"unknown check {', '.join(map(repr, unknown)) or '(none given)'}: "
-                        f"choose from {', '.join(NAMES)}.", field="checks")
-    return names
 
 
 def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,

@@ -22,11 +22,10 @@ import contextlib
 import os
 import time
 
-import torch
-
 #: torch's own choice in this process before any job changed it (``OMP_NUM_THREADS`` if
-#: the user set it, else the cores)
-DEFAULT = torch.get_num_threads()
+#: the user set it, else the cores); read at the first job, so that importing this module
+#: imports no torch (the CLI's own process never needs it)
+DEFAULT: int | None = None
 
 #: samples of the run queue, ``SAMPLE_GAP`` seconds apart, before a job (their median)
 SAMPLES = 3
@@ -70,6 +69,11 @@ def others_running() -> float:
 
 def use_free_cores() -> int:
     """Set this process's torch threads to the cores free now (:func:`choose`); the count."""
+    global DEFAULT
+    import torch
+
+    if DEFAULT is None:
+        DEFAULT = torch.get_num_threads()
     threads = choose(usable_cores(), others_running(), DEFAULT)
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)

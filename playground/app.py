@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR
     if args.screenshot and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # a screenshot needs no screen
+    if a_core_is_free():
+        start_fork_server()  # else it starts once the window is built, as the Session asks
     with imports_frozen():
         from playground.main_window import MainWindow
         from playground.state.session import Session
@@ -147,12 +149,58 @@ def main(argv: list[str] | None = None) -> int:
     return app.exec()
 
 
+def start_fork_server() -> None:
+    """Start the worker processes' fork server first thing, before the window's own imports:
+    it imports torch (2 to 3 s) in a process of its own while this one imports and builds
+    the window, so the first build and check find it ready (it started once the window was
+    built, and the first verdict waited for both imports, one after the other). Only the
+    standard library here; nothing where children are spawned (a spawned child imports
+    torch itself). A failure is left to the first job, which starts it again and says why."""
+    import threading
+
+    from customgrad import processes
+
+    if not processes.fork_server():
+        return
+    processes.preload(*WORKER_MODULES)
+
+    def warm() -> None:
+        with contextlib.suppress(Exception):
+            processes.warm()
+
+    threading.Thread(target=warm, name="start fork server", daemon=True).start()
+
+
+def a_core_is_free() -> bool:
+    """Whether this machine has a core to spare (the last minute's load average at least one
+    below the cores this process may use): there the fork server's import of torch runs
+    beside the window's and the first verdict comes seconds sooner. On a machine whose cores
+    are all busy the two imports would share them, and the window would paint seconds later
+    for a verdict no sooner (docs/performance.md)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] <= cores - 1
+    except OSError:
+        return False
+
+
+#: what the window's worker processes run, for the fork server to import once (as
+#: playground.workers.jobs asks, which imports torch)
+WORKER_MODULES = ("playground.workers.remote",)
+
+
 def application():
     """The running QApplication (a notebook's, under ``%gui qt``), or a new one; named and
     with the app's font and plot defaults either way."""
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
+    from playground.views.qt_messages import filter_noise
+
+    filter_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1] or ["autograd-playground"])
     app.setApplicationName("autograd-playground")
     app.setOrganizationName("autograd-playground")

@@ -30,7 +30,11 @@ LANDSCAPE_SIZE = (640, 560)
 
 def _application():
     """The running QApplication, or a new one: on Qt's offscreen platform when no window
-    could open here (no display), so that drawing never aborts the process."""
+    could open here (no display), so that drawing never aborts the process. Qt's messages
+    that mean nothing to the notebook's user are filtered (:mod:`playground.views.qt_messages`)."""
+    from playground.views.qt_messages import filter_noise
+
+    filter_noise()
     app = QApplication.instance()
     if app is not None:
         if not isinstance(app, QApplication):

@@ -54,6 +54,8 @@ SYNTAX_ERROR = "import torch\n\n\nclass Broken(torch.autograd.Function):\n" \
                "    def forward(ctx, x:\n        return x\n"  # line 5 never closes '('
 IMPORT_ERROR = "import torch  # noqa: F401\n\nraise RuntimeError('this module refuses to load')\n"
 NO_FUNCTION = "def helper(x):\n    return x + 1\n"
+NOT_A_FUNCTION = "import torch\n\n\nclass Layer(torch.nn.Module):\n    pass\n\n\n" \
+                 "def helper(x):\n    return x + 1\n"
 WATCHED = '''import torch
 
 
@@ -74,6 +76,7 @@ def write_files(folder: Path) -> dict[str, str]:
     (folder / "syntax_error.py").write_text(SYNTAX_ERROR)
     (folder / "import_fails.py").write_text(IMPORT_ERROR)
     (folder / "no_function_here.py").write_text(NO_FUNCTION)
+    (folder / "not_a_function.py").write_text(NOT_A_FUNCTION)
     (folder / "watched.py").write_text(WATCHED.format(version=1))
     (folder / "a_folder").mkdir(exist_ok=True)
     return {"tmp": str(folder)}
@@ -205,7 +208,8 @@ CASES = [
     load_case("file_import_error", "{tmp}/import_fails.py",
               r"Importing import_fails\.py failed with RuntimeError: this module refuses to load",
               "{tmp}/import_fails.py:3"),
-    load_case("file_missing", "{tmp}/missing.py", r"File not found", "{tmp}/missing.py"),
+    load_case("file_missing", "{tmp}/missing.py", r"File not found: missing\.py",
+              "{tmp}/missing.py"),
     load_case("file_is_a_folder", "{tmp}/a_folder", r"a_folder", "{tmp}/a_folder"),
     load_case("file_no_function", "{tmp}/no_function_here.py",
               r"no_function_here\.py defines no torch\.autograd\.Function",
@@ -215,8 +219,20 @@ CASES = [
               str(FAULTS)),
     load_case("file_unknown_class", fn("Nope"),
               r"faults_functions\.py has no autograd Function called 'Nope'", str(FAULTS)),
+    load_case("file_class_is_a_module", "{tmp}/not_a_function.py:Layer",
+              r"Layer in not_a_function\.py is an nn\.Module subclass, not a "
+              r"torch\.autograd\.Function subclass; it defines no Function",
+              "{tmp}/not_a_function.py"),
+    load_case("file_class_is_a_function", "{tmp}/not_a_function.py:helper",
+              r"helper in not_a_function\.py is a function, not a torch\.autograd\.Function",
+              "{tmp}/not_a_function.py"),
+    load_case("file_colon_without_class", "{tmp}/not_a_function.py:",
+              r"not_a_function\.py:' names no class after the colon; write "
+              r".*not_a_function\.py:ClassName", None),
     load_case("gallery_unknown_name", "nosuchgallery",
               r"No gallery Function is called 'nosuchgallery'", None),
+    load_case("gallery_misspelled_name", "killhed",
+              r"No gallery Function is called 'killhed'\. Did you mean killhead\?", None),
     load_case("import_path_missing_module", "nosuch_faults_module.sub:Cls",
               r"Cannot import 'nosuch_faults_module\.sub': ModuleNotFoundError", None),
     # -- broken Functions
@@ -350,7 +366,7 @@ def check_cli(case, files, capsys):
     else:
         assert not err.strip()
     if case.where:
-        assert expand(case.where, files) in text, text
+        assert text.count(expand(case.where, files)) == 1, text  # said once
 
 
 def open_target(qtbot, win, spec):
@@ -419,7 +435,7 @@ def check_app(case, files, qtbot, win):
             assert re.search(message, text), text
             assert "Traceback" not in text
             if case.where:
-                assert expand(case.where, files) in text, text
+                assert text.count(expand(case.where, files)) == 1, text  # said once
     elif case.app_expect == "notice":
         qtbot.waitUntil(lambda: any(re.search(message, flat(n)) for n in notices),
                         timeout=TIMEOUT)

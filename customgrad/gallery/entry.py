@@ -1,7 +1,7 @@
-"""What one gallery entry is: a Function with the shapes, constants and notes its lesson uses,
-and the categories entries fall into.
+"""What one gallery entry is: a Function with the shapes, constants and notes its lesson uses.
 
-The gallery's modules build entries from this; :mod:`customgrad.catalog` reads them.
+The gallery's modules build entries from this; :mod:`customgrad.catalog` reads them and
+names the categories they fall into.
 """
 
 from __future__ import annotations
@@ -11,11 +11,6 @@ import textwrap
 from dataclasses import dataclass, field
 
 import torch
-
-CATEGORIES = ("seed", "classic", "find-the-bug")
-#: what the CLI's list and the app's picker call each category (JSON gives both)
-CATEGORY_TITLES = {"seed": "From the lessons", "classic": "Classics (one ctx feature each)",
-                   "find-the-bug": "Find the bug"}
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from customgrad.defaults import ATOL as ATOL  # the tolerances live with the other defaults
+from customgrad.defaults import EPS as EPS
+from customgrad.defaults import RTOL as RTOL
 from customgrad.errors import SpecError
 
-EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 #: the least eps/atol/rtol for a numerical Jacobian that has to stay in float32
 FLOAT32_FLOOR = {"eps": 1e-3, "atol": 1e-3, "rtol": 1e-2}
 MEMORY_CAP = 1 << 30

@@ -1,6 +1,6 @@
 """Benchmarks, measured side by side in one run and reported as ratios.
 
-    python tests/benchmarks/bench.py [--quick] [--json] [--only NAME ...]
+    python tests/benchmarks/bench.py [--quick] [--json] [--only NAME ...] [--against REV]
 
 Not part of the test suite: these machines are noisy, so targets live here as ratios.
 """
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import math
 import os
 import platform
 import statistics
@@ -234,7 +236,8 @@ class _StallMeter:
     """Longest gap between ticks of a 5 ms GUI timer: how long the event loop was blocked;
     and how many times it was blocked longer than a 60 Hz frame (a frame the screen missed).
     ``queued``: how much of the longest gap the GUI thread spent ready to run but waiting
-    for a core (the rest it ran, or waited for a lock)."""
+    for a core; ``ran``: how much of it the GUI thread ran on a core (the rest of the gap it
+    waited for the interpreter lock, or for I/O)."""
 
     FRAME = 1 / 60
 
@@ -248,16 +251,18 @@ class _StallMeter:
         self.late = 0
 
     def _tick(self):
-        now, queued = time.perf_counter(), _waited_for_a_core()
+        now, queued, ran = time.perf_counter(), _waited_for_a_core(), time.thread_time()
         if self.last is not None:
             blocked = now - self.last[0] - 0.005
             if blocked > self.worst:
                 self.worst, self.queued = blocked, queued - self.last[1]
+                self.ran = ran - self.last[2]
             self.late += blocked > self.FRAME
-        self.last = now, queued
+        self.last = now, queued, ran
 
     def __enter__(self):
         self.last, self.worst, self.late, self.before, self.queued = None, 0.0, 0, None, 0.0
+        self.ran = 0.0
         self.timer.start()
         return self
 
@@ -337,7 +342,7 @@ def bench_app(quick: bool) -> dict:
     _wait(app, lambda: session.step == 0 and session.descent_worker is None)
     window_s = 0.4
     app_rates, bare_rates, paired = [], [], []
-    stall_run = 0.0
+    stall_run, queued_run, ran_run = 0.0, 0.0, 0.0
     bare_loop = _BareLoop()
     bare = bare_loop.rate(window_s)
     bare_rates.append(bare)
@@ -350,7 +355,8 @@ def bench_app(quick: bool) -> dict:
             rate = (session.step - start_step) / (time.perf_counter() - start)
             session.pause()
         _run_for(0.05)
-        stall_run = max(stall_run, meter.worst)
+        if meter.worst > stall_run:
+            stall_run, queued_run, ran_run = meter.worst, meter.queued, meter.ran
         after = bare_loop.rate(window_s)
         app_rates.append(rate)
         bare_rates.append(after)
@@ -362,7 +368,7 @@ def bench_app(quick: bool) -> dict:
     with _StallMeter() as meter:
         session.update(shapes={"input": "32x64"}, dtype="float64")
         _verdict_drawn(app, reports)
-    stall_jacobian = meter.worst
+    stall_jacobian, queued_jacobian, ran_jacobian = meter.worst, meter.queued, meter.ran
     session.shutdown(wait=1.0)
     window.close()
     return {
@@ -372,29 +378,87 @@ def bench_app(quick: bool) -> dict:
         "loop_steps_per_s_bare": max(bare_rates),
         "ui_max_stall_ms_running": stall_run * 1000,
         "ui_max_stall_ms_jacobian_2048": stall_jacobian * 1000,
+        "ui_max_stall_queued_ms_running": queued_run * 1000,
+        "ui_max_stall_queued_ms_jacobian_2048": queued_jacobian * 1000,
+        "ui_max_stall_ran_ms_running": ran_run * 1000,
+        "ui_max_stall_ran_ms_jacobian_2048": ran_jacobian * 1000,
     }
 
 
-def bench_plot(quick: bool) -> dict:
-    """Event-loop stall while the loss plot holds 1,000,000 points and keeps growing."""
+class _BusyCore:
+    """One core held busy by another process (a spinning interpreter) while in the block."""
+
+    def __enter__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(0.2)  # running
+        return self
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()
+
+
+def _plot_stall(app, plot, points: int, seconds: float) -> tuple[float, float]:
+    """Longest stall (s) while the loss plot holds ``points`` and grows by 60 a frame, and
+    how much of it the GUI thread waited for a core. (Until
+    the 10 M points came, the benchmark slept between batches with the event loop stopped,
+    so no reading could fall below a frame's 16.7 ms.)"""
     import numpy as np
 
-    app, window = _window()
-    plot = window.loss_plot
     plot.start_run("benchmark")
-    steps = np.arange(1_000_000, dtype=np.float64)
+    plot.clear_history()  # the earlier measurement's run is no overlay here
+    steps = np.arange(points, dtype=np.float64)
     plot.append(steps, 1.0 / (1.0 + steps))
-    app.processEvents()
+    plot.flush()
+    _run_for(0.25)  # the new run's first paint (its axes, its legend) before the meter
     with _StallMeter() as meter:
-        start, n = time.perf_counter(), 1_000_000
-        while time.perf_counter() - start < (1.5 if quick else 4.0):
+        start, n = time.perf_counter(), points
+        while time.perf_counter() - start < seconds:
             batch = np.arange(n, n + 60, dtype=np.float64)
             plot.append(batch, 1.0 / (1.0 + batch))
             n += 60
-            app.processEvents()
-            time.sleep(1 / 60)
+            _run_for(1 / 60)  # the event loop runs while the next batch is computed
+    return meter.worst, meter.queued
+
+
+def bench_plot(quick: bool) -> dict:
+    """Event-loop stall while the loss plot holds 1,000,000 or 10,000,000 points and keeps
+    growing, idle and with one core held busy; beside each, the way before bbd2662 (every
+    point handed to pyqtgraph, which peak-downsamples them at each redraw, drawn as one path,
+    the axes replayed at each redraw), the two ways taking turns: the least of each way's
+    turns (3, --quick 2; each its longest stall in 4 s, --quick 1.5 s), as noise only ever
+    lengthens a stall."""
+    from PySide6.QtWidgets import QGraphicsItem
+
+    from playground.views.loss_plot import runs as loss_plot
+
+    app, window = _window()
+    axes = [window.loss_plot.plot_item.getAxis(name) for name in ("bottom", "left")]
+    cached, uncached = (QGraphicsItem.CacheMode.DeviceCoordinateCache,
+                        QGraphicsItem.CacheMode.NoCache)
+    ways = {"": (loss_plot.DIRECT_POINTS, loss_plot.PATH_POINTS, cached),
+            "_all_points_one_path": (sys.maxsize, sys.maxsize, uncached)}
+    out = {}
+    try:
+        for points, name in ((1_000_000, "1m"), (10_000_000, "10m")):
+            for busy in (False, True):
+                for _turn, (way, (direct, path, cache)) in itertools.product(
+                        range(2 if quick else 3), ways.items()):
+                    loss_plot.DIRECT_POINTS, loss_plot.PATH_POINTS = direct, path
+                    for axis in axes:
+                        axis.setCacheMode(cache)
+                    with _BusyCore() if busy else contextlib.nullcontext():
+                        stall, queued = _plot_stall(app, window.loss_plot, points,
+                                                    1.5 if quick else 4.0)
+                    key = f"plot_{name}_points_stall_ms{'_busy' if busy else ''}{way}"
+                    if stall * 1000 < out.get(key, math.inf):
+                        out[key] = stall * 1000
+                        if not way:  # of it, waiting for a core: the machine's, not ours
+                            out[key.replace("stall", "queued")] = queued * 1000
+    finally:
+        loss_plot.DIRECT_POINTS, loss_plot.PATH_POINTS = ways[""][:2]
     window.close()
-    return {"plot_1m_points_stall_ms": meter.worst * 1000}
+    return out
 
 
 _STARTUP = """
@@ -427,10 +491,54 @@ os._exit(0)  # workers may still be computing the first Jacobian
 """
 
 
+_FIRST_VERDICT = """
+import os, sys, time
+launched = float(sys.argv[1])  # the parent's perf_counter (CLOCK_MONOTONIC: one clock for all)
+import playground.app as app_module
+
+release = app_module.release_after_show
+seen = {}
+
+
+def watched(session, window, settle=True):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    banner = window.jacobian.banner
+
+    class Paints(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType():
+                now = time.perf_counter()
+                if obj.window() is window:
+                    seen.setdefault("paint", now)
+                if "report" in seen and (obj is banner or banner.isAncestorOf(obj)):
+                    print(seen["paint"] - launched, now - launched, flush=True)
+                    os._exit(0)  # workers may still be running
+            return False
+
+    app = QApplication.instance()
+    app.installEventFilter(Paints(app))
+    session.jacobianReady.connect(lambda _report: seen.setdefault("report", True))
+    release(session, window, settle)
+
+
+app_module.release_after_show = watched
+#: the server's start
+code = app_module.main(["killhead"])  # stops at the verdict's first paint
+sys.exit(f"autograd-playground exited ({code}) before painting a verdict")
+"""
+
+
 def bench_startup(quick: bool) -> dict:
     """Start-up to the first painted window, minus importing torch and PySide6: the real
     command (``autograd-playground``, with this run's empty home folder), stopped at its
-    first paint.
+    first paint. Then what the user waits for, from launch (the parent's clock, before it
+    starts the process): the window's first paint and the first verdict painted
+    (``autograd-playground killhead``), taking turns with ``python -c "import torch"``, the
+    floor for anything that needs torch. The workers' fork server starts before the window's
+    imports where a core is free (``app.a_core_is_free``), else once the window is built: the
+    plain readings are the app's choice on this machine now, ``_server_first`` always first.
 
     Like an installed copy (pip compiles it) or any start after the first, it runs from
     compiled bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so our sources are compiled
@@ -444,7 +552,21 @@ def bench_startup(quick: bool) -> dict:
                              cwd=ROOT, check=True, env=env)
         t_import, t_paint = (float(v) for v in out.stdout.split()[-2:])
         overheads.append(t_paint - t_import)
-    return {"startup_overhead_s": min(overheads)}
+    readings: dict[str, list[float]] = {}
+    for _ in range(2 if quick else 3):  # in turns: the machine's drift falls on all alike
+        for way, choice in (("", ""), ("_server_first", "True")):
+            script = _FIRST_VERDICT.replace("#: the server's start", "app_module.a_core_is_free"
+                                            f" = lambda: {choice}" if choice else "")
+            launched = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", script, str(launched)],
+                                 capture_output=True, text=True, cwd=ROOT, check=True, env=env)
+            first_paint, verdict = (float(v) for v in out.stdout.split()[-2:])
+            readings.setdefault(f"time_to_first_paint_s{way}", []).append(first_paint)
+            readings.setdefault(f"time_to_first_verdict_s{way}", []).append(verdict)
+        launched = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], cwd=ROOT, check=True, env=env)
+        readings.setdefault("import_torch_s", []).append(time.perf_counter() - launched)
+    return {"startup_overhead_s": min(overheads), **{k: min(v) for k, v in readings.items()}}
 
 
 def _rss_mib(pid: int) -> float:
@@ -689,6 +811,10 @@ GOALS = {
     "loop_throughput_vs_bare_median": "median of windows vs the bare ones either side",
     "ui_max_stall_ms_running": "<= 16 (ceiling 50)",
     "ui_max_stall_ms_jacobian_2048": "<= 16 (ceiling 50)",
+    **{f"ui_max_stall_queued_ms_{when}": "of the stall above, waiting for a core"
+       for when in ("running", "jacobian_2048")},
+    **{f"ui_max_stall_ran_ms_{when}": "of it, the GUI thread on a core (its own work; the rest "
+       "it waited for the interpreter lock or I/O)" for when in ("running", "jacobian_2048")},
     "isolated_verdict_vs_thread_dense": "<= 1.1: a dense 2048-row check, worker process / thread",
     "isolated_verdict_vs_thread_killhead": "<= 1.1: a quick sparse check, kept worker "
                                            "process / thread",
@@ -704,8 +830,18 @@ GOALS = {
     **{f"display_prep_vs_comparison_{label}": "worker's time after the comparison, for the "
        "view" for label in ("killhead", "dense")},
     "startup_overhead_s": "<= 0.5 (from compiled bytecode, as installed)",
-    "plot_1m_points_stall_ms": "<= 50",
     "ui_max_stall_ms_playing_landscape": "<= 50, as the Code tab's: median of the turns",
+    "time_to_first_paint_s": "<= 1.5: launch -> the window's first paint",
+    "time_to_first_verdict_s": "<= 4: launch -> the first verdict painted (killhead)",
+    "time_to_first_paint_s_server_first": "the fork server started before the window's imports",
+    "time_to_first_verdict_s_server_first": "the same",
+    "import_torch_s": "the floor: `python -c 'import torch'` in the same turns",
+    **{f"plot_{n}_points_stall_ms{busy}": "<= 16" for n in ("1m", "10m")
+       for busy in ("", "_busy")},
+    **{f"plot_{n}_points_stall_ms{busy}_all_points_one_path": "the way before: every point "
+       "to pyqtgraph, one path" for n in ("1m", "10m") for busy in ("", "_busy")},
+    **{f"plot_{n}_points_queued_ms{busy}": "of the stall above, waiting for a core"
+       for n in ("1m", "10m") for busy in ("", "_busy")},
     "soak_rss_growth_mib": "flat",
     "diagnosis_vs_jacobian": "timed: runs only when a check fails",
     "check_double_backward_vs_jacobian": "timed: torch's gradgradcheck",
@@ -736,7 +872,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these (default: all but soak)")
     parser.add_argument("--turns", type=int, default=0,
                         help="isolation: turns of process and thread (default 4, --quick 2)")
+    parser.add_argument("--against", metavar="REV",
+                        help="run compare_commits.py REV: this tree against commit REV, each "
+                             "measure marked against the old value and its goal")
     args = parser.parse_args(argv)
+    if args.against:
+        from compare_commits import main as compare
+
+        return compare([args.against, *(["--only", *args.only] if args.only else [])])
     global TURNS
     TURNS = args.turns
     results: dict[str, float] = {}
@@ -747,9 +890,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"machine: {machine()}")
     width = max(len(k) for k in results)
+    from compare_commits import against_goal
+
     for key, value in results.items():
         goal = GOALS.get(key, "")
-        print(f"  {key:<{width}}  {value:10.3f}  {goal}")
+        print(f"  {key:<{width}}  {value:10.3f}  {against_goal(goal, value)} {goal}".rstrip())
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -326,9 +327,18 @@ def _python_blocks() -> tuple[str, list[str]]:
     return "README.md", re.findall(r"^```python\n(.*?)^```", section[1], re.S | re.M)
 
 
-def test_the_documented_examples_run(capsys):
+def _pytest_block(blocks: list[str]) -> str:
+    """The block of "In your tests": a test file that imports Scale from scale.py."""
+    found = [b for b in blocks if "def test_" in b]
+    assert len(found) == 1 and "from scale import Scale" in found[0]
+    return found[0]
+
+
+def test_the_documented_examples_run(capsys, tmp_path, monkeypatch):
     source, blocks = _python_blocks()
     assert len(blocks) >= 3
+    (tmp_path / "scale.py").write_text(blocks[0])  # the file the test block imports Scale from
+    monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": "python_api_docs"}
     for k, block in enumerate(blocks):
         if "playground.show(" in block:  # opens a window: tests/playground/test_show.py
@@ -342,3 +352,17 @@ def test_the_documented_examples_run(capsys):
     assert "Scale: PASSED" in out
     assert "ScaleBuggy: backward disagrees with finite differences." in out
     assert "[factor]" in out  # the diagnosis the example shows
+
+
+def test_the_documented_test_file_runs_under_pytest_as_it_is(tmp_path):
+    """Copied as the README says (test_scale.py beside scale.py), pytest passes it: the
+    block imports all it uses."""
+    _, blocks = _python_blocks()
+    (tmp_path / "scale.py").write_text(blocks[0])
+    (tmp_path / "test_scale.py").write_text(_pytest_block(blocks))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", "test_scale.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout

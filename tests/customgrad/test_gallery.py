@@ -325,3 +325,27 @@ def test_linear_seed_gradcheck_as_in_the_notes():
         torch.randn(30, 20, dtype=torch.double, requires_grad=True),
     )
     assert torch.autograd.gradcheck(linear, inputs, eps=1e-6, atol=1e-4)
+
+
+def test_catalog_listing_is_the_gallery():
+    """The names and titles that ``customgrad list`` shows without torch are the gallery's."""
+    from customgrad import catalog
+
+    real = [(e.name, e.title, e.category, e.function.__name__, e.correct, e.twin_of)
+            for e in catalog.entries()]
+    data = [(e.name, e.title, e.category, e.function, e.correct, e.twin_of)
+            for e in catalog.listing()]
+    assert data == real, "catalog.LISTING is out of step with the gallery: it should read\n" + \
+        "\n".join(map(repr, real))
+    assert [e.name for e in catalog.LISTING if not e.custom_op or catalog._has_custom_op()] \
+        == [e.name for e in ENTRIES]  # in the gallery's own order too
+
+
+def test_a_misspelled_gallery_name_gets_the_closest():
+    from customgrad import catalog
+
+    with pytest.raises(catalog.TargetError, match="Did you mean killhead\\?"):
+        catalog.get("killhed")
+    with pytest.raises(catalog.TargetError) as caught:
+        catalog.get("zzzzzz")
+    assert "Did you mean" not in str(caught.value)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import catalog
+from customgrad import catalog, loader, shadow
 from customgrad.errors import TargetError
 from customgrad.loader import (
     functions_in,
@@ -87,7 +87,8 @@ def test_file_with_several_functions_lists_them():
 def test_unknown_class_in_file_lists_the_found_ones():
     with pytest.raises(TargetError, match=r"no autograd Function called 'Nope' \(found: Cube\)"):
         resolve(f"{DATA / 'single_function.py'}:Nope")
-    with pytest.raises(TargetError, match="called 'HELPER'"):
+    with pytest.raises(TargetError, match=r"HELPER in single_function\.py is an nn\.Module "
+                                          r"subclass, not a torch\.autograd\.Function subclass"):
         resolve(f"{DATA / 'single_function.py'}:HELPER")  # exists, but is not a Function
 
 
@@ -152,12 +153,43 @@ def test_import_path_errors(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
     with pytest.raises(TargetError, match="has no attribute 'Nope'"):
         resolve("tests.data.user_functions:Nope")
-    with pytest.raises(TargetError, match=r"not a torch\.autograd\.Function subclass"):
+    with pytest.raises(TargetError, match=r":math is a module, not a torch\.autograd\.Function"):
         resolve("tests.data.user_functions:math")
     with pytest.raises(TargetError, match=r"Cannot import 'tests\.data\.no_such_module'"):
         resolve("tests.data.no_such_module:X")
     with pytest.raises(TargetError, match=r"Cannot import .*RuntimeError"):
         resolve("tests.data.import_error:X")
+
+
+def test_a_name_that_is_no_function_says_what_it_is(tmp_path):
+    """Named as the Function, a class, function or value of the file says what it is, also
+    where a worker process ran the file and this one holds only its Functions' shadows."""
+    path = tmp_path / "mixed.py"
+    path.write_text("import torch\nfrom torch.autograd import Function\n\n\n"
+                    "class Layer(torch.nn.Module):\n    pass\n\n\nSCALE = 2.5\n\n\n"
+                    "class Plain:\n    pass\n")
+    expected = {"Layer": "an nn.Module subclass", "SCALE": "a value of type float",
+                "Function": "torch's own Function base class", "torch": "a module",
+                "Plain": "a class that does not subclass torch.autograd.Function"}
+    for name, kind in expected.items():
+        with pytest.raises(TargetError) as caught:
+            resolve(f"{path}:{name}")
+        assert str(caught.value) == (f"{name} in mixed.py is {kind}, not a "
+                                     "torch.autograd.Function subclass; it defines no Function.")
+    shadowed = shadow.describe_module(loader.load_file(path), loader.is_function)
+    assert shadowed.kinds == {k: expected[k] for k in ("torch", "Function", "Layer", "SCALE",
+                                                        "Plain")}
+
+
+def test_a_colon_without_a_class_name_is_refused_as_such(tmp_path):
+    with pytest.raises(TargetError, match=r"'mine\.py:' names no class after the colon; "
+                                          r"write mine\.py:ClassName, or mine\.py alone"):
+        resolve("mine.py:")
+    with pytest.raises(TargetError, match=r"'pkg\.mod:3': '3' after the colon is not a class name; "
+                                          r"write pkg\.mod:ClassName\.$"):
+        resolve("pkg.mod:3")
+    with pytest.raises(TargetError, match="Did you mean Square"):
+        resolve(f"{USER}:Sqaure")
 
 
 def test_reloads_give_distinct_classes_and_modules():

@@ -500,6 +500,7 @@ def test_screenshot_command(tmp_path):
                            str(out), "--steps", "20"], capture_output=True, text=True,
                           timeout=180)
     assert proc.returncode == 0, proc.stderr
+    assert "propagateSizeHints" not in proc.stderr  # Qt's offscreen noise is filtered
     from PySide6.QtGui import QImage
 
     image = QImage(str(out))

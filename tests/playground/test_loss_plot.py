@@ -7,7 +7,15 @@ import pytest
 from PySide6.QtGui import QFont
 
 from playground.views.loss_plot import LossPlot
-from playground.views.loss_plot.runs import Run, legend_corner, stepped_range
+from playground.views.loss_plot.runs import (
+    DIRECT_POINTS,
+    ENVELOPE_BUCKETS,
+    PATH_POINTS,
+    Envelope,
+    Run,
+    legend_corner,
+    stepped_range,
+)
 
 
 @pytest.fixture
@@ -150,11 +158,69 @@ def test_a_million_points_in_a_hundred_batches(plot):
     for b in range(batches):
         steps = np.arange(b * size, (b + 1) * size)
         plot.append(steps, np.exp(-steps / 2e5))
+    assert plot.point_count == n
+    # the view follows the whole run: the curve holds its envelope, a few thousand points
+    # whatever the run's length, with the run's ends and extremes
     x, y = original(plot.current_curve)
-    assert len(x) == n
-    assert x[-1] == n - 1
-    assert y[-1] == pytest.approx(np.exp(-(n - 1) / 2e5))
-    plot.grab()  # draws (downsampled) without trouble
+    assert len(x) <= 4 * ENVELOPE_BUCKETS
+    assert (x[0], x[-1]) == (0, n - 1)
+    assert (y.max(), y.min()) == (1.0, np.exp(-(n - 1) / 2e5))
+    assert plot.current_curve.curve.opts["segmentedLineMode"] == "on"  # not one long path
+    plot.grab()  # draws without trouble
+    # zoomed by hand: every point again, for the detail (pyqtgraph clips and downsamples)
+    plot.plot_item.vb.sigRangeChangedManually.emit([True, False])
+    x, y = original(plot.current_curve)
+    assert len(x) == n and y[-1] == np.exp(-(n - 1) / 2e5)
+    plot.follow()
+    assert len(original(plot.current_curve)[0]) <= 4 * ENVELOPE_BUCKETS
+
+
+def test_a_short_curve_is_one_path_with_every_point(plot):
+    plot.start_run("short")
+    plot.append(np.arange(PATH_POINTS), np.linspace(1, 0, PATH_POINTS))
+    assert len(original(plot.current_curve)[0]) == PATH_POINTS
+    assert plot.current_curve.curve.opts["segmentedLineMode"] == "auto"  # smooth joins
+    plot.append(np.arange(PATH_POINTS, DIRECT_POINTS), np.zeros(DIRECT_POINTS - PATH_POINTS))
+    assert len(original(plot.current_curve)[0]) == DIRECT_POINTS
+    assert plot.current_curve.curve.opts["segmentedLineMode"] == "on"
+
+
+def _batches(rng, n):
+    start = 0
+    while start < n:
+        stop = min(n, start + int(rng.integers(1, 300)))
+        yield start, stop
+        start = stop
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_envelope_kept_in_step_is_the_one_pooled_at_once(seed):
+    """Fed in batches of any size, an envelope's buckets are the runs of ``width``
+    consecutive points, each with its own first, last, least and largest values."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 20_000))
+    steps, losses = np.arange(n, dtype=np.float64), rng.standard_normal(n)
+    envelope = Envelope(buckets=16)
+    for start, stop in _batches(rng, n):
+        envelope.extend(steps[start:stop], losses[start:stop])
+        assert envelope.count <= 32
+    w, c = envelope.width, envelope.count
+    assert c == -(-n // w) and (c > 16 or w == 1)  # merged only when more than 32 buckets
+    for b in range(c):
+        part = losses[b * w:(b + 1) * w]
+        assert (envelope.lo[b], envelope.hi[b]) == (part.min(), part.max())
+        assert (envelope.y0[b], envelope.y1[b]) == (part[0], part[-1])
+        assert (envelope.x0[b], envelope.x1[b]) == (b * w, min(n, (b + 1) * w) - 1)
+
+
+def test_an_envelopes_curve_goes_through_each_bucket_in_its_direction():
+    envelope = Envelope(buckets=2)
+    envelope.extend(np.arange(6.0), np.array([5.0, 1, 3, 0, 4, 6]))  # 3 buckets of 2
+    x, y = envelope.curve()
+    np.testing.assert_array_equal(x, [0, 1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(y, [5, 1, 3, 0, 4, 6])  # falls, falls, rises
+    envelope.clear()
+    assert envelope.curve()[0].size == 0
 
 
 @pytest.mark.parametrize("log", [False, True])

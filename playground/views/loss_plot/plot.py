@@ -1,10 +1,17 @@
 """The loss plot widget: the live loss curve of a gradient-descent run, with fainter overlays
 of earlier runs.
 
-Points live in growing numpy buffers (amortized doubling, see :mod:`.runs`); the curve is fed
-views of the filled part, with clip-to-view and peak downsampling, so a million points
-stay smooth. Non-finite losses (NaN/Inf) are dropped from the plotted data and
-counted; in log mode pyqtgraph skips zero and negative losses.
+Points live in growing numpy buffers (amortized doubling, see :mod:`.runs`). A curve is fed
+the points themselves up to runs.DIRECT_POINTS; past that, while the view follows the run,
+its envelope (min and max of buckets kept in step as points arrive, :class:`.runs.Envelope`),
+so a redraw costs the same at a million points as at ten million; zoomed or panned by hand,
+the points again, which pyqtgraph clips to the view and peak-downsamples. Curves are drawn as
+line segments past runs.PATH_POINTS, not one path: Qt strokes a wide anti-aliased path point by
+point with its joins (27-175 ms for 2,600 points here), separate segments in about 1 ms; a
+short curve stays one path, where segments would show their overlapping ends as dots.
+
+Non-finite losses (NaN/Inf) are dropped from the plotted data and counted; in log mode
+pyqtgraph skips zero and negative losses.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
+    QGraphicsItem,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -46,6 +54,13 @@ _MIN_FLUSH_INTERVAL = 1 / 10  # seconds between two redraws of the live curve, a
 _CURRENT_LIGHT = "#0b4fa8"  # deep blue: high contrast on a light background
 _CURRENT_DARK = "#5fb4ff"  # light blue: high contrast on a dark background
 _OVERLAY_STRENGTH = 0.65  # overlay colour = this much hue, the rest background
+
+
+def _cache_axes(plot_item: pg.PlotItem) -> None:
+    """The axes and their grid as pixmaps, redrawn when they change: replaying their pictures
+    at each redraw of the curve took 7 ms a frame."""
+    for name in ("bottom", "left"):
+        plot_item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 
 class LossPlot(QWidget):
@@ -77,7 +92,7 @@ class LossPlot(QWidget):
         self._follow = True
         self._fresh = True  # the first points of a run fit the view exactly
         self.plot_item.vb.disableAutoRange()
-        self.plot_item.vb.sigRangeChangedManually.connect(self._stop_following)
+        self.plot_item.vb.sigRangeChangedManually.connect(lambda *_: self._set_following(False))
         self.plot_item.autoBtn.clicked.connect(self.follow)
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
@@ -134,6 +149,7 @@ class LossPlot(QWidget):
         # (PlotItem.addItem) inherit these settings.
         self.plot_item.setClipToView(True)
         self.plot_item.setDownsampling(auto=True, mode="peak")
+        _cache_axes(self.plot_item)
         self.legend: pg.LegendItem = self.plot_item.addLegend(offset=(-12, 12))
         self.legend_corner = "top"  # moved to the bottom when the curve ends high (see flush)
 
@@ -219,8 +235,7 @@ class LossPlot(QWidget):
         self._pending = False
         run = self._current
         t0 = time.perf_counter()
-        x, y = run.filled()
-        run.curve.setData(x, y)  # views, no copies
+        run.feed(whole=self._follow)
         if self._follow:
             self._step_range(force=self._fresh)
             self._fresh = False
@@ -233,12 +248,17 @@ class LossPlot(QWidget):
         # setData costs O(points) (bounds, downsampling): keep it under a third of the time.
         self._min_interval = max(_MIN_FLUSH_INTERVAL, 3.0 * (now - t0))
 
-    def _stop_following(self, *_args) -> None:
-        self._follow = False
+    def _set_following(self, on: bool) -> None:
+        """Follow the runs (their envelopes where long), or not (zoomed by hand: every point,
+        for the detail)."""
+        if self._follow != on:
+            self._follow = on
+            for run in (r for r in (*self._overlays, self._current) if r.n):
+                run.feed(whole=on)
 
     def follow(self) -> None:
         """Fit the view to the data again and keep following it."""
-        self._follow = True
+        self._set_following(True)
         self.plot_item.vb.disableAutoRange()
         self._step_range(force=True)
 
@@ -414,8 +434,7 @@ class LossPlot(QWidget):
     def _to_overlay(self, run: Run) -> None:
         run.shrink()
         run.hue = overlay_hue(self._overlays)
-        x, y = run.filled()
-        run.curve.setData(x, y)  # views of the shrunk buffers
+        run.feed(whole=self._follow)  # views of the shrunk buffers, or the envelope
         run.curve.setZValue(1)
         if self.legend.getLabel(run.curve) is None:
             self.legend.addItem(run.curve, run.legend_text())

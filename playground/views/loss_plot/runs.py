@@ -1,6 +1,7 @@
 """The loss plot's runs, without Qt widgets: each run's points in growing NumPy buffers
-(amortized doubling), the hues of earlier runs, the stepped view range that keeps every run
-in view, where the legend goes, and the rows of a CSV export."""
+(amortized doubling) and their envelope for long runs, the hues of earlier runs, the stepped
+view range that keeps every run in view, where the legend goes, and the rows of a CSV
+export."""
 
 from __future__ import annotations
 
@@ -11,9 +12,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyqtgraph as pg
 
-__all__ = ["OVERLAY_HUES", "Run", "csv_rows", "legend_corner", "overlay_hue", "stepped_range"]
+__all__ = ["OVERLAY_HUES", "Envelope", "Run", "csv_rows", "legend_corner", "overlay_hue",
+           "stepped_range"]
 
 _INITIAL_CAPACITY = 1024
+#: buckets an :class:`Envelope` holds at most (twice this, then neighbours merge)
+ENVELOPE_BUCKETS = 2048
+#: points a curve is fed as they are; a longer run shown whole is fed its envelope
+DIRECT_POINTS = 4 * ENVELOPE_BUCKETS
+#: points up to which a curve is one path (smooth joins); beyond, separate line segments
+PATH_POINTS = 512
 
 # Distinct hues for the overlays of earlier runs (Tableau 10 minus the current blue).
 OVERLAY_HUES = (
@@ -26,6 +34,78 @@ OVERLAY_HUES = (
     "#e377c2",
     "#bcbd22",
 )
+
+
+class Envelope:
+    """A run's points pooled into buckets of ``width`` consecutive points, kept in step as the
+    points arrive: per bucket its first and last step, first and last loss, least and largest
+    loss. Appending costs the batch's length; past ``2 * buckets`` buckets, neighbours merge
+    (each then covers twice the points). So a curve of any length is drawn from at most
+    ``4 * buckets`` points (min and max of each bucket, pyqtgraph's peak downsampling) without
+    reading every point again at each redraw."""
+
+    def __init__(self, buckets: int = ENVELOPE_BUCKETS):
+        self.limit = 2 * buckets
+        self.x0, self.x1, self.y0, self.y1, self.lo, self.hi = np.empty((6, self.limit))
+        self.clear()
+
+    def clear(self) -> None:
+        self.width = 1  # points per bucket
+        self.count = 0  # buckets in use
+        self.fill = 0  # points in the last one
+
+    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Add points (finite, steps increasing)."""
+        k, i = x.size, 0
+        if self.count and self.fill < self.width and k:  # the last bucket first
+            m = min(self.width - self.fill, k)
+            b = self.count - 1
+            self.x1[b], self.y1[b] = x[m - 1], y[m - 1]
+            self.lo[b] = min(self.lo[b], y[:m].min())
+            self.hi[b] = max(self.hi[b], y[:m].max())
+            self.fill += m
+            i = m
+        while i < k:
+            if self.count == self.limit:
+                self._halve()
+            w, c = self.width, self.count
+            take = min(k - i, (self.limit - c) * w)
+            full, part = divmod(take, w)
+            xs, ys = x[i:i + take], y[i:i + take]
+            if full:
+                grid = ys[:full * w].reshape(full, w)
+                self.lo[c:c + full], self.hi[c:c + full] = grid.min(1), grid.max(1)
+                self.y0[c:c + full], self.y1[c:c + full] = grid[:, 0], grid[:, -1]
+                self.x0[c:c + full] = xs[0:full * w:w]
+                self.x1[c:c + full] = xs[w - 1:full * w:w]
+            if part:
+                b, tail = c + full, ys[full * w:]
+                self.lo[b], self.hi[b] = tail.min(), tail.max()
+                self.y0[b], self.y1[b] = tail[0], tail[-1]
+                self.x0[b], self.x1[b] = xs[full * w], xs[-1]
+            self.count = c + full + (1 if part else 0)
+            self.fill = part or w
+            i += take
+
+    def _halve(self) -> None:
+        """Merge neighbouring buckets (all full: this runs only when more points come)."""
+        n = self.count // 2
+        a, b = slice(0, 2 * n, 2), slice(1, 2 * n, 2)
+        self.x0[:n], self.y0[:n] = self.x0[a], self.y0[a]
+        self.x1[:n], self.y1[:n] = self.x1[b], self.y1[b]
+        self.lo[:n] = np.minimum(self.lo[a], self.lo[b])
+        self.hi[:n] = np.maximum(self.hi[a], self.hi[b])
+        self.count, self.width, self.fill = n, 2 * self.width, 2 * self.width
+
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two points per bucket: at its first step the extreme it starts nearer to, at its
+        last the other (a falling stretch max then min, a rising one min then max)."""
+        c = self.count
+        falling = self.y0[:c] > self.y1[:c]
+        first = np.where(falling, self.hi[:c], self.lo[:c])
+        second = np.where(falling, self.lo[:c], self.hi[:c])
+        return (np.column_stack([self.x0[:c], self.x1[:c]]).ravel(),
+                np.column_stack([first, second]).ravel())
 
 
 @dataclass
@@ -41,6 +121,7 @@ class Run:
     hue: str = ""
     hi: float = -math.inf  # largest loss so far
     lo_pos: float = math.inf  # smallest positive loss so far (for the log axis)
+    envelope: Envelope = field(default_factory=Envelope)
 
     def extend(self, steps: np.ndarray, losses: np.ndarray) -> None:
         """Add points (float64 arrays of one length); those whose step or loss is NaN/Inf
@@ -58,11 +139,13 @@ class Run:
             self.losses[self.n : self.n + k] = losses
             self.n += k
             self.note_range(losses)
+            self.envelope.extend(steps, losses)
 
     def clear(self) -> None:
         """No points (the buffers are kept)."""
         self.n = 0
         self.nonfinite = 0
+        self.envelope.clear()
         self.hi, self.lo_pos = -math.inf, math.inf
 
     def note_range(self, losses: np.ndarray) -> None:
@@ -74,6 +157,18 @@ class Run:
 
     def filled(self) -> tuple[np.ndarray, np.ndarray]:
         return self.steps[: self.n], self.losses[: self.n]
+
+    def feed(self, whole: bool) -> None:
+        """Hand the points to the curve: views of the buffers (no copies), or the envelope
+        where the run is long and ``whole`` (the view shows all of it); past PATH_POINTS as
+        separate line segments (see :mod:`playground.views.loss_plot.plot`)."""
+        mode = "on" if self.n > PATH_POINTS else "auto"
+        if self.curve.curve.opts["segmentedLineMode"] != mode:
+            self.curve.curve.setSegmentedLineMode(mode)
+        if self.n > DIRECT_POINTS and whole:
+            self.curve.setData(*self.envelope.curve())
+        else:
+            self.curve.setData(*self.filled())
 
     def reserve(self, extra: int) -> None:
         need = self.n + extra
