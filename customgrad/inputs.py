@@ -18,7 +18,8 @@ import torch
 from customgrad.errors import SpecError
 
 DEFAULT_SHAPE = (3, 8)
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+DTYPES = {"float32": torch.float32, "float64": torch.float64,
+          "complex64": torch.complex64, "complex128": torch.complex128}
 MAX_ELEMENTS = 50_000_000
 #: the constants a form edits and a session stores
 CONST_TYPES = (int, float, bool, str, type(None))
@@ -362,8 +363,8 @@ def parse_dtype(name: str) -> torch.dtype:
     try:
         return DTYPES[str(name).replace("torch.", "")]
     except KeyError:
-        raise SpecError(f"dtype {name!r} is not supported; use float32 or float64.",
-                        field="dtype") from None
+        raise SpecError(f"dtype {name!r} is not supported; use float32, float64, complex64 "
+                        "or complex128.", field="dtype") from None
 
 
 def available_devices() -> list[str]:

@@ -35,7 +35,7 @@ def element(name: str, index: tuple[int, ...]) -> str:
 
 
 def _axis_label(axis: Axis, flat: int) -> str:
-    return axis.label(flat) if axis.shape else axis.name
+    return axis.label(flat) if axis.shape else axis.element_name(flat)
 
 
 def phase_text(phase: str) -> str:
