@@ -27,7 +27,7 @@ from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.diagnosis import diagnose
 from customgrad.errors import CustomGradError, FunctionError, TargetError, TooLargeError
-from customgrad.inputs import DEFAULT_SHAPE, format_shape
+from customgrad.inputs import DEFAULT_SHAPE, DTYPES, format_shape
 from customgrad.jacobian import ATOL, EPS, RTOL
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
@@ -119,8 +119,9 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--init", action="append", metavar="NAME=INIT",
                    help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
                         "ones (repeatable; default: normal)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                   help=f"dtype of the tensor inputs (default: {dtype_default})")
+    p.add_argument("--dtype", choices=tuple(DTYPES), default=None,
+                   help="dtype of the tensor inputs; complex64 and complex128 are checked by "
+                        f"gradcheck's convention (default: {dtype_default})")
     p.add_argument("--device", default="cpu",
                    help="cpu, cuda, cuda:N or mps (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0,

@@ -6,11 +6,17 @@ with two columns (rows) per complex element. A missing or extra conj() is diagno
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 import customgrad
+from customgrad import cli, subchecks
+from customgrad.checks import projected_check
+from customgrad.errors import SpecError
 from customgrad.jacobian import analytic
+from customgrad.settings import Settings
 from tests.data import complex_functions as cf
 
 
@@ -116,3 +122,50 @@ def test_complex64_is_differenced_in_complex128():
 def test_a_complex_dtype_converts_real_tensors():
     report = customgrad.check(cf.Square, _r(3), dtype="complex128")
     assert report.passed and report.inputs[0].parts == 2
+
+
+# ---- the CLI -------------------------------------------------------------------------------
+
+FILE = cf.__file__
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_cli_checks_complex_inputs(capsys, dtype):
+    code = cli.main(["check", f"{FILE}:AbsSquaredConj", "--dtype", dtype, "--shape", "z=2x3",
+                     "--in-process", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["passed"] is False
+    assert [d["kind"] for d in out["diagnoses"]] == ["conjugate"]
+    assert out["worst"]["input_name"] == "z.imag"
+    code = cli.main(["check", f"{FILE}:Square", "--dtype", dtype, "--shape", "z=4",
+                     "--in-process"])
+    text = capsys.readouterr().out
+    assert code == 0 and "PASSED" in text and "numerical in complex128" in text
+
+
+def test_settings_take_complex_dtypes():
+    Settings(target="x", dtype="complex64").validate()
+    with pytest.raises(SpecError, match="complex128"):
+        Settings(target="x", dtype="complex32").validate()
+
+
+@pytest.mark.parametrize("function,make", [(cf.AbsSquared, lambda: (_c(3),)),
+                                           (cf.Square, lambda: (_c(3),)),
+                                           (cf.Cis, lambda: (_r(3),)),
+                                           (cf.Multiply, lambda: (_c(3), _c(3, seed=2)))],
+                         ids=["C->R", "C->C", "R->C", "CxC->C"])
+def test_every_sub_check_takes_complex_tensors(function, make):
+    """None casts a complex tensor to real (a warning, an error here) or fails a correct
+    Function; double backward gets gradgradcheck's verdict."""
+    args = make()
+    report = customgrad.check(function, *args, checks=subchecks.NAMES)
+    assert report.passed
+    assert report.checks["double_backward"].status == "passed" and torch.autograd.gradgradcheck(
+        function.apply, tuple(a.clone().requires_grad_() for a in args))
+    assert report.checks["grad_dtypes"].status == "passed"
+    assert report.checks["nondeterminism"].status == "passed"
+
+
+def test_the_projected_check_sends_complex_inputs_to_the_full_one():
+    with pytest.raises(SpecError, match="check a complex Function in full"):
+        projected_check(cf.Square, [_c(3)])
