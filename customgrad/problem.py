@@ -267,6 +267,8 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     settings.validate()
     target = target or resolve(settings.target)
     dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
+    if target.entry is not None and target.entry.complex and not dtype.is_complex:
+        dtype = {torch.float32: torch.complex64}.get(dtype, torch.complex128)
     specs = specs_for(target, settings)
     candidates, guesses = guesses_for(target, settings, specs)
     floats = [g.name for g in guesses if g.reason == "annotated float, without a default"]

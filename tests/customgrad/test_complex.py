@@ -16,6 +16,7 @@ from customgrad import cli, subchecks
 from customgrad.checks import projected_check
 from customgrad.errors import SpecError
 from customgrad.jacobian import analytic
+from customgrad.problem import build
 from customgrad.settings import Settings
 from tests.data import complex_functions as cf
 
@@ -169,3 +170,22 @@ def test_every_sub_check_takes_complex_tensors(function, make):
 def test_the_projected_check_sends_complex_inputs_to_the_full_one():
     with pytest.raises(SpecError, match="check a complex Function in full"):
         projected_check(cf.Square, [_c(3)])
+
+
+# ---- the gallery pair ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chosen,drawn", [("float64", torch.complex128),
+                                          ("float32", torch.complex64),
+                                          ("complex64", torch.complex64)])
+def test_a_complex_gallery_entry_draws_complex_inputs(chosen, drawn):
+    problem = build(Settings(target="complex_mul", dtype=chosen))
+    assert [a.dtype for a in problem.args] == [drawn, drawn]
+
+
+def test_the_complex_twin_is_a_conjugate_bug(capsys):
+    assert cli.main(["check", "complex_mul", "--in-process"]) == 0
+    capsys.readouterr()
+    assert cli.main(["check", "complex_mul_bug", "--in-process", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [d["kind"] for d in out["diagnoses"]] == ["conjugate", "conjugate"]
