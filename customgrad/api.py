@@ -12,11 +12,11 @@ from collections.abc import Iterable
 import torch
 
 from customgrad import catalog, subchecks
-from customgrad.complexes import converted
 from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
+from customgrad.dtypes import converted, parse_dtype
 from customgrad.errors import SpecError, TooLargeError
-from customgrad.inputs import forward_parameters, parse_dtype, with_defaults
+from customgrad.inputs import forward_parameters, with_defaults
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
 

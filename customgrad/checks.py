@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from customgrad.complexes import converted, differentiable
 from customgrad.contract import normalize_outputs, run_user
+from customgrad.dtypes import converted, differentiable
 from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
 from customgrad.jacobian import ATOL, EPS, RTOL

@@ -26,8 +26,9 @@ from customgrad import catalog, isolation, subchecks
 from customgrad.checks import double_backward_check, projected_check
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.diagnosis import diagnose
+from customgrad.dtypes import DTYPES
 from customgrad.errors import CustomGradError, FunctionError, TargetError, TooLargeError
-from customgrad.inputs import DEFAULT_SHAPE, DTYPES, format_shape
+from customgrad.inputs import DEFAULT_SHAPE, format_shape
 from customgrad.jacobian import ATOL, EPS, RTOL
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from customgrad import complexes
-from customgrad.complexes import flat_real, real_view
+from customgrad import dtypes
 from customgrad.contract import normalize_outputs
+from customgrad.dtypes import flat_real, real_view
 from customgrad.errors import Cancelled
 from customgrad.fits import FIT_SLACK, BlockFit
 from customgrad.jacobian import Axis, Block, Report, _agree
@@ -121,7 +121,7 @@ class _Calls:
     def _copies(self, dtype: torch.dtype | None = None) -> list:
         """Forward's arguments with every tensor copied (``dtype``: floating ones converted),
         so that no probe touches the caller's tensors, even a forward that works in place."""
-        return [a.detach().to(complexes.same_kind(dtype, a) if dtype else a.dtype).clone()
+        return [a.detach().to(dtypes.same_kind(dtype, a) if dtype else a.dtype).clone()
                 if isinstance(a, torch.Tensor) else a for a in self.args]
 
     def _grads(self, grad_outputs, twice: bool = False):

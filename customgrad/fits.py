@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from customgrad import complexes
+from customgrad import dtypes
 from customgrad.jacobian import Axis, Block, Report, agree
 
 #: hypotheses about the matrices are fitted with the report's tolerances widened by this much,
@@ -74,11 +74,11 @@ class BlockFit:
 
     def conjugate(self) -> Found | None:
         """A complex block whose analytic Jacobian is the numerical one with a conjugate
-        where none belongs, or none where one does (:func:`complexes.conjugated`)."""
+        where none belongs, or none where one does (:func:`dtypes.conjugated`)."""
         o, i = self.block.output, self.block.input
-        for place, moved in complexes.conjugated(self.n, o.parts, i.parts).items():
+        for place, moved in dtypes.conjugated(self.n, o.parts, i.parts).items():
             if self.fits(self.a, moved) and not self.fits(self.n, moved):
-                return self.said("conjugate", complexes.CONJUGATE[place].format(
+                return self.said("conjugate", dtypes.CONJUGATE[place].format(
                     i=i.name, o=o.name), 0.9)
         return None
 

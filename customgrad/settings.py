@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from customgrad.descent import LOSSES, OPTIMIZERS
+from customgrad.dtypes import DTYPES
 from customgrad.errors import SpecError
-from customgrad.inputs import DTYPES
 from customgrad.jacobian import ATOL, EPS, MEMORY_CAP, RTOL
 
 

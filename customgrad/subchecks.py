@@ -16,9 +16,9 @@ import torch
 from torch.autograd import forward_ad
 
 from customgrad.checks import double_backward_check
-from customgrad.complexes import DOUBLE, differentiable, real_view, same_kind
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.customop import op_of
+from customgrad.dtypes import DOUBLE, differentiable, real_view, same_kind
 from customgrad.errors import FunctionError, SpecError
 from customgrad.jacobian import ATOL, EPS, FLOAT32_FLOOR, RTOL, compare
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad.complexes import flat_real
 from customgrad.contract import grad_mutation_error, normalize_outputs, run_user
+from customgrad.dtypes import flat_real
 from customgrad.errors import FunctionError
 from customgrad.jacobian import matrices
 from customgrad.jacobian.agreement import Tally

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad.complexes import DOUBLE, flat_real
 from customgrad.contract import FakeCtx
+from customgrad.dtypes import DOUBLE, flat_real
 from customgrad.errors import FunctionError
 from customgrad.inputs import format_shape
 from customgrad.jacobian import matrices

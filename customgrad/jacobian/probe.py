@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad.complexes import differentiable
 from customgrad.contract import (
     FakeCtx,
     call_backward,
@@ -22,6 +21,7 @@ from customgrad.contract import (
     normalize_outputs,
     run_user,
 )
+from customgrad.dtypes import differentiable
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import is_new_style
 from customgrad.jacobian.report import Axis

@@ -189,3 +189,27 @@ def test_the_complex_twin_is_a_conjugate_bug(capsys):
     assert cli.main(["check", "complex_mul_bug", "--in-process", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert [d["kind"] for d in out["diagnoses"]] == ["conjugate", "conjugate"]
+
+
+# ---- the loop: a real loss of complex outputs ----------------------------------------------
+
+
+def test_the_loop_descends_on_complex_inputs():
+    problem = build(Settings(target="complex_mul", dtype="float64", lr=0.5))
+    assert [t.dtype for t in problem.targets] == [torch.complex128]
+    descent = problem.descent()
+    z, w = (problem.args[0], problem.args[1])
+    first = descent.step()
+    # mse of the parts side by side: the mean of squared real and imaginary differences
+    want = torch.view_as_real(z * w - problem.targets[0]).square().mean()
+    assert first.loss == pytest.approx(float(want), rel=1e-12)
+    losses = [descent.step().loss for _ in range(5)]
+    assert losses[-1] < first.loss
+    assert all(leaf.is_complex() for leaf in descent.trained.values())
+
+
+def test_a_real_output_of_complex_inputs_gets_a_real_target():
+    problem = build(Settings(target=f"{FILE}:AbsSquared", dtype="complex128",
+                             shapes={"z": "2x3"}))
+    assert [t.dtype for t in problem.targets] == [torch.float64]
+    assert problem.descent().step().loss >= 0

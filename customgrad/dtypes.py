@@ -1,5 +1,5 @@
-"""Complex tensors by gradcheck's convention: seen as real ones, their real and imaginary parts
-side by side.
+"""The dtypes taken, and complex tensors by gradcheck's convention: seen as real ones, their
+real and imaginary parts side by side.
 
 A complex input's two parts are perturbed one at a time; a complex output is split into its
 real part (grad_output 1) and its imaginary part (grad_output 1j). The Jacobian is then real,
@@ -11,8 +11,20 @@ from __future__ import annotations
 
 import torch
 
+from customgrad.errors import SpecError
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64,
+          "complex64": torch.complex64, "complex128": torch.complex128}
 #: the double-precision dtype of a real (False) and of a complex (True) tensor
 DOUBLE = {False: torch.float64, True: torch.complex128}
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    try:
+        return DTYPES[str(name).replace("torch.", "")]
+    except KeyError:
+        raise SpecError(f"dtype {name!r} is not supported; use float32, float64, complex64 "
+                        "or complex128.", field="dtype") from None
 
 
 def differentiable(t: torch.Tensor) -> bool:
@@ -43,13 +55,17 @@ def converted(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def same_kind(dtype: torch.dtype, t: torch.Tensor) -> torch.dtype:
     """``dtype``'s precision in ``t``'s kind: complex for a complex ``t``, real for a real
     one; ``t``'s own dtype for an integer or bool tensor."""
-    if not differentiable(t):
-        return t.dtype
+    return in_kind(dtype, t.is_complex()) if differentiable(t) else t.dtype
+
+
+def in_kind(dtype: torch.dtype, complex_: bool) -> torch.dtype:
+    """``dtype``'s precision, complex or real (float32 <-> complex64, float64 <->
+    complex128; another dtype as it is)."""
     pairs = {torch.float32: torch.complex64, torch.float64: torch.complex128}
-    if t.is_complex() and not dtype.is_complex:
-        return pairs.get(dtype, t.dtype)
-    if not t.is_complex() and dtype.is_complex:
-        return {c: r for r, c in pairs.items()}.get(dtype, t.dtype)
+    if complex_ and not dtype.is_complex:
+        return pairs.get(dtype, dtype)
+    if not complex_ and dtype.is_complex:
+        return {c: r for r, c in pairs.items()}.get(dtype, dtype)
     return dtype
 
 
