@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from customgrad.dtypes import converted, in_kind
+from customgrad.dtypes import in_kind, same_kind
 from customgrad.errors import SpecError
 
 DEFAULT_SHAPE = (3, 8)
@@ -483,7 +483,7 @@ def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
     for spec in specs:
         if isinstance(spec, TensorSpec) and spec.value is not None:  # given, not drawn
             tensor = spec.value.detach().clone()
-            args.append(converted(tensor, dtype).to(device))
+            args.append(tensor.to(same_kind(dtype, tensor)).to(device))  # its kind kept
         elif isinstance(spec, TensorSpec):
             kind = torch.int64 if is_integer_init(spec.init) else dtype
             tensor = _fill(torch.empty(spec.shape, dtype=kind), spec.init, generator)

@@ -12,10 +12,12 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli, subchecks
+from customgrad import capture, cli, subchecks
 from customgrad.checks import projected_check
+from customgrad.dtypes import in_kind
 from customgrad.errors import SpecError
 from customgrad.jacobian import analytic
+from customgrad.loader import Target
 from customgrad.problem import build
 from customgrad.settings import Settings
 from tests.data import complex_functions as cf
@@ -213,3 +215,18 @@ def test_a_real_output_of_complex_inputs_gets_a_real_target():
                              shapes={"z": "2x3"}))
     assert [t.dtype for t in problem.targets] == [torch.float64]
     assert problem.descent().step().loss >= 0
+
+
+# ---- given tensors (playground.show) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision,dtype", [(torch.float64, "complex128"),
+                                             (torch.float32, "complex64")])
+def test_given_complex_tensors_keep_their_kind(precision, dtype):
+    a, z = _r(2, 3).to(precision), _c(2, 3).to(in_kind(precision, True))
+    settings = capture.settings_for(cf.Scale, (a, z))
+    assert settings.dtype == dtype
+    settings.target = "complex_functions.py:Scale"
+    problem = build(settings, Target(settings.target, cf.Scale, "Scale"))
+    assert torch.equal(problem.args[0], a) and torch.equal(problem.args[1], z)
+    assert problem.compare().passed
