@@ -68,3 +68,15 @@ def test_the_form_offers_complex_dtypes(qtbot):
         assert session.settings.dtype == "complex128"
     finally:
         session.shutdown(wait=0.5)
+
+
+def test_the_step_tab_works_a_complex_update_through_whole():
+    """It cast complex gradients to real (a ComplexWarning): the imaginary parts were lost."""
+    from playground.views import explainer
+
+    before = torch.tensor([1 + 1j, 2 - 2j], dtype=torch.complex64)
+    grad = torch.tensor([0.5 - 0.25j, 0.0 + 0j], dtype=torch.complex64)
+    rows = explainer.example_entries(before, grad, before - grad, count=1)
+    assert rows == [((0,), 1 + 1j, 0.5 - 0.25j, 0.5 + 1.25j)]
+    assert explainer._num(0.5 - 0.25j) == "(0.5−0.25i)"
+    assert explainer.as_matrix(explainer._array(grad)).tolist() == [[0.5, -0.25, 0.0, 0.0]]
