@@ -14,8 +14,9 @@ import torch
 from customgrad import catalog, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
+from customgrad.dtypes import converted, parse_dtype
 from customgrad.errors import SpecError, TooLargeError
-from customgrad.inputs import forward_parameters, parse_dtype, with_defaults
+from customgrad.inputs import forward_parameters, with_defaults
 from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
 from customgrad.loader import is_function, resolve
 
@@ -35,11 +36,14 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
 
     ``fn`` is a ``torch.autograd.Function`` subclass (or a CLI target: a gallery name,
     ``path/to/file.py:Class``, ``package.module:Class``). Tolerances default to gradcheck's
-    (eps 1e-6, atol 1e-5, rtol 1e-3); ``dtype`` (``torch.float64``, ``"float32"``) converts
-    the floating-point tensors first; ``checks`` names the sub-checks to run beside the
-    Jacobian (:data:`CHECKS`, gradcheck's by default; each lands in :attr:`Report.checks`).
+    (eps 1e-6, atol 1e-5, rtol 1e-3); ``dtype`` (``torch.float64``, ``"float32"``,
+    ``"complex128"``) converts the floating-point tensors first; ``checks`` names the
+    sub-checks to run beside the Jacobian (:data:`CHECKS`, gradcheck's by default; each
+    lands in :attr:`Report.checks`).
     As gradcheck, only the tensors that require grad are differentiated where any does; where
-    none does, every floating-point one is, but one that backward returns None for. The
+    none does, every floating-point one is, but one that backward returns None for. Complex
+    tensors are checked by gradcheck's convention: real and imaginary parts perturbed one at
+    a time, a complex output split into its real and imaginary parts. The
     caller's tensors and their ``.grad`` are never touched: the check works on copies. A
     failed check is diagnosed (:attr:`Report.diagnoses`). Raises the engine's errors
     (``FunctionError`` when the Function raises or breaks autograd's contract, ``SpecError``
@@ -106,6 +110,4 @@ def _copy(value: object, dtype: torch.dtype | None) -> object:
     if not isinstance(value, torch.Tensor):
         return value
     copy = value.detach().clone()
-    if dtype is not None and copy.is_floating_point():
-        copy = copy.to(dtype)
-    return copy
+    return copy if dtype is None else converted(copy, dtype)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from customgrad.dtypes import DTYPES, differentiable, in_kind
 from customgrad.errors import SpecError
 from customgrad.inputs import (
     CONST_TYPES,
@@ -58,9 +59,12 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
         raise SpecError(f"{name}: no argument is a tensor, so there is nothing to check.")
     for arg, tensor in tensors:
         _check_tensor(arg, tensor)
-    floating = [a.dtype for _, a in tensors if a.is_floating_point()]
-    # float64 where any tensor is: each given tensor keeps its values exactly
-    settings.dtype = "float64" if torch.float64 in floating or not floating else "float32"
+    floating = [a.dtype for _, a in tensors if differentiable(a)]
+    # float64 where any tensor is: each given tensor keeps its values exactly (and its kind:
+    # the precision is the dtype's, complex or real the tensor's own)
+    double = not floating or bool({torch.float64, torch.complex128} & set(floating))
+    settings.dtype = str(in_kind(torch.float64 if double else torch.float32,
+                                 any(d.is_complex for d in floating)))[6:]
     devices = {a.device.type if a.device.index in (None, 0) else str(a.device)
                for _, a in tensors}
     if len(devices) > 1:
@@ -99,9 +103,9 @@ def _check_tensor(name: str, tensor: torch.Tensor) -> None:
             if tensor.layout != torch.strided else "is on the meta device (it has no values)"
         raise SpecError(f"{name} {problem}; give a dense tensor with values "
                         "(.to_dense(), or a real device).", field=name)
-    if tensor.is_complex() or (tensor.is_floating_point()
-                               and tensor.dtype not in (torch.float32, torch.float64)):
-        raise SpecError(f"{name} is {dtype}; the playground works in float32 or float64: "
+    if differentiable(tensor) and tensor.dtype not in DTYPES.values():
+        raise SpecError(f"{name} is {dtype}; the playground works in float32, float64, "
+                        "complex64 or complex128: "
                         "convert it first (.float() or .double()).", field=name)
     if tensor.numel() == 0:
         raise SpecError(f"{name}: an empty tensor cannot be checked or trained here.",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.contract import normalize_outputs, run_user
+from customgrad.dtypes import converted, differentiable
 from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
 from customgrad.jacobian import ATOL, EPS, RTOL
@@ -122,6 +123,18 @@ def _ok(p: Probe, atol: float, rtol: float) -> bool:
     return p.analytic == p.numerical or p.abs_error <= atol + rtol * abs(p.numerical)
 
 
+def _real_inputs(function: type, args: list, names: list[str], notes: list[str],
+                 differentiate: Mapping[str, bool] | None) -> tuple[list[int], bool]:
+    """The full check's differentiated inputs; SpecError naming the first complex one (the
+    probes are real directions)."""
+    pos, chosen = differentiated_inputs(function, args, names, notes, differentiate)
+    for i in pos:
+        if args[i].is_complex():
+            raise SpecError("the projected check takes real inputs; check a complex Function "
+                            "in full.", field=names[i])
+    return pos, chosen
+
+
 def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
                     eps: float = EPS, atol: float = ATOL, rtol: float = RTOL,
                     differentiate: Mapping[str, bool] | None = None) -> ProjectedReport:
@@ -135,7 +148,7 @@ def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
         raise SpecError(f"{function.__name__}.forward takes {len(names)} arguments, "
                         f"{len(args)} were given.")
     notes: list[str] = []
-    pos, chosen = differentiated_inputs(function, args, names, notes, differentiate)
+    pos, chosen = _real_inputs(function, args, names, notes, differentiate)
     gen = torch.Generator().manual_seed(seed)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in pos}
     # copies: forward may work in place on any of its tensors
@@ -218,8 +231,8 @@ def double_backward_check(function: type, args: list, eps: float = EPS, atol: fl
         return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
                                     "@once_differentiable: double backward is not supported.")
     pos = positions if positions is not None else [
-        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    inputs = tuple(a.detach().double().requires_grad_() if i in pos else a
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
+    inputs = tuple(converted(a.detach(), torch.float64).requires_grad_() if i in pos else a
                    for i, a in enumerate(args))
     try:
         def apply(*call):  # copies: a forward that works in place must not touch a leaf

@@ -29,6 +29,7 @@ from customgrad.defaults import (
     CHECK_NAMES,
     DEFAULT_CHECKS,
     DEFAULT_SHAPE,
+    DTYPE_NAMES,
     EPS,
     LOSSES,
     OPTIMIZERS,
@@ -129,8 +130,9 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--init", action="append", metavar="NAME=INIT",
                    help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
                         "ones (repeatable; default: normal)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                   help=f"dtype of the tensor inputs (default: {dtype_default})")
+    p.add_argument("--dtype", choices=DTYPE_NAMES, default=None,
+                   help="dtype of the tensor inputs; complex64 and complex128 are checked by "
+                        f"gradcheck's convention (default: {dtype_default})")
     p.add_argument("--device", default="cpu",
                    help="cpu, cuda, cuda:N or mps (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0,

@@ -13,6 +13,7 @@ import torch
 
 from customgrad.contract import PASS_THROUGH, normalize_outputs, raise_user_error, run_user
 from customgrad.defaults import LOSSES, OPTIMIZERS
+from customgrad.dtypes import differentiable
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
 
@@ -169,7 +170,7 @@ class Descent:
         self.args: list[object] = []
         self.trained: dict[str, torch.Tensor] = {}
         for spec, arg in zip(specs, args):
-            if isinstance(spec, TensorSpec) and spec.trained and arg.is_floating_point():
+            if isinstance(spec, TensorSpec) and spec.trained and differentiable(arg):
                 leaf = arg.detach().clone().requires_grad_()
                 self.trained[spec.name] = leaf
                 self.args.append(leaf)
@@ -266,7 +267,7 @@ class Descent:
         targets = self.targets
         loss, count = None, 0
         for out in outs:
-            if not (out.requires_grad and out.is_floating_point()):
+            if not (out.requires_grad and differentiable(out)):
                 continue
             count += 1
             if count > len(targets):
@@ -275,6 +276,8 @@ class Descent:
             if out.shape != target.shape:
                 raise SpecError(f"{fn.__name__}'s output changed shape during descent "
                                 f"({list(target.shape)} -> {list(out.shape)}).")
+            if out.is_complex():  # a real loss: the parts compared side by side
+                out, target = torch.view_as_real(out), torch.view_as_real(target)
             term = self.criterion(out, target)
             loss = term if loss is None else loss + term
         if count != len(targets):

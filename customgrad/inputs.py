@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from customgrad.defaults import DEFAULT_SHAPE, SCALAR, format_shape
+from customgrad.dtypes import in_kind, same_kind
 from customgrad.errors import SpecError
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MAX_ELEMENTS = 50_000_000
 #: the constants a form edits and a session stores
 CONST_TYPES = (int, float, bool, str, type(None))
@@ -353,14 +353,6 @@ def is_integer_init(init: str) -> bool:
     return _RANDINT.match(init) is not None
 
 
-def parse_dtype(name: str) -> torch.dtype:
-    try:
-        return DTYPES[str(name).replace("torch.", "")]
-    except KeyError:
-        raise SpecError(f"dtype {name!r} is not supported; use float32 or float64.",
-                        field="dtype") from None
-
-
 def available_devices() -> list[str]:
     """The devices torch reports available here, ``cpu`` first."""
     devices = ["cpu"]
@@ -469,20 +461,24 @@ def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.
 
 
 def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
-         target_shapes: list[tuple[int, ...]] = ()) -> tuple[list[torch.Tensor], list[object]]:
+         target_shapes: list[tuple[int, ...]] = (), target_complex: list[bool] = ()
+         ) -> tuple[list[torch.Tensor], list[object]]:
     """Draw targets first, then tensor inputs in signature order, from one seeded generator.
+    A target is complex where ``target_complex`` says so (a complex output's), else real, in
+    ``dtype``'s precision.
 
     The generator is a private CPU one seeded like ``torch.manual_seed(seed)``, so the stream
     is the one the seed scripts see, on every device, without touching global state.
     """
     generator = torch.Generator().manual_seed(int(seed))
-    targets = [torch.empty(shape, dtype=dtype).normal_(generator=generator).to(device)
-               for shape in target_shapes]
+    kinds = list(target_complex) or [dtype.is_complex] * len(target_shapes)
+    targets = [torch.empty(shape, dtype=in_kind(dtype, c)).normal_(generator=generator)
+               .to(device) for shape, c in zip(target_shapes, kinds)]
     args: list[object] = []
     for spec in specs:
         if isinstance(spec, TensorSpec) and spec.value is not None:  # given, not drawn
             tensor = spec.value.detach().clone()
-            args.append((tensor.to(dtype) if tensor.is_floating_point() else tensor).to(device))
+            args.append(tensor.to(same_kind(dtype, tensor)).to(device))  # its kind kept
         elif isinstance(spec, TensorSpec):
             kind = torch.int64 if is_integer_init(spec.init) else dtype
             tensor = _fill(torch.empty(spec.shape, dtype=kind), spec.init, generator)

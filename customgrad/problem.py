@@ -15,6 +15,7 @@ from customgrad.contract import (
     run_user_within,
 )
 from customgrad.descent import Descent
+from customgrad.dtypes import differentiable, parse_dtype
 from customgrad.errors import FunctionError
 from customgrad.inputs import (
     UNANNOTATED,
@@ -28,7 +29,6 @@ from customgrad.inputs import (
     guessed_parameters,
     is_integer_init,
     parse_device,
-    parse_dtype,
 )
 from customgrad.loader import Target, resolve
 from customgrad.settings import Settings
@@ -94,7 +94,7 @@ def specs_for(target: Target, settings: Settings) -> list[Spec]:
 def _leaf(value: object) -> object:
     """A throwaway argument as forward gets it: a floating-point tensor as the clone of a
     leaf that requires grad; an integer tensor (an index) or a constant as it is."""
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
+    if isinstance(value, torch.Tensor) and differentiable(value):
         return value.requires_grad_().clone()
     return value
 
@@ -122,7 +122,7 @@ def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
         node = next((o.grad_fn for o in outs if o.grad_fn is not None), None)
         if getattr(node, "_forward_cls", None) is not function:
             return ()
-        grads = [torch.ones_like(o) if o.is_floating_point() else None for o in outs]
+        grads = [torch.ones_like(o) if differentiable(o) else None for o in outs]
         raw = run_user_within(function, "backward", lambda: call_backward(function, node, grads),
                               PROBE_SECONDS)
     except (FunctionError, Overtime):
@@ -234,7 +234,14 @@ def guesses_for(target: Target, settings: Settings, specs: list[Spec]) -> tuple[
 
 def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[int, ...]]:
-    """Shapes of the differentiable outputs, from one forward at throwaway inputs.
+    """Shapes of the differentiable outputs, from one forward at throwaway inputs."""
+    return [shape for shape, _ in output_layout(function, specs, dtype, device)]
+
+
+def output_layout(function: type, specs: list[Spec], dtype: torch.dtype,
+                  device: torch.device) -> list[tuple[tuple[int, ...], bool]]:
+    """(shape, is complex) of each differentiable output, from one forward at throwaway
+    inputs (a complex output's target is complex).
 
     This is also where a shape the Function rejects is reported, with its own message.
     """
@@ -242,7 +249,8 @@ def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
     call = [_leaf(a) for a in args]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
-    return [tuple(o.shape) for o in outs if o.is_floating_point() and o.requires_grad]
+    return [(tuple(o.shape), o.is_complex()) for o in outs
+            if differentiable(o) and o.requires_grad]
 
 
 def drawn_text(specs: list[Spec], dtype: torch.dtype) -> str:
@@ -254,7 +262,7 @@ def drawn_text(specs: list[Spec], dtype: torch.dtype) -> str:
             parts.append(f"{spec.name}: the constant {spec.value!r}")
             continue
         if spec.value is not None:
-            kind = str(spec.value.dtype if not spec.value.is_floating_point() else dtype)
+            kind = str(spec.value.dtype if not differentiable(spec.value) else dtype)
         else:
             kind = str(torch.int64 if is_integer_init(spec.init) else dtype)
         parts.append(f"{spec.name}: a {kind.replace('torch.', '')} tensor "
@@ -267,6 +275,8 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     settings.validate()
     target = target or resolve(settings.target)
     dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
+    if target.entry is not None and target.entry.complex and not dtype.is_complex:
+        dtype = {torch.float32: torch.complex64}.get(dtype, torch.complex128)
     specs = specs_for(target, settings)
     candidates, guesses = guesses_for(target, settings, specs)
     floats = [g.name for g in guesses if g.reason == "annotated float, without a default"]
@@ -275,7 +285,7 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
                                              for s in specs)]
     specs, probed = infer_constants(target.function, specs, candidates, dtype, device)
     try:
-        shapes = output_shapes(target.function, specs, dtype, device)
+        layout = output_layout(target.function, specs, dtype, device)
     except FunctionError as exc:
         if exc.phase != "forward":
             raise
@@ -285,7 +295,8 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
                               details=exc.details, phase=exc.phase)
         error.drawn = True  # a front end may add how to draw them otherwise
         raise error from None
-    targets, args = draw(specs, settings.seed, dtype, device, shapes)
+    targets, args = draw(specs, settings.seed, dtype, device, [s for s, _ in layout],
+                         [c for _, c in layout])
     order = [s.name for s in specs]
     guesses = sorted(guesses + probed, key=lambda g: order.index(g.name))
     return Problem(target, specs, dtype, device, args, targets, settings, guesses)

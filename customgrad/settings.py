@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from customgrad.descent import LOSSES, OPTIMIZERS
+from customgrad.dtypes import DTYPES
 from customgrad.errors import SpecError
 from customgrad.jacobian import ATOL, EPS, MEMORY_CAP, RTOL
 
@@ -169,7 +170,7 @@ def _number(positive: bool):
 _FIELDS = frozenset(f.name for f in fields(Settings))
 #: in the order :meth:`Settings.validate` checks them
 _RULES = {
-    "dtype": _choice(("float32", "float64"), "is not supported", " or "),
+    "dtype": _choice(tuple(DTYPES), "is not supported"),
     "loss": _choice(LOSSES),
     "optimizer": _choice(OPTIMIZERS),
     "seed": _whole("a whole number >= 0", 0, 2**63),

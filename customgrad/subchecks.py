@@ -19,6 +19,7 @@ from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.customop import op_of
 from customgrad.defaults import CHECK_NAMES, DEFAULT_CHECKS, parse_checks
+from customgrad.dtypes import DOUBLE, differentiable, real_view, same_kind
 from customgrad.errors import FunctionError, SpecError
 from customgrad.jacobian import ATOL, EPS, FLOAT32_FLOOR, RTOL, compare
 
@@ -89,12 +90,13 @@ class _Context:
         self.eps, self.atol, self.rtol, self.nondet_tol = eps, atol, rtol, nondet_tol
         self.name = function.__name__
         self.pos = [i for i, a in enumerate(args)
-                    if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+                    if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()]
         self.generator = torch.Generator().manual_seed(0)
 
     # ---- helpers
     def _leaves(self, dtype=None):
-        leaves = {i: self.args[i].detach().to(dtype or self.args[i].dtype).clone()
+        leaves = {i: self.args[i].detach().to(same_kind(dtype or self.args[i].dtype,
+                                                        self.args[i])).clone()
                   .requires_grad_() for i in self.pos}
         # forward gets copies: one that works in place on its input must not touch a leaf
         call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(self.args)]
@@ -104,10 +106,10 @@ class _Context:
         raw = run_user(self.function, "forward", lambda: self.function.apply(*call))
         outs = normalize_outputs(self.function, raw)
         return outs, [k for k, o in enumerate(outs)
-                      if o.is_floating_point() and o.requires_grad and o.numel()]
+                      if differentiable(o) and o.requires_grad and o.numel()]
 
     def _randn_like(self, t: torch.Tensor) -> torch.Tensor:
-        return torch.randn(t.shape, generator=self.generator, dtype=torch.float64) \
+        return torch.randn(t.shape, generator=self.generator, dtype=DOUBLE[t.is_complex()]) \
             .to(dtype=t.dtype, device=t.device)
 
     def _backward(self, grad_outputs, dtype=None):
@@ -138,6 +140,11 @@ class _Context:
         if not self._has("jvp"):
             return SubCheck("forward_ad", "skipped", f"{self.name} defines no jvp staticmethod: "
                             "it does not support forward-mode AD.")
+        outs, diff = self._forward(self._leaves()[1])
+        if any(self.args[i].is_complex() for i in self.pos) or any(
+                outs[k].is_complex() for k in diff):
+            return SubCheck("forward_ad", "skipped", "complex inputs or outputs: jvp is not "
+                            "compared here (gradcheck's check_forward_ad compares it).")
         try:
             return self._forward_ad(torch.float64, self.eps, self.atol, self.rtol)
         except FunctionError:  # a Function that refuses float64: the float32 rule
@@ -252,7 +259,7 @@ class _Context:
                             "Function's own.")
         # what the engine hands backward: zeros for an output nobody differentiates
         grads = [torch.ones_like(o) if k in diff else
-                 torch.zeros_like(o) if o.is_floating_point() else None
+                 torch.zeros_like(o) if differentiable(o) else None
                  for k, o in enumerate(outs)]
         raw = run_user(self.function, "backward",
                        lambda: self.function.backward(node, *grads))
@@ -274,7 +281,8 @@ class _Context:
 
         def grads(outs, diff):
             if not fixed:
-                fixed.extend(torch.randn(outs[k].shape, generator=state, dtype=torch.float64)
+                fixed.extend(torch.randn(outs[k].shape, generator=state,
+                                         dtype=DOUBLE[outs[k].is_complex()])
                              .to(device=outs[k].device) for k in diff)
             return fixed
 
@@ -285,7 +293,7 @@ class _Context:
                 continue
             x = torch.zeros(()) if x is None else x
             y = torch.zeros(()) if y is None else y
-            gap = float((x.double().cpu() - y.double().cpu()).abs().max())
+            gap = float((real_view(x).double().cpu() - real_view(y).double().cpu()).abs().max())
             if gap > self.nondet_tol:
                 return SubCheck("nondeterminism", "failed", (
                     f"two backward calls with the same grad_output differ by {gap:.3g} for "

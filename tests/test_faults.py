@@ -187,7 +187,8 @@ CASES = [
          where=f"{FAULTS}:{marked('FaultFloat32Only')}", kept=("dtype", None, "float64")),
     Case("dtype_unsupported", ("check", fn("FaultPlain"), "--dtype", "float16"),
          r"float16", "update", start=fn("FaultPlain"), changes={"dtype": "float16"},
-         app_message=r"dtype 'float16' is not supported; use float32 or float64",
+         app_message=r"dtype 'float16' is not supported; use float32, float64, complex64, "
+                     r"complex128",
          kept=("dtype", None, "float16")),
     # -- other settings
     Case("seed_negative", ("check", fn("FaultPlain"), "--seed", "-1"),

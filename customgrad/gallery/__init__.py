@@ -3,6 +3,7 @@
 import torch
 
 from customgrad.gallery.bugs import (
+    ComplexMulBuggy,
     KillHeadBuggy,
     LinearFunctionBuggy,
     MulConstantBuggy,
@@ -11,6 +12,7 @@ from customgrad.gallery.bugs import (
     SomethingBuggy,
 )
 from customgrad.gallery.classic import (
+    ComplexMul,
     Cube,
     Exp,
     NumpyTanh,
@@ -246,6 +248,21 @@ CLASSICS: list[GalleryEntry] = [
         init={"x": "uniform(-1,1)"},
         correct=False,
     ),
+    GalleryEntry(
+        name="complex_mul",
+        title="z * w (complex)",
+        category="classic",
+        function=ComplexMul,
+        note=(
+            "Complex inputs (drawn complex at the chosen precision). For a real loss L, "
+            "PyTorch's gradient is dL/dx + i dL/dy, which for a holomorphic f makes "
+            "grad_input = grad_output * conj(df/dz): here conj(w) for z and conj(z) for w. "
+            "The check perturbs real and imaginary parts one at a time, as gradcheck: the "
+            "heatmaps show each part."
+        ),
+        shapes={"z": (3, 4), "w": (3, 4)},
+        complex=True,
+    ),
 ]
 
 BUGS: list[GalleryEntry] = [
@@ -332,6 +349,20 @@ BUGS: list[GalleryEntry] = [
         ),
         shapes={"x": (3, 8)},
         twin_of="sigmoid",
+        correct=False,
+    ),    GalleryEntry(
+        name="complex_mul_bug",
+        title="z * w, complex (find the bug)",
+        category="find-the-bug",
+        function=ComplexMulBuggy,
+        note=(
+            "Hint: the entries that mix the parts (d output.imag / d z.real) have the wrong "
+            "sign; those within one part agree. The derivative of z * w with respect to z "
+            "is w: what does PyTorch's backward return for a complex input?"
+        ),
+        shapes={"z": (3, 4), "w": (3, 4)},
+        complex=True,
+        twin_of="complex_mul",
         correct=False,
     ),
 ]

@@ -110,3 +110,17 @@ class SigmoidBuggy(Function):
     def backward(ctx, grad_output):
         (y,) = ctx.saved_tensors
         return y * (1 - y)
+
+
+class ComplexMulBuggy(Function):
+    """z * w for complex z and w, with one mistake in backward."""
+
+    @staticmethod
+    def forward(ctx, z, w):
+        ctx.save_for_backward(z, w)
+        return z * w
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        z, w = ctx.saved_tensors
+        return grad_output * w, grad_output * z

@@ -170,3 +170,18 @@ class SignSTE(Function):
         # Pretend sign was the identity, but only inside [-1, 1]:
         # a deliberate lie that lets gradient descent move x.
         return grad_output * (x.abs() <= 1).to(grad_output.dtype)
+
+
+class ComplexMul(Function):
+    """z * w for complex z and w: PyTorch's gradients are conjugated derivatives."""
+
+    @staticmethod
+    def forward(ctx, z, w):
+        ctx.save_for_backward(z, w)
+        return z * w
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        z, w = ctx.saved_tensors
+        # d(zw)/dz = w, but for a real loss PyTorch's gradient is grad_output * conj(dz).
+        return grad_output * w.conj(), grad_output * z.conj()

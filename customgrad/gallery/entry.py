@@ -28,6 +28,7 @@ class GalleryEntry:
     trained: tuple[str, ...] | None = None
     twin_of: str | None = None
     correct: bool = True
+    complex: bool = False  # inputs drawn complex, at the chosen precision
 
     @property
     def defined(self) -> object:

@@ -104,5 +104,6 @@ class Tally:
         o, i = worst_block.output, worst_block.input
         ana = self.space.ana
         a_val = float(ana[r, c]) if ana is not None else analytic_at(r, c)
-        return Entry(o.position, i.position, o.name, i.name, o.index(r - o.offset),
+        return Entry(o.position, i.position, o.element_name(r - o.offset),
+                     i.element_name(c - i.offset), o.index(r - o.offset),
                      i.index(c - i.offset), r, c, a_val, float(self.space.num_t[c, r]))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from customgrad.contract import grad_mutation_error, normalize_outputs, run_user
+from customgrad.dtypes import flat_real
 from customgrad.errors import FunctionError
 from customgrad.jacobian import matrices
 from customgrad.jacobian.agreement import Tally
@@ -71,7 +72,9 @@ class Backward:
         if self.path == "engine" and probe.node is not None:
             notes.append("calling backward directly disagreed with the autograd engine; "
                          "every row went through the engine.")
-        self.vmap: bool | str = self.path == "direct"
+        # vmap batches real tensors only: a complex axis goes row by row
+        self.vmap: bool | str = self.path == "direct" and not any(
+            a.parts == 2 for a in (*probe.inputs, *probe.outputs))
 
     def row(self, r: int, dest: torch.Tensor) -> None:
         """Row ``r`` into ``dest``, by the chosen path."""
@@ -89,7 +92,9 @@ class Backward:
     def onehots(self, r: int) -> list:
         """Gradients for every output: a one-hot at row ``r``, zeros (or None) elsewhere.
 
-        Buffers are reused between rows; :meth:`reset_onehots` clears the one entry set.
+        A complex output's row is its element's real part (a grad_output of 1) or imaginary
+        part (1j), as gradcheck splits it. Buffers are reused between rows;
+        :meth:`reset_onehots` clears the one entry set.
         """
         probe = self.probe
         if self._grad_bufs is None:
@@ -100,8 +105,9 @@ class Backward:
         for axis in probe.outputs:
             if axis.offset <= r < axis.offset + axis.size:
                 buf = self._grad_bufs[axis.position]
-                buf.view(-1)[r - axis.offset] = 1
-                self._set = (buf, r - axis.offset, buf._version)
+                k, part = divmod(r - axis.offset, axis.parts)
+                buf.view(-1)[k] = 1j if part else 1
+                self._set = (buf, k, buf._version)
                 self._set_position = axis.position
         return self._grad_bufs
 
@@ -129,7 +135,7 @@ class Backward:
                     continue
                 if g.shape != axis.shape:
                     g = g.sum_to_size(axis.shape)
-                seg.copy_(g.reshape(-1))
+                seg.copy_(_as_input(g, axis))
         finally:
             self.reset_onehots()
 
@@ -145,9 +151,11 @@ class Backward:
         leaves = [probe.leaves[a.position] for a in probe.inputs]
 
         def vector_jacobian_product():
-            # the gradient of sum(o * g) reaches each output as exactly g; unlike grad_outputs,
-            # this path does not import sympy (a second, the first time) inside torch
-            total = sum((o * g).sum() for o, g in pairs)
+            # the gradient of sum(o * g) reaches each output as exactly g (of the real part of
+            # sum(o * conj(g)) for a complex one); unlike grad_outputs, this path does not
+            # import sympy (a second, the first time) inside torch
+            total = sum((o * g.conj()).real.sum() if o.is_complex() else (o * g).sum()
+                        for o, g in pairs)
             return torch.autograd.grad(total, leaves, allow_unused=True)
         got = run_user(fn, "backward", vector_jacobian_product)
         for axis, g in zip(probe.inputs, got):
@@ -155,7 +163,7 @@ class Backward:
             if g is None:
                 seg.zero_()
             else:
-                seg.copy_(g.reshape(-1))
+                seg.copy_(_as_input(g, axis))
 
     def direct_matches(self) -> bool:
         """Check a few rows of the direct path against the autograd engine."""
@@ -269,3 +277,14 @@ class Backward:
             if not matrices.same_to_rounding(rows[r - r0:r - r0 + 1], check, dtype):
                 return False
         return True
+
+
+def _as_input(grad: torch.Tensor, axis: Axis) -> torch.Tensor:
+    """A gradient as a row segment of input ``axis``: a complex input's real and imaginary
+    parts side by side; a real input keeps the real part of a complex gradient, as the
+    autograd engine does."""
+    if grad.is_complex() and axis.parts == 1:
+        return grad.real.reshape(-1)
+    if axis.parts == 2 and not grad.is_complex():
+        grad = grad.to(torch.complex128)
+    return flat_real(grad)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from customgrad.contract import FakeCtx
+from customgrad.dtypes import DOUBLE, flat_real
 from customgrad.errors import FunctionError
 from customgrad.inputs import format_shape
 from customgrad.jacobian import matrices
@@ -34,8 +35,10 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     clone_each = mutates(probe, forward, base, notes)
     tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
     kept = None if clone_each else [base[i].clone() for i in tensors]
+    # vmap batches real tensors only: a complex axis goes element by element
+    complex_axes = any(a.parts == 2 for a in (*space.inputs, *space.outputs))
     FiniteDifferences(probe, space, pacer, tol.eps, base, forward, clone_each,
-                      vmap=direct).run()
+                      vmap=direct and not complex_axes).run()
     if kept is not None and not all(same_values(base[i], k) for i, k in zip(tensors, kept)):
         # forward wrote into an input at some points only: every call again, on copies
         for i, k in zip(tensors, kept):
@@ -51,24 +54,25 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
 
 def _base_point(probe: Probe, tol: Tolerances,
                 notes: list[str]) -> tuple[list, torch.dtype, Tolerances]:
-    """Detached copies of the arguments, in float64 when the Function takes it (the float32
-    rule); else as given, with the tolerances floored."""
+    """Detached copies of the arguments, in float64 (complex128) when the Function takes it
+    (the float32 rule); else as given, with the tolerances floored."""
     fn, args, leaves = probe.function, probe.args, probe.leaves
     dtype = args[probe.in_pos[0]].dtype
     base = [a.detach().clone() if i in leaves else a for i, a in enumerate(args)]
-    if dtype == torch.float64:
+    if dtype in DOUBLE.values():
         return base, dtype, tol
-    promoted = [a.double() if i in leaves else a for i, a in enumerate(base)]
+    promoted = [a.to(DOUBLE[a.is_complex()]) if i in leaves else a for i, a in enumerate(base)]
     try:
         # copies: a forward that works in place must not move the base point
         outs = probe.forward_plain(probe.copies(promoted))
-        ok = all(outs[k].dtype == torch.float64 for k in probe.out_pos)
+        ok = all(outs[k].dtype in DOUBLE.values() for k in probe.out_pos)
     except Exception:
         ok = False
     if ok:
-        notes.append(f"numerical Jacobian evaluated in float64 at the {str(dtype)[6:]}"
-                     " point (the float32 rule).")
-        return promoted, torch.float64, tol
+        double = DOUBLE[dtype.is_complex]
+        notes.append(f"numerical Jacobian evaluated in {str(double)[6:]} at the "
+                     f"{str(dtype)[6:]} point (the float32 rule).")
+        return promoted, double, tol
     tol = tol.floored()
     notes.append(f"{fn.__name__} does not accept float64, so the numerical "
                  f"Jacobian uses {str(dtype)[6:]} with eps={tol.eps:g}, "
@@ -113,7 +117,9 @@ class FiniteDifferences:
 
     def loop(self, axis: Axis, k0: int, k1: int, rows: torch.Tensor, forward: Callable):
         """Columns k0:k1 of input ``axis`` one element at a time (unscaled differences)."""
-        eps, base, flat = self.eps, self.base, self.base[axis.position].view(-1)
+        eps, base, point = self.eps, self.base, self.base[axis.position]
+        # a complex input's real and imaginary parts are perturbed one at a time
+        flat = (torch.view_as_real(point) if point.is_complex() else point).view(-1)
         host = flat.numpy() if flat.device.type == "cpu" else None
         for k in range(k0, k1):
             self.pacer.check_stop()
@@ -226,10 +232,10 @@ class FiniteDifferences:
     def write_column(self, dest: torch.Tensor, plus: list, minus: list) -> None:
         """dest = f(x + eps) - f(x - eps), outputs concatenated (scaled later)."""
         if len(plus) == 1:
-            torch.sub(plus[0].reshape(-1), minus[0].reshape(-1), out=dest)
+            torch.sub(flat_real(plus[0]), flat_real(minus[0]), out=dest)
             return
         for axis, p, m in zip(self.space.outputs, plus, minus):
-            torch.sub(p.reshape(-1), m.reshape(-1), out=dest[axis.offset:axis.offset + axis.size])
+            torch.sub(flat_real(p), flat_real(m), out=dest[axis.offset:axis.offset + axis.size])
 
 
 def _describe(value) -> str:

@@ -21,6 +21,7 @@ from customgrad.contract import (
     normalize_outputs,
     run_user,
 )
+from customgrad.dtypes import differentiable
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import is_new_style
 from customgrad.jacobian.report import Axis
@@ -70,7 +71,7 @@ class Probe:
     def zero_grad(self, out: torch.Tensor):
         """The gradient handed to backward for an output nobody differentiates."""
         materialize = getattr(self.node, "materialize_grads", True) if self.node else True
-        if not out.is_floating_point():
+        if not differentiable(out):
             return None
         return torch.zeros_like(out) if materialize else None
 
@@ -114,9 +115,8 @@ def run_probe(function: type, args: list, params: list[str], notes: list[str],
             "registered backward)." if vars(function).get("__custom_op__") is not None else
             "the output's graph node is not the Function's own, so every "
             "row goes through the autograd engine.")
-    probe.outputs = _lay_out([(output_name(k, len(outs)), k, tuple(outs[k].shape))
-                              for k in out_pos])
-    probe.inputs = _lay_out([(params[i], i, tuple(args[i].shape)) for i in in_pos])
+    probe.outputs = _lay_out([(output_name(k, len(outs)), k, outs[k]) for k in out_pos])
+    probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
 
 
@@ -143,7 +143,7 @@ def differentiated_inputs(function: type, args: list, params: list[str], notes: 
         raise SpecError(f"differentiate given for {', '.join(unknown)}, but forward's "
                         f"parameters are {', '.join(params)}.", field=unknown[0])
     floating = [i for i, a in enumerate(args)
-                if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+                if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()]
     wanted = [params.index(n) for n, on in differentiate.items() if on]
     for i in wanted:
         if i not in floating:
@@ -155,7 +155,7 @@ def differentiated_inputs(function: type, args: list, params: list[str], notes: 
     off = {n for n, on in differentiate.items() if not on}
     in_pos = sorted(wanted) if wanted else [i for i in floating if params[i] not in off]
     for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and not a.is_floating_point():
+        if isinstance(a, torch.Tensor) and not differentiable(a):
             notes.append(f"input {params[i]} ({str(a.dtype)[6:]}) is not "
                          "floating point: not differentiated.")
         elif isinstance(a, torch.Tensor) and not a.numel():
@@ -168,8 +168,8 @@ def differentiated_inputs(function: type, args: list, params: list[str], notes: 
                         f"({', '.join(params[i] for i in floating)}) is left out; differentiate "
                         "at least one.", field=params[floating[0]])
     if not in_pos:
-        raise SpecError(f"{function.__name__} has no floating-point tensor input to "
-                        "differentiate; give at least one parameter a shape.")
+        raise SpecError(f"{function.__name__} has no floating-point tensor input (real or "
+                        "complex) to differentiate; give at least one parameter a shape.")
     return in_pos, bool(wanted)
 
 
@@ -178,7 +178,7 @@ def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> li
     out_pos = []
     for k, out in enumerate(outs):
         oname = output_name(k, len(outs))
-        if not out.is_floating_point():
+        if not differentiable(out):
             notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
         elif not out.requires_grad:
             notes.append(f"{oname} is marked non-differentiable (or does not depend on "
@@ -187,7 +187,7 @@ def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> li
             notes.append(f"{oname} is empty: skipped.")
         else:
             out_pos.append(k)
-        if out.is_floating_point() and not torch.isfinite(out).all():
+        if differentiable(out) and not torch.isfinite(out).all():
             notes.append(f"{oname} contains NaN or Inf at this point.")
     if not out_pos:
         raise FunctionError(f"{function.__name__} has no differentiable output to check.",
@@ -195,11 +195,11 @@ def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> li
     return out_pos
 
 
-def _lay_out(named: list[tuple[str, int, tuple[int, ...]]]) -> list[Axis]:
-    """Axes for (name, position, shape) triples, one after the other along the matrix."""
+def _lay_out(named: list[tuple[str, int, torch.Tensor]]) -> list[Axis]:
+    """Axes for (name, position, tensor) triples, one after the other along the matrix."""
     axes, offset = [], 0
-    for name, position, shape in named:
-        axis = Axis(name, position, shape, offset)
+    for name, position, tensor in named:
+        axis = Axis(name, position, tuple(tensor.shape), offset, 2 if tensor.is_complex() else 1)
         axes.append(axis)
         offset += axis.size
     return axes
@@ -239,5 +239,5 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """``a`` and ``b`` hold the same values (NaN where the other has NaN)."""
-    return bool(torch.equal(a, b) or (a.is_floating_point() and a.shape == b.shape and
+    return bool(torch.equal(a, b) or (differentiable(a) and a.shape == b.shape and
                                        torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))

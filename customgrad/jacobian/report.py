@@ -24,23 +24,36 @@ if TYPE_CHECKING:  # both import this module
 
 @dataclass(frozen=True)
 class Axis:
-    """One output (rows) or input (columns) of the Jacobian matrix."""
+    """One output (rows) or input (columns) of the Jacobian matrix.
+
+    A complex tensor takes two places per element (``parts`` 2), its real part then its
+    imaginary part, as gradcheck perturbs them (inputs) and splits them (outputs)."""
 
     name: str
     position: int
     shape: tuple[int, ...]
     offset: int
+    parts: int = 1  # 2 for a complex tensor
 
     @property
     def size(self) -> int:
-        return math.prod(self.shape)
+        return math.prod(self.shape) * self.parts
 
     def index(self, flat: int) -> tuple[int, ...]:
         """The tensor index of element ``flat`` of this axis."""
-        return tuple(int(i) for i in _unravel(flat, self.shape))
+        return tuple(int(i) for i in _unravel(flat // self.parts, self.shape))
+
+    def part(self, flat: int) -> str:
+        """"" for a real tensor, else which part element ``flat`` is ("real", "imag")."""
+        return "" if self.parts == 1 else ("real", "imag")[flat % 2]
+
+    def element_name(self, flat: int) -> str:
+        """The axis's name, with the part of element ``flat`` for a complex one (z.imag)."""
+        part = self.part(flat)
+        return f"{self.name}.{part}" if part else self.name
 
     def label(self, flat: int) -> str:
-        return f"{self.name}[{', '.join(map(str, self.index(flat)))}]"
+        return f"{self.element_name(flat)}[{', '.join(map(str, self.index(flat)))}]"
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:

@@ -35,7 +35,10 @@ FRAME_MS = 16
 EXAMPLES = 4
 
 
-def _num(x: float, digits: int = 5) -> str:
+def _num(x: float | complex, digits: int = 5) -> str:
+    if isinstance(x, complex):
+        sign = "−" if x.imag < 0 else "+"
+        return f"({_num(x.real, digits)}{sign}{_num(abs(x.imag), digits)}i)"
     if not math.isfinite(x):
         return str(x)
     if x == 0:
@@ -50,12 +53,22 @@ def _array(value) -> np.ndarray | None:
         return None
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=np.float64)
+    value = np.asarray(value)
+    return value.astype(np.complex128 if np.iscomplexobj(value) else np.float64)
+
+
+def _scalar(value) -> float | complex:
+    return complex(value) if np.iscomplexobj(value) else float(value)
 
 
 def as_matrix(values) -> np.ndarray:
-    """A 2-D view for the heatmap: scalars 1x1, vectors one row, more dims rows x rest."""
-    a = np.asarray(values, dtype=np.float64)
+    """A 2-D view for the heatmap: scalars 1x1, vectors one row, more dims rows x rest; a
+    complex entry as its real and imaginary parts side by side."""
+    a = np.asarray(values)
+    if np.iscomplexobj(a):
+        a = np.stack((a.real, a.imag), axis=-1)
+        a = a.reshape((*a.shape[:-2], -1)) if a.ndim >= 2 else a
+    a = a.astype(np.float64)
     if a.ndim == 0:
         return a.reshape(1, 1)
     if a.ndim == 1:
@@ -79,9 +92,10 @@ def example_entries(before, grad, after, count: int = EXAMPLES) -> list[tuple]:
     for k in sorted(order.tolist()):
         index = tuple(int(i) for i in np.unravel_index(k, g.shape)) if g.ndim else ()
         rows.append((index,
-                     float(b.reshape(-1)[k]) if b is not None and b.size == g.size else math.nan,
-                     float(g.reshape(-1)[k]),
-                     float(a.reshape(-1)[k]) if a is not None and a.size == g.size else math.nan))
+                     _scalar(b.reshape(-1)[k]) if b is not None and b.size == g.size
+                     else math.nan, _scalar(g.reshape(-1)[k]),
+                     _scalar(a.reshape(-1)[k]) if a is not None and a.size == g.size
+                     else math.nan))
     return rows
 
 

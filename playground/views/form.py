@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.descent import LOSSES, OPTIMIZERS
+from customgrad.dtypes import DTYPES
 from customgrad.errors import SpecError
 from customgrad.inputs import (
     GIVEN,
@@ -65,7 +66,7 @@ class InputsForm(QWidget):
         self.rows = QFormLayout(self.box)
         self.rows.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.dtype = QComboBox()
-        self.dtype.addItems(["float32", "float64"])
+        self.dtype.addItems(list(DTYPES))
         self.device = QComboBox()
         self.device.addItems(available_devices())
         layout = QVBoxLayout(self)

@@ -1,8 +1,9 @@
 """customgrad.check's verdicts beside torch.autograd.gradcheck's on the Functions of
-tests/data/parity_functions.py (shaped like real layers), one Markdown row each.
+tests/data/parity_functions.py (shaped like real layers) and tests/data/complex_functions.py,
+one Markdown row each.
 
 Run from a checkout's root: ``python tests/benchmarks/parity_table.py``; in an older
-checkout copy tests/data/parity_functions.py there first (docs/parity.md compares two).
+checkout copy both files there first (docs/parity.md compares two).
 """
 
 from __future__ import annotations
@@ -15,11 +16,16 @@ import torch
 sys.path.insert(0, os.getcwd())
 
 import customgrad
+from tests.data import complex_functions as cf
 from tests.data import parity_functions as pf
 
 
-def _rand(*shape):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+def _rand(*shape, dtype=torch.float64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0), dtype=dtype)
+
+
+def _complex(*shape):
+    return _rand(*shape, dtype=torch.complex128)
 
 
 #: (label, Function, arguments as a user passes them (requires_grad where they would),
@@ -41,6 +47,20 @@ CASES = [
      {"check_batched_grad": True}),
     ("batched_grad, backward in numpy", pf.ScaleByNumpy, lambda: (_rand(3, 4),),
      {"check_batched_grad": True}),
+    ("C->R: abs(z)^2", cf.AbsSquared, lambda: (_complex(3, 4),), {}),
+    ("C->R, conj(z) for z", cf.AbsSquaredConj, lambda: (_complex(3, 4),), {}),
+    ("C->C: z * z", cf.Square, lambda: (_complex(3, 4),), {}),
+    ("C->C, no conj on the derivative", cf.SquareNoConj, lambda: (_complex(3, 4),), {}),
+    ("R->C: exp(i x)", cf.Cis, lambda: (_rand(5),), {}),
+    ("R->C, grad_output not conjugated", cf.CisGradNoConj, lambda: (_rand(5),), {}),
+    ("C x C -> C: z * w", cf.Multiply, lambda: (_complex(2, 3), _complex(2, 3) + 1), {}),
+    ("C x C -> C, conj(grad_output)", cf.MultiplyConjGrad,
+     lambda: (_complex(2, 3), _complex(2, 3) + 1), {}),
+    ("C x C -> C, z's gradient doubled", cf.MultiplyTwice,
+     lambda: (_complex(2, 3), _complex(2, 3) + 1), {}),
+    ("R x C -> C: gain a times z", cf.Scale, lambda: (_rand(2, 3), _complex(2, 3)), {}),
+    ("R x C -> C, no conj for the gain", cf.ScaleNoConj,
+     lambda: (_rand(2, 3), _complex(2, 3)), {}),
 ]
 
 

@@ -63,3 +63,11 @@ def test_check_imports_torch_once_in_the_child_only():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "exit 0 False"
     assert "KillHead: PASSED" in proc.stdout
+
+
+def test_the_dtype_names_the_cli_offers_are_the_engine_s():
+    """``--dtype``'s choices are data (no torch for ``--help``): the same as the engine's."""
+    from customgrad.defaults import DTYPE_NAMES
+    from customgrad.dtypes import DTYPES
+
+    assert DTYPE_NAMES == tuple(DTYPES)

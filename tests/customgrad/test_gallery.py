@@ -42,7 +42,10 @@ def make_args(entry: GalleryEntry, seed: int = 0) -> tuple[list, list[int]]:
     for p in forward_params(entry):
         if p.name in entry.shapes:
             tensor_pos.append(len(args))
-            args.append(kink_free(entry.shapes[p.name], gen).requires_grad_())
+            value = kink_free(entry.shapes[p.name], gen)
+            if entry.complex:
+                value = torch.complex(value, kink_free(entry.shapes[p.name], gen))
+            args.append(value.requires_grad_())
         elif p.name in entry.constants:
             args.append(entry.constants[p.name])
         else:
@@ -154,7 +157,8 @@ def test_runs_without_error(entry: GalleryEntry):
     tensors = [args[i] for i in pos]
     out = fn(*tensors)
     outs = out if isinstance(out, tuple) else (out,)
-    loss = sum(o.sum() for o in outs if o.requires_grad)
+    loss = sum(o.abs().square().sum() if o.is_complex() else o.sum()
+               for o in outs if o.requires_grad)
     grads = torch.autograd.grad(loss, tensors)
     for t, g in zip(tensors, grads):
         assert g.shape == t.shape
@@ -193,6 +197,7 @@ REFERENCES = {
     "numpy_tanh": torch.tanh,
     "cube_newstyle": lambda x: x**3,
     "softmax": lambda x: torch.softmax(x, dim=-1),
+    "complex_mul": lambda z, w: z * w,
     **({"sin_op": torch.sin} if "sin_op" in BY_NAME else {}),  # torch.library ops: 2.4+
 }
 
@@ -207,9 +212,18 @@ def test_jacobian_matches_reference(name: str):
     entry = BY_NAME[name]
     args, pos = make_args(entry, seed=1)
     tensors = tuple(args[i].detach() for i in pos)
-    ours = torch.autograd.functional.jacobian(make_fn(entry, args, pos), tensors)
-    ref = torch.autograd.functional.jacobian(REFERENCES[name], tensors)
+    fn, ref_fn = make_fn(entry, args, pos), REFERENCES[name]
+    if entry.complex:  # the real Jacobian: parts side by side (jacobian takes real outputs)
+        fn, ref_fn, tensors = _as_real(fn), _as_real(ref_fn), tuple(
+            torch.view_as_real(t) for t in tensors)
+    ours = torch.autograd.functional.jacobian(fn, tensors)
+    ref = torch.autograd.functional.jacobian(ref_fn, tensors)
     torch.testing.assert_close(ours, ref)
+
+
+def _as_real(fn):
+    """``fn`` of complex tensors as a function of their real views, to a real view."""
+    return lambda *parts: torch.view_as_real(fn(*(torch.view_as_complex(p) for p in parts)))
 
 
 def test_sort_jacobian_is_a_permutation():

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from customgrad import catalog
+from customgrad.dtypes import parse_dtype
 from customgrad.errors import Cancelled, FunctionError, SpecError
 from customgrad.inputs import (
     DEFAULT_SHAPE,
@@ -29,7 +30,6 @@ from customgrad.inputs import (
     is_new_style,
     parse_const,
     parse_device,
-    parse_dtype,
     parse_init,
     parse_shape,
 )

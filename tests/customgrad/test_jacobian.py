@@ -37,7 +37,8 @@ def problem(name: str, dtype: str = "float64", seed: int = 0, **kw):
 
 
 def tensor_positions(args: list) -> list[int]:
-    return [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    return [i for i, a in enumerate(args)
+            if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex())]
 
 
 def as_function_of_tensors(fn: type, args: list, clone: bool = False):
@@ -63,16 +64,20 @@ def torch_gradcheck(p, **kw) -> bool:
 
 def reference_jacobian(fn: type, args: list, report: jacobian.Report) -> torch.Tensor:
     """torch.autograd.functional.jacobian laid out like the report: rows = the differentiable
-    outputs concatenated, columns = the floating tensor inputs concatenated."""
+    outputs concatenated, columns = the floating tensor inputs concatenated; a complex tensor
+    as its real and imaginary parts side by side (jacobian takes real outputs)."""
     f, pos = as_function_of_tensors(fn, args, clone=True)
     picked = [a.position for a in report.outputs]
 
     def g(*tensors):
-        out = f(*tensors)
+        out = f(*(torch.view_as_complex(t) if args[i].is_complex() else t
+                  for i, t in zip(pos, tensors)))
         outs = out if isinstance(out, tuple) else (out,)
-        return tuple(outs[k] for k in picked)
+        return tuple(torch.view_as_real(outs[k]) if outs[k].is_complex() else outs[k]
+                     for k in picked)
 
-    inputs = tuple(args[i].detach().clone() for i in pos)
+    inputs = tuple(torch.view_as_real(args[i].detach().clone()) if args[i].is_complex()
+                   else args[i].detach().clone() for i in pos)
     jac = torch.autograd.functional.jacobian(g, inputs)
     rows = []
     for o, per_input in zip(report.outputs, jac):
@@ -101,11 +106,12 @@ def test_verdict_equals_torch_gradcheck(entry):
         x = p.args[i]
         # seed 0 keeps every sample away from the kinks (0 for |uv|, relu, sign; ties for sort)
         assert float(x.abs().min()) > 1e-3
-        assert x.flatten().unique().numel() == x.numel()
+        parts = torch.view_as_real(x) if x.is_complex() else x
+        assert parts.flatten().unique().numel() == parts.numel()
     report = p.compare()
     assert report.passed == torch_gradcheck(p)
     assert report.passed == entry.correct
-    assert report.numerical_dtype == torch.float64
+    assert report.numerical_dtype == (torch.complex128 if entry.complex else torch.float64)
     assert (report.mismatches == 0) == report.passed
 
 
@@ -170,7 +176,8 @@ def check_worst_is_argmax(report):
     inp = next(a for a in report.inputs if a.position == w.input)
     assert out.index(w.row - out.offset) == w.output_index
     assert inp.index(w.col - inp.offset) == w.input_index
-    assert (w.output_name, w.input_name) == (out.name, inp.name)
+    assert (w.output_name, w.input_name) == (out.element_name(w.row - out.offset),
+                                             inp.element_name(w.col - inp.offset))
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=lambda e: e.name)

@@ -114,7 +114,8 @@ def test_validate_names_the_field(field, value):
     ("rtol", math.nan, "rtol must be a finite number"),
     ("lr", "fast", "lr must be a number, not 'fast'."),
     ("steps", -5, "steps must be a whole number >= 0"),
-    ("dtype", "half", "dtype 'half' is not supported; use float32 or float64."),
+    ("dtype", "half",
+     "dtype 'half' is not supported; use float32, float64, complex64, complex128."),
     ("loss", "huber", "loss 'huber' is unknown; use mse, l1, sse."),
 ])
 def test_check_field_is_the_rule_validate_raises(field, value, fragment):

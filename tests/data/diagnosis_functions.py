@@ -2,14 +2,17 @@
 correct twins. Every kind is here at least twice, over different shapes and input counts.
 
 ``CASES`` lists ``(label, buggy, correct, make_args)``; ``make_args(generator)`` gives forward's
-arguments (float64). For ``kink`` the "bug" is the point, not the code: the buggy entry is the
-correct Function at a point where forward has a kink, its twin the same at a smooth point.
+arguments (float64; complex128 for the complex ones). For ``kink`` the "bug" is the point, not
+the code: the buggy entry is the correct Function at a point where forward has a kink, its
+twin the same at a smooth point.
 """
 
 from __future__ import annotations
 
 import torch
 from torch.autograd import Function
+
+from tests.data import complex_functions as cf
 
 
 def rand(g, *shape):
@@ -728,6 +731,10 @@ def _tie(g):
     return [x, y]
 
 
+def crand(g, *shape):
+    return torch.randn(*shape, generator=g, dtype=torch.complex128)
+
+
 def _tie_free(g):
     return [rand(g, 2, 3), rand(g, 2, 3) + 5]
 
@@ -783,6 +790,12 @@ CASES = [
     ("swapped", BatchMatMulSwapped, BatchMatMul, lambda g: [rand(g, 2, 3, 3), rand(g, 2, 3, 3)]),
     ("kink", LeakyRelu, LeakyRelu, lambda g: [torch.tensor([-1.0, 0.0, 2.0, 0.0, 0.5],
                                                             dtype=torch.float64)]),
+    ("conjugate", cf.AbsSquaredConj, cf.AbsSquared, lambda g: [crand(g, 3, 4)]),
+    ("conjugate", cf.SquareNoConj, cf.Square, lambda g: [crand(g, 5)]),
+    ("conjugate", cf.CisGradNoConj, cf.Cis, lambda g: [rand(g, 6)]),
+    ("conjugate", cf.MultiplyConjGrad, cf.Multiply, lambda g: [crand(g, 2, 3), crand(g, 2, 3)]),
+    ("conjugate", cf.ScaleNoConj, cf.Scale, lambda g: [rand(g, 2, 3), crand(g, 2, 3)]),
+    ("factor", cf.MultiplyTwice, cf.Multiply, lambda g: [crand(g, 3), crand(g, 3)]),
 ]
 
 #: the correct twins' points: the kink cases' twin is the same Function at a smooth point

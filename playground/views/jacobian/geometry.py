@@ -76,8 +76,10 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 def block_label(axis: Axis) -> str:
-    """A block's full label: "name [shape]"."""
-    return f"{axis.name} [{shape_text(axis.shape)}]"
+    """A block's full label: "name [shape]", and "re, im" for a complex tensor (each
+    element's real and imaginary parts side by side)."""
+    parts = " re, im" if axis.parts == 2 else ""
+    return f"{axis.name} [{shape_text(axis.shape)}]{parts}"
 
 
 def block_ticks(axes: list[Axis]) -> list[tuple[float, str]]:

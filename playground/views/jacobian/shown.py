@@ -49,6 +49,12 @@ class Shown:
         outside = None
         if self.report is not None:
             outside = self.mask is not None and bool(self.mask[row, col])
-        return words.hover_text(outputs, inputs, row, col, a, n, computing=self.computing,
+        text = words.hover_text(outputs, inputs, row, col, a, n, computing=self.computing,
                                 rows_done=None if live is None else live.rows,
                                 cols_done=None if live is None else live.cols, outside=outside)
+        inp = next(i for i in reversed(inputs) if i.offset <= col)
+        if inp.parts == 2 and not self.computing:
+            re = col - (col - inp.offset) % 2  # the element's real-part column
+            text += words.complex_entry(*(None if m is None else complex(m[row, re], m[row, re + 1])
+                                          for m in (self.analytic, self.numerical)))
+        return text

@@ -35,7 +35,7 @@ def element(name: str, index: tuple[int, ...]) -> str:
 
 
 def _axis_label(axis: Axis, flat: int) -> str:
-    return axis.label(flat) if axis.shape else axis.name
+    return axis.label(flat) if axis.shape else axis.element_name(flat)
 
 
 def phase_text(phase: str) -> str:
@@ -73,6 +73,21 @@ def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
     if outside is not None and a is not None and n is not None:
         text += "   ✘ outside tolerance" if outside else "   ✔ within tolerance"
     return text
+
+
+def complex_entry(analytic: complex | None, numerical: complex | None) -> str:
+    """A complex input's element seen whole, as gradcheck compares it: the entries of its
+    real and imaginary parts as one complex number, d/dx + i d/dy."""
+    shown = [f"{name} {complex_number(v)}" for name, v in (("analytic", analytic),
+                                                            ("numerical", numerical))
+             if v is not None]
+    return f"   (as gradcheck: {', '.join(shown)})" if shown else ""
+
+
+def complex_number(value: complex) -> str:
+    """``1.5+0.25i``, ``-2−1i``: real part, then the imaginary one with its sign."""
+    sign = "−" if value.imag < 0 else "+"
+    return f"{number(value.real, 4)}{sign}{number(abs(value.imag), 4)}i"
 
 
 def legend(outputs: list[Axis], inputs: list[Axis]) -> str:
