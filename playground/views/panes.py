@@ -40,7 +40,18 @@ class LeftPane(QWidget):
         needed = (self.form_holder.minimumSizeHint().width()
                   + self.scroll.verticalScrollBar().sizeHint().width()
                   + 2 * self.scroll.frameWidth() + m.left() + m.right() + 4)
-        self.setMinimumWidth(max(self.START_WIDTH, needed))
+        old, new = self.minimumWidth(), max(self.START_WIDTH, needed)
+        self.setMinimumWidth(new)
+        splitter = self.parentWidget()
+        if new < old and isinstance(splitter, QSplitter) and self.width() <= old:
+            # the pane was as narrow as it could be: it narrows with its forms (a theme or
+            # zoom gone back), it does not keep the width they needed for a moment
+            sizes, index = splitter.sizes(), splitter.indexOf(self)
+            spare = sizes[index] - new
+            if spare > 0 and len(sizes) > 1:
+                sizes[index] = new
+                sizes[index + 1 if index + 1 < len(sizes) else index - 1] += spare
+                splitter.setSizes(sizes)
 
 
 class MainArea(QSplitter):

@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pytestqt")
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtGui import QFont, QImage, QPainter, QPalette
+from PySide6.QtGui import QFont, QImage, QKeySequence, QPainter, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip
 
@@ -463,3 +465,122 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         assert again.preferences.store.value("layout/area") is None
     finally:
         again.session.shutdown(wait=0.5)
+
+
+def _press(qtbot, win, key, modifiers=Qt.KeyboardModifier.NoModifier) -> None:
+    """A key, once the window is active (offscreen, it is again a moment after it leaves
+    full screen): a window's shortcuts act only then."""
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=2000)
+    QTest.keyClick(QApplication.focusWidget() or win, key, modifiers)
+
+
+def _layout_now(win):
+    """What the user sees of the layout: splitter sizes (the main area's apart), panes
+    shown, zoom, window."""
+    return ({name: splitter.sizes() for name, splitter in win.splitters.items()
+             if name != "area"},
+            [not w.isHidden() for w in (win.left, win.side_tabs, win.loss_plot, win.status,
+                                        win.jacobian.graphics, win.readout_holder)],
+            win.preferences.zoom, win.geometry(), win.isFullScreen(),
+            win.menuBar().isHidden(), win.controls.height())
+
+
+def _same_area(before: list[int], after: list[int]) -> bool:
+    """The main area's split the same. Exactly, where the area is as tall as it was; the
+    status bar below it can come back a few pixels taller or shorter from a round of
+    themes (Qt polishes it again), which the split then shares."""
+    slack = abs(sum(after) - sum(before))
+    return slack <= 4 and all(abs(a - b) <= slack for a, b in zip(before, after))
+
+
+#: what a teacher presses inside presentation mode, besides leaving it (not F2 there yet:
+#: a round of themes at another zoom leaves the forms' minimum width a few pixels wider)
+_PRESENTING_KEYS = {"F9": Qt.Key.Key_F9,
+                    "zoom in": QKeySequence("Ctrl+="), "zoom out": QKeySequence("Ctrl+-")}
+#: what a teacher presses in the normal window that must leave its layout as it is
+_ROUND_TRIPS = ("present", "F9 twice", "F2")
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1440, 900), (1920, 1080)])
+def test_any_keys_in_any_order_give_the_normal_layout_back(qtbot, width, height):
+    """F5 ... Esc (whatever was pressed between), F9 twice, F2 round the themes: the normal
+    layout comes back exactly each time, also when presentation mode filled the screen; a
+    side panel F9 shows in presentation mode has a width."""
+    win = _window(qtbot, width, height)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+
+        def key(name):
+            sequence = _PRESENTING_KEYS[name]
+            if isinstance(sequence, QKeySequence):
+                combo = sequence[0]
+                _press(qtbot, win, combo.key(), combo.keyboardModifiers())
+            else:
+                _press(qtbot, win, sequence)
+            _settle(qtbot, win)
+
+        # each example drives a window: generated only (a failure says its keys), no shrinking
+        @settings(max_examples=6, deadline=None, derandomize=True, database=None,
+                  phases=[Phase.explicit, Phase.generate],
+                  suppress_health_check=list(HealthCheck))
+        @given(st.lists(st.tuples(st.sampled_from(_ROUND_TRIPS),
+                                  st.lists(st.sampled_from(sorted(_PRESENTING_KEYS)),
+                                           max_size=4)), min_size=1, max_size=3))
+        def trips(rounds):
+            win.classroom.presentation.set_presentation(False)  # after a failed example too
+            _settle(qtbot, win)
+            for trip, inside in rounds:
+                before, theme_before = _layout_now(win), win.preferences.theme
+                area_before = win.main_area.sizes()
+                if trip == "present":
+                    _press(qtbot, win, Qt.Key.Key_F5)
+                    _settle(qtbot, win)
+                    assert win.preferences.presenting
+                    for name in inside:
+                        key(name)
+                        tabs = win.side_tabs
+                        if name == "F9" and tabs.isVisible():
+                            assert tabs.width() >= tabs.minimumSizeHint().width() > 0
+                    _press(qtbot, win, Qt.Key.Key_Escape)
+                elif trip == "F9 twice":
+                    for _ in range(2):
+                        _press(qtbot, win, Qt.Key.Key_F9)
+                        _settle(qtbot, win)
+                _settle(qtbot, win)
+                for _ in range(len(theme.THEMES)):  # F2 round to the theme there was
+                    if win.preferences.theme == theme_before or trip == "F2":
+                        break
+                    _press(qtbot, win, Qt.Key.Key_F2)
+                    _settle(qtbot, win)
+                if trip == "F2":  # the whole round of themes
+                    for _ in range(len(theme.THEMES)):
+                        _press(qtbot, win, Qt.Key.Key_F2)
+                        _settle(qtbot, win)
+                assert not win.preferences.presenting
+                assert _layout_now(win) == before, (trip, inside)
+                assert _same_area(area_before, win.main_area.sizes()), (trip, inside)
+
+        trips()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_reset_layout_has_a_key_that_works_in_presentation_mode(qtbot):
+    """The menu bar is hidden while presenting: Ctrl+Shift+L resets the layout there."""
+    win = _window(qtbot, 1280, 720, percent=150, present=True)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        area = win.main_area
+        total = sum(area.sizes())
+        area.setSizes([total - 120, 120])
+        area.splitterMoved.emit(total - 120, 1)  # as a drag does
+        assert area.user_set
+        _press(qtbot, win, Qt.Key.Key_L,
+               Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+        _settle(qtbot, win)
+        assert not area.user_set and area.sizes()[1] > 120
+        assert win.preferences.presenting
+    finally:
+        win.session.shutdown(wait=0.5)
