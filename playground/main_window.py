@@ -121,6 +121,9 @@ class MainWindow(QMainWindow):
             self.side_tabs.addTab(widget, title)
         self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
                                      "The last step of gradient descent, in numbers")
+        # as short as the loss plot beside it may be (its tabs scroll): the heatmaps below
+        # get the room first (see MainArea)
+        self.side_tabs.setMinimumHeight(1)
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.loss_plot)
         upper.addWidget(self.side_tabs)

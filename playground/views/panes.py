@@ -61,6 +61,10 @@ class MainArea(QSplitter):
     (``pane.ideal_height()``, refreshed on ``pane.idealHeightChanged``), leaving ``upper`` at
     least its minimum; unless the user has moved the splitter (:attr:`user_set`)."""
 
+    #: ``upper``'s least height, in lines of the font: a loss plot that still reads
+    #: (about 120 pixels at 100 %); the side panel beside it scrolls below its own minimum
+    UPPER_LINES = 7
+
     def __init__(self, upper: QWidget, pane: QWidget, parent=None) -> None:
         super().__init__(Qt.Orientation.Vertical, parent)
         self.setChildrenCollapsible(False)
@@ -95,8 +99,7 @@ class MainArea(QSplitter):
         total = sum(sizes)
         if total <= 0:
             return
-        floor = max(upper.minimumSizeHint().height(), upper.minimumHeight(),
-                    4 * self.fontMetrics().height())
+        floor = max(upper.minimumHeight(), self.UPPER_LINES * self.fontMetrics().height())
         height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
         want = [total - height, height]
         if any(abs(a - b) > 2 for a, b in zip(want, sizes)):

@@ -51,7 +51,8 @@ def app_font(qapp, tmp_path, monkeypatch):
     pg.setConfigOptions(background=bg, foreground=fg)
 
 
-def _window(qtbot, width, height, theme_name="light", percent=100, present=False):
+def _window(qtbot, width, height, theme_name="light", percent=100, present=False,
+            target="killhead"):
     win = MainWindow(Session(), restore_prefs=False, restore_session=False)
     qtbot.addWidget(win)
     win.resize(width, height)
@@ -63,7 +64,7 @@ def _window(qtbot, width, height, theme_name="light", percent=100, present=False
     room.preferences.set_theme(theme_name, remember=False)
     room.preferences.set_zoom(percent, remember=False)
     with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
-        win.session.set_target("killhead")
+        win.session.set_target(target)
     _settle(qtbot, win)
     return win
 
@@ -217,7 +218,9 @@ def test_a_failed_verdict_at_150_percent_on_a_projector_overlaps_nothing(qtbot):
             win.side_tabs.setCurrentIndex(index)
             _settle(qtbot, win)
             assert _problems(win) == []
-            assert j.hover_label.isHidden()  # no room for it under the heatmaps
+            # where there is no room for it under the heatmaps, it gives way
+            assert j.hover_label.isHidden() \
+                or j.hover_label.geometry().top() > j.graphics.geometry().bottom()
         win.resize(1440, 900)
         _settle(qtbot, win)
         assert not j.hover_label.isHidden()
@@ -582,5 +585,31 @@ def test_reset_layout_has_a_key_that_works_in_presentation_mode(qtbot):
         _settle(qtbot, win)
         assert not area.user_set and area.sizes()[1] > 120
         assert win.preferences.presenting
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def _drawn_height(win) -> float:
+    """How tall the matrix is drawn in each heatmap, in pixels."""
+    vb = win.jacobian._panels[0].plot.vb
+    (_y0, _y1) = vb.viewRange()[1]
+    return vb.height() * win.jacobian._shape[0] / (_y1 - _y0)
+
+
+@pytest.mark.parametrize(("present", "percent", "least"), [(False, 100, 200), (True, 150, 250)])
+def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, percent, least):
+    """linear_bug's 12 x 32 Jacobian at 1280 x 720: the loss plot and the side panel give
+    way (the loss plot keeps a height that reads), the heatmaps are tall, their block labels
+    whole, nothing overlaps."""
+    win = _window(qtbot, 1280, 720, percent=percent, present=present, target="linear_bug")
+    try:
+        assert not win.jacobian.shown.report.passed
+        assert _drawn_height(win) >= least
+        assert win.loss_plot.height() >= 6 * win.fontMetrics().height()
+        texts = [t for _, t in win.jacobian.block_ticks()[0]]
+        assert [t.split(" ")[0] for t in texts] == ["input", "weight", "bias"]
+        graphics = win.jacobian.graphics
+        assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
+        assert _problems(win) == []
     finally:
         win.session.shutdown(wait=0.5)
