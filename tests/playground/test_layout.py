@@ -613,3 +613,20 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         assert _problems(win) == []
     finally:
         win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("percent", [100, 150])
+def test_an_error_banner_keeps_the_window_on_a_projector(qtbot, tmp_path, percent):
+    """A load error's banner (a syntax error) at 1280 x 720: the window still fits the
+    screen (it needed 816 pixels at 150 %, the heatmaps' bottom off a 720-line screen)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nclass F(torch.autograd.Function):\n    pass\n  x = (\n")
+    win = _window(qtbot, 1280, 720, percent=percent)
+    try:
+        win.session.set_target(f"{bad}:F")
+        qtbot.waitUntil(lambda: win.errors.isVisible(), timeout=TIMEOUT)
+        _settle(qtbot, win)
+        assert win.minimumSizeHint().height() <= 720
+        assert win.height() == 720
+    finally:
+        win.session.shutdown(wait=0.5)
