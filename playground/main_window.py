@@ -195,7 +195,7 @@ class MainWindow(QMainWindow):
         s.jacobianReady.connect(self._report)
         s.jacobianFailed.connect(self.jacobian.show_failure)
         s.errorRaised.connect(self._error)
-        s.errorCleared.connect(self.errors.hide)
+        s.errorCleared.connect(self._error_cleared)
         s.notice.connect(self.notice.show_notice)
         s.busyChanged.connect(self._busy)
         s.loopStarted.connect(self._loop_status.start)
@@ -289,6 +289,11 @@ class MainWindow(QMainWindow):
         if line and getattr(exc, "file", None) == (self.session.target.file
                                                    if self.session.target else None):
             self.code.highlight_line(line)
+
+    def _error_cleared(self) -> None:
+        """The error no longer holds: its banner goes, and the line it marked in the code."""
+        self.errors.hide()
+        self.code.clear_highlight()
 
     def _jump(self, file: str, line: int) -> None:
         self.code.highlight_line(line)

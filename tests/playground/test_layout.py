@@ -630,3 +630,21 @@ def test_an_error_banner_keeps_the_window_on_a_projector(qtbot, tmp_path, percen
         assert win.height() == 720
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_the_error_line_is_unmarked_once_the_error_no_longer_holds(qtbot):
+    """A Function's error marks its line in the code pane; when the inputs are built again
+    without it, the banner goes and so does the mark."""
+    from customgrad.errors import FunctionError
+
+    win = _window(qtbot, 1280, 720)
+    try:
+        target = win.session.target
+        line = win.code.first_line + 2
+        win.session.errorRaised.emit(FunctionError("backward raised", target.file, line))
+        assert win.code.highlighted_line == line and win.errors.isVisible()
+        with qtbot.waitSignal(win.session.errorCleared, timeout=TIMEOUT):
+            win.session.update(seed=1)
+        assert win.code.highlighted_line is None and not win.errors.isVisible()
+    finally:
+        win.session.shutdown(wait=0.5)
