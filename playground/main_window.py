@@ -169,14 +169,14 @@ class MainWindow(QMainWindow):
 
     def _after_typing(self, command, what: str):
         """``command`` as the user gives it: while a field holds typed text that is not a
-        valid value, it would run on the value before, unseen; it waits instead, the notice
-        says for which field and why, and the cursor goes there."""
+        valid value, it would run on the value before, unseen; it waits instead, and the
+        notice says for which field (it is marked) and why. The keyboard stays where it was:
+        in the field, the next key pressed for a command (C) would be typed into it."""
         def run(*_args) -> None:
             for form in (self.inputs, self.loop_form, self.jacobian.tolerance_row):
                 found = form.unfinished()
                 if found is not None:
-                    widget, reason = found
-                    widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                    _widget, reason = found
                     self.session.notice.emit(f"{what} waits for the marked field: {reason}")
                     return
             command()
