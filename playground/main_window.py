@@ -197,6 +197,8 @@ class MainWindow(QMainWindow):
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self._error_cleared)
         s.notice.connect(self.notice.show_notice)
+        s.runNotice.connect(self.notice.show_run_notice)
+        s.runReset.connect(self.notice.run_started)
         s.busyChanged.connect(self._busy)
         s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(

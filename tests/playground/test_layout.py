@@ -363,18 +363,21 @@ def test_play_after_the_last_step_is_a_notice_not_an_error(qtbot):
         s.update(steps=2)  # the run stops after two steps
         s.play()
         qtbot.waitUntil(lambda: s.step >= 2 and not s.running, timeout=TIMEOUT)
-        with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker, \
+        with qtbot.waitSignal(s.runNotice, timeout=TIMEOUT) as blocker, \
                 qtbot.assertNotEmitted(s.errorRaised):
             s.play()
         assert blocker.args == ["Run finished at step 2 — Reset (R) or raise steps"]
         assert win.errors.isHidden()
         assert win.notice.isVisible() and "Reset (R)" in win.notice.text()
         assert win.controls.play.text() == "Play"
-        with qtbot.waitSignal(s.notice, timeout=TIMEOUT) as blocker:
+        with qtbot.waitSignal(s.runNotice, timeout=TIMEOUT) as blocker:
             win.user_commands["step"]()  # no step past the end either
         assert blocker.args == ["Run finished at step 2 — Reset (R) or raise steps"]
         qtbot.wait(200)
         assert s.step == 2
+        with qtbot.waitSignal(s.runReset, timeout=TIMEOUT):
+            s.reset()
+        assert win.notice.isHidden()  # the new run has not finished: the notice goes at once
     finally:
         win.session.shutdown(wait=0.5)
 
