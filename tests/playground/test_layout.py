@@ -651,3 +651,21 @@ def test_the_error_line_is_unmarked_once_the_error_no_longer_holds(qtbot):
         assert win.code.highlighted_line is None and not win.errors.isVisible()
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_a_long_init_reads_from_its_start(qtbot):
+    """A choice longer than the init box (uniform(-0.5,0.5)) shows its start, not its end
+    ("niform(-0.5,0.5)")."""
+    win = _window(qtbot, 1280, 720, target="linear_bug")
+    try:
+        combo = win.inputs.fields["weight.init"]
+        assert combo.currentText().startswith("uniform(")
+        edit = combo.lineEdit()
+        assert edit.cursorRect().left() < edit.fontMetrics().horizontalAdvance("uni")
+        combo.setCurrentText("normal")
+        combo.activated.emit(0)
+        combo.setCurrentText("uniform(-0.5,0.5)")
+        combo.activated.emit(combo.findText("uniform(-0.5,0.5)"))
+        assert edit.cursorPosition() == 0
+    finally:
+        win.session.shutdown(wait=0.5)
