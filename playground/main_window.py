@@ -125,6 +125,9 @@ class MainWindow(QMainWindow):
             self.side_tabs.addTab(widget, title)
         self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
                                      "The last step of gradient descent, in numbers")
+        # as short as the loss plot beside it may be (its tabs scroll): the heatmaps below
+        # get the room first (see MainArea)
+        self.side_tabs.setMinimumHeight(1)
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.loss_plot)
         upper.addWidget(self.side_tabs)
@@ -170,14 +173,14 @@ class MainWindow(QMainWindow):
 
     def _after_typing(self, command, what: str):
         """``command`` as the user gives it: while a field holds typed text that is not a
-        valid value, it would run on the value before, unseen; it waits instead, the notice
-        says for which field and why, and the cursor goes there."""
+        valid value, it would run on the value before, unseen; it waits instead, and the
+        notice says for which field (it is marked) and why. The keyboard stays where it was:
+        in the field, the next key pressed for a command (C) would be typed into it."""
         def run(*_args) -> None:
             for form in (self.inputs, self.loop_form, self.jacobian.tolerance_row):
                 found = form.unfinished()
                 if found is not None:
-                    widget, reason = found
-                    widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                    _widget, reason = found
                     self.session.notice.emit(f"{what} waits for the marked field: {reason}")
                     return
             command()
@@ -196,8 +199,10 @@ class MainWindow(QMainWindow):
         s.jacobianReady.connect(self._report)
         s.jacobianFailed.connect(self.jacobian.show_failure)
         s.errorRaised.connect(self._error)
-        s.errorCleared.connect(self.errors.hide)
+        s.errorCleared.connect(self._error_cleared)
         s.notice.connect(self.notice.show_notice)
+        s.runNotice.connect(self.notice.show_run_notice)
+        s.runReset.connect(self.notice.run_started)
         s.busyChanged.connect(self._busy)
         s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(
@@ -311,6 +316,11 @@ class MainWindow(QMainWindow):
         if line and getattr(exc, "file", None) == (self.session.target.file
                                                    if self.session.target else None):
             self.code.highlight_line(line)
+
+    def _error_cleared(self) -> None:
+        """The error no longer holds: its banner goes, and the line it marked in the code."""
+        self.errors.hide()
+        self.code.clear_highlight()
 
     def _jump(self, file: str, line: int) -> None:
         self.code.highlight_line(line)

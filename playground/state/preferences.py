@@ -75,7 +75,7 @@ class Preferences(QObject):
     def set_zoom(self, percent: float, remember: bool = True) -> int:
         """Every pane at ``percent`` % of the start font size (50-300); the zoom set."""
         self.zoom = clamp(percent)
-        if remember:
+        if remember and not self.presenting:  # presentation's zoom is its layout's
             self._keep("view/zoom", self.zoom)
         self.zoomChanged.emit(self.zoom)
         if remember:

@@ -97,6 +97,7 @@ class Session(QObject):
     settingsChanged = Signal(object)  # Settings
     busyChanged = Signal(bool)
     notice = Signal(str)  # something the user should know, not an error
+    runNotice = Signal(str)  # the same about the run, true until a new run starts (runReset)
 
     def __init__(self, settings: Settings | None = None, parent=None, *, held: bool = False):
         """``held``: start as :meth:`hold` leaves it (builds and checks wait for
@@ -298,7 +299,7 @@ class Session(QObject):
     def _at_the_end(self) -> bool:
         """Whether the run has made its steps (the notice says so: not an error)."""
         if self.settings.steps and self.step >= self.settings.steps:
-            self.notice.emit(f"Run finished at step {self.step} — Reset (R) or raise steps")
+            self.runNotice.emit(f"Run finished at step {self.step} — Reset (R) or raise steps")
             return True
         return False
 

@@ -133,6 +133,7 @@ class InputsForm(QWidget):
             init.addItem(GIVEN)
             tip += "; given: the tensor you passed to playground.show"
         init.setCurrentText(spec.init)
+        init.lineEdit().setCursorPosition(0)  # a longer choice reads from its start
         init.setToolTip(tip)
         init.lineEdit().editingFinished.connect(lambda n=name, c=init: self._set_init(n, c))
         init.activated.connect(lambda _i, n=name, c=init: self._set_init(n, c))
@@ -204,6 +205,8 @@ class InputsForm(QWidget):
             combo.setToolTip(str(exc))
             return
         combo.setStyleSheet("")
+        if not combo.lineEdit().hasFocus():
+            combo.lineEdit().setCursorPosition(0)  # "uniform(…", not "niform(-0.5,0.5)"
         if self.session.settings.init.get(name) != value:
             self._set("init", name, value)
 

@@ -28,11 +28,25 @@ class NoticeBar(QLabel):
         self.hide()
         self._timer = QTimer(self, singleShot=True, interval=self.SHOWN_MS)
         self._timer.timeout.connect(self.hide)
+        self._about_run = False  # the notice shown is about the run (see show_run_notice)
 
     def show_notice(self, text: str) -> None:
+        self._about_run = False
         self.setText(f"ℹ {text}")
         self.show()
         self._timer.start()
+
+    def show_run_notice(self, text: str) -> None:
+        """A notice about the run: it goes when a new run starts (:meth:`run_started`)."""
+        self.show_notice(text)
+        self._about_run = True
+
+    def run_started(self) -> None:
+        """A new run: a notice about the last one no longer holds."""
+        if self._about_run:
+            self._about_run = False
+            self._timer.stop()
+            self.hide()
 
 
 class PendingSessionBar(QFrame):

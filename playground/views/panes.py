@@ -40,7 +40,18 @@ class LeftPane(QWidget):
         needed = (self.form_holder.minimumSizeHint().width()
                   + self.scroll.verticalScrollBar().sizeHint().width()
                   + 2 * self.scroll.frameWidth() + m.left() + m.right() + 4)
-        self.setMinimumWidth(max(self.START_WIDTH, needed))
+        old, new = self.minimumWidth(), max(self.START_WIDTH, needed)
+        self.setMinimumWidth(new)
+        splitter = self.parentWidget()
+        if new < old and isinstance(splitter, QSplitter) and self.width() <= old:
+            # the pane was as narrow as it could be: it narrows with its forms (a theme or
+            # zoom gone back), it does not keep the width they needed for a moment
+            sizes, index = splitter.sizes(), splitter.indexOf(self)
+            spare = sizes[index] - new
+            if spare > 0 and len(sizes) > 1:
+                sizes[index] = new
+                sizes[index + 1 if index + 1 < len(sizes) else index - 1] += spare
+                splitter.setSizes(sizes)
 
 
 class MainArea(QSplitter):
@@ -49,6 +60,10 @@ class MainArea(QSplitter):
     The pane gets the height its heatmaps' square cells need at the width there is
     (``pane.ideal_height()``, refreshed on ``pane.idealHeightChanged``), leaving ``upper`` at
     least its minimum; unless the user has moved the splitter (:attr:`user_set`)."""
+
+    #: ``upper``'s least height, in lines of the font: a loss plot that still reads
+    #: (about 120 pixels at 100 %); the side panel beside it scrolls below its own minimum
+    UPPER_LINES = 7
 
     def __init__(self, upper: QWidget, pane: QWidget, parent=None) -> None:
         super().__init__(Qt.Orientation.Vertical, parent)
@@ -84,8 +99,7 @@ class MainArea(QSplitter):
         total = sum(sizes)
         if total <= 0:
             return
-        floor = max(upper.minimumSizeHint().height(), upper.minimumHeight(),
-                    4 * self.fontMetrics().height())
+        floor = max(upper.minimumHeight(), self.UPPER_LINES * self.fontMetrics().height())
         height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
         want = [total - height, height]
         if any(abs(a - b) > 2 for a, b in zip(want, sizes)):

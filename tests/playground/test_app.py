@@ -75,7 +75,8 @@ def test_a_failed_check_says_what_looks_wrong(qtbot, window):
     assert [d.kind for d in report.diagnoses] == ["transposed"]
     view = window.jacobian
     assert view.verdict_label.text().endswith("— a transposed gradient?")
-    assert "diagnosis: d output [3x4] / d weight [4x4]" in view.worst_label.text()
+    # the first line Details shows
+    assert view.details_label.text().startswith("diagnosis: d output [3x4] / d weight [4x4]")
     words = [i for i in view._diagnosis_items if isinstance(i, pg.TextItem)]
     assert [w.textItem.toPlainText() for w in words] == ["transposed"]
     weight = next(a for a in report.inputs if a.name == "weight")

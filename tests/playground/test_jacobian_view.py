@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 from playground.support import preview
 from playground.views import jacobian as jacobian_view
 from playground.views.jacobian import JacobianView, banner, words
-from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lines
+from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lines, view_height
 
 
 @functools.cache
@@ -683,10 +683,17 @@ def test_cell_aspect():
     assert aspect(0, 5, 300, 280) == 1.0 and aspect(5, 5, 0, 0) == 1.0  # nothing to fit
     # wide: cells grow taller (pyqtgraph's ratio is x pixels / y pixels per unit), just
     # enough to fill FILL_TARGET of the height
+    ratio = aspect(16, 24, 250, 400)
+    assert 1 < 1 / ratio < most
+    assert 250 * 16 / 24 / ratio == pytest.approx(target * 400)
+    # an elongated one (a side twice the other) fills the whole height: it uses the width
     ratio = aspect(12, 32, 250, 190)
     assert 1 < 1 / ratio < most
-    assert 250 * 12 / 32 / ratio == pytest.approx(target * 190)
+    assert 250 * 12 / 32 / ratio == pytest.approx(190)
     assert 1 / aspect(12, 80, 250, 190) == most
+    # the height the pane asks for: square cells, or an elongated matrix's stretched ones
+    assert view_height(24, 24, 300) == 300 and view_height(40, 12, 120) == 400
+    assert view_height(12, 32, 320) == pytest.approx(320 * 12 / 32 * most)
     # tall: cells grow wider
     ratio = aspect(40, 12, 250, 190)
     assert ratio == most

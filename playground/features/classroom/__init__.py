@@ -106,6 +106,14 @@ class Classroom(QObject):
         prefs.set_theme(prefs.remembered_theme(theme.THEMES), remember=False)
         prefs.set_zoom(prefs.remembered_zoom(), remember=False)
 
+    def reset_layout(self) -> None:
+        """View > Reset layout (Ctrl+Shift+L): the layout of the mode the window is in,
+        afresh; in presentation mode too, where the menu bar is hidden."""
+        if self.preferences.presenting:
+            self.presentation.reset_layout()
+        else:
+            self.layout.reset()
+
     # ---- sessions ---------------------------------------------------------------------------
     @property
     def restored(self) -> bool:

@@ -123,8 +123,9 @@ def _panes(room, add, view: QMenu) -> None:
     side.setChecked(True)
     add("jacobian_details", "Jacobian details", (), layout.set_details_shown, view,
         checkable=True, tip="The verdict's numbers, the worst entry, notes and tolerances")
-    add("reset_layout", "Reset layout", (), layout.reset, view,
-        tip="Panes back to their first sizes: the heatmaps get their room")
+    add("reset_layout", "Reset layout", ["Ctrl+Shift+L"], room.reset_layout, view,
+        tip="Panes back to their first sizes: the heatmaps get their room (in presentation "
+            "mode too)")
     view.addSeparator()
     add("show_explainer", "Step explainer", (), room.show_explainer, view,
         tip="Explain the last step: loss, gradient, update")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 
+from playground.features.classroom.layout import LayoutState
 from playground.state.preferences import PANELS
 
 __all__ = ["Presentation"]
@@ -27,7 +28,9 @@ class Presentation(QObject):
         self.panes = panes
         self.layout = layout
         self.actions = actions
-        self._before: dict = {}  # what presentation mode changed, to put back
+        self._before: dict = {}  # the normal layout and window, to put back on leaving
+        #: presentation's layout when it was last left (None: not yet presented)
+        self._presenting_layout = None
         preferences.hiddenPanelsChanged.connect(self._hidden_changed)
 
     def set_presentation(self, on: bool, fullscreen: bool = True) -> None:
@@ -37,17 +40,24 @@ class Presentation(QObject):
         if on == self.preferences.presenting:
             self.actions["presentation"].setChecked(on)
             return
-        if on:
-            self._enter(fullscreen)
-        else:
-            self._leave()
+        layout = self._enter(fullscreen) if on else self._leave()
         self.preferences.set_presenting(on)
+        if layout is not None:  # at the mode's own fonts: the sizes are those they had
+            self.layout.apply(layout)
         self.actions["presentation"].setChecked(on)
         self.actions["leave_presentation"].setEnabled(on)
         self.actions["fullscreen"].setChecked(w.isFullScreen())
 
     def toggle_presentation(self) -> None:
         self.set_presentation(not self.preferences.presenting)
+
+    def reset_layout(self) -> None:
+        """Presentation's layout afresh: the panels it shows, the heatmaps given their room
+        (what View > Reset layout does while presenting)."""
+        self._presenting_layout = None
+        self._place_readout(presenting=False)
+        self._show_panels()
+        self.panes.main_area.reset()
 
     def toggle_fullscreen(self) -> None:
         w = self.panes.window
@@ -60,40 +70,49 @@ class Presentation(QObject):
     def _widgets(self):
         return [widget for key in PANELS for widget in self.panes.panels[key]]
 
-    def _enter(self, fullscreen: bool) -> None:
-        w, area = self.panes.window, self.panes.main_area
+    def _enter(self, fullscreen: bool) -> LayoutState | None:
+        """The normal layout kept as a value (put back exactly on leaving), the window's
+        too. Returns presentation's own layout to put back, as it was left last time, if it
+        shows the same panels."""
+        w, layout = self.panes.window, self.layout
         self._before = {
-            "visible": {id(x): not x.isHidden() for x in self._widgets()},
+            "layout": layout.capture(), "geometry": w.geometry(),
             "fullscreen": w.isFullScreen(), "maximized": w.isMaximized(),
-            "area": (area.user_set, area.saveState())}
-        area.user_set = False  # the heatmaps get their room on the projector
-        self._before["menu"] = not w.menuBar().isHidden()
+            "menu": not w.menuBar().isHidden()}
+        self.panes.main_area.user_set = False  # the heatmaps get their room on the projector
         w.menuBar().hide()  # every command keeps its key (F5 or Esc leaves)
         self._show_panels()
+        saved = self._presenting_layout
+        if saved is not None and not saved.same_panes(layout.capture()):
+            if saved.zoom != self.preferences.zoom:
+                self.preferences.set_zoom(saved.zoom, remember=False)
+            saved = None
         if fullscreen and not w.isFullScreen():
             w.showFullScreen()
         if fullscreen and w.screen() is not None:
             # the whole screen, also where no window manager applies full screen (a
             # bare X server), and once the panels presentation hides no longer need room
             QTimer.singleShot(0, self, self._fill_screen)
+        return saved
 
-    def _leave(self) -> None:
-        w, area = self.panes.window, self.panes.main_area
-        visible = self._before.get("visible", {})
-        for widget in self._widgets():
-            widget.setVisible(visible.get(id(widget), True))
-        self.panes.upper.setVisible(True)
-        if w.isFullScreen() and not self._before.get("fullscreen"):
-            w.showMaximized() if self._before.get("maximized") else w.showNormal()
-        w.menuBar().setVisible(self._before.get("menu", True))
+    def _leave(self) -> LayoutState | None:
+        """Presentation's layout kept for the next time; the normal one's panes and window
+        put back as they were when presentation mode began. Returns that layout, to put
+        back whole (splitters, zoom) at the normal fonts."""
+        w = self.panes.window
+        self._presenting_layout = self.layout.capture()
+        before, self._before = self._before, {}
         self._place_readout(presenting=False)
-        user_set, state = self._before.get("area", (False, None))
-        if user_set and state is not None:
-            area.restoreState(state)
-        area.user_set = user_set
-        self._before = {}
+        if not before.get("fullscreen"):
+            if w.isFullScreen() or before.get("maximized") != w.isMaximized():
+                w.showMaximized() if before.get("maximized") else w.showNormal()
+            if not before.get("maximized") and before.get("geometry") is not None:
+                w.setGeometry(before["geometry"])  # where a window manager does not
+        w.menuBar().setVisible(before.get("menu", True))
+        for widget, shown in before["layout"].shown if "layout" in before else ():
+            widget.setVisible(shown)
         self.layout.sync_side_action()
-        area.schedule_fit()
+        return before.get("layout")
 
     def _fill_screen(self) -> None:
         w = self.panes.window
@@ -112,7 +131,8 @@ class Presentation(QObject):
 
     def _show_panels(self) -> None:
         hidden, panes = self.preferences.hidden_panels, self.panes
-        visible = self._before.get("visible", {})
+        before = self._before.get("layout")
+        visible = {id(w): shown for w, shown in before.shown} if before else {}
         for key in PANELS:
             for widget in panes.panels[key]:
                 widget.setVisible(key not in hidden and visible.get(id(widget), True))

@@ -74,7 +74,8 @@ class VerdictBanner(QFrame):
         box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
         box.addLayout(self._head)
-        self.details_scroll = FitScroll(self.details_box, pane, share=0.25)
+        # a few lines (the diagnosis first), scrolled: the heatmaps below keep their room
+        self.details_scroll = FitScroll(self.details_box, pane, share=0.15)
         box.addWidget(self.details_scroll)
         self.progress_bar.hide()
         self.cancel_button.hide()

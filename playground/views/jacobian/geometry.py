@@ -15,9 +15,9 @@ import numpy as np
 
 from customgrad.jacobian import Axis
 
-__all__ = ["FILL_TARGET", "MAX_CELL_STRETCH", "MIN_FILL", "block_label", "block_ticks",
-           "boundaries", "cell_aspect", "compact_tick_strings", "fit_labels", "grid_lines",
-           "layout_key"]
+__all__ = ["ELONGATED", "FILL_TARGET", "MAX_CELL_STRETCH", "MIN_FILL", "block_label",
+           "block_ticks", "boundaries", "cell_aspect", "compact_tick_strings", "elongated",
+           "fit_labels", "grid_lines", "layout_key", "view_height"]
 
 #: Cells stay square while square cells fill at least this fraction of the view; else they
 #: stretch along the matrix's short side just enough to fill it, ...
@@ -26,6 +26,15 @@ FILL_TARGET = 0.75
 MAX_CELL_STRETCH = 3.0
 #: ... unless the matrix would still fill less than this (a single row of 1000 entries).
 MIN_FILL = 0.5
+#: A matrix this many times wider than tall (or taller than wide) is elongated: its cells
+#: stretch to fill the whole view (within MAX_CELL_STRETCH), not FILL_TARGET of it; the pane
+#: asks for the height that takes (see :func:`elongated`).
+ELONGATED = 2.0
+
+
+def elongated(rows: int, cols: int) -> bool:
+    """Whether the matrix is elongated (see ELONGATED): it uses the width it has."""
+    return bool(rows and cols) and max(rows, cols) >= ELONGATED * min(rows, cols)
 
 
 def layout_key(outputs: list[Axis], inputs: list[Axis]) -> tuple:
@@ -36,18 +45,27 @@ def layout_key(outputs: list[Axis], inputs: list[Axis]) -> tuple:
 def cell_aspect(rows: int, cols: int, width: float, height: float) -> float:
     """The views' locked aspect ratio (pyqtgraph's: x pixels per unit / y pixels per unit).
 
-    1 (square cells) while square cells fill at least FILL_TARGET of the view; otherwise
-    the cells stretch along the short side of the matrix just enough to fill FILL_TARGET,
+    1 (square cells) while square cells fill at least FILL_TARGET of the view (all of it,
+    for an elongated matrix); otherwise the cells stretch just enough to fill that,
     by at most MAX_CELL_STRETCH unless that would fill less than MIN_FILL. The stretch
     changes smoothly with the view's size: no jumps while a window is resized."""
     if not rows or not cols or width < 2 or height < 2:
         return 1.0
     relative = (width / height) / (cols / rows)  # < 1: the matrix is wider than the view
     fill = min(relative, 1 / relative)  # of the view, with square cells
-    if fill >= FILL_TARGET:
+    target = 1.0 if elongated(rows, cols) else FILL_TARGET
+    if fill >= target:
         return 1.0
-    stretch = max(min(FILL_TARGET / fill, MAX_CELL_STRETCH), MIN_FILL / fill)
+    stretch = max(min(target / fill, MAX_CELL_STRETCH), MIN_FILL / fill)
     return 1 / stretch if relative < 1 else stretch
+
+
+def view_height(rows: int, cols: int, width: float) -> float:
+    """The height a view ``width`` pixels wide wants for the matrix: its cells square; for a
+    matrix much wider than tall (:func:`elongated`), stretched as far as they go (it uses
+    the width, and its rows stay readable)."""
+    stretch = MAX_CELL_STRETCH if cols > rows and elongated(rows, cols) else 1.0
+    return width * rows / cols * stretch
 
 
 def boundaries(axes: list[Axis]) -> list[float]:

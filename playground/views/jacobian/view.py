@@ -19,7 +19,7 @@ from playground.views.fonts import scaled
 from playground.views.jacobian import words
 from playground.views.jacobian.banner import VerdictBanner
 from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
-from playground.views.jacobian.geometry import layout_key
+from playground.views.jacobian.geometry import layout_key, view_height
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.items import fit_hint
 from playground.views.jacobian.labels import BlockLabels
@@ -262,15 +262,16 @@ class JacobianView(QWidget):
         self.drawing.fit()
 
     def ideal_height(self) -> int:
-        """The pane's height at which the heatmaps' cells are square and the three views use
-        the whole width they have: what the window gives the pane first. Before a matrix
-        arrives, that of a square one (most are, and the pane need not move when it comes)."""
+        """The pane's height at which the views are as tall as the matrix wants at the
+        width they have (:func:`~.geometry.view_height`): what the window gives the pane
+        first. Before a matrix arrives, that of a square one (most are, and the pane need
+        not move when it comes)."""
         rows, cols = self._shape if all(self._shape) else (1, 1)
         vb = self.heatmaps.view_box
         width = vb.width()
         if width < 2 or not self.graphics.isVisible():
             return self.sizeHint().height()
-        return math.ceil(self.height() - vb.height() + width * rows / cols)
+        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width))
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
         """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the

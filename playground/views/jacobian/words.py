@@ -155,7 +155,8 @@ def verdict(report: Report) -> Verdict:
     if report.diagnoses:  # shorter words, so the line keeps to one line
         head = (f"✘ FAILED: {bad:,} of {total:,} entries outside tolerance — "
                 f"{PHRASES[report.diagnoses[0].kind]}?")
-        lines += [f"diagnosis: {d}" for d in report.diagnoses]
+        # the most useful line: the first thing Details shows
+        details = "\n".join([*(f"diagnosis: {d}" for d in report.diagnoses), details])
     notes = "\n".join(f"• {note}" for note in report.notes)
     return Verdict("passed" if report.passed else "failed", head, details, "\n".join(lines),
                    notes)
