@@ -10,6 +10,7 @@ usable afterwards (loading 'killhead' gives a Jacobian report).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -68,6 +69,17 @@ class Watched(torch.autograd.Function):
     def backward(ctx, grad_output):
         return grad_output * 2
 '''
+
+
+def npy_claiming(shape: str) -> str:
+    """A .npy file's base64 whose header claims ``shape`` of float32 and holds 16 bytes."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (117 - len(header)) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)
+    return base64.b64encode(data).decode()
+
+
+NPY_HUGE = npy_claiming("(1000000000000,)")
 
 
 def write_files(folder: Path) -> dict[str, str]:
@@ -259,6 +271,21 @@ CASES = [
                  {"format": session_files.FORMAT, "version": 1, "settings": {"target": "nosuch"}},
                  r"no gallery Function is called 'nosuch'"),
     session_case("session_missing_file", None, r"faulty\.json does not exist"),
+    # damaged beyond JSON's own errors: each once ended in a traceback (or a frozen form)
+    session_case("session_nested_deep", "[" * 100_000 + "]" * 100_000,
+                 r"faulty\.json is nested too deeply to be a session"),
+    session_case("session_number_too_long", '{"settings": {"seed": ' + "9" * 5000 + "}}",
+                 r"faulty\.json cannot be read: a number in it is too long"),
+    session_case("session_npy_huge_shape",
+                 {"settings": {"target": "killhead", "given": {"input": {"npy": NPY_HUGE}}}},
+                 r"the tensor given for 'input' cannot be read \(its header says shape "
+                 r"\(1000000000000,\)"),
+    session_case("session_seed_beyond_the_form", {"settings": {"seed": 2**63 - 1}},
+                 r"seed 9223372036854775807 is outside 0-2147483647; 0 used"),
+    session_case("session_lone_surrogate",
+                 {"function": {"kind": "catalog", "name": "\ud800"},
+                  "settings": {"target": "killhead"}},
+                 r"lone surrogates in its text .* were replaced by \ufffd"),
     Case("session_bad_shape", None, r"input: dimension 0 must be at least 1", "session",
          session={"format": session_files.FORMAT, "version": 1,
                   "settings": {"target": "killhead", "shapes": {"input": "0x5"}}},
