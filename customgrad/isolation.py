@@ -348,7 +348,7 @@ def _new_child(target: Callable, name: str, *args):
 
 def _start(process) -> None:
     try:
-        with processes.main_stays_home():
+        with processes.child_start():
             process.start()
     except Exception as exc:  # the job or its arguments cannot travel (pickle)
         raise processes.SetupFailed(f"the worker process could not be started: "

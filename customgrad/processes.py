@@ -77,7 +77,7 @@ def warm() -> None:
     context()
     from multiprocessing import forkserver
 
-    with main_stays_home():
+    with child_start():
         forkserver.ensure_running()
 
 
@@ -119,6 +119,47 @@ def end_with_parent(conn) -> None:
 
     threading.Thread(target=watch, name="customgrad: ends with its parent",
                      daemon=True).start()
+
+
+def child_path() -> list[str]:
+    """The folders a child imports from: this process's ``sys.path``, made absolute, without
+    ``''`` and the current folder (the folder the app or CLI was started from: a ``random.py``
+    or ``string.py`` there would shadow the standard library in every worker), unless a
+    package the fork server preloads comes from there (a checkout run from its root)."""
+    here = os.path.realpath(os.getcwd())
+    homes = set()
+    for name in {m.partition(".")[0] for m in PRELOAD}:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            homes.add(os.path.dirname(os.path.dirname(os.path.realpath(file))))
+    out: list[str] = []
+    for entry in sys.path:
+        if not entry:
+            continue
+        path = os.path.realpath(entry)
+        if (path != here or path in homes) and path not in out:
+            out.append(path)
+    return out
+
+
+@contextlib.contextmanager
+def child_start():
+    """Around starting a child (or the fork server): the parent's main script is not run
+    there (:func:`main_stays_home`), and a new interpreter (the fork server, a spawned child)
+    starts with :func:`child_path` as its path, never the current folder: Python 3.11's fork
+    server puts ``''`` first on its path and ignores the ``sys_path`` it is given."""
+    with main_stays_home():  # its lock: one start, and one swap of the variables, at a time
+        saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+        os.environ["PYTHONSAFEPATH"] = "1"  # no '' (python -c) first on the path
+        os.environ["PYTHONPATH"] = os.pathsep.join(child_path())
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 @contextlib.contextmanager

@@ -415,7 +415,7 @@ class RemoteLoop:
         self.process = context.Process(target=_child_main,
                                        args=(child, payload, dict(os.environ)), daemon=True,
                                        name=f"descent {problem.target.spec}")
-        with processes.main_stays_home():
+        with processes.child_start():
             self.process.start()
         child.close()
 

@@ -1,0 +1,61 @@
+"""Worker processes trust nothing of the folder they were launched from, and the caller's
+process keeps its own path: the standard library is the standard library there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from customgrad import processes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: what a module of the launch folder does when it is imported: leaves a mark, says so
+SHADOW = """import os
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                  __name__ + "-imported-" + str(os.getpid())), "w").close()
+raise ImportError("the launch folder's " + __name__ + ".py was imported")
+"""
+
+
+def launcher(folder: Path) -> Path:
+    """A script elsewhere that starts the CLI of this checkout, as the installed
+    ``customgrad`` command does (its own folder, not the current one, first on the path)."""
+    folder.mkdir()
+    script = folder / "customgrad_command.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      "from customgrad.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    return script
+
+
+def test_a_module_in_the_launch_folder_is_never_imported_by_a_worker(tmp_path):
+    """Python 3.11's fork server keeps '' first on its path: a string.py in the folder the
+    CLI ran from was imported there (a raw traceback, "could not start: EOFError")."""
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    for name in ("string", "difflib", "csv"):  # imported by torch, not at the interpreter's start
+        (launch / f"{name}.py").write_text(SHADOW)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUSTOMGRAD_START_METHOD", "PYTHONSAFEPATH", "PYTHONPATH")}
+    proc = subprocess.run([sys.executable, str(launcher(tmp_path / "bin")), "check", "killhead"],
+                          cwd=launch, capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "PASSED" in proc.stdout
+    assert sorted(p.name for p in launch.iterdir()) == ["csv.py", "difflib.py", "string.py"]
+
+
+def test_the_child_path_leaves_out_the_current_folder_but_keeps_the_checkout(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), ".", *sys.path])
+    path = processes.child_path()
+    assert "" not in path and str(tmp_path.resolve()) not in path
+    assert all(os.path.isabs(p) for p in path)
+    import customgrad
+
+    home = os.path.dirname(os.path.dirname(os.path.realpath(customgrad.__file__)))
+    monkeypatch.chdir(home)  # a checkout run from its root: its packages stay importable
+    assert home in processes.child_path()
+
