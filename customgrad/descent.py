@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad.contract import PASS_THROUGH, normalize_outputs, raise_user_error, run_user
+from customgrad.contract import PASS_THROUGH, normalize_outputs, passes, raise_user_error, run_user
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import TensorSpec
 
@@ -226,8 +226,10 @@ class Descent:
                     for a in self.args]
         try:
             raw = fn.apply(*call)
-        except PASS_THROUGH:
-            raise
+        except PASS_THROUGH as exc:
+            if passes(exc):
+                raise
+            raise_user_error(fn, "forward", exc)
         except BaseException as exc:
             raise_user_error(fn, "forward", exc)
         outs = (raw,) if type(raw) is torch.Tensor else normalize_outputs(fn, raw)
@@ -238,8 +240,10 @@ class Descent:
             leaf.grad = None
         try:
             loss.backward()
-        except PASS_THROUGH:
-            raise
+        except PASS_THROUGH as exc:
+            if passes(exc):
+                raise
+            raise_user_error(fn, "backward", exc)
         except BaseException as exc:
             raise_user_error(fn, "backward", exc)
         value = loss.item()

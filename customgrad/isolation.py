@@ -31,7 +31,6 @@ import os
 import re
 import signal
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -42,14 +41,15 @@ import torch.multiprocessing  # noqa: F401 (registers the reductions that share 
 
 from customgrad import processes, sharing
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.frames import FRAME as _FRAME
+from customgrad.frames import library_file as _library_file
+from customgrad.frames import user_frame
 from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
 #: how often the parent looks at the child (memory, stop requests)
 POLL_SECONDS = 0.02
-_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>\S+)')
-_PACKAGE = str(Path(__file__).resolve().parent)
 
 
 class ProcessCrashed(FunctionError):
@@ -210,28 +210,6 @@ def _child_end(conn) -> None:
     faulthandler.disable()
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # no longer through the pipe
     conn.close()
-
-
-def _library_file(path: str) -> bool:
-    """True for frames that are not the user's: the standard library, installed packages
-    (torch, numpy) and customgrad itself."""
-    resolved = str(Path(path).resolve()) if not path.startswith("<") else path
-    if resolved.startswith(_PACKAGE):
-        return True
-    prefixes = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
-                                                      "platlib")}
-    return any(resolved.startswith(str(Path(p).resolve())) for p in prefixes if p) \
-        or path.startswith("<")
-
-
-def user_frame(stack: str) -> tuple[str, int, str] | None:
-    """The innermost frame of faulthandler's ``stack`` that is the user's code:
-    (file, line, function), or None."""
-    frames = [m for m in map(_FRAME.match, stack.splitlines()) if m]
-    for m in frames:  # faulthandler lists the most recent call first
-        if not _library_file(m["file"]):
-            return m["file"], int(m["line"]), m["func"]
-    return None
 
 
 #: the Function's methods a crash message names (``Flaky.backward crashed ...``)
@@ -399,7 +377,7 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
                     limit)
         try:
             ready = conn.poll(POLL_SECONDS)
-            message = conn.recv() if ready else None
+            message = processes.plain_loads(conn.recv_bytes()) if ready else None
         except (EOFError, OSError):
             raise _died(process, watch.started, fault_path, context_text) from None
         if message is None:

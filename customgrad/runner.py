@@ -431,7 +431,7 @@ class RemoteLoop:
         child has ended."""
         if not self.conn.poll(timeout):
             return None
-        return pickle.loads(self.conn.recv_bytes())
+        return processes.plain_loads(self.conn.recv_bytes())
 
     def kill(self) -> None:
         self.killed = True

@@ -250,6 +250,13 @@ CASES = [
                   r"FaultNonTensorOutput\.forward returned a str .*outputs must be tensors"),
     function_case("FaultMutatesGradOutput",
                   r"FaultMutatesGradOutput\.backward modifies grad_output in place"),
+    # BaseExceptions the user's code raises itself are its errors, with their line
+    function_case("FaultInterruptInForward", r"FaultInterruptInForward\.forward raised "
+                  r"KeyboardInterrupt: stop right there"),
+    function_case("FaultInterruptInBackward", r"FaultInterruptInBackward\.backward raised "
+                  r"KeyboardInterrupt: not now"),
+    function_case("FaultExitInBackward",
+                  r"FaultExitInBackward\.backward raised SystemExit: 3"),
     # the check runs; it merely disagrees (exit 1, a failed report in the app)
     function_case("FaultWrongBackward", r"FAILED", code=1, app_expect="mismatch", where=False,
                   cli_stream="out"),

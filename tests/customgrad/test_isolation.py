@@ -20,7 +20,7 @@ import torch
 
 from customgrad import cli, isolation, memory, processes, sharing
 from customgrad import kept as keeping
-from customgrad.errors import Cancelled, CustomGradError
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -354,9 +354,16 @@ def _raising_job(channel):
     raise ValueError("plain error")
 
 
-def test_an_ordinary_exception_is_raised_in_the_caller():
-    with pytest.raises(ValueError, match="plain error"):
+_RAISING_LINE = _raising_job.__code__.co_firstlineno + 1
+
+
+def test_an_ordinary_exception_is_raised_in_the_caller_as_plain_data():
+    """Its type's name, its message and its traceback's text: no class of the child's is
+    unpickled here (a user's would import the user's module in the window)."""
+    with pytest.raises(FunctionError, match=r"^ValueError: plain error$") as caught:
         isolation.call(_raising_job)
+    assert 'raise ValueError("plain error")' in caught.value.details
+    assert caught.value.file == __file__ and caught.value.line == _RAISING_LINE
 
 
 def test_user_frame_skips_library_frames():
@@ -488,7 +495,7 @@ def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it():
 
 def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one():
     first = keeping.call(_pid_job, keep="test error")
-    with pytest.raises(ValueError, match="plain error"):
+    with pytest.raises(FunctionError, match="ValueError: plain error"):
         keeping.call(_raising_job, keep="test error")
     assert keeping._current is None
     assert keeping.call(_pid_job, keep="test error") != first

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from customgrad import processes
+from customgrad.errors import TargetError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,3 +62,22 @@ def test_the_child_path_leaves_out_the_current_folder_but_keeps_the_checkout(tmp
     monkeypatch.chdir(home)  # a checkout run from its root: its packages stay importable
     assert home in processes.child_path()
 
+
+
+def test_a_file_run_in_a_worker_leaves_the_callers_path_as_it_was(tmp_path, monkeypatch):
+    """The window's sys.path once got the user's folder: torch later imported triton.py or
+    tabulate.py from there (and a crashing one ended the window)."""
+    from customgrad import loader, shadow
+
+    monkeypatch.setattr(loader, "run_module_code",
+                        lambda run, label, origin: shadow.Shadowed([], {}))
+    path = tmp_path / "mine.py"
+    path.write_text("import torch\n")
+    before = list(sys.path)
+    loader.load_file(path)
+    assert sys.path == before
+    path.write_text("raise ValueError('no')\n")
+    monkeypatch.setattr(loader, "run_module_code", lambda run, label, origin: run())
+    with pytest.raises(TargetError, match="ValueError: no"):
+        loader.load_file(path)
+    assert sys.path == before

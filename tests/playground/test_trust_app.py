@@ -27,3 +27,82 @@ def test_a_worker_that_cannot_start_is_said_and_nothing_runs_in_the_window(tmp_p
         jobs.try_import_in_child(("file", str(path), path.read_text()), "mine.py", True)
     assert "mine.py was not imported: The worker process could not start" in str(caught.value)
     assert caught.value.file == str(path)
+
+
+HELPER = '''import os
+import torch
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                  "imported-in-" + str(os.getpid())), "w").close()
+
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+class MyKI(KeyboardInterrupt):
+    pass
+'''
+USES_HELPER = '''import torch
+from helper_classes import MyKI, MyTensor
+
+
+class ReturnsSubclass(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return (x * 2).as_subclass(MyTensor)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+
+
+class RaisesOwnInterrupt(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise MyKI("mine")
+'''
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    from playground.main_window import MainWindow
+    from playground.state.session import Session
+
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    win = MainWindow(Session())
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.byof.shutdown()
+    win.session.shutdown(wait=0.5)
+
+
+def test_classes_of_the_users_modules_never_load_in_the_window(qtbot, window, tmp_path):
+    """A result or an error whose class lives in a module beside the user's file was
+    unpickled in the window, which imported that module there (one that crashed on import
+    ended the window). Results and errors now cross as plain data."""
+    import os
+    import sys
+
+    (tmp_path / "helper_classes.py").write_text(HELPER)
+    (tmp_path / "uses_helper.py").write_text(USES_HELPER)
+    s = window.session
+    errors = []
+    s.errorRaised.connect(errors.append)
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target(f"{tmp_path}/uses_helper.py:ReturnsSubclass")
+    assert ready.args[0].passed
+    s.set_target(f"{tmp_path}/uses_helper.py:RaisesOwnInterrupt")
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert "RaisesOwnInterrupt.backward raised MyKI: mine" in window.errors.text()
+    line = USES_HELPER.splitlines().index('        raise MyKI("mine")') + 1
+    assert f"uses_helper.py:{line}" in window.errors.text()
+    assert not (tmp_path / f"imported-in-{os.getpid()}").exists()
+    assert "helper_classes" not in sys.modules and str(tmp_path) not in sys.path
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target("killhead")
+    assert ready.args[0].passed
