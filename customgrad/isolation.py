@@ -167,12 +167,15 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
+    processes.own_session()
     if environment is not None:
         processes.adopt_environment(environment)
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)
+    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
+        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
     channel = Channel(conn, threading.Lock())
     channel._put(("started", os.getpid()))
     sys.stdout = _Relay(channel, "out", sys.__stdout__)

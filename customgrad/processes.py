@@ -97,6 +97,15 @@ def adopt_environment(environment: dict[str, str]) -> None:
 PARENT_GONE_STATUS = 3
 
 
+def own_session() -> None:
+    """In a child: a session (and process group) of its own, so that a signal the user's
+    code sends to its group (``os.kill(0, SIGTERM)``) reaches this child only, never the
+    window or the CLI. Where there is none (Windows), nothing."""
+    if hasattr(os, "setsid"):
+        with contextlib.suppress(OSError):  # already a group's leader
+            os.setsid()
+
+
 def end_with_parent(conn) -> None:
     """In a child: end it (at once, from a thread of its own) when the parent's end of
     ``conn`` closes, that is when the parent is gone, even killed by a signal it could not

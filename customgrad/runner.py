@@ -38,6 +38,7 @@ from customgrad.processes import (
     adopt_environment,
     end_with_parent,
     load_target,
+    own_session,
     portable_error,
 )
 
@@ -354,6 +355,7 @@ def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
     end_with_parent(conn)
+    own_session()
     if environment is not None:
         adopt_environment(environment)
     ctrl = _ChildControl(conn)

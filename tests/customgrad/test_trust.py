@@ -81,3 +81,36 @@ def test_a_file_run_in_a_worker_leaves_the_callers_path_as_it_was(tmp_path, monk
     with pytest.raises(TargetError, match="ValueError: no"):
         loader.load_file(path)
     assert sys.path == before
+
+
+KILLS_GROUP = """import os
+import signal
+
+import torch
+
+
+class KillsGroup(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        os.kill(0, signal.SIGTERM)
+        return grad_output * 2
+"""
+
+
+def test_a_signal_to_the_process_group_reaches_the_worker_only(tmp_path):
+    """Workers shared the caller's process group: os.kill(0, SIGTERM) in a backward ended
+    the window (or the CLI, without a word)."""
+    path = tmp_path / "kills_group.py"
+    path.write_text(KILLS_GROUP)
+    # a session of its own: were the worker in the CLI's group, the test's stays unharmed
+    proc = subprocess.run([sys.executable, "-m", "customgrad", "check", f"{path}:KillsGroup"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          start_new_session=True)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    line = KILLS_GROUP.splitlines().index("        os.kill(0, signal.SIGTERM)") + 1
+    assert f"KillsGroup.backward crashed the process with SIGTERM at kills_group.py:{line}" \
+        in " ".join(proc.stderr.split()), proc.stderr
