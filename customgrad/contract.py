@@ -315,6 +315,10 @@ def check_gradients(function: type, params: list[str], args: list, raw) -> list[
         if not isinstance(grad, torch.Tensor):
             raise FunctionError(f"{name} returned a {type(grad).__name__} as the gradient of "
                                 f"{param}; gradients must be tensors or None.", **where)
+        if grad.layout != torch.strided:
+            raise FunctionError(f"{name} returned a sparse gradient ({str(grad.layout)[6:]}) for "
+                                f"{param}; the check compares dense Jacobians: return "
+                                "grad.to_dense() there.", **where)
         if grad.device != arg.device:
             raise FunctionError(f"{name} returned the gradient of {param} on {grad.device}, but "
                                 f"{param} is on {arg.device}.", **where)

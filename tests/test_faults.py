@@ -262,6 +262,13 @@ CASES = [
                   cli_stream="out"),
     function_case("FaultInfGradient", r"FAILED", code=1, app_expect="mismatch", where=False,
                   cli_stream="out"),
+    # gradients that require grad (the forgotten chain rule) once crashed the checker (exit 1,
+    # a raw RuntimeError from cumsum with out=): a disagreement with its diagnosis now
+    function_case("FaultForgotChainRule", r"FAILED.*diagnosis: FaultForgotChainRule\.backward "
+                  r"returns the same gradients whatever grad_output is", code=1,
+                  app_expect="mismatch", where=False, cli_stream="out"),
+    function_case("FaultSparseGradient", r"FaultSparseGradient\.backward returned a sparse "
+                  r"gradient \(sparse_coo\) for x; the check compares dense Jacobians"),
     # NaN everywhere: documented as a note (CLI) / notice (app), not as a failure
     Case("function_FaultNaNOutput", ("check", fn("FaultNaNOutput")), r"NaN or Inf", "target",
          target=fn("FaultNaNOutput"), code=0, cli_stream="out", app_expect="notice"),

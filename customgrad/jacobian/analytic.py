@@ -127,6 +127,7 @@ class Backward:
                 if g is None:
                     seg.zero_()
                     continue
+                g = g.detach()  # (a gradient that requires grad: the forgotten chain rule)
                 if g.shape != axis.shape:
                     g = g.sum_to_size(axis.shape)
                 seg.copy_(g.reshape(-1))
@@ -155,7 +156,7 @@ class Backward:
             if g is None:
                 seg.zero_()
             else:
-                seg.copy_(g.reshape(-1))
+                seg.copy_(g.detach().reshape(-1))
 
     def direct_matches(self) -> bool:
         """Check a few rows of the direct path against the autograd engine."""
@@ -236,8 +237,10 @@ class Backward:
                 grad = raw[a.position] if a.position < len(raw) else None
                 if grad is None:
                     grad = torch.zeros(a.shape, dtype=torch.float64, device=device)
-                elif grad.shape != a.shape:
-                    grad = grad.sum_to_size(a.shape)
+                else:
+                    grad = grad.detach()  # (one that requires grad: the forgotten chain rule)
+                    if grad.shape != a.shape:
+                        grad = grad.sum_to_size(a.shape)
                 out.append(grad)
             return tuple(out)
         return torch.vmap(backward, in_dims=tuple(0 if k == position else None
