@@ -44,7 +44,7 @@ from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
 from customgrad.frames import user_frame
-from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
+from customgrad.memory import machine_memory, psutil_or_none, resident_bytes, stopped
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -352,6 +352,26 @@ class _Watch:
         self.started, self.taken, self.on_started = started, taken, on_started
         self.keep = False
         self.stop_by: float | None = None
+        self._next_look = 0.0
+        self._stopped_since: float | None = None
+
+    #: how long a child may stay stopped (SIGSTOP) before it is ended, and how often to look
+    STOPPED_SECONDS = 1.0
+    LOOK_SECONDS = 0.25
+
+    def stopped_too_long(self, pid: int) -> bool:
+        """Whether the child has been stopped by a signal for STOPPED_SECONDS (looked at every
+        LOOK_SECONDS)."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return False
+        self._next_look = now + self.LOOK_SECONDS
+        if not stopped(pid):
+            self._stopped_since = None
+            return False
+        if self._stopped_since is None:
+            self._stopped_since = now
+        return now - self._stopped_since >= self.STOPPED_SECONDS
 
     def may_stop(self) -> bool:
         """Whether the child can be ended now: not while it is connected to this process to
@@ -378,6 +398,11 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
                     f"{'for ' + what if what else ''} and was stopped before the system ran "
                     "out. Use smaller shapes, or raise the memory limit.".replace("  ", " "),
                     limit)
+        if watch.stopped_too_long(process.pid):
+            process.kill()
+            raise FunctionError(f"{context_text or 'The Function'} stopped its own process "
+                                "(SIGSTOP), which would have waited forever; it was ended. "
+                                "Only its own process ended; nothing else was lost.")
         try:
             ready = conn.poll(POLL_SECONDS)
             message = processes.plain_loads(conn.recv_bytes()) if ready else None

@@ -33,6 +33,16 @@ def resident_bytes(pid: int) -> int | None:
     return None
 
 
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped by a signal (SIGSTOP, SIGTSTP: state T in
+    ``/proc``; not a debugger's stop, t). False where the system does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] == b"T"
+    except (OSError, IndexError):
+        return False
+
+
 def psutil_or_none():
     """The psutil module where it is installed (a dependency on Windows), else None."""
     try:

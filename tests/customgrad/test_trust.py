@@ -114,3 +114,33 @@ def test_a_signal_to_the_process_group_reaches_the_worker_only(tmp_path):
     line = KILLS_GROUP.splitlines().index("        os.kill(0, signal.SIGTERM)") + 1
     assert f"KillsGroup.backward crashed the process with SIGTERM at kills_group.py:{line}" \
         in " ".join(proc.stderr.split()), proc.stderr
+
+
+STOPS_ITSELF = KILLS_GROUP.replace("KillsGroup", "StopsItself").replace(
+    "os.kill(0, signal.SIGTERM)", "os.kill(os.getpid(), signal.SIGSTOP)")
+SLEEPS = KILLS_GROUP.replace("KillsGroup", "Sleeps").replace(
+    "os.kill(0, signal.SIGTERM)", "import time; time.sleep(600)")
+
+
+def test_a_worker_that_stops_itself_is_ended_with_a_message(tmp_path, capsys):
+    """It hung the CLI with no message and no time limit."""
+    from customgrad import cli
+
+    path = tmp_path / "stops.py"
+    path.write_text(STOPS_ITSELF)
+    assert cli.main(["check", f"{path}:StopsItself"]) == 2
+    out, err = capsys.readouterr()
+    assert "StopsItself stopped its own process (SIGSTOP)" in " ".join(err.split())
+    assert "Traceback" not in out + err
+
+
+def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
+    from customgrad import cli
+
+    path = tmp_path / "sleeps.py"
+    path.write_text(SLEEPS)
+    assert cli.main(["check", f"{path}:Sleeps", "--timeout", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert f"{path}:Sleeps was still running after --timeout 1 s and was stopped" \
+        in " ".join(err.split())
+    assert not out and "Traceback" not in err
