@@ -19,19 +19,22 @@ Only the standard library and torch: no Qt here.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import gc
 import os
 import pickle
 import signal
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from customgrad import processes
+from customgrad import isolation, processes
 from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
-from customgrad.errors import Cancelled, FunctionError
+from customgrad.errors import Cancelled
+from customgrad.memory import resident_bytes
 from customgrad.processes import (
     ProblemRef,
     SetupFailed,
@@ -351,13 +354,15 @@ def _send(conn, message) -> None:
         raise _ParentGone() from None
 
 
-def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
+def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
     end_with_parent(conn)
     own_session()
     if environment is not None:
         adopt_environment(environment)
+    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
+    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -414,12 +419,23 @@ class RemoteLoop:
         self.killed = False
         self.started_at = time.perf_counter()
         self._send_lock = threading.Lock()
-        self.process = context.Process(target=_child_main,
-                                       args=(child, payload, dict(os.environ)), daemon=True,
+        #: the child is stopped past this many bytes (0: no limit), as a check's child is
+        self.memory_limit = isolation.default_memory_limit()
+        self.label = problem.function.__name__
+        fd, self.fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
+        os.close(fd)
+        self.process = context.Process(target=_child_main, daemon=True,
+                                       args=(child, payload, self.fault_path, dict(os.environ)),
                                        name=f"descent {problem.target.spec}")
-        with processes.child_start():
-            self.process.start()
-        child.close()
+        try:
+            with processes.child_start():
+                self.process.start()
+        except BaseException:
+            self.conn.close()
+            isolation._read_fault(self.fault_path, remove=True)
+            raise
+        finally:
+            child.close()
 
     def send(self, message: dict) -> None:
         with self._send_lock:
@@ -447,6 +463,18 @@ class RemoteLoop:
             self.kill()
             self.process.join(1.0)
         self.conn.close()
+        isolation._read_fault(self.fault_path, remove=True)
+
+    def over_memory(self) -> BaseException | None:
+        """The error for a child past its memory limit (it is ended), else None."""
+        used = resident_bytes(self.process.pid) if self.memory_limit else None
+        if used is None or used <= self.memory_limit:
+            return None
+        self.kill()
+        return isolation.MemoryLimitExceeded(
+            f"{self.label} used more than {isolation.gib(self.memory_limit)} of memory in the "
+            "descent loop and was stopped before the system ran out. Use smaller shapes, or "
+            "raise the memory limit; press Play to start the run over.", self.memory_limit)
 
     def ended(self) -> BaseException:
         """Why the child ended without saying so: Cancelled if it was stopped on purpose."""
@@ -454,14 +482,12 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        how = processes.crash_name(code)
-        if how is not None:
-            return FunctionError(
-                f"The process running the descent loop crashed with {how}, inside the Function's "
-                "forward or backward or a library it calls. The window is fine: press Play to "
-                "start the run over.", phase="forward")
-        return FunctionError(f"The process running the descent loop ended unexpectedly (exit "
-                             f"code {code}). Press Play to start the run over.")
+        crash = isolation.describe_death(code, isolation._read_fault(self.fault_path),
+                                         self.label)
+        return isolation.ProcessCrashed(
+            f"In the descent loop: {crash} The window is fine: press Play to start the run "
+            "over.", signal_name=crash.signal_name, exit_code=crash.exit_code,
+            stack=crash.stack, file=crash.file, line=crash.line)
 
 
 def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
@@ -470,6 +496,9 @@ def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
     ctrl.remote = remote
     try:
         while True:
+            too_big = remote.over_memory()
+            if too_big is not None:
+                raise too_big
             try:
                 message = remote.receive(0.1)
             except (EOFError, OSError):
