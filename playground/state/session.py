@@ -20,7 +20,7 @@ from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
 from customgrad.shadow import description_of
 from playground.support.discard import discard
-from playground.workers.building import start_build
+from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import (
     JacobianJob,
     guarded_module_code,
@@ -116,6 +116,7 @@ class Session(QObject):
         #: signal queued before it was disconnected is still delivered)
         self._job_serial = 0
         self._build_worker = None
+        self._build_stop = BuildStop()
         self._build_serial = 0
         self._held = held
         self._build_waiting = False  # a build asked for while held
@@ -207,6 +208,7 @@ class Session(QObject):
         self._cancel_job()
         self._build_waiting = False
         self._build_serial += 1  # a build still running is out of date, whatever follows
+        self._build_stop.cancel()
         self.problem = None
         if self.target is None:
             self._set_busy(False)
@@ -230,10 +232,12 @@ class Session(QObject):
 
     def _start_build(self) -> None:
         serial = self._build_serial
+        self._build_stop.cancel()  # a build still running is out of date: its child ends
+        self._build_stop = BuildStop()
         self._build_worker = start_build(
             copy.deepcopy(self.settings), self.target,
             lambda problem: self._built(serial, problem),
-            lambda exc: self._build_failed(serial, exc))
+            lambda exc: self._build_failed(serial, exc), self._build_stop)
 
     def hold(self) -> None:
         """Start no work (a build waits) until :meth:`release`. The app holds its session
@@ -266,7 +270,8 @@ class Session(QObject):
             return
         self._set_busy(False)
         self.jacobianFailed.emit(str(exc))
-        self.errorRaised.emit(exc)
+        if not isinstance(exc, Cancelled):  # the user's Cancel: no error
+            self.errorRaised.emit(exc)
 
     # ---- descent ----------------------------------------------------------------------------
     def _new_run(self) -> None:
@@ -452,6 +457,8 @@ class Session(QObject):
         self.errorRaised.emit(exc)
 
     def cancel_check(self) -> None:
+        if self._busy:  # preparing the inputs (the user's forward, stuck inside C, say)
+            self._build_stop.cancel()
         if self.job is not None and not self.job.done:
             self.job.cancel()
             job = self.job
@@ -468,6 +475,7 @@ class Session(QObject):
     def shutdown(self, wait: float = 1.0) -> None:
         """Stop everything; user code stuck in a loop is interrupted after ``wait`` seconds."""
         job = self.job
+        self._build_stop.cancel()
         self._cancel_job()
         self._stop_descent(wait)
         if job is not None:

@@ -106,3 +106,59 @@ def test_classes_of_the_users_modules_never_load_in_the_window(qtbot, window, tm
     with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
         s.set_target("killhead")
     assert ready.args[0].passed
+
+
+SLOW_FORWARD = '''import time
+
+import torch
+
+
+class SlowForward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        time.sleep(600)  # a wait inside C, as a stuck extension's
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+'''
+
+
+def _start_slow_build(qtbot, window, tmp_path):
+    path = tmp_path / "slow_forward.py"
+    path.write_text(SLOW_FORWARD)
+    s = window.session
+    with qtbot.waitSignal(s.busyChanged, timeout=20_000, check_params_cb=bool):
+        s.set_target(f"{path}:SlowForward")
+    return s
+
+
+def test_cancel_stops_a_forward_stuck_while_the_inputs_are_prepared(qtbot, window, tmp_path):
+    """'Preparing inputs…' had no Cancel: a forward stuck inside C held the window's
+    checks forever."""
+    s = _start_slow_build(qtbot, window, tmp_path)
+    qtbot.waitUntil(lambda: window.jacobian.banner.cancel_button.isVisible(), timeout=5000)
+    errors = []
+    s.errorRaised.connect(errors.append)
+    with qtbot.waitSignal(s.jacobianFailed, timeout=10_000) as failed:
+        window.jacobian.banner.cancel_button.click()
+    assert "Preparing the inputs was cancelled" in failed.args[0]
+    assert not errors and not s._busy
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target("killhead")
+    assert ready.args[0].passed
+
+
+def test_a_forward_stuck_while_the_inputs_are_prepared_meets_a_time_limit(qtbot, window,
+                                                                         tmp_path, monkeypatch):
+    from playground.workers import building
+
+    monkeypatch.setattr(building, "BUILD_SECONDS", 2.0)
+    errors = []
+    window.session.errorRaised.connect(errors.append)
+    _start_slow_build(qtbot, window, tmp_path)
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert "SlowForward (slow_forward.py) was still running after 2 s while the inputs were " \
+        "prepared" in str(errors[-1])
+    assert "was still running after 2 s" in window.errors.text()
