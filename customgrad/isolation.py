@@ -167,6 +167,7 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
+    processes.die_with_fork_server()
     processes.own_session()
     if environment is not None:
         processes.adopt_environment(environment)

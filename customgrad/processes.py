@@ -14,6 +14,7 @@ Only the standard library and torch: no Qt here.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.machinery
 import io
 import multiprocessing
@@ -104,6 +105,36 @@ def own_session() -> None:
     if hasattr(os, "setsid"):
         with contextlib.suppress(OSError):  # already a group's leader
             os.setsid()
+
+
+def die_with_fork_server() -> None:
+    """In a fork server's child: ended (SIGKILL) when the server ends, even while it holds
+    the GIL inside C (a catastrophic regex), where :func:`end_with_parent`'s thread never
+    runs; Linux's ``prctl(PR_SET_PDEATHSIG)``. The child lets go of the server's "alive"
+    pipe, which the server waits on to end: it ends then with the window or CLI that started
+    it (not with its last child, which kept it alive), and its children with it. Elsewhere,
+    and in a spawned child (whose parent is a thread of the window's, which may end first),
+    nothing."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is None or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):
+        os.close(alive)  # (a child starting children of its own starts a server of its own)
+    server._forkserver_alive_fd = None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the server ended before that: nothing would signal this child
+        os._exit(PARENT_GONE_STATUS)
+
+
+#: Linux's prctl option: the signal this process gets when its parent ends
+PR_SET_PDEATHSIG = 1
 
 
 def end_with_parent(conn) -> None:

@@ -39,6 +39,7 @@ from customgrad.processes import (
     ProblemRef,
     SetupFailed,
     adopt_environment,
+    die_with_fork_server,
     end_with_parent,
     load_target,
     own_session,
@@ -358,6 +359,7 @@ def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None 
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
     end_with_parent(conn)
+    die_with_fork_server()
     own_session()
     if environment is not None:
         adopt_environment(environment)
