@@ -64,18 +64,22 @@ def test_a_crash_in_the_function_is_exit_2_with_the_signal_and_the_line(name, si
     assert f'crash_functions.py", line {line} in {phase}' in proc.stderr
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_a_killed_cli_leaves_no_process_behind(how, tmp_path):
+@pytest.mark.parametrize(("how", "name"), [(signal.SIGTERM, "SleepInC"),
+                                           (signal.SIGKILL, "SleepInC"),
+                                           (signal.SIGKILL, "HoldsGil")],
+                         ids=["TERM", "KILL", "KILL-holding-the-GIL"])
+def test_a_killed_cli_leaves_no_process_behind(how, name, tmp_path):
     """The CLI killed by a signal it does not handle (a CI job's time limit) while the
-    Function waits inside C: its worker process ends with it, and so the fork server (which
-    serves while any of its children lives); a caller that reads the CLI's output to the end
-    gets the end (the worker held the pipes open, and that caller waited forever)."""
+    Function waits inside C: its worker process ends with it, and so the fork server; a
+    caller that reads the CLI's output to the end gets the end (the worker held the pipes
+    open, and that caller waited forever). A worker holding the GIL (whose watch thread never
+    runs) too: it outlived the CLI at 100 % CPU, with the fork server (which it kept alive)."""
     psutil = pytest.importorskip("psutil")
     flag = tmp_path / "flag"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "customgrad.cli", "check", f"{CRASH}:SleepInC", "--shape",
+        [sys.executable, "-m", "customgrad.cli", "check", f"{CRASH}:{name}", "--shape",
          "x=3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "CUSTOMGRAD_TEST_FLAG": str(flag)})
+        start_new_session=True, env={**os.environ, "CUSTOMGRAD_TEST_FLAG": str(flag)})
     left: list = []
     try:
         deadline = time.monotonic() + 120
