@@ -271,8 +271,8 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
             who = f"{context}.{method}"
     if name is not None:
         if name == "SIGKILL":
-            text = (f"{who} was killed (SIGKILL){where}; the system ends processes that way "
-                    "when memory runs out.")
+            text = (f"{who} was killed (SIGKILL){where}, from outside: by the system when "
+                    "memory ran out, or by a person or a tool (kill -9).")
         else:
             text = f"{who} crashed the process with {name}{where}."
         return ProcessCrashed(text + " Only its own process ended; nothing else was lost.",

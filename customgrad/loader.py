@@ -119,9 +119,9 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
     name = f"customgrad_user_{Path(path).stem}_{digest}_{next(_counter)}"
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     try:
-        if source is None:
-            source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if source is None:  # as Python reads it: a BOM, a PEP 263 coding line, else UTF-8
+            source = importlib.util.decode_source(Path(path).read_bytes())
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         raise TargetError(f"Cannot read {path}: {exc}", file=path) from None
     try:
         code = compile(source, path, "exec")

@@ -379,10 +379,12 @@ def test_user_frame_skips_library_frames():
     assert isolation.user_frame(stack) == ("/home/me/ext.py", 12, "backward")
 
 
-def test_sigkill_is_explained_as_memory_running_out():
+def test_sigkill_is_explained_as_from_outside_not_surely_memory():
+    """An outside kill -9 was described as memory running out."""
     error = isolation.describe_death(-9, "", "Big")
     assert error.signal_name == "SIGKILL"
-    assert "memory runs out" in str(error)
+    assert "from outside: by the system when memory ran out, or by a person or a tool " \
+        "(kill -9)" in str(error)
 
 
 def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):

@@ -145,3 +145,17 @@ def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
         in " ".join(err.split())
     assert not out and "Traceback" not in err
 
+
+
+@pytest.mark.parametrize(("data", "text"), [
+    (b"\xef\xbb\xbfNAME = 'bom'\n", "bom"),
+    (b"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n", "caf\u00e9"),
+], ids=["utf-8-bom", "pep-263-latin-1"])
+def test_a_file_is_read_as_python_reads_it(tmp_path, data, text):
+    """A UTF-8 file with a BOM and a PEP 263 latin-1 file were refused, though Python runs
+    them."""
+    from customgrad import loader
+
+    path = tmp_path / "encoded.py"
+    path.write_bytes(data)
+    assert loader.load_file(path).NAME == text
