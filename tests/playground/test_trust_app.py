@@ -162,3 +162,38 @@ def test_a_forward_stuck_while_the_inputs_are_prepared_meets_a_time_limit(qtbot,
     assert "SlowForward (slow_forward.py) was still running after 2 s while the inputs were " \
         "prepared" in str(errors[-1])
     assert "was still running after 2 s" in window.errors.text()
+
+
+@pytest.mark.parametrize("number", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_app_quits_it_cleanly_with_the_session_kept(tmp_path, number):
+    """SIGTERM ended the app with nothing saved; Ctrl+C in its terminal landed as a
+    KeyboardInterrupt traceback in whatever Qt callback ran next."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = tmp_path / "started.json"
+    env = {**os.environ, "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home"),
+           "QT_QPA_PLATFORM": "offscreen"}
+    env.pop("AUTOGRAD_PLAYGROUND_NO_RESTORE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "playground", "abs_uv", "--save-session",
+                             str(started)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), proc.communicate(timeout=30)
+        time.sleep(0.5)  # into Qt's loop (a signal before it is handled once the loop runs)
+        proc.send_signal(getattr(signal, number))
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = tmp_path / "home" / "config" / "last-session.json"
+    assert json.loads(last.read_text())["settings"]["target"] == "abs_uv"
