@@ -147,3 +147,54 @@ def test_a_failed_write_cleans_its_temporary_file(qtbot, tmp_path, monkeypatch):
         prefs.set_theme("dark")
     assert "No space left on device" in blocker.args[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_autosave_is_said_once_and_leaves_no_temporary_file(qtbot, monkeypatch):
+    """A full disk: the last session's autosave failed silently and left a .tmp file."""
+    from playground.state import session_files
+
+    win = start_window(qtbot)
+    notices = []
+    win.session.notice.connect(notices.append)
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    win.classroom.sessions.save_last_session()
+    win.classroom.sessions.save_last_session()
+    said = [n for n in notices if "cannot be kept for the next start" in n]
+    assert len(said) == 1 and "No space left on device" in said[0]
+    folder = session_files.last_session_path().parent
+    assert not list(folder.glob("*.tmp"))
+    monkeypatch.undo()
+    win.classroom.sessions.save_last_session()
+    assert session_files.last_session_path().exists()
+
+
+def test_a_home_that_cannot_be_written_still_starts(qtbot, tmp_path, monkeypatch):
+    """A read-only fresh home: a raw traceback at every start (its folders could not be
+    made). Here the home lies under a file, which no one can make folders in, root either."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(blocker / "home"))
+    win = start_window(qtbot)
+    assert win.preferences.zoom == 100
+    with qtbot.waitSignal(win.preferences.saveFailed) as failed:
+        win.preferences.set_zoom(150)
+    assert "could not be saved" in failed.args[0]
+
+
+def test_apply_on_a_full_disk_says_so_and_leaves_no_temporary_file(qtbot, monkeypatch):
+    """Apply raised OSError into Qt (a traceback on stderr, nothing in the window)."""
+    win = start_window(qtbot)
+    editor = win.editor
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    assert editor.apply() is None
+    assert "could not be saved" in editor.status.text()
+    assert "No space left on device" in editor.status.text()
+    assert not list(editor.path.parent.glob("*.tmp"))
