@@ -44,7 +44,7 @@ from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
 from customgrad.frames import user_frame
-from customgrad.memory import machine_memory, psutil_or_none, resident_bytes, stopped
+from customgrad.memory import ended, machine_memory, psutil_or_none, resident_bytes, stopped
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -337,6 +337,18 @@ def _start(process) -> None:
                                     f"{type(exc).__name__}: {exc}") from None
 
 
+#: the exit code multiprocessing gives a child whose fork server went away (it never learns
+#: the child's own)
+LOST_STATUS = 255
+
+
+def _fork_server_ended() -> bool:
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return pid is not None and ended(pid)
+
+
 class Stale(Exception):
     """A kept child (:mod:`customgrad.kept`) refused the job (a file it imported changed)."""
 
@@ -401,9 +413,10 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
                     limit)
         if watch.stopped_too_long(process.pid):
             process.kill()
-            raise FunctionError(f"{context_text or 'The Function'} stopped its own process "
-                                "(SIGSTOP), which would have waited forever; it was ended. "
-                                "Only its own process ended; nothing else was lost.")
+            raise FunctionError(f"The process running {context_text or 'the Function'} was "
+                                "stopped (SIGSTOP: by its own code, or from outside) and would "
+                                "have waited forever; it was ended. Only its own process "
+                                "ended; nothing else was lost.")
         try:
             ready = conn.poll(POLL_SECONDS)
             message = processes.plain_loads(conn.recv_bytes()) if ready else None
@@ -445,6 +458,11 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
 
 def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
     process.join(5)
+    if process.exitcode == LOST_STATUS and _fork_server_ended():
+        return CustomGradError(
+            "The worker process was lost: the fork server it came from ended (killed from "
+            "outside?), so how the worker ended is not known; this is not the Function's "
+            "fault. Run it again: a new fork server starts.")
     if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
         return processes.SetupFailed(f"The worker process could not start (exit code "
                                      f"{process.exitcode}); its error is above.")

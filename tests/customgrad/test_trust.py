@@ -130,7 +130,8 @@ def test_a_worker_that_stops_itself_is_ended_with_a_message(tmp_path, capsys):
     path.write_text(STOPS_ITSELF)
     assert cli.main(["check", f"{path}:StopsItself"]) == 2
     out, err = capsys.readouterr()
-    assert "StopsItself stopped its own process (SIGSTOP)" in " ".join(err.split())
+    assert "The process running StopsItself was stopped (SIGSTOP: by its own code, or from " \
+        "outside)" in " ".join(err.split())
     assert "Traceback" not in out + err
 
 
@@ -159,3 +160,36 @@ def test_a_file_is_read_as_python_reads_it(tmp_path, data, text):
     path = tmp_path / "encoded.py"
     path.write_bytes(data)
     assert loader.load_file(path).NAME == text
+
+
+def _sleeping_job(channel):
+    import ctypes
+
+    ctypes.CDLL(None).sleep(60)
+    return "woke"
+
+
+@pytest.mark.skipif(not processes.fork_server() or not os.path.isdir("/proc/self"),
+                    reason="a fork server, and /proc to see it end")
+def test_a_killed_fork_server_is_not_blamed_on_the_function():
+    """It was 'The Function's code ended the process with exit code 255 (os._exit, ...)'."""
+    import signal
+    import threading
+    from multiprocessing import forkserver
+
+    from customgrad import isolation
+    from customgrad.errors import CustomGradError, FunctionError
+
+    def kill_the_server():
+        os.kill(forkserver._forkserver._forkserver_pid, signal.SIGKILL)
+
+    with pytest.raises(CustomGradError) as caught:
+        isolation.call(_sleeping_job,
+                       on_started=lambda: threading.Timer(0.3, kill_the_server).start())
+    assert not isinstance(caught.value, FunctionError)
+    assert "the fork server it came from ended" in str(caught.value)
+    assert isolation.call(_pid_job) != os.getpid()  # a new fork server serves
+
+
+def _pid_job(channel):
+    return os.getpid()
