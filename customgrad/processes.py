@@ -13,6 +13,7 @@ Only the standard library and torch: no Qt here.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import importlib.machinery
@@ -62,15 +63,30 @@ def preload(*modules: str) -> None:
 def context():
     """Where children come from: the fork server's context (the server starts on first
     use), or ``spawn``'s where there is no fork server (:func:`fork_server`)."""
-    global _context
-    if not fork_server():
-        return multiprocessing.get_context("spawn")
+    global _context, _ending
     with _context_lock:
+        if not _ending:  # registered after multiprocessing's own exit handler: runs before it
+            atexit.register(end_children)
+            _ending = True
+        if not fork_server():
+            return multiprocessing.get_context("spawn")
         if _context is None:
             made = multiprocessing.get_context("forkserver")
             made.set_forkserver_preload(PRELOAD)
             _context = made
         return _context
+
+
+_ending = False
+
+
+def end_children() -> None:
+    """Kill every child of this process still running: at exit, before multiprocessing's own
+    handler, which sends SIGTERM and waits for each, forever for one whose code ignores
+    SIGTERM (the window closed, and the app hung)."""
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(Exception):
+            child.kill()
 
 
 def warm() -> None:

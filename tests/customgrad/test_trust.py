@@ -193,3 +193,40 @@ def test_a_killed_fork_server_is_not_blamed_on_the_function():
 
 def _pid_job(channel):
     return os.getpid()
+
+
+IGNORES_TERM = """import signal
+import sys
+import threading
+
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {here!r})
+from customgrad import isolation
+from term_job import job
+
+started = threading.Event()
+threading.Thread(target=lambda: isolation.call(job, on_started=started.set),
+                 daemon=True).start()
+started.wait(100)
+import time
+time.sleep(1)  # the job runs, ignoring SIGTERM; then this program ends
+"""
+TERM_JOB = """import signal
+import time
+
+
+def job(channel):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(600)
+"""
+
+
+def test_a_program_ends_though_its_worker_ignores_sigterm(tmp_path):
+    """multiprocessing's exit handler sends SIGTERM and waits for each child: forever for
+    one whose code ignores SIGTERM (closing the window left the app hung)."""
+    (tmp_path / "term_job.py").write_text(TERM_JOB)
+    script = tmp_path / "main.py"
+    script.write_text(IGNORES_TERM.format(root=str(ROOT), here=str(tmp_path)))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
