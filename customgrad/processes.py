@@ -33,6 +33,7 @@ from customgrad.descent import Descent
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
 from customgrad.frames import user_frame
 from customgrad.loader import PROCESS_LOCAL, resolve
+from customgrad.memory import ended
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
 PRELOAD = ["torch", "customgrad.warmup", "customgrad.runner", "customgrad.isolation",
@@ -208,6 +209,9 @@ def child_start():
     starts with :func:`child_path` as its path, never the current folder: Python 3.11's fork
     server puts ``''`` first on its path and ignores the ``sys_path`` it is given."""
     with main_stays_home():  # its lock: one start, and one swap of the variables, at a time
+        if not _new_interpreter():
+            yield  # a fork of the running server: the variables stay as they are
+            return
         saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
         os.environ["PYTHONSAFEPATH"] = "1"  # no '' (python -c) first on the path
         os.environ["PYTHONPATH"] = os.pathsep.join(child_path())
@@ -219,6 +223,17 @@ def child_start():
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def _new_interpreter() -> bool:
+    """Whether starting a child now starts a new interpreter: a spawned child, or the fork
+    server (not running yet, or ended)."""
+    if not fork_server():
+        return True
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return pid is None or ended(pid)
 
 
 @contextlib.contextmanager
