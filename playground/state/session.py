@@ -208,7 +208,6 @@ class Session(QObject):
         self._cancel_job()
         self._build_waiting = False
         self._build_serial += 1  # a build still running is out of date, whatever follows
-        self._build_stop.cancel()
         self.problem = None
         if self.target is None:
             self._set_busy(False)
@@ -232,7 +231,6 @@ class Session(QObject):
 
     def _start_build(self) -> None:
         serial = self._build_serial
-        self._build_stop.cancel()  # a build still running is out of date: its child ends
         self._build_stop = BuildStop()
         self._build_worker = start_build(
             copy.deepcopy(self.settings), self.target,
@@ -457,14 +455,14 @@ class Session(QObject):
         self.errorRaised.emit(exc)
 
     def cancel_check(self) -> None:
-        if self._busy:  # preparing the inputs (the user's forward, stuck inside C, say)
-            self._build_stop.cancel()
+        self._build_stop.cancel()  # preparing the inputs (a forward stuck inside C, say)
         if self.job is not None and not self.job.done:
             self.job.cancel()
             job = self.job
             QTimer.singleShot(1000, lambda: job.cancel(force=True))
 
     def _cancel_job(self) -> None:
+        self._build_stop.cancel()  # a build still running is out of date: its child ends
         if self.job is not None and not self.job.done:
             _disconnect(self.job.worker.returned, self.job.worker.errored,
                         self.job.bridge.progress)
@@ -475,7 +473,6 @@ class Session(QObject):
     def shutdown(self, wait: float = 1.0) -> None:
         """Stop everything; user code stuck in a loop is interrupted after ``wait`` seconds."""
         job = self.job
-        self._build_stop.cancel()
         self._cancel_job()
         self._stop_descent(wait)
         if job is not None:
