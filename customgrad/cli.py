@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import textwrap
+import time
 from typing import TYPE_CHECKING
 
 from customgrad import catalog
@@ -37,7 +38,7 @@ from customgrad.defaults import (
     format_shape,
     parse_checks,
 )
-from customgrad.errors import CustomGradError, FunctionError, TargetError, TooLargeError
+from customgrad.errors import Cancelled, CustomGradError, FunctionError, TargetError, TooLargeError
 
 if TYPE_CHECKING:  # they import torch: the commands that need them import them
     from customgrad.problem import Problem
@@ -116,6 +117,16 @@ def _limit_gib(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"SECONDS must be a positive number, not {text}")
+    return value
+
+
 def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("target", help="gallery name (see customgrad list), path/to/file.py[:Class] "
                                   "or package.module:Class")
@@ -144,6 +155,9 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
     p.add_argument("--memory-limit", type=_limit_gib, default=None, metavar="GIB",
                    help="stop the child process running the Function once it uses more than "
                         "this many GiB (default: half this machine's memory; 0: no limit)")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop the child process running the Function after this many seconds, "
+                        "exit code 2 (default: no limit)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -426,8 +440,23 @@ def _isolated(args) -> int:
     from customgrad import isolation
 
     job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
-    return isolation.call(job, args, memory_limit=limit, what=what,
-                          name=f"customgrad {args.command} {args.target}")
+    timeout = getattr(args, "timeout", None)
+    clock: dict = {}
+
+    def started() -> None:  # the time counts once the child runs
+        clock["deadline"] = time.monotonic() + timeout
+
+    def overdue() -> bool:
+        return time.monotonic() > clock.get("deadline", math.inf)
+    try:
+        return isolation.call(job, args, memory_limit=limit, what=what,
+                              name=f"customgrad {args.command} {args.target}",
+                              should_stop=overdue if timeout else None,
+                              on_started=started if timeout else None)
+    except Cancelled:
+        raise FunctionError(f"{args.target} was still running after --timeout {timeout:g} s "
+                            "and was stopped (an endless loop, a wait inside C, or a process "
+                            "that stopped itself).") from None
 
 
 def _run(args, isolated: bool) -> int:
@@ -452,6 +481,11 @@ def _run(args, isolated: bool) -> int:
         return 2
     except MemoryError:
         print("customgrad: out of memory; use smaller shapes.", file=sys.stderr)
+        return 2
+    except Exception as exc:  # customgrad's own fault, never "the backward disagrees" (1)
+        print(textwrap.fill(f"customgrad: internal error: {type(exc).__name__}: {exc}. This "
+                            "is customgrad's fault, not your Function's; please report it.",
+                            width=100), file=sys.stderr)
         return 2
 
 

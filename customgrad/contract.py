@@ -19,7 +19,7 @@ from typing import NoReturn
 import torch
 
 from customgrad import shadow
-from customgrad.errors import Cancelled, FunctionError, format_traceback
+from customgrad.errors import Cancelled, FunctionError, format_traceback, is_ctrl_c
 from customgrad.inputs import format_shape
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -161,14 +161,23 @@ def run_user(function: type, phase: str, call: Callable):
     """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
     try:
         return call()
-    except PASS_THROUGH:
-        raise
+    except PASS_THROUGH as exc:
+        if passes(exc):
+            raise
+        raise_user_error(function, phase, exc)
     except BaseException as exc:
         raise_user_error(function, phase, exc)
 
 
-#: what user code may raise that is not its fault: raised again as it is
+#: what user code may raise that is not its fault: raised again as it is (where
+#: :func:`passes`; a KeyboardInterrupt only where it is Ctrl+C)
 PASS_THROUGH = (FunctionError, Cancelled, KeyboardInterrupt)
+
+
+def passes(exc: BaseException) -> bool:
+    """Whether ``exc`` (one of PASS_THROUGH) is raised again as it is: not a KeyboardInterrupt
+    the user's code raised itself (:func:`customgrad.errors.is_ctrl_c`)."""
+    return not isinstance(exc, KeyboardInterrupt) or is_ctrl_c(exc)
 
 
 class Overtime(Cancelled):
@@ -306,6 +315,10 @@ def check_gradients(function: type, params: list[str], args: list, raw) -> list[
         if not isinstance(grad, torch.Tensor):
             raise FunctionError(f"{name} returned a {type(grad).__name__} as the gradient of "
                                 f"{param}; gradients must be tensors or None.", **where)
+        if grad.layout != torch.strided:
+            raise FunctionError(f"{name} returned a sparse gradient ({str(grad.layout)[6:]}) for "
+                                f"{param}; the check compares dense Jacobians: return "
+                                "grad.to_dense() there.", **where)
         if grad.device != arg.device:
             raise FunctionError(f"{name} returned the gradient of {param} on {grad.device}, but "
                                 f"{param} is on {arg.device}.", **where)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from customgrad.contract import PASS_THROUGH, normalize_outputs, raise_user_error, run_user
+from customgrad.contract import PASS_THROUGH, normalize_outputs, passes, raise_user_error, run_user
 from customgrad.defaults import LOSSES, OPTIMIZERS
 from customgrad.dtypes import differentiable
 from customgrad.errors import FunctionError, SpecError
@@ -118,6 +119,68 @@ def unpack_records(packed: tuple | list[StepRecord]) -> list[StepRecord]:
     steps, losses, lrs, names, norms = packed
     return [StepRecord(step, loss, dict(zip(names, values)), lr)
             for step, loss, lr, *values in zip(steps, losses, lrs, *norms)]
+
+
+class Batch:
+    """What the loop yields: the new steps, and forward's args when a snapshot was due.
+
+    A batch crosses from the loop's process as plain columns (:func:`pack_records`): the
+    window reads :attr:`steps` and :attr:`losses` as arrays and :attr:`last` as one record;
+    :attr:`records` are made only when asked for."""
+
+    def __init__(self, records: list[StepRecord], snapshot: list | None = None,
+                 paused: bool = False):
+        self._records: list[StepRecord] | None = records
+        self._packed: tuple | list[StepRecord] = records
+        self.snapshot = snapshot
+        self.paused = paused
+
+    @property
+    def records(self) -> list[StepRecord]:
+        if self._records is None:
+            self._records = unpack_records(self._packed)
+        return self._records
+
+    def __len__(self) -> int:
+        packed = self._packed
+        return len(packed) if isinstance(packed, list) else len(packed[0])
+
+    def _column(self, index: int, name: str) -> np.ndarray:
+        packed = self._packed
+        values = (packed[index] if isinstance(packed, tuple)
+                  else [getattr(r, name) for r in packed])
+        return np.asarray(values, dtype=np.float64)
+
+    @property
+    def steps(self) -> np.ndarray:
+        """The steps' numbers (float64, for plotting)."""
+        return self._column(0, "step")
+
+    @property
+    def losses(self) -> np.ndarray:
+        return self._column(1, "loss")
+
+    @property
+    def last(self) -> StepRecord | None:
+        """The latest step's record (None for an empty batch)."""
+        if not len(self):
+            return None
+        if self._records is None and isinstance(self._packed, tuple):
+            steps, losses, lrs, names, norms = self._packed
+            return unpack_records(([steps[-1]], [losses[-1]], [lrs[-1]], names,
+                                   [column[-1:] for column in norms]))[0]
+        return self.records[-1]
+
+    def __getstate__(self):
+        # the records travel as columns (see pack_records): a batch holds hundreds of them
+        packed = self._packed
+        if isinstance(packed, list):
+            packed = pack_records(packed)
+        return packed, self.snapshot, self.paused
+
+    def __setstate__(self, state):
+        self._packed, self.snapshot, self.paused = state
+        self._records = self._packed if isinstance(self._packed, list) else None
 
 
 def _loss(name: str):
@@ -236,8 +299,10 @@ class Descent:
                     for a in self.args]
         try:
             raw = fn.apply(*call)
-        except PASS_THROUGH:
-            raise
+        except PASS_THROUGH as exc:
+            if passes(exc):
+                raise
+            raise_user_error(fn, "forward", exc)
         except BaseException as exc:
             raise_user_error(fn, "forward", exc)
         outs = (raw,) if type(raw) is torch.Tensor else normalize_outputs(fn, raw)
@@ -248,8 +313,10 @@ class Descent:
             leaf.grad = None
         try:
             loss.backward()
-        except PASS_THROUGH:
-            raise
+        except PASS_THROUGH as exc:
+            if passes(exc):
+                raise
+            raise_user_error(fn, "backward", exc)
         except BaseException as exc:
             raise_user_error(fn, "backward", exc)
         value = loss.item()

@@ -69,6 +69,16 @@ class Cancelled(CustomGradError):
     """The computation was stopped on request."""
 
 
+def is_ctrl_c(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user pressing Ctrl+C: a KeyboardInterrupt where SIGINT raises
+    one. Where it does not (a worker process ignores SIGINT), a KeyboardInterrupt was raised
+    by the user's code itself, and is its error like any other."""
+    import signal
+
+    return isinstance(exc, KeyboardInterrupt) \
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 #: Held by every ast.parse in the process on Python < 3.13 (see _serialise_ast_parse).
 AST_LOCK = threading.RLock()
 

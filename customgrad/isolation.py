@@ -32,7 +32,6 @@ import os
 import re
 import signal
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -41,14 +40,15 @@ from pathlib import Path
 
 from customgrad import processes, threads
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
-from customgrad.memory import machine_memory, psutil_or_none, resident_bytes
+from customgrad.frames import FRAME as _FRAME
+from customgrad.frames import library_file as _library_file
+from customgrad.frames import user_frame
+from customgrad.memory import ended, machine_memory, psutil_or_none, resident_bytes, stopped
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
 #: how often the parent looks at the child (memory, stop requests)
 POLL_SECONDS = 0.02
-_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>\S+)')
-_PACKAGE = str(Path(__file__).resolve().parent)
 
 
 class ProcessCrashed(FunctionError):
@@ -166,6 +166,8 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     prints relayed, "started" to the parent); the channel and faulthandler's file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
+    processes.die_with_fork_server()
+    processes.own_session()
     if environment is not None:
         processes.adopt_environment(environment)
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
@@ -174,6 +176,8 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)
+    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
+        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
     channel = Channel(conn, threading.Lock())
     channel._put(("started", os.getpid()))
     sys.stdout = _Relay(channel, "out", sys.__stdout__)
@@ -212,28 +216,6 @@ def _child_end(conn) -> None:
     faulthandler.disable()
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # no longer through the pipe
     conn.close()
-
-
-def _library_file(path: str) -> bool:
-    """True for frames that are not the user's: the standard library, installed packages
-    (torch, numpy) and customgrad itself."""
-    resolved = str(Path(path).resolve()) if not path.startswith("<") else path
-    if resolved.startswith(_PACKAGE):
-        return True
-    prefixes = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
-                                                      "platlib")}
-    return any(resolved.startswith(str(Path(p).resolve())) for p in prefixes if p) \
-        or path.startswith("<")
-
-
-def user_frame(stack: str) -> tuple[str, int, str] | None:
-    """The innermost frame of faulthandler's ``stack`` that is the user's code:
-    (file, line, function), or None."""
-    frames = [m for m in map(_FRAME.match, stack.splitlines()) if m]
-    for m in frames:  # faulthandler lists the most recent call first
-        if not _library_file(m["file"]):
-            return m["file"], int(m["line"]), m["func"]
-    return None
 
 
 #: the Function's methods a crash message names (``Flaky.backward crashed ...``)
@@ -291,8 +273,8 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
             who = f"{context}.{method}"
     if name is not None:
         if name == "SIGKILL":
-            text = (f"{who} was killed (SIGKILL){where}; the system ends processes that way "
-                    "when memory runs out.")
+            text = (f"{who} was killed (SIGKILL){where}, from outside: by the system when "
+                    "memory ran out, or by a person or a tool (kill -9).")
         else:
             text = f"{who} crashed the process with {name}{where}."
         return ProcessCrashed(text + " Only its own process ended; nothing else was lost.",
@@ -352,11 +334,23 @@ def _new_child(target: Callable, name: str, *args):
 
 def _start(process) -> None:
     try:
-        with processes.main_stays_home():
+        with processes.child_start():
             process.start()
     except Exception as exc:  # the job or its arguments cannot travel (pickle)
         raise processes.SetupFailed(f"the worker process could not be started: "
                                     f"{type(exc).__name__}: {exc}") from None
+
+
+#: the exit code multiprocessing gives a child whose fork server went away (it never learns
+#: the child's own)
+LOST_STATUS = 255
+
+
+def _fork_server_ended() -> bool:
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return pid is not None and ended(pid)
 
 
 class Stale(Exception):
@@ -375,6 +369,26 @@ class _Watch:
         self.started, self.taken, self.on_started = started, taken, on_started
         self.keep = False
         self.stop_by: float | None = None
+        self._next_look = 0.0
+        self._stopped_since: float | None = None
+
+    #: how long a child may stay stopped (SIGSTOP) before it is ended, and how often to look
+    STOPPED_SECONDS = 1.0
+    LOOK_SECONDS = 0.25
+
+    def stopped_too_long(self, pid: int) -> bool:
+        """Whether the child has been stopped by a signal for STOPPED_SECONDS (looked at every
+        LOOK_SECONDS)."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return False
+        self._next_look = now + self.LOOK_SECONDS
+        if not stopped(pid):
+            self._stopped_since = None
+            return False
+        if self._stopped_since is None:
+            self._stopped_since = now
+        return now - self._stopped_since >= self.STOPPED_SECONDS
 
     def may_stop(self) -> bool:
         """Whether the child can be ended now: not while it is connected to this process to
@@ -401,9 +415,15 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
                     f"{'for ' + what if what else ''} and was stopped before the system ran "
                     "out. Use smaller shapes, or raise the memory limit.".replace("  ", " "),
                     limit)
+        if watch.stopped_too_long(process.pid):
+            process.kill()
+            raise FunctionError(f"The process running {context_text or 'the Function'} was "
+                                "stopped (SIGSTOP: by its own code, or from outside) and would "
+                                "have waited forever; it was ended. Only its own process "
+                                "ended; nothing else was lost.")
         try:
             ready = conn.poll(POLL_SECONDS)
-            message = conn.recv() if ready else None
+            message = processes.plain_loads(conn.recv_bytes()) if ready else None
         except (EOFError, OSError):
             raise _died(process, watch.started, fault_path, context_text) from None
         if message is None:
@@ -442,6 +462,11 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
 
 def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
     process.join(5)
+    if process.exitcode == LOST_STATUS and _fork_server_ended():
+        return CustomGradError(
+            "The worker process was lost: the fork server it came from ended (killed from "
+            "outside?), so how the worker ended is not known; this is not the Function's "
+            "fault. Run it again: a new fork server starts.")
     if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
         return processes.SetupFailed(f"The worker process could not start (exit code "
                                      f"{process.exitcode}); its error is above.")

@@ -21,7 +21,7 @@ import torch
 
 from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
-from customgrad.errors import TargetError, format_traceback
+from customgrad.errors import TargetError, format_traceback, is_ctrl_c
 from customgrad.gallery.entry import GalleryEntry
 
 _counter = itertools.count()
@@ -122,9 +122,9 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
     name = f"customgrad_user_{Path(path).stem}_{digest}_{next(_counter)}"
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     try:
-        if source is None:
-            source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if source is None:  # as Python reads it: a BOM, a PEP 263 coding line, else UTF-8
+            source = importlib.util.decode_source(Path(path).read_bytes())
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         reason = getattr(exc, "strerror", None) or exc  # (an OSError's text repeats the path)
         raise TargetError(f"Cannot read {base}: {reason}", file=path) from None
     try:
@@ -137,7 +137,8 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     folder = os.path.dirname(path)
-    if folder not in sys.path:
+    added = folder not in sys.path
+    if added:
         sys.path.append(folder)  # the user's file may import modules next to it
     try:
         ran = run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path),
@@ -145,19 +146,32 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
         if isinstance(ran, shadow.Shadowed):  # a worker process ran it: its Functions here
             ran.bind(module.__dict__, name)
             module.__kinds__ = ran.kinds
-    except KeyboardInterrupt:
+            _leave(folder, added)  # nothing here imports from it (a torch.py there would)
+    except KeyboardInterrupt as exc:
         sys.modules.pop(name, None)
-        raise
+        _leave(folder, added)
+        if is_ctrl_c(exc):
+            raise
+        raise _import_failed(exc, path) from None
     except TargetError as exc:
+        _leave(folder, added)
         sys.modules.pop(name, None)
         if getattr(exc, "from_worker", False):  # a worker process's, worded as this one
             raise
         raise _import_failed(exc, path) from None
     except BaseException as exc:
         sys.modules.pop(name, None)
+        _leave(folder, added)
         raise _import_failed(exc, path) from None
     module.__source__ = source
     return module
+
+
+def _leave(folder: str, added: bool) -> None:
+    """Take ``folder`` off ``sys.path`` again if :func:`load_file` put it there: where the
+    module ran in a worker process (or failed), this process imports nothing from it."""
+    if added and folder in sys.path:
+        sys.path.remove(folder)
 
 
 def _import_failed(exc: BaseException, path: str) -> TargetError:
@@ -268,7 +282,7 @@ def import_user_module(where: str, kind: str = "module", reload: bool = False):
     try:
         ran = run_module_code(run, where, (kind if module is None else "reload", where))
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt) or getattr(exc, "from_worker", False):
+        if is_ctrl_c(exc) or getattr(exc, "from_worker", False):
             raise  # (a worker process's TargetError is worded as this one)
         file, line = _import_location(exc)
         raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}", file=file,

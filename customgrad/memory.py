@@ -33,6 +33,28 @@ def resident_bytes(pid: int) -> int | None:
     return None
 
 
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped by a signal (SIGSTOP, SIGTSTP: state T in
+    ``/proc``; not a debugger's stop, t). False where the system does not say."""
+    return _state(pid) == b"T"
+
+
+def ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie: state Z in ``/proc``, not yet
+    waited for). False where the system does not say."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    return _state(pid) in (None, b"Z", b"X")
+
+
+def _state(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def psutil_or_none():
     """The psutil module where it is installed (a dependency on Windows), else None."""
     try:

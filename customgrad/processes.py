@@ -14,19 +14,25 @@ holds no tensors (the CLI) starts children without importing torch itself.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import importlib.machinery
+import io
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
 import threading
+import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from customgrad import threads
 from customgrad.errors import CustomGradError, FunctionError, format_traceback
+from customgrad.frames import user_frame
+from customgrad.memory import ended
 
 if TYPE_CHECKING:
     from customgrad.descent import Descent
@@ -60,15 +66,30 @@ def preload(*modules: str) -> None:
 def context():
     """Where children come from: the fork server's context (the server starts on first
     use), or ``spawn``'s where there is no fork server (:func:`fork_server`)."""
-    global _context
-    if not fork_server():
-        return multiprocessing.get_context("spawn")
+    global _context, _ending
     with _context_lock:
+        if not _ending:  # registered after multiprocessing's own exit handler: runs before it
+            atexit.register(end_children)
+            _ending = True
+        if not fork_server():
+            return multiprocessing.get_context("spawn")
         if _context is None:
             made = multiprocessing.get_context("forkserver")
             made.set_forkserver_preload(PRELOAD)
             _context = made
         return _context
+
+
+_ending = False
+
+
+def end_children() -> None:
+    """Kill every child of this process still running: at exit, before multiprocessing's own
+    handler, which sends SIGTERM and waits for each, forever for one whose code ignores
+    SIGTERM (the window closed, and the app hung)."""
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(Exception):
+            child.kill()
 
 
 def warm() -> None:
@@ -79,7 +100,7 @@ def warm() -> None:
     context()
     from multiprocessing import forkserver
 
-    with main_stays_home():
+    with child_start():
         forkserver.ensure_running()
 
 
@@ -94,6 +115,45 @@ def adopt_environment(environment: dict[str, str]) -> None:
 
 #: a child's exit status when its parent is gone
 PARENT_GONE_STATUS = 3
+
+
+def own_session() -> None:
+    """In a child: a session (and process group) of its own, so that a signal the user's
+    code sends to its group (``os.kill(0, SIGTERM)``) reaches this child only, never the
+    window or the CLI. Where there is none (Windows), nothing."""
+    if hasattr(os, "setsid"):
+        with contextlib.suppress(OSError):  # already a group's leader
+            os.setsid()
+
+
+def die_with_fork_server() -> None:
+    """In a fork server's child: ended (SIGKILL) when the server ends, even while it holds
+    the GIL inside C (a catastrophic regex), where :func:`end_with_parent`'s thread never
+    runs; Linux's ``prctl(PR_SET_PDEATHSIG)``. The child lets go of the server's "alive"
+    pipe, which the server waits on to end: it ends then with the window or CLI that started
+    it (not with its last child, which kept it alive), and its children with it. Elsewhere,
+    and in a spawned child (whose parent is a thread of the window's, which may end first),
+    nothing."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is None or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):
+        os.close(alive)  # (a child starting children of its own starts a server of its own)
+    server._forkserver_alive_fd = None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the server ended before that: nothing would signal this child
+        os._exit(PARENT_GONE_STATUS)
+
+
+#: Linux's prctl option: the signal this process gets when its parent ends
+PR_SET_PDEATHSIG = 1
 
 
 def end_with_parent(conn) -> None:
@@ -121,6 +181,61 @@ def end_with_parent(conn) -> None:
 
     threading.Thread(target=watch, name="customgrad: ends with its parent",
                      daemon=True).start()
+
+
+def child_path() -> list[str]:
+    """The folders a child imports from: this process's ``sys.path``, made absolute, without
+    ``''`` and the current folder (the folder the app or CLI was started from: a ``random.py``
+    or ``string.py`` there would shadow the standard library in every worker), unless a
+    package the fork server preloads comes from there (a checkout run from its root)."""
+    here = os.path.realpath(os.getcwd())
+    homes = set()
+    for name in {m.partition(".")[0] for m in PRELOAD}:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            homes.add(os.path.dirname(os.path.dirname(os.path.realpath(file))))
+    out: list[str] = []
+    for entry in sys.path:
+        if not entry:
+            continue
+        path = os.path.realpath(entry)
+        if (path != here or path in homes) and path not in out:
+            out.append(path)
+    return out
+
+
+@contextlib.contextmanager
+def child_start():
+    """Around starting a child (or the fork server): the parent's main script is not run
+    there (:func:`main_stays_home`), and a new interpreter (the fork server, a spawned child)
+    starts with :func:`child_path` as its path, never the current folder: Python 3.11's fork
+    server puts ``''`` first on its path and ignores the ``sys_path`` it is given."""
+    with main_stays_home():  # its lock: one start, and one swap of the variables, at a time
+        if not _new_interpreter():
+            yield  # a fork of the running server: the variables stay as they are
+            return
+        saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+        os.environ["PYTHONSAFEPATH"] = "1"  # no '' (python -c) first on the path
+        os.environ["PYTHONPATH"] = os.pathsep.join(child_path())
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def _new_interpreter() -> bool:
+    """Whether starting a child now starts a new interpreter: a spawned child, or the fork
+    server (not running yet, or ended)."""
+    if not fork_server():
+        return True
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return pid is None or ended(pid)
 
 
 @contextlib.contextmanager
@@ -279,17 +394,71 @@ class SetupFailed(CustomGradError):
         self.cause = cause
 
 
-def portable_error(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a CustomGradError with its text and traceback."""
-    if isinstance(exc, CustomGradError):
-        choices = getattr(exc, "choices", None)
-        if choices:
-            exc.choices = []  # classes of a user module do not travel
-    if type(exc).__module__.startswith("customgrad_user_"):
-        # the class lives in a module loaded under a name of this process only
-        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
+#: where the classes of what a child sends its parent may come from, besides the standard
+#: library: the parent imports nothing else to read a message (a class of the user's would
+#: import the user's module in the window, where a module that crashes ends it)
+TRUSTED_PACKAGES = frozenset({"numpy", "torch", "customgrad", "playground"})
+
+
+def trusted_module(name: str) -> bool:
+    top = name.partition(".")[0]
+    return top in TRUSTED_PACKAGES or top in sys.stdlib_module_names
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if not trusted_module(module) or module.startswith("customgrad_user_"):
+            raise pickle.UnpicklingError(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+class NotPlainData(FunctionError):
+    """What a child sent holds an object of a class this process does not import."""
+
+
+def plain_loads(data: bytes):
+    """A child's message, unpickled with classes of :data:`TRUSTED_PACKAGES` and the standard
+    library only (numbers, text, tensors, the engine's results and errors);
+    :class:`NotPlainData` otherwise."""
     try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return FunctionError(f"{type(exc).__name__}: {exc}", details=format_traceback(exc))
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as exc:
+        raise NotPlainData(
+            f"The Function's code gave an object of class {exc} (a torch.Tensor subclass, "
+            "say), which the window never imports: results cross from the worker process as "
+            "plain data (tensors, numbers, text).") from None
+
+
+def portable_error(exc: BaseException) -> BaseException:
+    """``exc`` as the parent receives it: an error of the engine's own (its class from
+    customgrad or playground, holding plain data) as it is; anything else, raised by the
+    user's code or under it (KeyboardInterrupt, SystemExit, a class of the user's module, an
+    error of torch's), a :class:`FunctionError` with its type's name, its message, the
+    traceback's text and the user's innermost line: nothing of the user's is unpickled in
+    the parent."""
+    if isinstance(exc, CustomGradError) and type(exc).__module__.startswith(
+            ("customgrad.", "playground.")):
+        if getattr(exc, "choices", None):
+            exc.choices = []  # classes of a user module do not travel
+        if isinstance(exc, SetupFailed):
+            exc.cause = None
+        try:
+            plain_loads(pickle.dumps(exc))
+            return exc
+        except Exception:
+            pass
+    elif isinstance(exc, MemoryError):
+        return MemoryError(str(exc))
+    return as_function_error(exc)
+
+
+def as_function_error(exc: BaseException) -> FunctionError:
+    """``exc`` as plain data: a FunctionError naming its type, at the user's innermost line."""
+    text = str(exc).strip()
+    message = f"{type(exc).__name__}: {text.splitlines()[0] if text else '(no message)'}"
+    details = format_traceback(exc)
+    frames = "".join(f'  File "{f.filename}", line {f.lineno} in {f.name}\n'
+                     for f in reversed(traceback.extract_tb(exc.__traceback__)))
+    found = user_frame(frames)
+    file, line = (found[0], found[1]) if found else (None, None)
+    return FunctionError(message, file=file, line=line, details=details)

@@ -1,7 +1,7 @@
 """The descent loop, steered by a :class:`LoopControl`: on a thread, or in a process of its own.
 
 :func:`run_loop` steps a :class:`~customgrad.descent.Descent` while the control says so and
-yields :class:`Batch` es (about 30 a second). An application runs it either
+yields :class:`~customgrad.descent.Batch` es (about 30 a second). An application runs it either
 
 - on a thread of its own process (:func:`thread_loop`): simple, but the loop and the
   application share one interpreter lock, so a busy window slows the loop and the loop makes
@@ -19,25 +19,28 @@ Only the standard library and torch: no Qt here.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import gc
 import os
 import pickle
 import signal
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from customgrad import processes
-from customgrad.descent import Descent, StepRecord, pack_records, unpack_records
-from customgrad.errors import Cancelled, FunctionError
+from customgrad import isolation, processes
+from customgrad.descent import Batch, Descent, StepRecord
+from customgrad.errors import Cancelled
+from customgrad.memory import resident_bytes
 from customgrad.processes import (
     ProblemRef,
     SetupFailed,
     adopt_environment,
+    die_with_fork_server,
     end_with_parent,
     load_target,
+    own_session,
     portable_error,
 )
 
@@ -177,68 +180,6 @@ class LoopControl:
         self.wake.clear()
 
 
-class Batch:
-    """What the loop yields: the new steps, and forward's args when a snapshot was due.
-
-    A batch crosses from the loop's process as plain columns (:func:`pack_records`): the
-    window reads :attr:`steps` and :attr:`losses` as arrays and :attr:`last` as one record;
-    :attr:`records` are made only when asked for."""
-
-    def __init__(self, records: list[StepRecord], snapshot: list | None = None,
-                 paused: bool = False):
-        self._records: list[StepRecord] | None = records
-        self._packed: tuple | list[StepRecord] = records
-        self.snapshot = snapshot
-        self.paused = paused
-
-    @property
-    def records(self) -> list[StepRecord]:
-        if self._records is None:
-            self._records = unpack_records(self._packed)
-        return self._records
-
-    def __len__(self) -> int:
-        packed = self._packed
-        return len(packed) if isinstance(packed, list) else len(packed[0])
-
-    def _column(self, index: int, name: str) -> np.ndarray:
-        packed = self._packed
-        values = (packed[index] if isinstance(packed, tuple)
-                  else [getattr(r, name) for r in packed])
-        return np.asarray(values, dtype=np.float64)
-
-    @property
-    def steps(self) -> np.ndarray:
-        """The steps' numbers (float64, for plotting)."""
-        return self._column(0, "step")
-
-    @property
-    def losses(self) -> np.ndarray:
-        return self._column(1, "loss")
-
-    @property
-    def last(self) -> StepRecord | None:
-        """The latest step's record (None for an empty batch)."""
-        if not len(self):
-            return None
-        if self._records is None and isinstance(self._packed, tuple):
-            steps, losses, lrs, names, norms = self._packed
-            return unpack_records(([steps[-1]], [losses[-1]], [lrs[-1]], names,
-                                   [column[-1:] for column in norms]))[0]
-        return self.records[-1]
-
-    def __getstate__(self):
-        # the records travel as columns (see pack_records): a batch holds hundreds of them
-        packed = self._packed
-        if isinstance(packed, list):
-            packed = pack_records(packed)
-        return packed, self.snapshot, self.paused
-
-    def __setstate__(self, state):
-        self._packed, self.snapshot, self.paused = state
-        self._records = self._packed if isinstance(self._packed, list) else None
-
-
 def run_loop(descent: Descent, ctrl: LoopControl):
     """Step ``descent`` while ``ctrl`` says so; yield a Batch per frame, per snapshot and when
     the step limit pauses the run. Ends when ``ctrl.stop`` is set."""
@@ -350,12 +291,16 @@ def _send(conn, message) -> None:
         raise _ParentGone() from None
 
 
-def _child_main(conn, payload: bytes, environment: dict | None = None) -> None:
+def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
     end_with_parent(conn)
+    die_with_fork_server()
+    own_session()
     if environment is not None:
         adopt_environment(environment)
+    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
+    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -412,12 +357,23 @@ class RemoteLoop:
         self.killed = False
         self.started_at = time.perf_counter()
         self._send_lock = threading.Lock()
-        self.process = context.Process(target=_child_main,
-                                       args=(child, payload, dict(os.environ)), daemon=True,
+        #: the child is stopped past this many bytes (0: no limit), as a check's child is
+        self.memory_limit = isolation.default_memory_limit()
+        self.label = problem.function.__name__
+        fd, self.fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
+        os.close(fd)
+        self.process = context.Process(target=_child_main, daemon=True,
+                                       args=(child, payload, self.fault_path, dict(os.environ)),
                                        name=f"descent {problem.target.spec}")
-        with processes.main_stays_home():
-            self.process.start()
-        child.close()
+        try:
+            with processes.child_start():
+                self.process.start()
+        except BaseException:
+            self.conn.close()
+            isolation._read_fault(self.fault_path, remove=True)
+            raise
+        finally:
+            child.close()
 
     def send(self, message: dict) -> None:
         with self._send_lock:
@@ -431,7 +387,7 @@ class RemoteLoop:
         child has ended."""
         if not self.conn.poll(timeout):
             return None
-        return pickle.loads(self.conn.recv_bytes())
+        return processes.plain_loads(self.conn.recv_bytes())
 
     def kill(self) -> None:
         self.killed = True
@@ -445,6 +401,18 @@ class RemoteLoop:
             self.kill()
             self.process.join(1.0)
         self.conn.close()
+        isolation._read_fault(self.fault_path, remove=True)
+
+    def over_memory(self) -> BaseException | None:
+        """The error for a child past its memory limit (it is ended), else None."""
+        used = resident_bytes(self.process.pid) if self.memory_limit else None
+        if used is None or used <= self.memory_limit:
+            return None
+        self.kill()
+        return isolation.MemoryLimitExceeded(
+            f"{self.label} used more than {isolation.gib(self.memory_limit)} of memory in the "
+            "descent loop and was stopped before the system ran out. Use smaller shapes, or "
+            "raise the memory limit; press Play to start the run over.", self.memory_limit)
 
     def ended(self) -> BaseException:
         """Why the child ended without saying so: Cancelled if it was stopped on purpose."""
@@ -452,14 +420,12 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        how = processes.crash_name(code)
-        if how is not None:
-            return FunctionError(
-                f"The process running the descent loop crashed with {how}, inside the Function's "
-                "forward or backward or a library it calls. The window is fine: press Play to "
-                "start the run over.", phase="forward")
-        return FunctionError(f"The process running the descent loop ended unexpectedly (exit "
-                             f"code {code}). Press Play to start the run over.")
+        crash = isolation.describe_death(code, isolation._read_fault(self.fault_path),
+                                         self.label)
+        return isolation.ProcessCrashed(
+            f"In the descent loop: {crash} The window is fine: press Play to start the run "
+            "over.", signal_name=crash.signal_name, exit_code=crash.exit_code,
+            stack=crash.stack, file=crash.file, line=crash.line)
 
 
 def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
@@ -468,6 +434,9 @@ def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
     ctrl.remote = remote
     try:
         while True:
+            too_big = remote.over_memory()
+            if too_big is not None:
+                raise too_big
             try:
                 message = remote.receive(0.1)
             except (EOFError, OSError):

@@ -125,12 +125,30 @@ def _read_given(data: object) -> tuple[dict[str, torch.Tensor], list[str]]:
     for name, item in data.items():
         text = item.get("npy") if isinstance(item, dict) else None
         try:
-            array = np.load(io.BytesIO(base64.b64decode(text, validate=True)),
-                            allow_pickle=False)
-            out[str(name)] = torch.from_numpy(np.array(array))
+            out[str(name)] = torch.from_numpy(_npy_array(base64.b64decode(text, validate=True)))
         except (TypeError, ValueError, OSError, EOFError) as exc:
             problems.append(f"the tensor given for {name!r} cannot be read ({exc}); ignored")
     return out, problems
+
+
+def _npy_array(data: bytes) -> np.ndarray:
+    """The array of an ``.npy`` file's bytes, its header checked first: a header that claims
+    more data than the bytes hold (a shape of 10^12) is refused before anything is allocated."""
+    stream = io.BytesIO(data)
+    npy = np.lib.format
+    version = npy.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f".npy format version {version} is not read here")
+    read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, _, dtype = read_header(stream)
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects")
+    size = math.prod(shape) * dtype.itemsize
+    if size != len(data) - stream.tell():
+        raise ValueError(f"its header says shape {shape} ({size:,} bytes), "
+                         f"the file holds {len(data) - stream.tell():,}")
+    stream.seek(0)
+    return np.array(np.load(stream, allow_pickle=False))
 
 
 # ---------------------------------------------------------------------- rules, one per field

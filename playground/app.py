@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import gc
 import os
+import signal
 import sys
 
 #: exit codes, as customgrad's: 0 all is well, 1 the Jacobian check failed, 2 any error
@@ -146,7 +147,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.present:
         room.presentation.set_presentation(True)
     release_after_show(session, window)
-    return app.exec()
+    close_on_signals(window)
+    code = app.exec()
+    # the workers' threads end (their work was stopped as the window closed) before the
+    # objects their signals come from go: else each said "Signal source has been deleted"
+    from PySide6.QtCore import QThreadPool
+
+    QThreadPool.globalInstance().waitForDone(3000)
+    return code
+
+
+def close_on_signals(window) -> None:
+    """Ctrl+C in the terminal (SIGINT) and SIGTERM close the window as its close button does:
+    the session is kept for the next start and the workers end. (Python's own handling
+    raised KeyboardInterrupt in whatever Qt callback ran next, and SIGTERM ended the app
+    with nothing saved.) The signal wakes Qt's loop through a socket (``set_wakeup_fd``)."""
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier
+
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        signal.set_wakeup_fd(writer.fileno())
+    except ValueError:  # not the main thread (a notebook's kernel, say): Python's handling
+        reader.close()
+        writer.close()
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: None)  # the wake-up byte does the work
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, window)
+
+    def woken() -> None:
+        with contextlib.suppress(OSError):
+            reader.recv(64)
+        window.close()
+    notifier.activated.connect(woken)
+    window.signal_wakeup = (reader, writer, notifier)  # kept as long as the window
 
 
 def start_fork_server() -> None:

@@ -10,6 +10,7 @@ usable afterwards (loading 'killhead' gives a Jacobian report).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -70,6 +71,17 @@ class Watched(torch.autograd.Function):
     def backward(ctx, grad_output):
         return grad_output * 2
 '''
+
+
+def npy_claiming(shape: str) -> str:
+    """A .npy file's base64 whose header claims ``shape`` of float32 and holds 16 bytes."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (117 - len(header)) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)
+    return base64.b64encode(data).decode()
+
+
+NPY_HUGE = npy_claiming("(1000000000000,)")
 
 
 def write_files(folder: Path) -> dict[str, str]:
@@ -255,11 +267,25 @@ CASES = [
                   r"FaultNonTensorOutput\.forward returned a str .*outputs must be tensors"),
     function_case("FaultMutatesGradOutput",
                   r"FaultMutatesGradOutput\.backward modifies grad_output in place"),
+    # BaseExceptions the user's code raises itself are its errors, with their line
+    function_case("FaultInterruptInForward", r"FaultInterruptInForward\.forward raised "
+                  r"KeyboardInterrupt: stop right there"),
+    function_case("FaultInterruptInBackward", r"FaultInterruptInBackward\.backward raised "
+                  r"KeyboardInterrupt: not now"),
+    function_case("FaultExitInBackward",
+                  r"FaultExitInBackward\.backward raised SystemExit: 3"),
     # the check runs; it merely disagrees (exit 1, a failed report in the app)
     function_case("FaultWrongBackward", r"FAILED", code=1, app_expect="mismatch", where=False,
                   cli_stream="out"),
     function_case("FaultInfGradient", r"FAILED", code=1, app_expect="mismatch", where=False,
                   cli_stream="out"),
+    # gradients that require grad (the forgotten chain rule) once crashed the checker (exit 1,
+    # a raw RuntimeError from cumsum with out=): a disagreement with its diagnosis now
+    function_case("FaultForgotChainRule", r"FAILED.*diagnosis: FaultForgotChainRule\.backward "
+                  r"returns the same gradients whatever grad_output is", code=1,
+                  app_expect="mismatch", where=False, cli_stream="out"),
+    function_case("FaultSparseGradient", r"FaultSparseGradient\.backward returned a sparse "
+                  r"gradient \(sparse_coo\) for x; the check compares dense Jacobians"),
     # NaN everywhere: documented as a note (CLI) / notice (app), not as a failure
     Case("function_FaultNaNOutput", ("check", fn("FaultNaNOutput")), r"NaN or Inf", "target",
          target=fn("FaultNaNOutput"), code=0, cli_stream="out", app_expect="notice"),
@@ -276,6 +302,21 @@ CASES = [
                  {"format": session_files.FORMAT, "version": 1, "settings": {"target": "nosuch"}},
                  r"no gallery Function is called 'nosuch'"),
     session_case("session_missing_file", None, r"faulty\.json does not exist"),
+    # damaged beyond JSON's own errors: each once ended in a traceback (or a frozen form)
+    session_case("session_nested_deep", "[" * 100_000 + "]" * 100_000,
+                 r"faulty\.json is nested too deeply to be a session"),
+    session_case("session_number_too_long", '{"settings": {"seed": ' + "9" * 5000 + "}}",
+                 r"faulty\.json cannot be read: a number in it is too long"),
+    session_case("session_npy_huge_shape",
+                 {"settings": {"target": "killhead", "given": {"input": {"npy": NPY_HUGE}}}},
+                 r"the tensor given for 'input' cannot be read \(its header says shape "
+                 r"\(1000000000000,\)"),
+    session_case("session_seed_beyond_the_form", {"settings": {"seed": 2**63 - 1}},
+                 r"seed 9223372036854775807 is outside 0-2147483647; 0 used"),
+    session_case("session_lone_surrogate",
+                 {"function": {"kind": "catalog", "name": "\ud800"},
+                  "settings": {"target": "killhead"}},
+                 r"lone surrogates in its text .* were replaced by \ufffd"),
     Case("session_bad_shape", None, r"input: dimension 0 must be at least 1", "session",
          session={"format": session_files.FORMAT, "version": 1,
                   "settings": {"target": "killhead", "shapes": {"input": "0x5"}}},

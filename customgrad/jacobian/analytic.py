@@ -133,6 +133,7 @@ class Backward:
                 if g is None:
                     seg.zero_()
                     continue
+                g = g.detach()  # (a gradient that requires grad: the forgotten chain rule)
                 if g.shape != axis.shape:
                     g = g.sum_to_size(axis.shape)
                 seg.copy_(_as_input(g, axis))
@@ -163,7 +164,7 @@ class Backward:
             if g is None:
                 seg.zero_()
             else:
-                seg.copy_(_as_input(g, axis))
+                seg.copy_(_as_input(g.detach(), axis))
 
     def direct_matches(self) -> bool:
         """Check a few rows of the direct path against the autograd engine."""
@@ -244,8 +245,10 @@ class Backward:
                 grad = raw[a.position] if a.position < len(raw) else None
                 if grad is None:
                     grad = torch.zeros(a.shape, dtype=torch.float64, device=device)
-                elif grad.shape != a.shape:
-                    grad = grad.sum_to_size(a.shape)
+                else:
+                    grad = grad.detach()  # (one that requires grad: the forgotten chain rule)
+                    if grad.shape != a.shape:
+                        grad = grad.sum_to_size(a.shape)
                 out.append(grad)
             return tuple(out)
         return torch.vmap(backward, in_dims=tuple(0 if k == position else None

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from importlib.resources import files
 from pathlib import Path
@@ -19,25 +20,27 @@ def _home() -> Path | None:
     return Path(value) if value else None
 
 
+def _made(path: Path) -> Path:
+    """``path``, made if it can be; where it cannot (a read-only home), what writes there
+    later says so (an OSError its caller reports): the app still starts."""
+    with contextlib.suppress(OSError):
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def data_dir() -> Path:
     home = _home()
-    path = home / "data" if home else Path(user_data_dir(APP, appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(home / "data" if home else Path(user_data_dir(APP, appauthor=False)))
 
 
 def config_dir() -> Path:
     home = _home()
-    path = home / "config" if home else Path(user_config_dir(APP, appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(home / "config" if home else Path(user_config_dir(APP, appauthor=False)))
 
 
 def editor_dir() -> Path:
     """Functions written in the built-in editor live here, one file each."""
-    path = data_dir() / "editor"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(data_dir() / "editor")
 
 
 def resources_dir() -> Path:

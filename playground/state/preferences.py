@@ -4,15 +4,22 @@ The zoom steps and their limits are plain values (the views apply a zoom to font
 files check a stored zoom against these). :class:`Preferences` holds the current zoom, theme,
 presentation flag and the panels presentation mode hides: the classroom's menus edit it, and
 what shows them follows its signals. It also keeps where the user left the splitters and
-whether the verdict's details are shown. Everything remembered goes to ``classroom.ini`` in
-the config folder (the file name of earlier versions: their settings still apply).
+whether the verdict's details are shown. Everything remembered goes to ``preferences.json`` in
+the config folder as plain values (:mod:`playground.state.stored`: never Qt's settings file,
+which can hold a pickle that reading would run); the plain values of ``classroom.ini``, the
+file of earlier versions, still apply. Each value read back is checked; a damaged one gives
+the default and a line in :attr:`Preferences.problems`.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
+import binascii
+import math
+
+from PySide6.QtCore import QByteArray, QObject, Signal
 
 from playground.state import paths
+from playground.state.stored import PreferenceStore
 
 #: zoom levels the menu and Ctrl+wheel step through (percent of the base font)
 STEPS = (50, 67, 75, 80, 90, 100, 110, 125, 150, 175, 200, 250, 300)
@@ -41,9 +48,10 @@ def step_zoom(percent: int, direction: int) -> int:
     return next((s for s in reversed(STEPS) if s < percent), MIN)
 
 
-def _truthy(value) -> bool:
-    """A bool QSettings read back (an INI file gives "true"/"false" strings)."""
-    return value is True or str(value).lower() in ("true", "1")
+def default_store() -> PreferenceStore:
+    """The preferences' file in the config folder (or an earlier version's, to start from)."""
+    folder = paths.config_dir()
+    return PreferenceStore(folder / "preferences.json", legacy=folder / "classroom.ini")
 
 
 class Preferences(QObject):
@@ -60,12 +68,16 @@ class Preferences(QObject):
     viewChosen = Signal()
     presentingChanged = Signal(bool)
     hiddenPanelsChanged = Signal()
+    #: why a change could not be saved (a full disk, a read-only folder)
+    saveFailed = Signal(str)
 
-    def __init__(self, store: QSettings | None = None, parent: QObject | None = None) -> None:
+    def __init__(self, store: PreferenceStore | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         #: where the preferences are remembered
-        self.store = store or QSettings(str(paths.config_dir() / "classroom.ini"),
-                                        QSettings.Format.IniFormat)
+        self.store = store if store is not None else default_store()
+        #: what was wrong with the values read back (each replaced by its default)
+        self.problems: list[str] = list(self.store.problems)
         self.zoom = 100
         self.theme = "light"
         self.presenting = False
@@ -98,15 +110,25 @@ class Preferences(QObject):
 
     def remembered_zoom(self) -> float:
         """The zoom of the last run (100 when there is none, or it is not a number)."""
-        try:
-            return float(self.store.value("view/zoom", 100))
-        except (TypeError, ValueError):
-            return 100
+        value = self.store.value("view/zoom", 100)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value) and MIN <= value <= MAX:
+            return float(value)
+        self._damaged("view/zoom", value, f"a zoom from {MIN} to {MAX} %")
+        return 100
 
     def remembered_theme(self, known=()) -> str:
         """The theme of the last run, if it is one of ``known``; else light."""
         name = self.store.value("view/theme", "light")
-        return name if name in known else "light"
+        if isinstance(name, str) and name in known:
+            return name
+        self._damaged("view/theme", name, "one of " + ", ".join(known))
+        return "light"
+
+    def _damaged(self, key: str, value: object, expected: str) -> None:
+        text = repr(value)
+        text = text if len(text) <= 40 else text[:37] + "…"
+        self.problems.append(f"{key} {text} is not {expected}")
 
     # ---- presentation -----------------------------------------------------------------------
     def set_presenting(self, on: bool) -> None:
@@ -127,35 +149,60 @@ class Preferences(QObject):
         if value is None:
             return list(DEFAULT_HIDDEN)
         if isinstance(value, str):
-            value = [v for v in value.split(",") if v]
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self._damaged("presentation/hidden", value, "a list of panels")
+            return list(DEFAULT_HIDDEN)
         return [v for v in value if v in PANELS]
 
     # ---- layout -----------------------------------------------------------------------------
     def splitter_state(self, name: str) -> QByteArray | None:
         """Where the user left splitter ``name`` (None: nowhere remembered)."""
-        state = self.store.value(f"layout/{name}")
-        return state if isinstance(state, QByteArray) and not state.isEmpty() else None
+        text = self.store.value(f"layout/{name}")
+        if text is None:
+            return None
+        try:
+            state = QByteArray(binascii.a2b_base64(text.encode("ascii"), strict_mode=True))
+        except (AttributeError, UnicodeError, binascii.Error):
+            self._damaged(f"layout/{name}", text, "a splitter's state (base64 text)")
+            return None
+        return state if not state.isEmpty() else None
 
     def area_user_set(self) -> bool:
         """Whether the user had moved the main area's splitter."""
-        return _truthy(self.store.value("layout/area_set", False))
+        return self._flag("layout/area_set")
 
     def remember_layout(self, states: dict[str, QByteArray], area_user_set: bool) -> None:
         for name, state in states.items():
-            self.store.setValue(f"layout/{name}", state)
+            self.store.setValue(f"layout/{name}", bytes(state.toBase64()).decode("ascii"))
         self._keep("layout/area_set", area_user_set)
 
     def forget_layout(self) -> None:
         self.store.remove("layout")
-        self.store.sync()
+        self._sync()
 
     def details_shown(self) -> bool:
         """Whether the verdict's details were shown last time."""
-        return _truthy(self.store.value("view/jacobian_details", False))
+        return self._flag("view/jacobian_details")
 
     def remember_details(self, shown: bool) -> None:
         self._keep("view/jacobian_details", shown)
 
+    def _flag(self, key: str) -> bool:
+        """A true/false preference (an earlier version's INI file gives "true"/"false")."""
+        value = self.store.value(key, False)
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+        self._damaged(key, value, "true or false")
+        return False
+
     def _keep(self, key: str, value) -> None:
         self.store.setValue(key, value)
+        self._sync()
+
+    def _sync(self) -> None:
         self.store.sync()
+        if self.store.write_error:
+            self.saveFailed.emit(self.store.write_error)

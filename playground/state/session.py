@@ -20,7 +20,7 @@ from customgrad.runner import Batch, LoopControl
 from customgrad.settings import Settings
 from customgrad.shadow import description_of
 from playground.support.discard import discard
-from playground.workers.building import start_build
+from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import (
     JacobianJob,
     guarded_module_code,
@@ -117,6 +117,7 @@ class Session(QObject):
         #: signal queued before it was disconnected is still delivered)
         self._job_serial = 0
         self._build_worker = None
+        self._build_stop = BuildStop()
         self._build_serial = 0
         self._held = held
         self._build_waiting = False  # a build asked for while held
@@ -231,10 +232,11 @@ class Session(QObject):
 
     def _start_build(self) -> None:
         serial = self._build_serial
+        self._build_stop = BuildStop()
         self._build_worker = start_build(
             copy.deepcopy(self.settings), self.target,
             lambda problem: self._built(serial, problem),
-            lambda exc: self._build_failed(serial, exc))
+            lambda exc: self._build_failed(serial, exc), self._build_stop)
 
     def hold(self) -> None:
         """Start no work (a build waits) until :meth:`release`. The app holds its session
@@ -267,7 +269,8 @@ class Session(QObject):
             return
         self._set_busy(False)
         self.jacobianFailed.emit(str(exc))
-        self.errorRaised.emit(exc)
+        if not isinstance(exc, Cancelled):  # the user's Cancel: no error
+            self.errorRaised.emit(exc)
 
     # ---- descent ----------------------------------------------------------------------------
     def _new_run(self) -> None:
@@ -454,12 +457,14 @@ class Session(QObject):
         self.errorRaised.emit(exc)
 
     def cancel_check(self) -> None:
+        self._build_stop.cancel()  # preparing the inputs (a forward stuck inside C, say)
         if self.job is not None and not self.job.done:
             self.job.cancel()
             job = self.job
             QTimer.singleShot(1000, lambda: job.cancel(force=True))
 
     def _cancel_job(self) -> None:
+        self._build_stop.cancel()  # a build still running is out of date: its child ends
         if self.job is not None and not self.job.done:
             _disconnect(self.job.worker.returned, self.job.worker.errored,
                         self.job.bridge.progress)

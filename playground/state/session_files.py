@@ -20,6 +20,7 @@ from customgrad.inputs import GIVEN, format_shape, parse_shape
 from customgrad.loader import PROCESS_LOCAL, is_file_target, split_target
 from customgrad.settings import Settings
 from playground.state import paths, preferences
+from playground.state.stored import write_atomically
 
 __all__ = ["FORMAT", "VERSION", "FunctionRef", "Loaded", "classify", "is_file_spec",
            "last_session_path", "make", "read", "write", "write_editor_source"]
@@ -27,6 +28,10 @@ __all__ = ["FORMAT", "VERSION", "FunctionRef", "Loaded", "classify", "is_file_sp
 FORMAT = "autograd-playground-session"
 VERSION = 1
 KINDS = ("catalog", "file", "editor", "import")
+#: the whole numbers the window's spin boxes hold (a Qt spin box holds 32 bits): a session's
+#: value outside its range is refused here, before a widget sees it
+_SURROGATE = re.compile("[\ud800-\udfff]")
+FORM_RANGES = {"seed": (0, 2**31 - 1), "steps": (0, 10_000_000), "check_every": (0, 1_000_000)}
 
 
 def last_session_path() -> Path:
@@ -139,14 +144,9 @@ def make(settings: Settings, label: str = "", zoom: int | None = None,
 
 
 def write(path: str | os.PathLike, session: dict) -> Path:
-    """Write ``session`` as JSON (atomically: a crash never leaves half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(session, indent=2, sort_keys=False, default=str) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write ``session`` as JSON (atomically: a crash never leaves half a file; a failed
+    write raises OSError and leaves no temporary file)."""
+    return write_atomically(Path(path), json.dumps(session, indent=2, default=str))
 
 
 @dataclass
@@ -175,10 +175,33 @@ def _read_json(path: Path, problems: list[str]) -> dict | None:
     except json.JSONDecodeError as exc:
         problems.append(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg})")
         return None
+    except RecursionError:
+        problems.append(f"{path.name} is nested too deeply to be a session")
+        return None
+    except ValueError:  # Python reads no whole number of more than 4300 digits
+        problems.append(f"{path.name} cannot be read: a number in it is too long")
+        return None
     if not isinstance(data, dict):
         problems.append(f"{path.name} is not a session (a JSON object was expected)")
         return None
-    return data
+    return _valid_text(data, problems)
+
+
+def _valid_text(value, problems: list[str]):
+    """``value`` with each lone surrogate (JSON's ``\\ud800``, which no file can hold) in
+    its text replaced by U+FFFD, and a line in ``problems`` if there was one."""
+    if isinstance(value, dict):
+        return {_valid_text(k, problems): _valid_text(v, problems) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v, problems) for v in value]
+    if not isinstance(value, str):
+        return value
+    if not _SURROGATE.search(value):
+        return value
+    note = "lone surrogates in its text (characters no file can hold) were replaced by \ufffd"
+    if note not in problems:
+        problems.append(note)
+    return _SURROGATE.sub("\ufffd", value)
 
 
 def upgrade_shape(value: object) -> object:
@@ -200,6 +223,16 @@ def upgrade_shape(value: object) -> object:
         return value
 
 
+def _check_ranges(settings: Settings, problems: list[str]) -> None:
+    """Whole numbers outside what the form holds: the default, and a line in ``problems``."""
+    for name, (low, high) in FORM_RANGES.items():
+        value = getattr(settings, name)
+        if not low <= value <= high:
+            default = getattr(Settings(), name)
+            problems.append(f"{name} {value} is outside {low}-{high}; {default} used")
+            setattr(settings, name, default)
+
+
 def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     """Read a session file; never raises for bad content, never imports the Function."""
     path = Path(path)
@@ -217,6 +250,7 @@ def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     settings, setting_problems = Settings.from_dict(data.get("settings", {}))
     problems.extend(setting_problems)
     settings.shapes = {name: upgrade_shape(value) for name, value in settings.shapes.items()}
+    _check_ranges(settings, problems)
 
     function = data.get("function")
     function = function if isinstance(function, dict) else {}

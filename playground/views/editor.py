@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -84,11 +85,17 @@ def _same_text(a: str, b: str) -> bool:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half."""
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half; a
+    failed write (a full disk) raises OSError and leaves no temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 class EditableCodeEditor(CodeEditor):
@@ -316,10 +323,15 @@ class FunctionEditor(QWidget):
 
     # ------------------------------------------------------------------ apply
 
-    def apply(self) -> Path:
-        """Write the text to the editor's file and emit ``applied``."""
+    def apply(self) -> Path | None:
+        """Write the text to the editor's file and emit ``applied``; None, and the status
+        line saying why, where the file cannot be written (a full disk)."""
         text = self.text()
-        write_text_atomic(self.path, text if text.endswith("\n") else text + "\n")
+        try:
+            write_text_atomic(self.path, text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            self.status.setText(f"Not applied: {self.path.name} could not be saved ({exc}).")
+            return None
         self._applied_text = text
         self.write_autosave()
         self._show_status()

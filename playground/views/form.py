@@ -34,6 +34,7 @@ from customgrad.inputs import (
     parse_init,
     parse_shape,
 )
+from playground.state.session_files import FORM_RANGES
 from playground.views.fields import CheckedField, setting_number
 
 INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
@@ -237,7 +238,7 @@ class LoopForm(QGroupBox):
                                "Learning rate eta (x <- x - eta*grad); "
                                "changing it mid-run keeps the run going")
         self.lr.committed.connect(lambda v: self.session.update(lr=v))
-        self.steps = QSpinBox(minimum=0, maximum=10_000_000, value=s.steps)
+        self.steps = QSpinBox(minimum=0, maximum=FORM_RANGES["steps"][1], value=s.steps)
         self.steps.setSpecialValueText("no limit")
         self.steps.setToolTip("Play pauses after this many steps (0: no limit)")
         self.steps.editingFinished.connect(
@@ -250,7 +251,7 @@ class LoopForm(QGroupBox):
         self.optimizer.addItems(OPTIMIZERS)
         self.optimizer.setCurrentText(s.optimizer)
         self.optimizer.currentTextChanged.connect(lambda t: self.session.update(optimizer=t))
-        self.seed = SeedBox(minimum=0, maximum=2**31 - 1, value=s.seed)
+        self.seed = SeedBox(minimum=0, maximum=FORM_RANGES["seed"][1], value=s.seed)
         self.seed.setToolTip("One seed draws the target and every input: same seed, same run")
         self.seed.editingFinished.connect(self._seed_edited)
         self.regenerate = QPushButton("Regenerate")
@@ -261,7 +262,8 @@ class LoopForm(QGroupBox):
         line.setContentsMargins(0, 0, 0, 0)
         line.addWidget(self.seed, 1)
         line.addWidget(self.regenerate)
-        self.check_every = QSpinBox(minimum=0, maximum=1_000_000, value=s.check_every)
+        self.check_every = QSpinBox(minimum=0, maximum=FORM_RANGES["check_every"][1],
+                                    value=s.check_every)
         self.check_every.setSpecialValueText("off")
         self.check_every.setToolTip("Recompute the Jacobian comparison every K steps of a run")
         self.check_every.editingFinished.connect(

@@ -6,20 +6,43 @@ one kept for its checks, :mod:`customgrad.kept`)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 
 from customgrad import processes
+from customgrad.errors import Cancelled, FunctionError
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
 from playground.workers import jobs
+
+#: how long preparing the inputs may call the user's code (its forward, the probes) before it
+#: is stopped; counted from the build's start, with room for a cold fork server
+BUILD_SECONDS = 60.0
+
+
+class BuildStop:
+    """When a build in a worker process stops: :meth:`cancel` (the user's Cancel, or a
+    newer build), or ``seconds`` after it began."""
+
+    def __init__(self, seconds: float | None = None):
+        self.seconds = BUILD_SECONDS if seconds is None else seconds
+        self.cancelled = threading.Event()
+        self.deadline = time.monotonic() + self.seconds
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def __call__(self) -> bool:
+        return self.cancelled.is_set() or time.monotonic() > self.deadline
+
 
 _warm = threading.Lock()
 _warmed = False
 _warmed_optim = False
 
 
-def _build(settings: Settings, target) -> Problem:
+def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem:
     """build(), after warming torch's lazy imports once: two threads importing them for the
     first time at the same moment can collide inside torch (a half-imported sympy)."""
     global _warmed, _warmed_optim
@@ -38,26 +61,36 @@ def _build(settings: Settings, target) -> Problem:
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
     if jobs.ISOLATE and target is not None and processes.portable(target):
-        return _build_in_child(settings, target)
+        return _build_in_child(settings, target, stop or BuildStop())
     return build(settings, target)
 
 
-def _build_in_child(settings: Settings, target) -> Problem:
+def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     """build() in a worker process (it calls the user's forward), the tensors shared back;
-    this process's own build where the child cannot load the Function."""
+    this process's own build where the child cannot load the Function. ``stop`` ends the
+    child (Cancel; a forward stuck inside C past the time limit)."""
     from customgrad import kept
     from playground.workers import remote
 
-    return jobs.in_child_or_here(
-        lambda: kept.call(remote.build, target.spec, target.code, settings,
-                          name=f"build {target.spec}", keep=remote.keep_for(target)
-                          ).problem(target),
-        lambda: build(settings, target), target.function)
+    try:
+        return jobs.in_child_or_here(
+            lambda: kept.call(remote.build, target.spec, target.code, settings,
+                              name=f"build {target.spec}", keep=remote.keep_for(target),
+                              should_stop=stop).problem(target),
+            lambda: build(settings, target), target.function)
+    except Cancelled:
+        if stop.cancelled.is_set():
+            raise Cancelled("Preparing the inputs was cancelled.") from None
+        raise FunctionError(f"{target.label} was still running after {stop.seconds:g} s while "
+                            "the inputs were prepared (its forward, or the probes that guess "
+                            "its constants), and was stopped.") from None
 
 
-def start_build(settings: Settings, target, on_problem, on_error):
-    """Resolve the target, validate specs and draw inputs off the GUI thread."""
-    worker = jobs.create_worker(_build, settings, target, _start_thread=False,
+def start_build(settings: Settings, target, on_problem, on_error,
+                stop: BuildStop | None = None):
+    """Resolve the target, validate specs and draw inputs off the GUI thread; ``stop``
+    (a :class:`BuildStop`) ends it."""
+    worker = jobs.create_worker(_build, settings, target, stop, _start_thread=False,
                                 _ignore_errors=True)
     worker.returned.connect(on_problem)
     worker.errored.connect(on_error)

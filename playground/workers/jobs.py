@@ -141,7 +141,8 @@ def try_import_in_child(origin: tuple | None, label: str,
     or exits there raises :class:`~customgrad.isolation.ProcessCrashed` (signal, file and
     line); one that runs too long, TopLevelTooSlow; a Python error, the loader's TargetError
     for it. Else, with ``shadows``, its Functions described; None where this process is to
-    import it too (no shadows wanted, no worker process could start, a torch.library op)."""
+    import it too (no shadows wanted, a torch.library op). Where no worker process could
+    start, a TargetError says so: the module is not imported here instead."""
     if origin is None or not ISOLATE:
         return None
     from customgrad import isolation
@@ -158,8 +159,12 @@ def try_import_in_child(origin: tuple | None, label: str,
     try:
         found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
                                name=f"import {label}", should_stop=overdue, on_started=started)
-    except processes.SetupFailed:
-        return None  # no worker process to run it in: the import here is all there is
+    except processes.SetupFailed as exc:
+        # no worker process could start: the user's code is not run in the window instead
+        # (a module that crashes would end it), the failure is said
+        raise TargetError(f"{label} was not imported: {exc} User code never runs in the "
+                          "window's own process; restart the app if this goes on.",
+                          file=origin[1] if origin[0].endswith("file") else None) from None
     except Cancelled:
         slow = TopLevelTooSlow(
             f"its top-level code was still running after {IMPORT_TIMEOUT:g} s, blocked outside "

@@ -214,3 +214,25 @@ def test_precision_and_recall_meet_the_goal():
     measured = scores()
     assert measured["recall"] >= GOAL and measured["diagnosed_twins"] == 0
     assert measured["precision"] >= GOAL
+
+
+class NaNAndInfGradient(torch.autograd.Function):
+    """The same NaN and Inf at every call: deterministic, only wrong."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g = grad_output * 3
+        g[0], g[1] = float("nan"), float("inf")
+        return g
+
+
+def test_nan_and_inf_gradients_are_not_called_nondeterministic():
+    """NaN != NaN: two identical backward results with a NaN were diagnosed
+    ``nondeterministic`` ("random numbers, atomics, or state kept between calls")."""
+    found = _diagnose(NaNAndInfGradient,
+                      lambda g: [torch.randn(6, generator=g, dtype=torch.float64)])[1]
+    assert not any(d.kind in ("nondeterministic", "mutates") for d in found), found

@@ -20,7 +20,7 @@ import torch
 
 from customgrad import cli, isolation, memory, processes, sharing
 from customgrad import kept as keeping
-from customgrad.errors import Cancelled, CustomGradError
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -64,18 +64,22 @@ def test_a_crash_in_the_function_is_exit_2_with_the_signal_and_the_line(name, si
     assert f'crash_functions.py", line {line} in {phase}' in proc.stderr
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_a_killed_cli_leaves_no_process_behind(how, tmp_path):
+@pytest.mark.parametrize(("how", "name"), [(signal.SIGTERM, "SleepInC"),
+                                           (signal.SIGKILL, "SleepInC"),
+                                           (signal.SIGKILL, "HoldsGil")],
+                         ids=["TERM", "KILL", "KILL-holding-the-GIL"])
+def test_a_killed_cli_leaves_no_process_behind(how, name, tmp_path):
     """The CLI killed by a signal it does not handle (a CI job's time limit) while the
-    Function waits inside C: its worker process ends with it, and so the fork server (which
-    serves while any of its children lives); a caller that reads the CLI's output to the end
-    gets the end (the worker held the pipes open, and that caller waited forever)."""
+    Function waits inside C: its worker process ends with it, and so the fork server; a
+    caller that reads the CLI's output to the end gets the end (the worker held the pipes
+    open, and that caller waited forever). A worker holding the GIL (whose watch thread never
+    runs) too: it outlived the CLI at 100 % CPU, with the fork server (which it kept alive)."""
     psutil = pytest.importorskip("psutil")
     flag = tmp_path / "flag"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "customgrad.cli", "check", f"{CRASH}:SleepInC", "--shape",
+        [sys.executable, "-m", "customgrad.cli", "check", f"{CRASH}:{name}", "--shape",
          "x=3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "CUSTOMGRAD_TEST_FLAG": str(flag)})
+        start_new_session=True, env={**os.environ, "CUSTOMGRAD_TEST_FLAG": str(flag)})
     left: list = []
     try:
         deadline = time.monotonic() + 120
@@ -354,9 +358,16 @@ def _raising_job(channel):
     raise ValueError("plain error")
 
 
-def test_an_ordinary_exception_is_raised_in_the_caller():
-    with pytest.raises(ValueError, match="plain error"):
+_RAISING_LINE = _raising_job.__code__.co_firstlineno + 1
+
+
+def test_an_ordinary_exception_is_raised_in_the_caller_as_plain_data():
+    """Its type's name, its message and its traceback's text: no class of the child's is
+    unpickled here (a user's would import the user's module in the window)."""
+    with pytest.raises(FunctionError, match=r"^ValueError: plain error$") as caught:
         isolation.call(_raising_job)
+    assert 'raise ValueError("plain error")' in caught.value.details
+    assert caught.value.file == __file__ and caught.value.line == _RAISING_LINE
 
 
 def test_user_frame_skips_library_frames():
@@ -368,10 +379,12 @@ def test_user_frame_skips_library_frames():
     assert isolation.user_frame(stack) == ("/home/me/ext.py", 12, "backward")
 
 
-def test_sigkill_is_explained_as_memory_running_out():
+def test_sigkill_is_explained_as_from_outside_not_surely_memory():
+    """An outside kill -9 was described as memory running out."""
     error = isolation.describe_death(-9, "", "Big")
     assert error.signal_name == "SIGKILL"
-    assert "memory runs out" in str(error)
+    assert "from outside: by the system when memory ran out, or by a person or a tool " \
+        "(kill -9)" in str(error)
 
 
 def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):
@@ -488,7 +501,7 @@ def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it():
 
 def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one():
     first = keeping.call(_pid_job, keep="test error")
-    with pytest.raises(ValueError, match="plain error"):
+    with pytest.raises(FunctionError, match="ValueError: plain error"):
         keeping.call(_raising_job, keep="test error")
     assert keeping._current is None
     assert keeping.call(_pid_job, keep="test error") != first

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import processes, runner
+from customgrad import isolation, processes, runner
 from customgrad.descent import StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, FunctionError
 from customgrad.loader import resolve
@@ -213,8 +213,25 @@ def test_a_crash_in_the_child_is_reported_not_shared(tmp_path):
     remote = Remote(problem(spec))
     remote.ctrl.running = True
     remote.ctrl.poke()
-    with pytest.raises(FunctionError, match=r"crashed.*SIGSEGV"):
+    with pytest.raises(FunctionError, match=r"crashed.*SIGSEGV") as caught:
         remote.pump_until(lambda: False)
+    # faulthandler's stack gives the line, as a check's crash does (line 12 of DOUBLE)
+    assert "Double.backward crashed the process with SIGSEGV at fn.py:12" in str(caught.value)
+    assert caught.value.line == 12
+
+
+def test_the_loop_process_is_stopped_past_the_memory_limit(tmp_path, monkeypatch):
+    """It had none: it reached 3.2 GiB with CUSTOMGRAD_MEMORY_LIMIT_GIB=1."""
+    monkeypatch.setenv("CUSTOMGRAD_MEMORY_LIMIT_GIB", "1")
+    spec = _file_target(tmp_path, DOUBLE.format(
+        backward="HOARD.append(torch.ones(1 << 27)); return grad * 2") + "HOARD = []\n")
+    remote = Remote(problem(spec))
+    remote.ctrl.running = True
+    remote.ctrl.poke()
+    with pytest.raises(isolation.MemoryLimitExceeded, match=r"used more than 1\.0 GiB"):
+        remote.pump_until(lambda: False, timeout=60)
+    remote.remote.process.join(5)
+    assert not remote.remote.process.is_alive()
 
 
 CYCLIC = '''

@@ -3,6 +3,7 @@ fault tests: each must end only the worker process running it, never the caller.
 
 import ctypes
 import os
+import re
 import time
 
 import torch
@@ -64,6 +65,20 @@ class SleepInC(torch.autograd.Function):
             with open(flag, "w") as f:
                 f.write("in backward")
         ctypes.CDLL(None).sleep(1000)
+        return grad * 2
+
+
+class HoldsGil(SleepInC):
+    """backward runs for hours inside C holding the GIL (a catastrophic regex): no thread of
+    the process runs Python meanwhile."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        flag = os.environ.get("CUSTOMGRAD_TEST_FLAG")
+        if flag:
+            with open(flag, "w") as f:
+                f.write("in backward")
+        re.match(r"(a+)+$", "a" * 64 + "b")
         return grad * 2
 
 

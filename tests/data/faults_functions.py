@@ -197,3 +197,60 @@ class FaultInfiniteLoop(Function):
         while n >= 0:  # <- FaultInfiniteLoop
             n += 1
         return grad_output * 2
+
+
+class FaultInterruptInForward(Function):
+    """Raises KeyboardInterrupt itself (not Ctrl+C): the Function's error, like any other."""
+
+    @staticmethod
+    def forward(ctx, x):
+        raise KeyboardInterrupt("stop right there")  # <- FaultInterruptInForward
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class FaultInterruptInBackward(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise KeyboardInterrupt("not now")  # <- FaultInterruptInBackward
+
+
+class FaultExitInBackward(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise SystemExit(3)  # <- FaultExitInBackward
+
+
+class FaultForgotChainRule(Function):
+    """The classic slip: d(w*x)/dw and d(w*x)/dx, but not times grad_output (and the saved
+    inputs, which require grad, returned as they are)."""
+
+    @staticmethod
+    def forward(ctx, w, x):
+        ctx.save_for_backward(w, x)
+        return w * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        w, x = ctx.saved_tensors
+        return x, w
+
+
+class FaultSparseGradient(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (grad_output * 2).to_sparse()  # <- FaultSparseGradient

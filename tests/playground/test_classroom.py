@@ -794,7 +794,7 @@ def test_save_session_with_screenshot_writes_valid_json(tmp_path):
     assert not image.isNull()
     assert QImage(str(out)).pixelColor(5, image.height() // 2).lightnessF() < 0.3  # dark
     # a screenshot never changes what the app remembers
-    assert not (tmp_path / "home" / "config" / "classroom.ini").exists()
+    assert not (tmp_path / "home" / "config" / "preferences.json").exists()
 
     again = tmp_path / "again.json"
     proc = subprocess.run([sys.executable, "-m", "playground", "--session", str(saved),

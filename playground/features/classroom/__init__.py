@@ -13,7 +13,7 @@ puts together
 
 Zoom, theme and the presentation panels are state, not the classroom's: they live in
 :class:`~playground.state.preferences.Preferences` (``window.preferences``, remembered in
-``classroom.ini`` in the config folder), which the menus edit and the look follows. The last
+``preferences.json`` in the config folder), which the menus edit and the look follows. The last
 session is ``last-session.json`` next to it. A session never imports a Function file (or
 module) without the user's click.
 """
@@ -83,6 +83,7 @@ class Classroom(QObject):
         self.session = session
         self.preferences = preferences
         self.explainer = panes.explainer
+        preferences.saveFailed.connect(session.notice)
         self.actions: dict[str, QAction] = {}
         self.dialogs = FileDialogs(window, lambda: self.sessions.session_path)
         self.appearance = Appearance(preferences, panes, session=session, parent=self)
@@ -105,6 +106,9 @@ class Classroom(QObject):
         prefs = self.preferences
         prefs.set_theme(prefs.remembered_theme(theme.THEMES), remember=False)
         prefs.set_zoom(prefs.remembered_zoom(), remember=False)
+        if prefs.problems:
+            self.session.notice.emit("Preferences: " + "; ".join(prefs.problems)
+                                     + ". Defaults were used for those.")
 
     def reset_layout(self) -> None:
         """View > Reset layout (Ctrl+Shift+L): the layout of the mode the window is in,

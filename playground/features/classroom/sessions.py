@@ -45,6 +45,7 @@ class SessionFiles(QObject):
         #: write the session for the next start (False for a playground.show window)
         self.remember = True
         self._placeholder: str | None = None
+        self._autosave_failed = False
         self._autosave = QTimer(self, singleShot=True, interval=AUTOSAVE_MS)
         self._autosave.timeout.connect(self.save_last_session)
         bar.loadRequested.connect(self.load_pending)
@@ -88,14 +89,20 @@ class SessionFiles(QObject):
         return written
 
     def save_last_session(self) -> None:
-        """Remember the session for the next start (quietly)."""
+        """Remember the session for the next start (quietly; a failure is said once, until
+        a save succeeds again)."""
         self._autosave.stop()
         if not self.remember:
             return
         try:
             session_files.write(session_files.last_session_path(), self.session_data())
-        except OSError:
-            pass
+        except OSError as exc:
+            if not self._autosave_failed:
+                self._autosave_failed = True
+                self.session.notice.emit(f"The session cannot be kept for the next start: "
+                                         f"{exc}")
+        else:
+            self._autosave_failed = False
 
     # ---- opening ----------------------------------------------------------------------------
     def open_session_dialog(self) -> None:

@@ -170,6 +170,10 @@ class VerdictBanner(QFrame):
         self.progress_bar.setValue(0)
         self.progress_bar.setFormat(f"{message}  %p%")
         self.progress_bar.show()
+        self.offer_cancel()
+
+    def offer_cancel(self) -> None:
+        """Cancel shown and enabled (without the progress bar while inputs are prepared)."""
         self.cancel_button.show()
         self.cancel_button.setEnabled(True)
 

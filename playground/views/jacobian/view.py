@@ -241,6 +241,7 @@ class JacobianView(QWidget):
         self._end_computing()
         self._say("neutral", "Preparing inputs…",
                   "The Jacobian comparison starts as soon as they are ready.", keep_space=True)
+        self.banner.offer_cancel()  # a forward stuck inside C can be stopped here too
 
     def is_computing(self) -> bool:
         return self.shown.computing

@@ -1,0 +1,199 @@
+"""The window trusts no user code with its own process: a worker that cannot start is said,
+never replaced by running the code here."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from customgrad import isolation, processes
+from customgrad.errors import TargetError
+from playground.workers import jobs
+
+
+def test_a_worker_that_cannot_start_is_said_and_nothing_runs_in_the_window(tmp_path,
+                                                                          monkeypatch):
+    """The app imported the user's module itself when no worker process could start: a
+    module that crashed then ended the window."""
+    def cannot_start(*_args, **_kwargs):
+        raise processes.SetupFailed("The worker process could not start (exit code 1).")
+
+    monkeypatch.setattr(jobs, "ISOLATE", True)
+    monkeypatch.setattr(isolation, "call", cannot_start)
+    path = tmp_path / "mine.py"
+    path.write_text("import os\nos._exit(9)\n")
+    with pytest.raises(TargetError) as caught:
+        jobs.try_import_in_child(("file", str(path), path.read_text()), "mine.py", True)
+    assert "mine.py was not imported: The worker process could not start" in str(caught.value)
+    assert caught.value.file == str(path)
+
+
+HELPER = '''import os
+import torch
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                  "imported-in-" + str(os.getpid())), "w").close()
+
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+class MyKI(KeyboardInterrupt):
+    pass
+'''
+USES_HELPER = '''import torch
+from helper_classes import MyKI, MyTensor
+
+
+class ReturnsSubclass(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return (x * 2).as_subclass(MyTensor)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+
+
+class RaisesOwnInterrupt(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise MyKI("mine")
+'''
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    from playground.main_window import MainWindow
+    from playground.state.session import Session
+
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    win = MainWindow(Session())
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.byof.shutdown()
+    win.session.shutdown(wait=0.5)
+
+
+def test_classes_of_the_users_modules_never_load_in_the_window(qtbot, window, tmp_path):
+    """A result or an error whose class lives in a module beside the user's file was
+    unpickled in the window, which imported that module there (one that crashed on import
+    ended the window). Results and errors now cross as plain data."""
+    import os
+    import sys
+
+    (tmp_path / "helper_classes.py").write_text(HELPER)
+    (tmp_path / "uses_helper.py").write_text(USES_HELPER)
+    s = window.session
+    errors = []
+    s.errorRaised.connect(errors.append)
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target(f"{tmp_path}/uses_helper.py:ReturnsSubclass")
+    assert ready.args[0].passed
+    s.set_target(f"{tmp_path}/uses_helper.py:RaisesOwnInterrupt")
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert "RaisesOwnInterrupt.backward raised MyKI: mine" in window.errors.text()
+    line = USES_HELPER.splitlines().index('        raise MyKI("mine")') + 1
+    assert f"uses_helper.py:{line}" in window.errors.text()
+    assert not (tmp_path / f"imported-in-{os.getpid()}").exists()
+    assert "helper_classes" not in sys.modules and str(tmp_path) not in sys.path
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target("killhead")
+    assert ready.args[0].passed
+
+
+SLOW_FORWARD = '''import time
+
+import torch
+
+
+class SlowForward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        time.sleep(600)  # a wait inside C, as a stuck extension's
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+'''
+
+
+def _start_slow_build(qtbot, window, tmp_path):
+    path = tmp_path / "slow_forward.py"
+    path.write_text(SLOW_FORWARD)
+    s = window.session
+    with qtbot.waitSignal(s.busyChanged, timeout=20_000, check_params_cb=bool):
+        s.set_target(f"{path}:SlowForward")
+    return s
+
+
+def test_cancel_stops_a_forward_stuck_while_the_inputs_are_prepared(qtbot, window, tmp_path):
+    """'Preparing inputs…' had no Cancel: a forward stuck inside C held the window's
+    checks forever."""
+    s = _start_slow_build(qtbot, window, tmp_path)
+    qtbot.waitUntil(lambda: window.jacobian.banner.cancel_button.isVisible(), timeout=5000)
+    errors = []
+    s.errorRaised.connect(errors.append)
+    with qtbot.waitSignal(s.jacobianFailed, timeout=10_000) as failed:
+        window.jacobian.banner.cancel_button.click()
+    assert "Preparing the inputs was cancelled" in failed.args[0]
+    assert not errors and not s._busy
+    with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
+        s.set_target("killhead")
+    assert ready.args[0].passed
+
+
+def test_a_forward_stuck_while_the_inputs_are_prepared_meets_a_time_limit(qtbot, window,
+                                                                         tmp_path, monkeypatch):
+    from playground.workers import building
+
+    monkeypatch.setattr(building, "BUILD_SECONDS", 2.0)
+    errors = []
+    window.session.errorRaised.connect(errors.append)
+    _start_slow_build(qtbot, window, tmp_path)
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert "SlowForward (slow_forward.py) was still running after 2 s while the inputs were " \
+        "prepared" in str(errors[-1])
+    assert "was still running after 2 s" in window.errors.text()
+
+
+@pytest.mark.parametrize("number", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_app_quits_it_cleanly_with_the_session_kept(tmp_path, number):
+    """SIGTERM ended the app with nothing saved; Ctrl+C in its terminal landed as a
+    KeyboardInterrupt traceback in whatever Qt callback ran next."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = tmp_path / "started.json"
+    env = {**os.environ, "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home"),
+           "QT_QPA_PLATFORM": "offscreen"}
+    env.pop("AUTOGRAD_PLAYGROUND_NO_RESTORE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "playground", "abs_uv", "--save-session",
+                             str(started)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), proc.communicate(timeout=30)
+        time.sleep(0.5)  # into Qt's loop (a signal before it is handled once the loop runs)
+        proc.send_signal(getattr(signal, number))
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = tmp_path / "home" / "config" / "last-session.json"
+    assert json.loads(last.read_text())["settings"]["target"] == "abs_uv"
