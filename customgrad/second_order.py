@@ -28,6 +28,28 @@ def _grad_output_names(count: int) -> list[str]:
     return ["grad_output"] if count == 1 else [f"grad_output{k}" for k in range(count)]
 
 
+def _on_graph(outs: object) -> list[torch.Tensor]:
+    """forward's outputs that backward gives a gradient for (the differentiable ones)."""
+    return [o for o in (outs if isinstance(outs, tuple) else (outs,))
+            if isinstance(o, torch.Tensor) and o.requires_grad]
+
+
+def _draw_grad_outputs(function: type, args: list, positions: list[int]) -> list:
+    """One grad_output per differentiable output of ``function`` at ``args`` (seeded normal
+    draws, as gradgradcheck draws them at random)."""
+    call = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    with torch.enable_grad():
+        leaves = [a.requires_grad_() if i in positions else a for i, a in enumerate(call)]
+        outs = function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
+                                for a in leaves])
+    outs = _on_graph(outs)
+    if not outs:
+        raise SpecError(f"{function.__name__} has no differentiable output: no backward to "
+                        "differentiate.")
+    gen = torch.Generator().manual_seed(SEED)
+    return [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
+
+
 def backward_as_function(function: type, args: list,
                          positions: list[int]) -> tuple[type, list, dict[str, bool]]:
     """(a Function whose forward is ``function``'s backward, its arguments, which of them to
@@ -35,19 +57,8 @@ def backward_as_function(function: type, args: list,
     (drawn from a normal distribution, seeded), returning the gradients of the arguments at
     ``positions``."""
     params = [p.name for p in forward_parameters(function)]
-    call = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
-    with torch.enable_grad():
-        leaves = [a.requires_grad_() if i in positions else a for i, a in enumerate(call)]
-        outs = function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
-                                for a in leaves])
-    outs = [o for o in (outs if isinstance(outs, tuple) else (outs,))
-            if isinstance(o, torch.Tensor) and o.requires_grad]
-    if not outs:
-        raise SpecError(f"{function.__name__} has no differentiable output: no backward to "
-                        "differentiate.")
-    gen = torch.Generator().manual_seed(SEED)
-    grad_outputs = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
-    names = [*params, *_grad_output_names(len(outs))]
+    grad_outputs = _draw_grad_outputs(function, args, positions)
+    names = [*params, *_grad_output_names(len(grad_outputs))]
     count = len(params)
 
     def forward(ctx, *values):
@@ -58,8 +69,7 @@ def backward_as_function(function: type, args: list,
             go_leaves = [g.detach().requires_grad_() for g in gos]
             out = function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
                                    for a in leaves])
-            out = [o for o in (out if isinstance(out, tuple) else (out,))
-                   if isinstance(o, torch.Tensor) and o.requires_grad]
+            out = _on_graph(out)
             wrt = [leaves[i] for i in positions]
             grads = torch.autograd.grad(out, wrt, go_leaves, create_graph=True,
                                         allow_unused=True)
@@ -121,12 +131,18 @@ def double_backward_report(function: type, args: list, *, positions: list[int] |
                             f"(double backward): {exc}", details=exc.details,
                             phase="backward") from None
     report.function = wrapper.__name__
+    # the notes speak of the Function checked, whose backward is the double backward
+    report.notes = [f"double {n}" if n.startswith("backward ") else n for n in report.notes]
     return report
 
 
-def double_backward_json(problem, check) -> dict:
-    """``check --double --json``'s ``double_backward``: the sub-check's verdict (gradgradcheck's)
-    and message, with the second-order report's keys where double backward is supported."""
+def double_backward_json(problem, checks: Mapping) -> dict:
+    """``check --double --json``'s ``double_backward`` (nothing where ``checks``, the
+    sub-checks run, has none): the sub-check's verdict (gradgradcheck's) and message, with the
+    second-order report's keys where double backward is supported."""
+    check = checks.get("double_backward")
+    if check is None:
+        return {}
     data = {"supported": check.status != "skipped", "passed": check.passed,
             "message": check.detail}
     if data["supported"]:
@@ -135,4 +151,4 @@ def double_backward_json(problem, check) -> dict:
                                         rtol=s.rtol, memory_cap=s.memory_cap,
                                         differentiate=s.differentiate)
         data.update((k, v) for k, v in report.to_dict().items() if k != "passed")
-    return data
+    return {"double_backward": data}

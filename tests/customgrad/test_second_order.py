@@ -54,6 +54,11 @@ def test_blocks_cover_every_gradient_against_every_input_and_grad_output():
     torch.testing.assert_close(g, _x(3, seed=1), rtol=1e-6, atol=1e-8)
 
 
+def test_notes_name_the_double_backward():
+    report = double_backward_report(so.CubeDetached, [_x(2, 3)])
+    assert report.notes == ["double backward returns None for x: its gradient is zero."]
+
+
 def test_cli_double_json_gives_the_first_order_keys(capsys):
     code = cli.main(["check", f"{so.__file__}:CubeHalfSecond", "--double", "--in-process",
                      "--json"])
