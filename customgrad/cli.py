@@ -115,6 +115,8 @@ def cmd_check(args) -> int:
         data = _names(problem)  # first, and kept: the report may carry names of its own
         data.update((k, v) for k, v in report.to_dict().items() if k not in data)
         data["guessed_constants"] = [g.to_dict() for g in problem.guesses]
+        from customgrad.second_order import double_backward_json  # with --double
+        data.update(double_backward_json(problem, report.checks))
         print(json.dumps(data, indent=2, allow_nan=False))
     else:
         print("\n".join([report.text(), *(f"note: {n}" for n in _guess_notes(problem))]))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad.jacobian import limits
+from customgrad.jacobian import limits, matrices
 from customgrad.jacobian.report import Axis, Block, Entry
 from customgrad.jacobian.tiles import runs
 from customgrad.jacobian.workspace import Workspace
@@ -40,6 +40,10 @@ class Tally:
                 if a >= b:
                     continue
                 block = self._blocks_at[(axis.position, inp.position)]
+                if inp.parts == 2:  # a complex entry's two columns stay in one piece
+                    a -= (a - inp.offset) % 2
+                    b += (b - inp.offset) % 2
+                    width += width % 2
                 for c0 in range(a, b, width):
                     c1 = min(b, c0 + width)
                     # input-major like the numerical matrix: every operand walks memory in
@@ -67,11 +71,18 @@ class Tally:
         if float(diff.max()) == 0.0:
             return  # identical: every error and score is 0
         absn = torch.abs(n, out=self._scratch(1, a.shape))
+        paired = block.input.parts == 2
+        if paired:  # gradcheck compares a complex entry whole: by the moduli
+            part_diff = diff.clone()
+            diff.copy_(matrices.pair_modulus(part_diff, dim=0))
+            absn.copy_(matrices.pair_modulus(absn, dim=0))
         score = torch.mul(absn, rtol, out=self._scratch(2, a.shape)).add_(atol)
         torch.div(diff, score, out=score)
         best, flat = score.view(-1).max(0)
         if not math.isfinite(float(best)):
             both = (a.isnan() & n.isnan()) | (a == n)
+            if paired:
+                both = matrices.pair_all(both, dim=0)
             score[both] = 0.0
             diff[both] = 0.0
             score[score.isnan()] = math.inf
@@ -87,6 +98,9 @@ class Tally:
         block.max_rel_error = max(block.max_rel_error, float(rel.max()))
         if best > block.worst_score:
             width = score.shape[1]
+            if paired and flat // width % 2 == 0 and (
+                    part_diff.view(-1)[flat + width] > part_diff.view(-1)[flat]):
+                flat += width  # the worse part of the entry: its imaginary part
             block.worst_score = best
             block.worst = (row0 + flat % width, col0 + flat // width)
 

@@ -14,9 +14,14 @@ from customgrad import sharing
 from customgrad.jacobian import limits
 
 
-def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float,
+          pairs: tuple[tuple[int, int], ...] = ()) -> torch.Tensor:
     """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree, a number
     and an infinity never do (as the comparison's tally counts them).
+
+    ``pairs`` names the column ranges (offset, size) of complex inputs, whose columns go
+    (real, imaginary) two by two: gradcheck compares such a pair as one complex entry, by
+    the moduli ``|a - n| <= atol + rtol * |n|``, and both columns get its verdict.
 
     Computed in row chunks so big matrices need no full-size temporaries.
     """
@@ -25,10 +30,36 @@ def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.T
             else a.shape[0] or 1)
     for r0 in range(0, a.shape[0], step):
         x, y = a[r0:r0 + step].double(), n[r0:r0 + step].double()
-        gap = (x - y).abs()
-        ok = (gap <= atol + rtol * y.abs()) & gap.isfinite()  # a number is far from inf
-        out[r0:r0 + step] = ok | (x == y) | (x.isnan() & y.isnan())
+        gap, size = (x - y).abs(), y.abs()
+        for offset, width in pairs:
+            cols = slice(offset, offset + width)
+            gap[:, cols] = pair_modulus(gap[:, cols], dim=1)
+            size[:, cols] = pair_modulus(size[:, cols], dim=1)
+        ok = (gap <= atol + rtol * size) & gap.isfinite()  # a number is far from inf
+        same = (x == y) | (x.isnan() & y.isnan())
+        for offset, width in pairs:
+            cols = slice(offset, offset + width)
+            same[:, cols] = pair_all(same[:, cols], dim=1)
+        out[r0:r0 + step] = ok | same
     return out
+
+
+def pair_modulus(parts: torch.Tensor, dim: int) -> torch.Tensor:
+    """|re + i im| of each (re, im) pair of entries along ``dim``, on both entries of the
+    pair (``parts`` holds the parts' magnitudes or signed values)."""
+    shape = list(parts.shape)
+    shape[dim:dim + 1] = [shape[dim] // 2, 2]
+    both = parts.reshape(shape)
+    modulus = torch.hypot(both.select(dim + 1, 0), both.select(dim + 1, 1))
+    return modulus.unsqueeze(dim + 1).expand(shape).reshape(parts.shape)
+
+
+def pair_all(flags: torch.Tensor, dim: int) -> torch.Tensor:
+    """True on both entries of each pair along ``dim`` where both are True."""
+    shape = list(flags.shape)
+    shape[dim:dim + 1] = [shape[dim] // 2, 2]
+    both = flags.reshape(shape).all(dim + 1, keepdim=True)
+    return both.expand(shape).reshape(flags.shape)
 
 
 def finite_absmax(matrix: torch.Tensor) -> float:

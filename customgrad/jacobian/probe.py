@@ -115,7 +115,8 @@ def run_probe(function: type, args: list, params: list[str], notes: list[str],
             "registered backward)." if vars(function).get("__custom_op__") is not None else
             "the output's graph node is not the Function's own, so every "
             "row goes through the autograd engine.")
-    probe.outputs = _lay_out([(output_name(k, len(outs)), k, outs[k]) for k in out_pos])
+    probe.outputs = _lay_out([(output_name(k, len(outs), function), k, outs[k])
+                              for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
 
@@ -125,7 +126,12 @@ def _copy(value: object) -> object:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def output_name(k: int, count: int) -> str:
+def output_name(k: int, count: int, function: type | None = None) -> str:
+    """Output ``k`` of ``count``'s name: ``output``/``output<k>``, unless ``function``
+    names its outputs (``customgrad_output_names``, as the second order's Function does)."""
+    names = vars(function).get("customgrad_output_names", ()) if function else ()
+    if k < len(names):
+        return names[k]
     return "output" if count == 1 else f"output{k}"
 
 
@@ -177,7 +183,7 @@ def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> li
     """Positions of the non-empty floating-point outputs on the graph (FunctionError if none)."""
     out_pos = []
     for k, out in enumerate(outs):
-        oname = output_name(k, len(outs))
+        oname = output_name(k, len(outs), function)
         if not differentiable(out):
             notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
         elif not out.requires_grad:

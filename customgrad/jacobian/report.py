@@ -202,7 +202,9 @@ class Report:
             if self.mismatches == 0:  # the comparison found none: no need to look again
                 self._cache["mask"] = torch.zeros((), dtype=torch.bool).expand(self.shape)
             else:
-                self._cache["mask"] = ~matrices.agree(analytic, numerical, self.atol, self.rtol)
+                pairs = tuple((a.offset, a.size) for a in self.inputs if a.parts == 2)
+                self._cache["mask"] = ~matrices.agree(analytic, numerical, self.atol,
+                                                      self.rtol, pairs)
         return self._cache["mask"]
 
     def value_peak(self) -> float:

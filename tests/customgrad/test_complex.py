@@ -16,7 +16,7 @@ from customgrad import capture, cli, subchecks
 from customgrad.checks import projected_check
 from customgrad.dtypes import in_kind
 from customgrad.errors import SpecError
-from customgrad.jacobian import analytic
+from customgrad.jacobian import analytic, limits
 from customgrad.loader import Target
 from customgrad.problem import build
 from customgrad.settings import Settings
@@ -230,3 +230,36 @@ def test_given_complex_tensors_keep_their_kind(precision, dtype):
     problem = build(settings, Target(settings.target, cf.Scale, "Scale"))
     assert torch.equal(problem.args[0], a) and torch.equal(problem.args[1], z)
     assert problem.compare().passed
+
+
+@pytest.mark.parametrize("offset,atol,rtol", [
+    # each part 0.8e-3 off, within atol; the entry sqrt(2) * 0.8e-3 = 1.13e-3 off: FAILED
+    (0.8e-3 * (1 + 1j), 1e-3, 0.0),
+    # the entry 0.85e-3 off: passed
+    (0.6e-3 * (1 + 1j), 1e-3, 0.0),
+    # the real part 3e-3 off where n's real part is 0: beyond atol alone; within
+    # atol + rtol * |n| = 1e-3 + 1e-3 * |2 z| >= 7e-3 by the moduli: passed
+    (3e-3 + 0j, 1e-3, 1e-3),
+], ids=["parts-pass-entry-fails", "both-pass", "part-fails-entry-passes"])
+@pytest.mark.parametrize("chunk", [7, 1 << 19])  # odd tiles: an entry's parts in two
+def test_a_complex_entry_is_compared_whole_as_gradcheck_does(monkeypatch, offset, atol,
+                                                             rtol, chunk):
+    """gradcheck compares a complex Jacobian entry by its moduli (torch.allclose on complex
+    tensors), not each part on its own: so do the verdict, the mismatch count and mask."""
+    monkeypatch.setattr(cf.AbsSquaredOffset, "OFFSET", offset)
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(limits, "TILE_ELEMENTS", max(1, chunk // 3))
+    z = 3j * (1 + _c(3, 4).abs())  # purely imaginary, |2 z| >= 6
+    expected = torch.autograd.gradcheck(cf.AbsSquaredOffset.apply, (z.clone().requires_grad_(),),
+                                        atol=atol, rtol=rtol, raise_exception=False)
+    assert expected == (offset != 0.8e-3 * (1 + 1j))  # the case is the one named
+    report = customgrad.check(cf.AbsSquaredOffset, z, atol=atol, rtol=rtol)
+    assert report.passed == expected
+    mask = report.mismatch_mask()
+    assert int(mask.sum()) == report.mismatches
+    # elementwise: row k holds z[k]'s entry, columns 2k and 2k+1 its two parts, which get
+    # its one verdict
+    diagonal = torch.kron(torch.eye(12, dtype=torch.bool), torch.ones(1, 2, dtype=torch.bool))
+    assert torch.equal(mask, diagonal & (not expected))
+    if offset.imag == 0:  # the worst entry is named by its worse part
+        assert report.worst.input_name == "z.real"

@@ -87,10 +87,19 @@ def reference_jacobian(fn: type, args: list, report: jacobian.Report) -> torch.T
 
 
 def scores(report: jacobian.Report) -> torch.Tensor:
-    """gradcheck's rule as a score (> 1 is a mismatch), NaN-aware, from the kept matrices."""
+    """gradcheck's rule as a score (> 1 is a mismatch), NaN-aware, from the kept matrices;
+    a complex input's (real, imag) columns compared as one complex entry, on both columns."""
     a, n = report.analytic, report.numerical
     s = (a - n).abs() / (report.atol + report.rtol * n.abs())
     both = (a.isnan() & n.isnan()) | (a == n)
+    for axis in (x for x in report.inputs if x.parts == 2):
+        cols = slice(axis.offset, axis.offset + axis.size)
+        ca, cn = (torch.view_as_complex(m[:, cols].reshape(m.shape[0], -1, 2).contiguous())
+                  for m in (a, n))
+        s[:, cols] = ((ca - cn).abs() / (report.atol + report.rtol * cn.abs())
+                      ).repeat_interleave(2, dim=1)
+        both[:, cols] = both[:, cols].reshape(a.shape[0], -1, 2).all(-1).repeat_interleave(
+            2, dim=1)
     s[both] = 0.0
     s[s.isnan()] = math.inf
     return s

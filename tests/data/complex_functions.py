@@ -144,3 +144,14 @@ class ScaleNoConj(Scale):
     def backward(ctx, g):
         a, z = ctx.saved_tensors
         return (g * z).real, g * a
+
+
+class AbsSquaredOffset(AbsSquared):
+    """Bug near the tolerance: every gradient off by the complex number ``OFFSET``."""
+
+    OFFSET = 0j
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        return g * (2 * z + AbsSquaredOffset.OFFSET)
