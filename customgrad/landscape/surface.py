@@ -222,7 +222,7 @@ def grid(surface: LossSurface, plane, alphas: np.ndarray,
     coarse = sorted(set(range(0, size, COARSE)) | {size - 1})
     if size > 2 * COARSE:
         cells = [(i, j) for i in coarse for j in coarse]
-        losses = surface.values(torch.stack([plane.at(alphas[j], betas[i]) for i, j in cells]))
+        losses = surface.values(_points(plane, alphas, betas, cells))
         for (i, j), loss in zip(cells, losses):
             values[i, j] = _safe(loss)
         near = [min(coarse, key=lambda c, k=k: abs(c - k)) for k in range(size)]
@@ -237,12 +237,21 @@ def grid(surface: LossSurface, plane, alphas: np.ndarray,
     for i in range(len(betas)):
         row = [j for j in range(size) if not done[i, j]]
         if row:
-            losses = surface.values(torch.stack([plane.at(alphas[j], betas[i]) for j in row]))
+            losses = surface.values(_points(plane, alphas, betas, [(i, j) for j in row]))
             values[i, row] = [_safe(loss) for loss in losses]
         if time.monotonic() - last > PROGRESS_SECONDS and i + 1 < len(betas):
             last = time.monotonic()
             yield values.copy(), False
     yield values, True
+
+
+def _points(plane, alphas: np.ndarray, betas: np.ndarray,
+            cells: list[tuple[int, int]]) -> torch.Tensor:
+    """``plane.at(alphas[j], betas[i])`` for each cell ``(i, j)``, one row each (the same
+    arithmetic, in one go)."""
+    a = torch.tensor([alphas[j] for _i, j in cells], dtype=torch.float64).unsqueeze(1)
+    b = torch.tensor([betas[i] for i, _j in cells], dtype=torch.float64).unsqueeze(1)
+    return plane.origin + a * plane.d1 + b * plane.d2
 
 
 def _safe(value: float) -> float:

@@ -99,3 +99,16 @@ def test_the_probe_trusts_only_results_within_rounding():
     assert not batching.probe(raises, torch.zeros(2, 1), singles, rtol)
     # one input cannot tell a batch from a broadcast: not even called
     assert not batching.probe(raises, torch.zeros(1, 1), singles[:1], rtol)
+
+
+def test_the_grids_points_are_the_planes_bit_for_bit():
+    # the same products and sums entry by entry, in the same order, only for many points
+    # at once: what the grid point by point computes is what it computed before
+    from customgrad.landscape.surface import _points
+
+    origin = torch.randn(50, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    plane = random_plane(origin, [(50,)], seed=1)
+    alphas, betas = np.linspace(-1.3, 2.7, 9), np.linspace(-0.7, 0.9, 7)
+    cells = [(i, j) for i in range(7) for j in range(9)]
+    expected = torch.stack([plane.at(alphas[j], betas[i]) for i, j in cells])
+    assert torch.equal(_points(plane, alphas, betas, cells), expected)
