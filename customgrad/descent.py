@@ -276,13 +276,17 @@ class Descent:
     def loss(self) -> torch.Tensor:
         """The loss at the current point, with its graph (its ``backward`` runs the user's
         backward), without moving anything: what :mod:`customgrad.landscape` evaluates."""
+        return self.evaluate()[1]
+
+    def evaluate(self) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+        """forward's outputs at the current point and the loss (as :meth:`loss`)."""
         fn = self.function
         call = self.args
         if self._dirty:
             call = [a.clone() if isinstance(a, torch.Tensor) and a.requires_grad else a
                     for a in self.args]
-        raw = run_user(fn, "forward", lambda: fn.apply(*call))
-        return self._total_loss(normalize_outputs(fn, raw))
+        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        return outs, self._total_loss(outs)
 
     def step(self) -> StepRecord:
         """One forward, loss, backward and update; the record holds the loss before the update.

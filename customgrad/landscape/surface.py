@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
+from customgrad import batching
 from customgrad.descent import Descent
+from customgrad.dtypes import differentiable, real_view
 from customgrad.errors import Cancelled
 
 #: at most this many iterates of the path are kept (evenly spaced, the last always)
@@ -20,6 +22,8 @@ PATH_POINTS = 1000
 COARSE = 4
 #: a partial grid is sent at most this often (seconds)
 PROGRESS_SECONDS = 0.2
+#: the grid points the batching probe compares with single calls
+PROBE_POINTS = 3
 
 
 def _never() -> bool:
@@ -38,6 +42,9 @@ class LossSurface:
         eps = {torch.float64: 1e-6, torch.float32: 1e-3}
         #: the central differences' step: per dtype, as large as rounding asks
         self.eps = max(eps.get(leaf.dtype, 1e-2) for leaf in self.leaves)
+        #: whether forward and the loss take a stack of points (None: not probed yet)
+        self.batched: bool | None = None if not descent._dirty else False
+        self._chunk = 1
 
     def point(self) -> torch.Tensor:
         return flatten(self.leaves)
@@ -56,6 +63,75 @@ class LossSurface:
         self.set(flat)
         # with its graph: under no_grad the outputs would not count as differentiable
         return float(self.descent.loss().detach())
+
+    def values(self, points: torch.Tensor) -> list[float]:
+        """The loss at each row of ``points``: one call of forward per point, or per batch
+        of points where a probe on the first of them found forward batchable
+        (:mod:`customgrad.batching`; a probe that fails costs one call)."""
+        known: dict[int, float] = {}
+        if self.batched is None and len(points) >= 2:
+            picks = batching.spread(len(points), PROBE_POINTS)
+            singles = [self._single(points[k]) for k in picks]
+            known = {k: float(single[-1]) for k, single in zip(picks, singles)}
+            rtol = max(batching.tolerance(leaf.dtype) for leaf in self.leaves)
+            self.batched = batching.probe(self._stacked, points[picks], singles, rtol)
+            self._chunk = batching.chunk_size(len(points[0]) + len(singles[0]))
+        rest = [k for k in range(len(points)) if k not in known]
+        while self.batched and rest:
+            if self.should_stop():
+                raise Cancelled("the landscape was cancelled.")
+            chunk, rest = rest[:self._chunk], rest[self._chunk:]
+            try:
+                losses = self._stacked(points[chunk])[:, -1].tolist()
+            except Cancelled:
+                raise
+            except Exception:  # a later batch that raises: one at a time again
+                self.batched, rest = False, chunk + rest
+                break
+            known.update(zip(chunk, losses))
+        for k in rest:
+            known[k] = self.value(points[k])
+        return [known[k] for k in range(len(points))]
+
+    def _single(self, flat: torch.Tensor) -> torch.Tensor:
+        """forward's differentiable outputs at ``flat`` and the loss, as one flat vector."""
+        if self.should_stop():
+            raise Cancelled("the landscape was cancelled.")
+        self.set(flat)
+        outs, loss = self.descent.evaluate()
+        parts = [real_view(out.detach()).reshape(-1) for out in outs
+                 if out.requires_grad and differentiable(out)]
+        return torch.cat([part.to(torch.float64) for part in parts]
+                         + [loss.detach().reshape(1).to(torch.float64)])
+
+    def _stacked(self, points: torch.Tensor) -> torch.Tensor:
+        """:meth:`_single` for each row of ``points`` from one call of forward on the trained
+        inputs stacked along a new first dimension (raises where forward or the loss
+        cannot take them)."""
+        descent, count = self.descent, len(points)
+        stacks, start = {}, 0
+        for leaf in self.leaves:
+            size = leaf.numel()
+            stacks[id(leaf)] = (points[:, start:start + size].reshape(count, *leaf.shape)
+                                .to(leaf.device, leaf.dtype).requires_grad_())
+            start += size
+        args = [stacks.get(id(arg), arg) for arg in descent.args]
+        raw = descent.function.apply(*args)
+        outs = [out for out in (raw if isinstance(raw, (tuple, list)) else (raw,))
+                if out.requires_grad and differentiable(out)]
+        if len(outs) != len(descent.targets):
+            raise ValueError("not one output per target")
+        total = torch.zeros(count, dtype=torch.float64)
+        parts = []
+        with torch.no_grad():
+            for out, target in zip(outs, descent.targets):
+                if tuple(out.shape) != (count, *target.shape):
+                    raise ValueError("an output not stacked")
+                diff = (real_view(out) - real_view(target)).reshape(count, -1)
+                term = _per_point(descent.loss_name, diff)
+                total += term.to(torch.float64)
+                parts.append(real_view(out).reshape(count, -1).to(torch.float64))
+        return torch.cat([*parts, total.reshape(count, 1)], dim=1)
 
     def analytic(self, flat: torch.Tensor) -> torch.Tensor:
         """The gradient of the loss as the user's backward gives it."""
@@ -80,6 +156,18 @@ class LossSurface:
         """The true derivative of the loss along the unit ``direction`` (central differences)."""
         h = self.eps
         return (self.value(flat + h * direction) - self.value(flat - h * direction)) / (2 * h)
+
+
+def _per_point(loss: str, diff: torch.Tensor) -> torch.Tensor:
+    """The loss of each row of ``diff`` (output minus target, flattened): the criterion
+    :class:`~customgrad.descent.Descent` uses, one row at a time."""
+    if loss == "mse":
+        return (diff * diff).mean(dim=1)
+    if loss == "l1":
+        return diff.abs().mean(dim=1)
+    if loss == "sse":
+        return (diff * diff).sum(dim=1)
+    raise ValueError(f"loss {loss!r}")
 
 
 def _basis(size: int, k: int) -> torch.Tensor:
@@ -133,9 +221,10 @@ def grid(surface: LossSurface, plane, alphas: np.ndarray,
     values = np.full((len(betas), size), np.nan)
     coarse = sorted(set(range(0, size, COARSE)) | {size - 1})
     if size > 2 * COARSE:
-        for i in coarse:
-            for j in coarse:
-                values[i, j] = _safe(surface.value(plane.at(alphas[j], betas[i])))
+        cells = [(i, j) for i in coarse for j in coarse]
+        losses = surface.values(_points(plane, alphas, betas, cells))
+        for (i, j), loss in zip(cells, losses):
+            values[i, j] = _safe(loss)
         near = [min(coarse, key=lambda c, k=k: abs(c - k)) for k in range(size)]
         rough = values[np.ix_(near, near)]
         yield rough, False
@@ -146,13 +235,23 @@ def grid(surface: LossSurface, plane, alphas: np.ndarray,
         done = np.zeros_like(values, dtype=bool)
     last = time.monotonic()
     for i in range(len(betas)):
-        for j in range(size):
-            if not done[i, j]:
-                values[i, j] = _safe(surface.value(plane.at(alphas[j], betas[i])))
+        row = [j for j in range(size) if not done[i, j]]
+        if row:
+            losses = surface.values(_points(plane, alphas, betas, [(i, j) for j in row]))
+            values[i, row] = [_safe(loss) for loss in losses]
         if time.monotonic() - last > PROGRESS_SECONDS and i + 1 < len(betas):
             last = time.monotonic()
             yield values.copy(), False
     yield values, True
+
+
+def _points(plane, alphas: np.ndarray, betas: np.ndarray,
+            cells: list[tuple[int, int]]) -> torch.Tensor:
+    """``plane.at(alphas[j], betas[i])`` for each cell ``(i, j)``, one row each (the same
+    arithmetic, in one go)."""
+    a = torch.tensor([alphas[j] for _i, j in cells], dtype=torch.float64).unsqueeze(1)
+    b = torch.tensor([betas[i] for i, _j in cells], dtype=torch.float64).unsqueeze(1)
+    return plane.origin + a * plane.d1 + b * plane.d2
 
 
 def _safe(value: float) -> float:

@@ -797,10 +797,51 @@ def _path_update_ms(app, session, model, steps: int, count: int = 12) -> float:
     return statistics.median(trips) * 1000
 
 
+def bench_landscape_grid(quick: bool) -> dict:
+    """The landscape's 41 x 41 grid (forward + loss at each point) around a run's start, one
+    forward call per point (the batching probe refused) and in batches where the probe
+    allows them, turn about, as the machine is and with one core held busy: the median of
+    the turns, for a Function whose forward takes a stack (Sigmoid's twin) and one whose
+    matrix product does not (KillHead: the probe's one call, then point by point)."""
+    from unittest import mock
+
+    from customgrad import batching
+    from customgrad.landscape import SIZE
+    from customgrad.landscape.plane import random_plane
+    from customgrad.landscape.surface import LossSurface, axes, grid
+    from customgrad.problem import build
+    from customgrad.settings import Settings
+
+    def timed(target: str, batched: bool) -> float:
+        surface = LossSurface(build(Settings(target=target)).descent())
+        plane = random_plane(surface.point(), surface.shapes, seed=0)
+        alphas, betas = axes((0.0, 0.0), 1.0, SIZE)
+        refuse = mock.patch.object(batching, "probe", lambda *args: False)
+        with contextlib.nullcontext() if batched else refuse:
+            start = time.perf_counter()
+            for _values, _complete in grid(surface, plane, alphas, betas):
+                pass
+            return time.perf_counter() - start
+
+    out = {}
+    turns = 2 if quick else 5
+    for condition in ("idle", "busy"):
+        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
+            for target in ("sigmoid_bug", "killhead"):
+                times: dict[bool, list[float]] = {False: [], True: []}
+                for _ in range(turns):
+                    for batched in (False, True):
+                        times[batched].append(timed(target, batched))
+                for batched, label in ((False, "per_point"), (True, "batched")):
+                    out[f"landscape_grid_ms_{target}_{label}_{condition}"] = (
+                        statistics.median(times[batched]) * 1000)
+    return out
+
+
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
            "isolation": bench_isolation, "display": bench_display, "busy": bench_busy,
-           "landscape": bench_landscape}
+           "landscape": bench_landscape, "landscape_grid": bench_landscape_grid}
 DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup")
 GOALS = {
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
