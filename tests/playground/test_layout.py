@@ -669,3 +669,17 @@ def test_a_long_init_reads_from_its_start(qtbot):
         assert edit.cursorPosition() == 0
     finally:
         win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("target", ["linear", "killhead"])
+def test_the_left_pane_follows_its_forms_when_the_function_changes(qtbot, target):
+    """A Function's inputs come with rows of their own (shape, init, trained, grad): the left
+    pane widens to them when they appear, not only at a zoom or theme (their right edge,
+    with the grad and trained boxes, was cut until F5/Esc measured the forms again)."""
+    win = _window(qtbot, 1280, 720, target=target)
+    try:
+        _settle(qtbot, win)
+        holder, seen = win.left.form_holder, win.left.scroll.viewport()
+        assert seen.width() >= holder.minimumSizeHint().width()  # nothing cut on the right
+    finally:
+        win.session.shutdown(wait=0.5)

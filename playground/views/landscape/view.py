@@ -7,14 +7,16 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
+    QScrollArea,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -73,7 +75,16 @@ class LandscapeView(QWidget):
         top.addWidget(QLabel("Grid:"))
         top.addWidget(self.size_box)
         top.addWidget(self.export_button)
-        layout = QVBoxLayout(self)
+        # the pane's parts scroll where the side panel is shorter than they need (it gives
+        # way to the heatmaps): the legend and the status are never cut
+        content = QWidget()
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(content)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(self.legend)
