@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from customgrad.errors import TargetError
 from customgrad.shadow import source_lines
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
@@ -311,7 +312,11 @@ class MainWindow(QMainWindow):
         self.status.showMessage(f"Jacobian check {verdict} in {report.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
-        self.errors.show_error(exc)
+        """The banner; a Function that failed to load leaves the one open in place, and
+        the banner says which (a window emptied of its Function looked like a crash)."""
+        target = self.session.target
+        kept = target.label if isinstance(exc, TargetError) and target is not None else None
+        self.errors.show_error(exc, kept=kept)
         line = getattr(exc, "line", None)
         if line and getattr(exc, "file", None) == (self.session.target.file
                                                    if self.session.target else None):

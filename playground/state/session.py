@@ -163,11 +163,17 @@ class Session(QObject):
     def open(self, target: str | Target, settings: Settings) -> None:
         """Replace every setting at once and start over on ``target`` (a session file's
         TARGET, or playground.show's Target: its given tensors and constants kept)."""
+        try:
+            with shadowing():
+                resolved = target if isinstance(target, Target) else self.resolver(target)
+        except CustomGradError as exc:  # the Function that was open stays, with its settings
+            self.errorRaised.emit(exc)
+            return
         self.settings = copy.deepcopy(settings)
-        self.settings.target = target.spec if isinstance(target, Target) else target
+        self.settings.target = resolved.spec
         self.ctrl.lr = self.settings.lr
         self.target = None
-        self.set_target(target, keep=True)
+        self.set_target(resolved, keep=True)
 
     def load_settings(self, settings: Settings) -> None:
         self.open(settings.target, settings)

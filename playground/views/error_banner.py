@@ -56,10 +56,14 @@ class ErrorBanner(QFrame):
         self._location: tuple[str, int] | None = None
         self.hide()
 
-    def show_error(self, exc: BaseException) -> None:
+    def show_error(self, exc: BaseException, kept: str | None = None) -> None:
+        """``kept``: the Function still open after a load failed, said after the message."""
         kind = next((v for k, v in _KIND.items() if isinstance(exc, k)), "Problem")
         self.title.setText(f"<b>⚠ {kind}: something went wrong</b>")
-        self.message.setText(str(exc) or type(exc).__name__)
+        message = str(exc) or type(exc).__name__
+        if kept:
+            message = f"{message.rstrip()}\n{kept} stays open."
+        self.message.setText(message)
         file, line = getattr(exc, "file", None), getattr(exc, "line", None)
         self._location = (file, line) if file and line else None
         self.where.setVisible(bool(file))

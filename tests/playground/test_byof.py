@@ -3,6 +3,7 @@ errors with file:line, autosave restore, drag-and-drop."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import re
@@ -254,6 +255,37 @@ def test_load_errors_show_message_and_location(qtbot, window, tmp_path):
     missing = tmp_path / "missing.py"
     _expect_error(qtbot, window, str(missing), r"File not found", missing, None)
     assert open_target(qtbot, window, "killhead").passed
+
+
+def test_a_failed_load_keeps_the_function_that_was_open(qtbot, window, tmp_path):
+    """A wrong path, a syntax error, a class that is not a Function, a misspelled gallery
+    name, or a session file naming any of them: the Function open stays open, its code and
+    inputs shown, and the banner says so (a session file emptied the window)."""
+    assert not open_target(qtbot, window, "linear_bug").passed
+    label = window.session.target.label
+    broken = tmp_path / "broken_syntax.py"
+    shutil.copy(DATA / "broken_syntax.py.txt", broken)
+    not_a_function = tmp_path / "notfn.py"
+    not_a_function.write_text("import torch\n\nclass NotAFunction(torch.nn.Module):\n"
+                              "    pass\n")
+    bad = [str(tmp_path / "nope.py"), str(broken), f"{not_a_function}:NotAFunction",
+           "linear_bgu"]
+    for spec in bad:
+        with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+            window.session.set_target(spec)
+        assert window.session.target.spec == "linear_bug", spec
+        assert f"{label} stays open" in window.errors.text(), spec
+    for spec in bad:
+        settings = copy.deepcopy(window.session.settings)
+        settings.target = spec
+        with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+            window.session.load_settings(settings)
+        assert window.session.target is not None, spec
+        assert window.session.target.spec == "linear_bug", spec
+        assert window.session.settings.target == "linear_bug", spec
+        assert f"{label} stays open" in window.errors.text(), spec
+    assert "LinearFunction" in window.windowTitle()
+    assert window.session.problem is not None  # its inputs are still there to run
 
 
 def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, monkeypatch):
