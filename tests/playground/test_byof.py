@@ -105,6 +105,34 @@ def test_open_file_through_the_dialog(qtbot, window):
     assert "class Cube" in window.code.editor.toPlainText()
 
 
+def test_open_dialog_starts_in_the_open_files_folder_and_the_picker_lists_its_functions(
+        qtbot, window, tmp_path):
+    """The Open dialog started in the examples folder whatever was open, and the picker
+    listed the gallery only: a file's other Functions took File > Open and a choice."""
+    starts = []
+    window.byof.ask_open_file = lambda parent, start: starts.append(start)
+    own = tmp_path / "mine"
+    own.mkdir()
+    shutil.copy(FUNCTIONS, own / "two.py")
+    assert open_target(qtbot, window, f"{own / 'two.py'}:Double").passed
+    window.byof.actions["open_file"].trigger()
+    assert Path(starts[-1]) == own
+    picker = window.picker
+    listed = picker.file_functions()
+    assert [spec.rsplit(":", 1)[1] for spec in listed] == ["Double", "Triple"]
+    assert picker.file_group.text(0) == "This file: two.py"
+    assert [i.text(0) for i in picker.tree.selectedItems()] == ["Double"]
+    triple = picker.file_group.child(1)
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        picker.tree.itemClicked.emit(triple, 0)
+    assert window.session.target.function.__name__ == "Triple"
+    assert [i.text(0) for i in picker.tree.selectedItems()] == ["Triple"]
+    assert open_target(qtbot, window, "killhead").passed  # a gallery Function: no such list
+    assert picker.file_functions() == [] and picker.file_group.isHidden()
+    window.byof.actions["open_file"].trigger()
+    assert Path(starts[-1]) == own  # the folder last opened from
+
+
 def test_several_functions_ask_which(qtbot, window):
     asked = []
 
