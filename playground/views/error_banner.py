@@ -74,6 +74,16 @@ class ErrorBanner(QFrame):
         self.details_button.setChecked(False)
         self.show()
 
+    def apply_theme(self, name: str) -> None:
+        """High contrast: the buttons in the banner's own dark red on white, bordered (the
+        theme's white text on its black buttons lost the black on the pink banner, and read
+        white on pink)."""
+        sheet = ("QPushButton { color: #5f0b0b; background: #ffffff; border: 2px solid "
+                 "#5f0b0b; padding: 3px 10px; } QPushButton:hover, QPushButton:checked "
+                 "{ background: #ffff00; }") if name == "high-contrast" else ""
+        for button in (self.details_button, self.dismiss):
+            button.setStyleSheet(sheet)
+
     def text(self) -> str:
         return f"{self.title.text()} {self.message.text()} {self.where.text()}"
 

@@ -3,7 +3,7 @@ and the main area (loss plot above, the Jacobian pane below)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 __all__ = ["LeftPane", "MainArea"]
@@ -33,6 +33,16 @@ class LeftPane(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setMinimumWidth(self.START_WIDTH)
         layout.addWidget(self.scroll, 4)
+        # new rows (a Function with a longer constant's label, "scale (float)") need a new
+        # width as a zoom does: the form's right edge was cut (trained, grad, Regenerate)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self.fit_width)
+        self.form_holder.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.form_holder and event.type() == QEvent.Type.LayoutRequest:
+            self._fit_timer.start()
+        return super().eventFilter(watched, event)
 
     def fit_width(self) -> None:
         """Wide enough for the forms at the current font (a zoom): they would clip else."""

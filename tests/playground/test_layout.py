@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont, QImage, QKeySequence, QPainter, QPalette
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip, QWidget
 
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -317,7 +317,7 @@ def test_button_icons_contrast_with_the_button(qtbot, theme_name):
     try:
         controls = win.controls
         for button in (controls.play, controls.step, controls.reset):
-            image = button.grab().toImage()
+            image = win.grab(QRect(button.mapTo(win, QPoint(0, 0)), button.size())).toImage()
             background = image.pixelColor(3, button.height() // 2)
             size = button.iconSize()
             pixmap = button.icon().pixmap(size)
@@ -462,6 +462,8 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         again.resize(1440, 900)
         with qtbot.waitExposed(again):
             again.show()
+        with qtbot.waitSignal(again.session.jacobianReady, timeout=TIMEOUT):
+            again.session.set_target("killhead")  # its form as wide as before
         _settle(qtbot, again)
         assert again.main_area.user_set
         assert again.main_area.sizes() == pytest.approx(sizes, abs=3)
@@ -667,5 +669,48 @@ def test_a_long_init_reads_from_its_start(qtbot):
         combo.setCurrentText("uniform(-0.5,0.5)")
         combo.activated.emit(combo.findText("uniform(-0.5,0.5)"))
         assert edit.cursorPosition() == 0
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("percent", [100, 150])
+def test_a_longer_constant_label_cuts_nothing_of_the_form(qtbot, percent):
+    """A Function with a constant ("constant (float)") opened after one without: the
+    form's right edge cut the trained and grad boxes, the combos' arrows and Regenerate at
+    1280x720; each of its widgets now ends within the width the form is shown in."""
+    win = _window(qtbot, 1280, 720, percent=percent)
+    try:
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("mulconstant")
+        _settle(qtbot, win)
+        viewport = win.left.scroll.viewport()
+        checked = []
+        for form in (win.inputs, win.loop_form):
+            for child in form.findChildren(QWidget):
+                if not child.isVisibleTo(win) or child.isWindow():
+                    continue
+                right = child.mapTo(viewport, QPoint(child.width(), 0)).x()
+                assert right <= viewport.width(), (type(child).__name__, right,
+                                                   viewport.width())
+                checked.append(child)
+        assert win.inputs.fields["tensor.grad"] in checked
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_the_error_banners_buttons_read_in_high_contrast(qtbot):
+    """High contrast: "Show traceback" and "Dismiss" were the theme's white text on the pink
+    banner (their black background gone), almost invisible; their text is now dark."""
+    win = _window(qtbot, 1280, 720, theme_name="high-contrast")
+    try:
+        with qtbot.waitSignal(win.session.errorRaised, timeout=TIMEOUT):
+            win.session.set_target("/nonexistent/nope.py")
+        win.errors.details_button.setVisible(True)
+        _settle(qtbot, win)
+        for button in (win.errors.details_button, win.errors.dismiss):
+            image = win.grab(QRect(button.mapTo(win, QPoint(0, 0)), button.size())).toImage()
+            darkest = min(image.pixelColor(x, y).lightnessF()
+                          for x in range(image.width()) for y in range(image.height()))
+            assert darkest < 0.35, (button.text(), darkest)
     finally:
         win.session.shutdown(wait=0.5)
