@@ -253,6 +253,15 @@ def test_colour_bar_ticks_are_thinned_to_what_fits():
     assert fitted_tick_levels([], -1e-5, 1e-5, 50, 20) == [(1e-5, 0.0)]
 
 
+def test_a_short_axis_keeps_more_than_one_label():
+    """The loss axis in presentation mode at 150 % (about 130 px, labels 28 px tall) over
+    losses 0.3 to 0.95: of pyqtgraph's 0.5 and 0.1 only 0.5 fits, one label ("0.5") that
+    said nothing of the scale; 0.2 fits too, and labels 0.4, 0.6 and 0.8."""
+    levels = [(0.5, 0.0), (0.1, 0.0)]
+    assert fitted_tick_levels(levels, 0.3, 0.95, 130, 28) == [(0.2, 0.0)]
+    assert fitted_tick_levels(levels, 0.3, 0.95, 60, 28) == [(0.5, 0.0)]  # one is all there is
+
+
 def test_space_plays_right_after_start_without_a_click(qtbot):
     win = _window(qtbot, 1440, 900)
     try:
