@@ -42,6 +42,7 @@ from playground.views.loss_plot.runs import (
     csv_rows,
     legend_corner,
     overlay_hue,
+    quiet_corner,
     stepped_range,
 )
 from playground.views.pacing import paint_later
@@ -402,15 +403,19 @@ class LossPlot(QWidget):
         run = self._current
         if not run.n:
             return
-        corner = legend_corner(float(run.losses[run.n - 1]), self.plot_item.vb.viewRange()[1],
-                               self.log_y())
+        view = self.plot_item.vb.viewRange()
+        preferred = legend_corner(float(run.losses[run.n - 1]), view[1], self.log_y())
+        box, vb = self.legend.boundingRect(), self.plot_item.vb
+        size = ((box.width() + 12) / max(1.0, vb.width()),
+                (box.height() + 12) / max(1.0, vb.height()))
+        steps, losses = run.filled()
+        corner = quiet_corner(steps, losses, view, size, self.log_y(), preferred)
         if corner == self.legend_corner:
             return
         self.legend_corner = corner
-        if corner == "top":
-            self.legend.anchor((1, 0), (1, 0), offset=(-12, 12))
-        else:
-            self.legend.anchor((1, 1), (1, 1), offset=(-12, -12))
+        x = 0 if corner.endswith("left") else 1
+        y = 0 if corner.startswith("top") else 1
+        self.legend.anchor((x, y), (x, y), offset=(12 if x == 0 else -12, 12 if y == 0 else -12))
 
     def _sync_legend(self) -> None:
         """No empty legend box before the first run."""
