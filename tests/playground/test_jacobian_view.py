@@ -1095,3 +1095,21 @@ def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
     bare.painted = threading.Event()
     view.show_progress(bare)
     assert bare.painted.is_set()
+
+
+def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
+    """The tag ("transposed", "factor") sat at its block's top left whatever was there,
+    on the ring where the worst entry was in that corner; it takes the first corner clear of
+    the ring (top left where that is)."""
+    from playground.views.jacobian.marks import tag_place
+
+    block = (3.5, -0.5, 16.0, 12.0)  # linear_bug's weight block: columns 4 to 19, rows 0-11
+    size, reach = (5.0, 1.5), (1.0, 1.0)
+    assert tag_place(block, (15.0, 8.0), size, reach) == ((0, 0), (3.5, -0.5))  # far: as ever
+    assert tag_place(block, None, size, reach) == ((0, 0), (3.5, -0.5))
+    anchor, at = tag_place(block, (5.0, 0.0), size, reach)  # on the top left: top right
+    assert (anchor, at) == ((1, 0), (19.5, -0.5))
+    # on the top left and the top right: the bottom left
+    assert tag_place(block, (11.0, 0.0), (9.0, 1.5), reach)[0] == (0, 1)
+    # no corner clear (a small block): the one farthest from the ring
+    assert tag_place((3.5, -0.5, 6.0, 2.0), (5.0, 0.5), (5.0, 1.0), reach)[0] == (1, 0)
