@@ -405,17 +405,12 @@ class LossPlot(QWidget):
             return
         view = self.plot_item.vb.viewRange()
         preferred = legend_corner(float(run.losses[run.n - 1]), view[1], self.log_y())
-        box, vb = self.legend.boundingRect(), self.plot_item.vb
-        size = ((box.width() + 12) / max(1.0, vb.width()),
-                (box.height() + 12) / max(1.0, vb.height()))
-        steps, losses = run.filled()
-        corner = quiet_corner(steps, losses, view, size, self.log_y(), preferred)
-        if corner == self.legend_corner:
-            return
-        self.legend_corner = corner
-        x = 0 if corner.endswith("left") else 1
-        y = 0 if corner.startswith("top") else 1
-        self.legend.anchor((x, y), (x, y), offset=(12 if x == 0 else -12, 12 if y == 0 else -12))
+        corner = quiet_corner(*run.filled(), view, _legend_share(self.legend, self.plot_item.vb),
+                              self.log_y(), preferred)
+        if corner != self.legend_corner:
+            self.legend_corner = corner
+            x, y = int(not corner.endswith("left")), int(not corner.startswith("top"))
+            self.legend.anchor((x, y), (x, y), offset=(12 - 24 * x, 12 - 24 * y))
 
     def _sync_legend(self) -> None:
         """No empty legend box before the first run."""
@@ -470,3 +465,7 @@ class LossPlot(QWidget):
         self.status_label.setText(text)
 
 
+def _legend_share(legend, vb) -> tuple[float, float]:
+    """The legend's width and height (with its 12 px offset) as fractions of the view's."""
+    box = legend.boundingRect()
+    return (box.width() + 12) / max(1.0, vb.width()), (box.height() + 12) / max(1.0, vb.height())
