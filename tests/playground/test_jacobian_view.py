@@ -460,7 +460,8 @@ def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, p
                                                  ("killhead_bug", banner._FAIL), (None, None)])
 def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
     """Green for a pass, red for a failure, the pane's own colours while there is none:
-    the frame's background and border, and the text of every line."""
+    the frame's background and border, and the verdict's text (the details are in the
+    drawer, in the pane's colours)."""
     if target is None:
         view.clear()
         palette = view.palette()
@@ -473,8 +474,11 @@ def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
     middle = image.width() // 2
     assert image.pixelColor(middle, 0).name() == colours[1]  # the border
     assert image.pixelColor(middle, 4).name() == colours[0]  # inside it, above the text
-    for label in (view.verdict_label, *view.banner._detail_labels()):
-        assert label.palette().color(QPalette.ColorRole.WindowText).name() == colours[2]
+    assert view.verdict_label.palette().color(QPalette.ColorRole.WindowText).name() \
+        == colours[2]
+    for label in view.banner._detail_labels():
+        assert label.palette().color(QPalette.ColorRole.WindowText) == \
+            view.drawer.palette().color(QPalette.ColorRole.WindowText)
 
 
 def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):

@@ -625,6 +625,16 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         graphics = win.jacobian.graphics
         assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
         assert _problems(win) == []
+        # Details opens in a drawer over the heatmaps, the diagnosis first: it took their
+        # height (179 px at 100 %, 142 px at 150 %)
+        win.jacobian.set_details_shown(True)
+        _settle(qtbot, win)
+        assert _drawn_height(win) >= least
+        drawer = win.jacobian.drawer
+        assert drawer.isVisible() and win.jacobian.details_label.isVisible()
+        assert win.jacobian.details_label.text().startswith("diagnosis:")
+        assert drawer.geometry().bottom() < win.jacobian.height()
+        assert win.jacobian.eps_edit.isVisible()
     finally:
         win.session.shutdown(wait=0.5)
 
