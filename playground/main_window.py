@@ -8,11 +8,14 @@ commands it works with.
 from __future__ import annotations
 
 import os
+import sys
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from customgrad.errors import TargetError
+from customgrad.loader import functions_in, split_target
 from customgrad.shadow import source_lines
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
@@ -272,7 +275,8 @@ class MainWindow(QMainWindow):
     # ---- the session's news -----------------------------------------------------------------
     def _target_changed(self, target) -> None:
         self.setWindowTitle(f"Autograd playground — {target.label}")
-        self.picker.select(target.entry.name if target.entry else None)
+        listed = self._list_file_functions(target)
+        self.picker.select(target.entry.name if target.entry else listed)
         file, first = target.file, 1
         try:
             first = source_lines(target.function)[1]  # a shadow's, as its worker read it
@@ -282,6 +286,23 @@ class MainWindow(QMainWindow):
                                first)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()
+
+    def _list_file_functions(self, target) -> str | None:
+        """The picker lists the Functions of the file (or module) that is open, from the
+        shadows the window holds of them (nothing of the user's runs here); returns the
+        open one's entry there."""
+        where, _name = split_target(target.spec)
+        own = getattr(target.function, "__name__", None)
+        if target.entry is not None or not where or not isinstance(own, str):
+            self.picker.show_file(None, [])
+            return None
+        module = sys.modules.get(getattr(target.function, "__module__", ""))
+        names = [f.__name__ for f in functions_in(module)] if module is not None else []
+        if own not in names:
+            names.append(own)
+        self.picker.show_file(os.path.basename(target.file or where),
+                              [(f"{where}:{name}", name) for name in names])
+        return f"{where}:{own}"
 
     def _batch(self, batch) -> None:
         if len(batch):
@@ -311,7 +332,11 @@ class MainWindow(QMainWindow):
         self.status.showMessage(f"Jacobian check {verdict} in {report.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
-        self.errors.show_error(exc)
+        """The banner; a Function that failed to load leaves the one open in place, and
+        the banner says which (a window emptied of its Function looked like a crash)."""
+        target = self.session.target
+        kept = target.label if isinstance(exc, TargetError) and target is not None else None
+        self.errors.show_error(exc, kept=kept)
         line = getattr(exc, "line", None)
         if line and getattr(exc, "file", None) == (self.session.target.file
                                                    if self.session.target else None):

@@ -81,6 +81,16 @@ def _disconnect(*signals) -> None:
             pass
 
 
+def _resolved(session, spec):
+    """``spec`` as a Target; None where it does not load (``errorRaised`` says why)."""
+    try:
+        with shadowing():  # the window holds shadows of a user module's Functions
+            return spec if isinstance(spec, Target) else session.resolver(spec)
+    except CustomGradError as exc:
+        session.errorRaised.emit(exc)
+        return None
+
+
 class Session(QObject):
     """Owns the settings and orchestrates build -> Jacobian -> descent."""
 
@@ -141,11 +151,8 @@ class Session(QObject):
         """Choose a Function. Shapes, constants, init and trained flags are kept while they
         still name parameters of its forward (always for the same target, e.g. a reload);
         ``notice`` says which were reset."""
-        try:
-            with shadowing():  # the window holds shadows of a user module's Functions
-                target = spec if isinstance(spec, Target) else self.resolver(spec)
-        except CustomGradError as exc:
-            self.errorRaised.emit(exc)
+        target = _resolved(self, spec)
+        if target is None:
             return
         if keep is None:
             keep = self.target is not None and self.target.spec == target.spec
@@ -167,11 +174,14 @@ class Session(QObject):
     def open(self, target: str | Target, settings: Settings) -> None:
         """Replace every setting at once and start over on ``target`` (a session file's
         TARGET, or playground.show's Target: its given tensors and constants kept)."""
+        resolved = _resolved(self, target)
+        if resolved is None:  # the Function that was open stays, with its settings
+            return
         self.settings = copy.deepcopy(settings)
-        self.settings.target = target.spec if isinstance(target, Target) else target
+        self.settings.target = resolved.spec
         self.ctrl.lr = self.settings.lr
         self.target = None
-        self.set_target(target, keep=True)
+        self.set_target(resolved, keep=True)
 
     def load_settings(self, settings: Settings) -> None:
         self.open(settings.target, settings)

@@ -56,10 +56,14 @@ class ErrorBanner(QFrame):
         self._location: tuple[str, int] | None = None
         self.hide()
 
-    def show_error(self, exc: BaseException) -> None:
+    def show_error(self, exc: BaseException, kept: str | None = None) -> None:
+        """``kept``: the Function still open after a load failed, said after the message."""
         kind = next((v for k, v in _KIND.items() if isinstance(exc, k)), "Problem")
         self.title.setText(f"<b>⚠ {kind}: something went wrong</b>")
-        self.message.setText(str(exc) or type(exc).__name__)
+        message = str(exc) or type(exc).__name__
+        if kept:
+            message = f"{message.rstrip()}\n{kept} stays open."
+        self.message.setText(message)
         file, line = getattr(exc, "file", None), getattr(exc, "line", None)
         self._location = (file, line) if file and line else None
         self.where.setVisible(bool(file))
@@ -69,6 +73,16 @@ class ErrorBanner(QFrame):
         self.details_button.setVisible(bool(details))
         self.details_button.setChecked(False)
         self.show()
+
+    def apply_theme(self, name: str) -> None:
+        """High contrast: the buttons in the banner's own dark red on white, bordered (the
+        theme's white text on its black buttons lost the black on the pink banner, and read
+        white on pink)."""
+        sheet = ("QPushButton { color: #5f0b0b; background: #ffffff; border: 2px solid "
+                 "#5f0b0b; padding: 3px 10px; } QPushButton:hover, QPushButton:checked "
+                 "{ background: #ffff00; }") if name == "high-contrast" else ""
+        for button in (self.details_button, self.dismiss):
+            button.setStyleSheet(sheet)
 
     def text(self) -> str:
         return f"{self.title.text()} {self.message.text()} {self.where.text()}"

@@ -25,11 +25,20 @@ def fitted_tick_levels(levels: list[tuple[float, float]], low: float, high: floa
         return levels
     least = text_height * 1.2 * span / length  # a label's height and a gap, in axis units
     kept = [(spacing, offset) for spacing, offset in levels if spacing >= least]
-    if kept:
-        return kept
     power = 10.0 ** math.floor(math.log10(least))
     nice = next(float(f"{m * power:.12g}") for m in (1, 2, 5, 10) if m * power >= least)
+    low, high = min(low, high), max(low, high)
+    if kept and (_ticks(*kept[-1], low, high) >= 2 or _ticks(nice, 0.0, low, high) < 2):
+        return kept
+    # none fits, or those that do label one value (a short loss axis at 150 %: "0.5" alone
+    # said nothing of the scale): the finest 1, 2 or 5 that fits
     return [(nice, 0.0)]
+
+
+def _ticks(spacing: float, offset: float, low: float, high: float) -> int:
+    """How many multiples of ``spacing`` (shifted by ``offset``) lie in [low, high]."""
+    return max(0, math.floor((high - offset) / spacing) - math.ceil((low - offset) / spacing)
+               + 1)
 
 
 class FittedTickSpacing:

@@ -153,7 +153,7 @@ class InputsForm(QWidget):
         column.setSpacing(1)
         line = QHBoxLayout()
         column.addLayout(line)
-        init.setMinimumContentsLength(9)  # "normal" whole; a longer choice scrolls
+        init.setMinimumContentsLength(7)  # "normal" whole; a longer choice scrolls
         init.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         line.addWidget(shape, 1)
         line.addWidget(init, 2)

@@ -33,8 +33,8 @@ class LeftPane(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setMinimumWidth(self.START_WIDTH)
         layout.addWidget(self.scroll, 4)
-        # the forms change with the Function (an input's row, a constant's field): the pane
-        # follows them then too, not only at a zoom or a theme (their right edge was cut)
+        # new rows (a Function with a longer constant's label, "scale (float)") need a new
+        # width as a zoom does: the form's right edge was cut (trained, grad, Regenerate)
         self._fit_timer = QTimer(self, singleShot=True, interval=0)
         self._fit_timer.timeout.connect(self.fit_width)
         self.form_holder.installEventFilter(self)
@@ -42,7 +42,7 @@ class LeftPane(QWidget):
     def eventFilter(self, watched, event) -> bool:
         if watched is self.form_holder and event.type() == QEvent.Type.LayoutRequest:
             self._fit_timer.start()
-        return False
+        return super().eventFilter(watched, event)
 
     def fit_width(self) -> None:
         """Wide enough for the forms at the current font (a zoom): they would clip else."""

@@ -35,6 +35,13 @@ class FunctionPicker(QWidget):
                     item.setToolTip(0, f"{entry.name}: {entry.note}")
                     self._items[entry.name] = item
             group.setExpanded(True)
+        #: the Functions of the file that is open, at the top (none for a gallery Function)
+        self.file_group = QTreeWidgetItem(["This file"])
+        self.file_group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+        self.file_group.setFont(0, scaled(self.file_group.font(0), bold=True))
+        self.tree.insertTopLevelItem(0, self.file_group)
+        self.file_group.setHidden(True)
+        self._file_items: dict[str, QTreeWidgetItem] = {}
         self.search.textChanged.connect(self._filter)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
@@ -55,6 +62,8 @@ class FunctionPicker(QWidget):
         needle = text.strip().lower()
         for i in range(self.tree.topLevelItemCount()):
             group = self.tree.topLevelItem(i)
+            if group is self.file_group and not self._file_items:
+                continue
             visible = 0
             for j in range(group.childCount()):
                 item = group.child(j)
@@ -64,11 +73,31 @@ class FunctionPicker(QWidget):
                 visible += not item.isHidden()
             group.setHidden(visible == 0)
 
+    def show_file(self, title: str | None, functions: list[tuple[str, str]]) -> None:
+        """List a file's Functions, ``(spec, class name)`` each, under ``title`` (its name)
+        at the top; no title: the group goes (a gallery Function is open)."""
+        self.file_group.takeChildren()
+        self._file_items = {}
+        for spec, name in functions if title else []:
+            item = QTreeWidgetItem(self.file_group, [name])
+            item.setData(0, Qt.ItemDataRole.UserRole, spec)
+            item.setToolTip(0, spec)
+            self._file_items[spec] = item
+        self.file_group.setText(0, f"This file: {title}" if title else "This file")
+        self.file_group.setHidden(not self._file_items)
+        self.file_group.setExpanded(True)
+        self._filter(self.search.text())
+
+    def file_functions(self) -> list[str]:
+        """The specs listed under "This file"."""
+        return list(self._file_items)
+
     def select(self, name: str | None) -> None:
-        """Show ``name`` as selected (None clears), without emitting ``picked``."""
+        """Show ``name`` (a gallery name, or a spec listed under "This file") as selected
+        (None clears), without emitting ``picked``."""
         self.tree.blockSignals(True)
         self.tree.clearSelection()
-        item = self._items.get(name or "")
+        item = self._items.get(name or "") or self._file_items.get(name or "")
         if item is not None:
             item.setSelected(True)
             self.tree.setCurrentItem(item)

@@ -3,6 +3,7 @@ errors with file:line, autosave restore, drag-and-drop."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import re
@@ -102,6 +103,34 @@ def test_open_file_through_the_dialog(qtbot, window):
     assert blocker.args[0].passed
     assert window.session.target.function.__name__ == "Cube"
     assert "class Cube" in window.code.editor.toPlainText()
+
+
+def test_open_dialog_starts_in_the_open_files_folder_and_the_picker_lists_its_functions(
+        qtbot, window, tmp_path):
+    """The Open dialog started in the examples folder whatever was open, and the picker
+    listed the gallery only: a file's other Functions took File > Open and a choice."""
+    starts = []
+    window.byof.ask_open_file = lambda parent, start: starts.append(start)
+    own = tmp_path / "mine"
+    own.mkdir()
+    shutil.copy(FUNCTIONS, own / "two.py")
+    assert open_target(qtbot, window, f"{own / 'two.py'}:Double").passed
+    window.byof.actions["open_file"].trigger()
+    assert Path(starts[-1]) == own
+    picker = window.picker
+    listed = picker.file_functions()
+    assert [spec.rsplit(":", 1)[1] for spec in listed] == ["Double", "Triple"]
+    assert picker.file_group.text(0) == "This file: two.py"
+    assert [i.text(0) for i in picker.tree.selectedItems()] == ["Double"]
+    triple = picker.file_group.child(1)
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        picker.tree.itemClicked.emit(triple, 0)
+    assert window.session.target.function.__name__ == "Triple"
+    assert [i.text(0) for i in picker.tree.selectedItems()] == ["Triple"]
+    assert open_target(qtbot, window, "killhead").passed  # a gallery Function: no such list
+    assert picker.file_functions() == [] and picker.file_group.isHidden()
+    window.byof.actions["open_file"].trigger()
+    assert Path(starts[-1]) == own  # the folder last opened from
 
 
 def test_several_functions_ask_which(qtbot, window):
@@ -254,6 +283,37 @@ def test_load_errors_show_message_and_location(qtbot, window, tmp_path):
     missing = tmp_path / "missing.py"
     _expect_error(qtbot, window, str(missing), r"File not found", missing, None)
     assert open_target(qtbot, window, "killhead").passed
+
+
+def test_a_failed_load_keeps_the_function_that_was_open(qtbot, window, tmp_path):
+    """A wrong path, a syntax error, a class that is not a Function, a misspelled gallery
+    name, or a session file naming any of them: the Function open stays open, its code and
+    inputs shown, and the banner says so (a session file emptied the window)."""
+    assert not open_target(qtbot, window, "linear_bug").passed
+    label = window.session.target.label
+    broken = tmp_path / "broken_syntax.py"
+    shutil.copy(DATA / "broken_syntax.py.txt", broken)
+    not_a_function = tmp_path / "notfn.py"
+    not_a_function.write_text("import torch\n\nclass NotAFunction(torch.nn.Module):\n"
+                              "    pass\n")
+    bad = [str(tmp_path / "nope.py"), str(broken), f"{not_a_function}:NotAFunction",
+           "linear_bgu"]
+    for spec in bad:
+        with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+            window.session.set_target(spec)
+        assert window.session.target.spec == "linear_bug", spec
+        assert f"{label} stays open" in window.errors.text(), spec
+    for spec in bad:
+        settings = copy.deepcopy(window.session.settings)
+        settings.target = spec
+        with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+            window.session.load_settings(settings)
+        assert window.session.target is not None, spec
+        assert window.session.target.spec == "linear_bug", spec
+        assert window.session.settings.target == "linear_bug", spec
+        assert f"{label} stays open" in window.errors.text(), spec
+    assert "LinearFunction" in window.windowTitle()
+    assert window.session.problem is not None  # its inputs are still there to run
 
 
 def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, monkeypatch):

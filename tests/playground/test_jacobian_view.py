@@ -460,7 +460,8 @@ def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, p
                                                  ("killhead_bug", banner._FAIL), (None, None)])
 def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
     """Green for a pass, red for a failure, the pane's own colours while there is none:
-    the frame's background and border, and the text of every line."""
+    the frame's background and border, and the verdict's text (the details are in the
+    drawer, in the pane's colours)."""
     if target is None:
         view.clear()
         palette = view.palette()
@@ -473,8 +474,11 @@ def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
     middle = image.width() // 2
     assert image.pixelColor(middle, 0).name() == colours[1]  # the border
     assert image.pixelColor(middle, 4).name() == colours[0]  # inside it, above the text
-    for label in (view.verdict_label, *view.banner._detail_labels()):
-        assert label.palette().color(QPalette.ColorRole.WindowText).name() == colours[2]
+    assert view.verdict_label.palette().color(QPalette.ColorRole.WindowText).name() \
+        == colours[2]
+    for label in view.banner._detail_labels():
+        assert label.palette().color(QPalette.ColorRole.WindowText) == \
+            view.drawer.palette().color(QPalette.ColorRole.WindowText)
 
 
 def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
@@ -1095,3 +1099,21 @@ def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
     bare.painted = threading.Event()
     view.show_progress(bare)
     assert bare.painted.is_set()
+
+
+def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
+    """The tag ("transposed", "factor") sat at its block's top left whatever was there,
+    on the ring where the worst entry was in that corner; it takes the first corner clear of
+    the ring (top left where that is)."""
+    from playground.views.jacobian.marks import tag_place
+
+    block = (3.5, -0.5, 16.0, 12.0)  # linear_bug's weight block: columns 4 to 19, rows 0-11
+    size, reach = (5.0, 1.5), (1.0, 1.0)
+    assert tag_place(block, (15.0, 8.0), size, reach) == ((0, 0), (3.5, -0.5))  # far: as ever
+    assert tag_place(block, None, size, reach) == ((0, 0), (3.5, -0.5))
+    anchor, at = tag_place(block, (5.0, 0.0), size, reach)  # on the top left: top right
+    assert (anchor, at) == ((1, 0), (19.5, -0.5))
+    # on the top left and the top right: the bottom left
+    assert tag_place(block, (11.0, 0.0), (9.0, 1.5), reach)[0] == (0, 1)
+    # no corner clear (a small block): the one farthest from the ring
+    assert tag_place((3.5, -0.5, 6.0, 2.0), (5.0, 0.5), (5.0, 1.0), reach)[0] == (1, 0)

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont, QImage, QKeySequence, QPainter, QPalette
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip, QWidget
 
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -253,6 +253,15 @@ def test_colour_bar_ticks_are_thinned_to_what_fits():
     assert fitted_tick_levels([], -1e-5, 1e-5, 50, 20) == [(1e-5, 0.0)]
 
 
+def test_a_short_axis_keeps_more_than_one_label():
+    """The loss axis in presentation mode at 150 % (about 130 px, labels 28 px tall) over
+    losses 0.3 to 0.95: of pyqtgraph's 0.5 and 0.1 only 0.5 fits, one label ("0.5") that
+    said nothing of the scale; 0.2 fits too, and labels 0.4, 0.6 and 0.8."""
+    levels = [(0.5, 0.0), (0.1, 0.0)]
+    assert fitted_tick_levels(levels, 0.3, 0.95, 130, 28) == [(0.2, 0.0)]
+    assert fitted_tick_levels(levels, 0.3, 0.95, 60, 28) == [(0.5, 0.0)]  # one is all there is
+
+
 def test_space_plays_right_after_start_without_a_click(qtbot):
     win = _window(qtbot, 1440, 900)
     try:
@@ -317,7 +326,7 @@ def test_button_icons_contrast_with_the_button(qtbot, theme_name):
     try:
         controls = win.controls
         for button in (controls.play, controls.step, controls.reset):
-            image = button.grab().toImage()
+            image = win.grab(QRect(button.mapTo(win, QPoint(0, 0)), button.size())).toImage()
             background = image.pixelColor(3, button.height() // 2)
             size = button.iconSize()
             pixmap = button.icon().pixmap(size)
@@ -462,6 +471,8 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         again.resize(1440, 900)
         with qtbot.waitExposed(again):
             again.show()
+        with qtbot.waitSignal(again.session.jacobianReady, timeout=TIMEOUT):
+            again.session.set_target("killhead")  # its form as wide as before
         _settle(qtbot, again)
         assert again.main_area.user_set
         assert again.main_area.sizes() == pytest.approx(sizes, abs=3)
@@ -614,6 +625,16 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         graphics = win.jacobian.graphics
         assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
         assert _problems(win) == []
+        # Details opens in a drawer over the heatmaps, the diagnosis first: it took their
+        # height (179 px at 100 %, 142 px at 150 %)
+        win.jacobian.set_details_shown(True)
+        _settle(qtbot, win)
+        assert _drawn_height(win) >= least
+        drawer = win.jacobian.drawer
+        assert drawer.isVisible() and win.jacobian.details_label.isVisible()
+        assert win.jacobian.details_label.text().startswith("diagnosis:")
+        assert drawer.geometry().bottom() < win.jacobian.height()
+        assert win.jacobian.eps_edit.isVisible()
     finally:
         win.session.shutdown(wait=0.5)
 
@@ -671,15 +692,44 @@ def test_a_long_init_reads_from_its_start(qtbot):
         win.session.shutdown(wait=0.5)
 
 
-@pytest.mark.parametrize("target", ["linear", "killhead"])
-def test_the_left_pane_follows_its_forms_when_the_function_changes(qtbot, target):
-    """A Function's inputs come with rows of their own (shape, init, trained, grad): the left
-    pane widens to them when they appear, not only at a zoom or theme (their right edge,
-    with the grad and trained boxes, was cut until F5/Esc measured the forms again)."""
-    win = _window(qtbot, 1280, 720, target=target)
+@pytest.mark.parametrize("percent", [100, 150])
+def test_a_longer_constant_label_cuts_nothing_of_the_form(qtbot, percent):
+    """A Function with a constant ("constant (float)") opened after one without: the
+    form's right edge cut the trained and grad boxes, the combos' arrows and Regenerate at
+    1280x720; each of its widgets now ends within the width the form is shown in."""
+    win = _window(qtbot, 1280, 720, percent=percent)
     try:
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("mulconstant")
         _settle(qtbot, win)
-        holder, seen = win.left.form_holder, win.left.scroll.viewport()
-        assert seen.width() >= holder.minimumSizeHint().width()  # nothing cut on the right
+        viewport = win.left.scroll.viewport()
+        checked = []
+        for form in (win.inputs, win.loop_form):
+            for child in form.findChildren(QWidget):
+                if not child.isVisibleTo(win) or child.isWindow():
+                    continue
+                right = child.mapTo(viewport, QPoint(child.width(), 0)).x()
+                assert right <= viewport.width(), (type(child).__name__, right,
+                                                   viewport.width())
+                checked.append(child)
+        assert win.inputs.fields["tensor.grad"] in checked
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_the_error_banners_buttons_read_in_high_contrast(qtbot):
+    """High contrast: "Show traceback" and "Dismiss" were the theme's white text on the pink
+    banner (their black background gone), almost invisible; their text is now dark."""
+    win = _window(qtbot, 1280, 720, theme_name="high-contrast")
+    try:
+        with qtbot.waitSignal(win.session.errorRaised, timeout=TIMEOUT):
+            win.session.set_target("/nonexistent/nope.py")
+        win.errors.details_button.setVisible(True)
+        _settle(qtbot, win)
+        for button in (win.errors.details_button, win.errors.dismiss):
+            image = win.grab(QRect(button.mapTo(win, QPoint(0, 0)), button.size())).toImage()
+            darkest = min(image.pixelColor(x, y).lightnessF()
+                          for x in range(image.width()) for y in range(image.height()))
+            assert darkest < 0.35, (button.text(), darkest)
     finally:
         win.session.shutdown(wait=0.5)

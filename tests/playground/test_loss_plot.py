@@ -14,6 +14,7 @@ from playground.views.loss_plot.runs import (
     Envelope,
     Run,
     legend_corner,
+    quiet_corner,
     stepped_range,
 )
 
@@ -349,3 +350,18 @@ def test_the_legend_goes_below_a_curve_that_ends_in_the_upper_half():
     assert legend_corner(1.0, (0.0, 4.0), log_y=False) == "top"
     assert legend_corner(3.5, (0.0, 4.0), log_y=False) == "bottom"
     assert legend_corner(100.0, (0.0, 3.0), log_y=True) == "bottom"  # 10^2 of 10^0..10^3
+
+
+def test_the_legend_goes_where_it_covers_none_of_the_curve():
+    """A loss that blows up at the end (linear_bug at lr 1): the legend went to the bottom
+    right, since the curve ends high, and covered the tail's rise there; the top left
+    covers none of it."""
+    steps = np.arange(20.0)
+    losses = np.where(steps < 15, 1.0, 10.0 ** (steps - 14))
+    view = ((0.0, 29.0), (0.0, 1.2e5))
+    size = (0.5, 0.3)
+    preferred = legend_corner(float(losses[-1]), view[1], log_y=False)
+    assert preferred == "bottom"
+    assert quiet_corner(steps, losses, view, size, False, preferred) == "top left"
+    falling = 1.0 / (1.0 + steps)  # ends low, the top right free: it stays there
+    assert quiet_corner(steps, falling, ((0.0, 29.0), (0.0, 1.0)), size, False, "top") == "top"

@@ -33,7 +33,13 @@ from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
 from playground.features.byof.inspection import InspectorLink
 from playground.features.byof.tab_windows import TabWindows
-from playground.features.byof.targets import class_line, import_module, is_file_spec, split_target
+from playground.features.byof.targets import (
+    class_line,
+    import_module,
+    is_file_spec,
+    same_file,
+    split_target,
+)
 from playground.state import paths
 from playground.workers.jobs import shadowing
 
@@ -265,6 +271,12 @@ class Byof(QObject):
 
     # ---- the session's news -----------------------------------------------------------------
     def _target_changed(self, target: Target) -> None:
+        folder = os.path.dirname(os.path.abspath(target.file)) if target.file else None
+        if target.entry is None and folder and os.path.isdir(folder) \
+                and not same_file(folder, paths.editor_dir()):
+            # the Open dialog starts in the open file's folder (a gallery Function or the
+            # editor's: the folder last opened from, at first the examples)
+            self.last_dir = folder
         self.editor_link.target_changed(target)
         self.inspection.target_changed(target)
         self.hot_reload.follow(target)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from playground.views.fitting import FitScroll
 from playground.views.fonts import scaled
 
-__all__ = ["VerdictBanner"]
+__all__ = ["DetailsDrawer", "VerdictBanner"]
 
 # Banner colours: (background, border, text).
 _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
@@ -48,6 +48,8 @@ class VerdictBanner(QFrame):
         self.setObjectName("JacobianBanner")
         self._pane = pane
         self._state = "neutral"
+        #: the details are in a DetailsDrawer (its colours, not the state's)
+        self._in_drawer = False
         self.verdict_label = QLabel()
         self.verdict_label.setObjectName("JacobianVerdict")
         self.details_label = QLabel()
@@ -213,7 +215,9 @@ class VerdictBanner(QFrame):
         widget in the banner, a few milliseconds of the GUI thread at each check's start
         and verdict, when the view has the heatmaps to lay out and paint."""
         fg = QColor(self._colors()[2])
-        for label in (self.verdict_label, *self._detail_labels()):
+        labels = (self.verdict_label,) if self._in_drawer \
+            else (self.verdict_label, *self._detail_labels())
+        for label in labels:
             if label.palette().color(QPalette.ColorRole.WindowText) != fg:
                 palette = QPalette()  # this role set, the others the banner's
                 palette.setColor(QPalette.ColorRole.WindowText, fg)
@@ -240,3 +244,67 @@ class VerdictBanner(QFrame):
             painter.setBrush(QColor(background))
             painter.drawRoundedRect(QRectF(self.rect()).adjusted(half, half, -half, -half),
                                     _RADIUS, _RADIUS)
+
+
+class DetailsDrawer(QFrame):
+    """The banner's details and the tolerance editors, in a drawer laid over the top left
+    of the heatmaps under the banner, not in the pane's column: unfolded inside the banner
+    they took the heatmaps' height (a 12x32 Jacobian 179 px tall at 1280x720, 142 px in
+    presentation mode at 150 %); the drawer takes none. At most :attr:`SHARE` of the pane's
+    width and the height below the banner; the details scroll where they need more."""
+
+    SHARE = 0.55
+
+    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget):
+        super().__init__(pane)
+        self.setObjectName("JacobianDrawer")
+        self._pane, self._banner = pane, banner
+        self.setFrameShape(QFrame.Shape.Box)
+        self.setLineWidth(2)
+        self.setAutoFillBackground(True)
+        scroll = banner.details_scroll
+        banner.layout().removeWidget(scroll)
+        scroll._share = 0.6  # of the pane's height: the drawer covers, it takes no room
+        banner._in_drawer = True
+        for label in banner._detail_labels():  # the pane's text colour on its background
+            label.setPalette(QPalette())
+        box = QVBoxLayout(self)
+        box.setContentsMargins(8, 6, 8, 6)
+        box.setSpacing(4)
+        box.addWidget(scroll)
+        box.addWidget(tolerances)
+        self.setVisible(banner.details_shown())
+        banner.detailsToggled.connect(self._toggled)
+        pane.installEventFilter(self)
+
+    def _toggled(self, shown: bool) -> None:
+        self.setVisible(shown)
+        self.place()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._pane and event.type() == event.Type.Resize:
+            self.place()
+        return False
+
+    def place(self) -> None:
+        """Under the banner, at the pane's left edge, as tall as its contents need."""
+        if self.isHidden():
+            return
+        pane = self._pane
+        least = self.layout().itemAt(1).widget().minimumSizeHint().width() + 20
+        width = min(pane.width() - 8, max(200, least, int(pane.width() * self.SHARE)))
+        top = self._banner.geometry().bottom() + 2
+        room = max(0, pane.height() - top - 4)
+        layout = self.layout()
+        need = layout.totalHeightForWidth(width) if layout.hasHeightForWidth() \
+            else self.sizeHint().height()
+        # at the left: the Difference heatmap, with its diagnosis tag, stays in sight
+        self.setGeometry(4, top, width, min(need, room))
+        self.raise_()
+
+    def event(self, event) -> bool:
+        if event.type() == event.Type.LayoutRequest:
+            QWidget.event(self, event)
+            self.place()
+            return True
+        return super().event(event)

@@ -68,6 +68,4 @@ def fit_hint(view) -> None:
     margins, spacing = layout.contentsMargins(), layout.spacing()
     used = margins.top() + margins.bottom() + view.banner.height() + spacing \
         + view.graphics.minimumHeight() + spacing + view.hover_label.sizeHint().height()
-    if not view.tolerance_row.isHidden():
-        used += view.tolerance_row.sizeHint().height() + spacing
     view.hover_label.setVisible(used <= view.height())

@@ -15,7 +15,7 @@ from customgrad.jacobian import Report
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.items import Image, Scatter
 
-__all__ = ["SCAN_ENTRIES", "SCATTER_LIMIT", "Marks"]
+__all__ = ["SCAN_ENTRIES", "SCATTER_LIMIT", "Marks", "tag_place"]
 
 #: More mismatches than this are shown as a translucent mask image instead of outlines.
 SCATTER_LIMIT = 5000
@@ -38,6 +38,8 @@ class Marks:
         self.mode = ""  # how mismatches are marked: "outline", "wash" or "" (none)
         self.diagnosis_items: list = []  # the outlines and words of mark_diagnoses
         self._worst_style: tuple | None = None  # (font pixels, failed) the rings are styled for
+        self._worst_cell: tuple[float, float] | None = None  # (col, row) of the ring
+        self._tags: list = []  # (label, (x, y, w, h) of its block) of mark_diagnoses
         self.mismatch_markers = Scatter(pxMode=True, symbol="s", brush=None)
         self.mismatch_markers.setZValue(7)
         self.mismatch_overlay = Image(axisOrder="row-major", autoDownsample=True)
@@ -59,6 +61,8 @@ class Marks:
         for item in self.diagnosis_items:
             self._heatmaps.panels[2].plot.removeItem(item)
         self.diagnosis_items = []
+        self._tags = []
+        self._worst_cell = None
 
     def clear_mismatches(self) -> None:
         self.mismatch_markers.clear()
@@ -102,7 +106,9 @@ class Marks:
         for panel in self._heatmaps.panels:
             for item in (panel.worst_halo, panel.worst):
                 item.setData(x=[float(worst.col)], y=[float(worst.row)])
+        self._worst_cell = (float(worst.col), float(worst.row))
         self.style_worst(not report.passed)
+        self._place_tags()
 
     def mark_diagnoses(self, report: Report) -> None:
         """On the difference heatmap: each diagnosed block outlined (dashed), with what
@@ -123,10 +129,31 @@ class Marks:
                                 fill=pg.mkBrush(palette.color(QPalette.ColorRole.Base)))
             label.setPos(x, y)
             label.setToolTip(d.detail)
+            self._tags.append((label, (x, y, w, h)))
             for item in (box, label):
                 item.setZValue(12)
                 plot.addItem(item, ignoreBounds=True)
                 self.diagnosis_items.append(item)
+        self._place_tags()
+
+    def _place_tags(self) -> None:
+        """Each diagnosis' words in a corner of its block clear of the ring on the worst
+        entry (at the top left they sat on it where the worst entry was there)."""
+        if not self._tags:
+            return
+        try:
+            px, py = self._heatmaps.panels[2].plot.getViewBox().viewPixelSize()
+        except Exception:  # not laid out yet: fit_size places them again
+            px = py = 0.0
+        ring = QFontMetrics(self._owner.font()).height() * 0.75 + 4  # its radius and halo
+        for label, rect in self._tags:
+            text = label.textItem.boundingRect()
+            size = (text.width() * px, text.height() * py) if px > 0 and py > 0 else \
+                (rect[2] / 2, rect[3] / 2)
+            reach = (ring * px, ring * py) if px > 0 and py > 0 else (1.0, 1.0)
+            (ax, ay), (tx, ty) = tag_place(rect, self._worst_cell, size, reach)
+            label.setAnchor((ax, ay))
+            label.setPos(tx, ty)
 
     def set_hover(self, cell: tuple[int, int] | None) -> None:
         """The square on the hovered entry (row, col), on all three heatmaps."""
@@ -178,3 +205,31 @@ class Marks:
         self.mismatch_markers.setSize(max(minimum, cell * 0.8))
         for panel in self._heatmaps.panels:
             panel.hover.setSize(max(minimum + 2, cell + 2))
+        self._place_tags()
+
+
+def tag_place(rect: tuple[float, float, float, float], worst: tuple[float, float] | None,
+              size: tuple[float, float], reach: tuple[float, float]):
+    """Where a block's diagnosis tag goes: ``(anchor, position)`` of the first corner of
+    ``rect`` (x, y, w, h; rows down) — top left, top right, bottom left, bottom right —
+    whose tag (``size`` in cells) is clear of the ring around ``worst`` (col, row; reaching
+    ``reach`` cells); else the corner farthest from it."""
+    x, y, w, h = rect
+    corners = [((0, 0), (x, y)), ((1, 0), (x + w, y)), ((0, 1), (x, y + h)),
+               ((1, 1), (x + w, y + h))]
+    if worst is None:
+        return corners[0]
+    col, row = worst
+    tw, th = size
+    rx, ry = reach
+
+    def clear(corner) -> bool:
+        (ax, ay), (cx, cy) = corner
+        left, top = cx - ax * tw, cy - ay * th
+        return (col + rx < left or col - rx > left + tw
+                or row + ry < top or row - ry > top + th)
+
+    for corner in corners:
+        if clear(corner):
+            return corner
+    return max(corners, key=lambda c: (c[1][0] - col) ** 2 + (c[1][1] - row) ** 2)

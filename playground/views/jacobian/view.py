@@ -21,7 +21,7 @@ from playground.support import preview
 from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
 from playground.views.jacobian import words
-from playground.views.jacobian.banner import VerdictBanner
+from playground.views.jacobian.banner import DetailsDrawer, VerdictBanner
 from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
 from playground.views.jacobian.geometry import layout_key, view_height
 from playground.views.jacobian.heatmaps import Heatmaps
@@ -99,9 +99,9 @@ class JacobianView(QWidget):
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(4)
         layout.addWidget(self.banner)
-        layout.addWidget(self.tolerance_row)
         layout.addWidget(self.graphics, 1)
         layout.addWidget(self.hover_label)
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)

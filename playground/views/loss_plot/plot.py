@@ -42,6 +42,7 @@ from playground.views.loss_plot.runs import (
     csv_rows,
     legend_corner,
     overlay_hue,
+    quiet_corner,
     stepped_range,
 )
 from playground.views.pacing import paint_later
@@ -402,15 +403,14 @@ class LossPlot(QWidget):
         run = self._current
         if not run.n:
             return
-        corner = legend_corner(float(run.losses[run.n - 1]), self.plot_item.vb.viewRange()[1],
-                               self.log_y())
-        if corner == self.legend_corner:
-            return
-        self.legend_corner = corner
-        if corner == "top":
-            self.legend.anchor((1, 0), (1, 0), offset=(-12, 12))
-        else:
-            self.legend.anchor((1, 1), (1, 1), offset=(-12, -12))
+        view = self.plot_item.vb.viewRange()
+        preferred = legend_corner(float(run.losses[run.n - 1]), view[1], self.log_y())
+        corner = quiet_corner(*run.filled(), view, _legend_share(self.legend, self.plot_item.vb),
+                              self.log_y(), preferred)
+        if corner != self.legend_corner:
+            self.legend_corner = corner
+            x, y = int(not corner.endswith("left")), int(not corner.startswith("top"))
+            self.legend.anchor((x, y), (x, y), offset=(12 - 24 * x, 12 - 24 * y))
 
     def _sync_legend(self) -> None:
         """No empty legend box before the first run."""
@@ -465,3 +465,7 @@ class LossPlot(QWidget):
         self.status_label.setText(text)
 
 
+def _legend_share(legend, vb) -> tuple[float, float]:
+    """The legend's width and height (with its 12 px offset) as fractions of the view's."""
+    box = legend.boundingRect()
+    return (box.width() + 12) / max(1.0, vb.width()), (box.height() + 12) / max(1.0, vb.height())

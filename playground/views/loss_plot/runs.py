@@ -244,6 +244,41 @@ def legend_corner(last_loss: float, view_y: tuple[float, float], log_y: bool) ->
     return "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
 
 
+#: where the legend may go: (x from, x to, y from, y to) of the view, as fractions, for a
+#: legend ``w`` by ``h`` (fractions too)
+_CORNERS = {"top": lambda w, h: (1 - w, 1, 1 - h, 1),
+            "bottom": lambda w, h: (1 - w, 1, 0, h),
+            "top left": lambda w, h: (0, w, 1 - h, 1),
+            "bottom left": lambda w, h: (0, w, 0, h)}
+
+
+def quiet_corner(steps: np.ndarray, losses: np.ndarray, view: tuple, size: tuple[float, float],
+                 log_y: bool, preferred: str) -> str:
+    """The corner of the view (``((x0, x1), (y0, y1))``) where a legend of ``size`` (its
+    width and height as fractions of the view's) covers least of the curve through
+    ``steps, losses`` (sampled along x, so a steep stretch between two points counts);
+    ``preferred`` (then the others, right before left) where several cover as little."""
+    (x0, x1), (y0, y1) = view
+    finite = np.isfinite(losses) & (losses > 0 if log_y else True)
+    xs, ys = steps[finite], losses[finite]
+    if xs.size == 0 or x1 <= x0 or y1 <= y0:
+        return preferred
+    if log_y:
+        ys = np.log10(ys)
+    if xs.size > 1:
+        grid = np.linspace(max(x0, xs[0]), min(x1, xs[-1]), 600)
+        xs, ys = grid, np.interp(grid, xs, ys)
+    fx, fy = (xs - x0) / (x1 - x0), (ys - y0) / (y1 - y0)
+    w, h = size
+
+    def covered(corner: str) -> int:
+        a, b, c, d = _CORNERS[corner](w, h)
+        return int(np.count_nonzero((fx >= a) & (fx <= b) & (fy >= c) & (fy <= d)))
+
+    order = [preferred, *(c for c in _CORNERS if c != preferred)]
+    return min(order, key=covered)
+
+
 def csv_rows(runs: Iterable[Run]) -> Iterator[tuple]:
     """``run, step, loss`` rows of the runs' points (whole steps written as integers)."""
     for run in runs:
