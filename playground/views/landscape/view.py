@@ -75,17 +75,7 @@ class LandscapeView(QWidget):
         top.addWidget(QLabel("Grid:"))
         top.addWidget(self.size_box)
         top.addWidget(self.export_button)
-        # the pane's parts scroll where the side panel is shorter than they need (it gives
-        # way to the heatmaps): the legend and the status are never cut
-        content = QWidget()
-        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(content)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroll)
-        layout = QVBoxLayout(content)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout = self._scrolling_layout()
         layout.addLayout(top)
         layout.addWidget(self.legend)
         layout.addWidget(self.plot, 1)
@@ -101,6 +91,20 @@ class LandscapeView(QWidget):
         model.pathMoved.connect(self._path_moved)
         model.failed.connect(self._failed)
         model.cleared.connect(self._cleared)
+
+    def _scrolling_layout(self) -> QVBoxLayout:
+        """The layout of the pane's parts, which scroll where the side panel is shorter than
+        they need (it gives way to the heatmaps): the legend and the status are never cut."""
+        content = QWidget()
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(4, 4, 4, 4)
+        return layout
 
     @property
     def landscape(self):
