@@ -336,9 +336,8 @@ def _start(process) -> None:
     try:
         with processes.child_start():
             process.start()
-    except Exception as exc:  # the job or its arguments cannot travel (pickle)
-        raise processes.SetupFailed(f"the worker process could not be started: "
-                                    f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # the job cannot travel (pickle), or no process could start
+        raise processes.start_failure(exc) from None
 
 
 #: the exit code multiprocessing gives a child whose fork server went away (it never learns

@@ -394,6 +394,29 @@ class SetupFailed(CustomGradError):
         self.cause = cause
 
 
+class StartFailed(CustomGradError):
+    """No worker process could start (its fork server could not, say: a ``string.py`` in the
+    folder launched from): nothing to do with the Function, and never a reason to run its
+    code in the caller's process instead (:class:`SetupFailed` is)."""
+
+
+#: what a child's start raises where the job or its arguments cannot travel (pickle): the
+#: Function cannot be loaded there, which callers may take as :class:`SetupFailed`
+NOT_PORTABLE = (pickle.PicklingError, TypeError, AttributeError)
+
+
+def start_failure(exc: BaseException) -> CustomGradError:
+    """What starting a child that raised ``exc`` means: :class:`SetupFailed` where the job
+    cannot travel, else :class:`StartFailed`."""
+    if isinstance(exc, NOT_PORTABLE):
+        return SetupFailed(f"the worker process could not be started: "
+                           f"{type(exc).__name__}: {exc}")
+    return StartFailed(f"No worker process could start ({type(exc).__name__}: {exc}), so the "
+                       "Function's code was not run: it never runs in this process instead. "
+                       "A module in the folder launched from that has a standard library "
+                       "module's name (string.py, say) is a common cause.")
+
+
 #: where the classes of what a child sends its parent may come from, besides the standard
 #: library: the parent imports nothing else to read a message (a class of the user's would
 #: import the user's module in the window, where a module that crashes ends it)

@@ -368,9 +368,11 @@ class RemoteLoop:
         try:
             with processes.child_start():
                 self.process.start()
-        except BaseException:
+        except BaseException as exc:
             self.conn.close()
             isolation._read_fault(self.fault_path, remove=True)
+            if isinstance(exc, Exception):
+                raise processes.start_failure(exc) from None
             raise
         finally:
             child.close()

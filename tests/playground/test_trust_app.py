@@ -197,3 +197,48 @@ def test_a_signal_to_the_app_quits_it_cleanly_with_the_session_kept(tmp_path, nu
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     last = tmp_path / "home" / "config" / "last-session.json"
     assert json.loads(last.read_text())["settings"]["target"] == "abs_uv"
+
+
+def _no_worker_starts(monkeypatch):
+    """Starting any child fails as a fork server that cannot start does (a ``string.py`` in
+    the launch folder: EOFError on its pipe)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken():
+        raise EOFError("the fork server ended as it started")
+        yield
+
+    monkeypatch.setattr(processes, "child_start", broken)
+    monkeypatch.setattr(jobs, "ISOLATE", True)
+
+
+def test_no_worker_process_is_a_start_failure_never_a_run_here(monkeypatch):
+    """A start failure was a SetupFailed, on which every caller ran the code on a thread of
+    its own process instead: a segfaulting Function then ended the window."""
+    from customgrad import gallery
+
+    _no_worker_starts(monkeypatch)
+    ran = []
+    with pytest.raises(processes.StartFailed, match="No worker process could start "
+                                                    r"\(EOFError: the fork server ended"):
+        jobs.in_child_or_here(lambda: isolation.call(print, "never"),
+                              lambda: ran.append("here"), gallery.MulConstant)
+    assert ran == []
+
+
+def test_the_window_reports_a_worker_that_cannot_start_and_runs_nothing_here(qtbot, window,
+                                                                            monkeypatch):
+    """The check of a gallery Function fell back to this process and passed, with no word
+    that a crash in it would end the window."""
+    s = window.session
+    _no_worker_starts(monkeypatch)
+    errors, reports = [], []
+    s.errorRaised.connect(errors.append)
+    s.jacobianReady.connect(reports.append)
+    s.set_target("mulconstant")
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert isinstance(errors[0], processes.StartFailed)
+    assert "No worker process could start" in window.errors.text()
+    qtbot.wait(300)
+    assert reports == [] and not window.isolation_off.isVisible()
