@@ -27,6 +27,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
+from multiprocessing import spawn
 from typing import TYPE_CHECKING
 
 from customgrad import threads
@@ -225,6 +226,24 @@ def child_start():
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def _clean_preparation(get_preparation_data):
+    """multiprocessing's ``spawn.get_preparation_data``, with :func:`child_path` as the
+    ``sys_path`` a new interpreter takes (spawn hands it this process's own path, ``''`` made
+    the folder launched from, after the environment's clean path was used to start it)."""
+    def prepared(name):
+        data = get_preparation_data(name)
+        if "sys_path" in data:
+            data["sys_path"] = child_path()
+        return data
+
+    prepared.clean = True
+    return prepared
+
+
+if not getattr(spawn.get_preparation_data, "clean", False):
+    spawn.get_preparation_data = _clean_preparation(spawn.get_preparation_data)
 
 
 def _new_interpreter() -> bool:

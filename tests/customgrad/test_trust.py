@@ -230,3 +230,21 @@ def test_a_program_ends_though_its_worker_ignores_sigterm(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def _path_job(channel) -> list[str]:
+    return list(sys.path)
+
+
+def test_a_spawned_worker_starts_without_the_current_folder_on_its_path(tmp_path,
+                                                                        monkeypatch):
+    """spawn hands its children the parent's sys.path ('' made the current folder): a
+    random.py in the launch folder shadowed the standard library in each spawned worker."""
+    from customgrad import isolation
+
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    path = isolation.call(_path_job, name="path")
+    here = str(tmp_path.resolve())
+    assert "" not in path and here not in [os.path.realpath(p) for p in path if p], path
