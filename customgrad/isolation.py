@@ -313,6 +313,7 @@ def call(job: Callable, *args, on_message: Callable | None = None,
             if process.is_alive():
                 process.kill()
             process.join(5)
+            processes.end_group(process)
         child.close()
         parent.close()
         _read_fault(fault_path, remove=True)

@@ -91,6 +91,17 @@ def end_children() -> None:
     for child in multiprocessing.active_children():
         with contextlib.suppress(Exception):
             child.kill()
+            end_group(child)
+
+
+def end_group(process) -> None:
+    """End what ``process`` (a worker, the leader of a session of its own: :func:`own_session`)
+    left running in its process group: a grandchild its Function forked (``subprocess``,
+    ``os.fork``) would otherwise hold the caller's output open (``customgrad check f.py |
+    tail`` waited for it). Nothing where the worker made no group (it died first)."""
+    if process.pid is not None and hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def warm() -> None:

@@ -402,6 +402,7 @@ class RemoteLoop:
         if self.process.is_alive():
             self.kill()
             self.process.join(1.0)
+        processes.end_group(self.process)
         self.conn.close()
         isolation._read_fault(self.fault_path, remove=True)
 
