@@ -242,3 +242,57 @@ def test_the_window_reports_a_worker_that_cannot_start_and_runs_nothing_here(qtb
     assert "No worker process could start" in window.errors.text()
     qtbot.wait(300)
     assert reports == [] and not window.isolation_off.isVisible()
+
+
+STUCK_AND_DEAF = '''import signal
+import time
+
+import torch
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the module ignores SIGTERM
+MARK = __file__ + ".forward"
+
+
+class StuckAndDeaf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        open(MARK, "w").close()
+        time.sleep(600)  # stuck inside C while the inputs are prepared
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+'''
+
+
+def test_closing_the_window_while_a_deaf_forward_prepares_the_inputs_ends_the_app(tmp_path):
+    """Issue 35 item 9: a forward stuck in C during "Preparing inputs…" in a module that
+    ignores SIGTERM left the app hung in multiprocessing's exit join once the window closed.
+    (The build's child is killed, not sent SIGTERM, since b8edb06; this guards that.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "stuck_and_deaf.py"
+    path.write_text(STUCK_AND_DEAF)
+    env = {**os.environ, "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home"),
+           "QT_QPA_PLATFORM": "offscreen", "AUTOGRAD_PLAYGROUND_NO_RESTORE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "playground", f"{path}:StuckAndDeaf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    mark = tmp_path / "stuck_and_deaf.py.forward"
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGTERM)  # closes the window as its close button does
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
