@@ -313,6 +313,7 @@ def call(job: Callable, *args, on_message: Callable | None = None,
             if process.is_alive():
                 process.kill()
             process.join(5)
+            processes.end_group(process)
         child.close()
         parent.close()
         _read_fault(fault_path, remove=True)
@@ -336,9 +337,8 @@ def _start(process) -> None:
     try:
         with processes.child_start():
             process.start()
-    except Exception as exc:  # the job or its arguments cannot travel (pickle)
-        raise processes.SetupFailed(f"the worker process could not be started: "
-                                    f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # the job cannot travel (pickle), or no process could start
+        raise processes.start_failure(exc) from None
 
 
 #: the exit code multiprocessing gives a child whose fork server went away (it never learns

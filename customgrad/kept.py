@@ -151,6 +151,7 @@ class _Kept:
             if self.process.is_alive():
                 self.process.kill()
             self.process.join(5)
+            processes.end_group(self.process)
         self.conn.close()
         isolation._read_fault(self.fault_path, remove=True)
 

@@ -27,6 +27,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
+from multiprocessing import spawn
 from typing import TYPE_CHECKING
 
 from customgrad import threads
@@ -90,6 +91,17 @@ def end_children() -> None:
     for child in multiprocessing.active_children():
         with contextlib.suppress(Exception):
             child.kill()
+            end_group(child)
+
+
+def end_group(process) -> None:
+    """End what ``process`` (a worker, the leader of a session of its own: :func:`own_session`)
+    left running in its process group: a grandchild its Function forked (``subprocess``,
+    ``os.fork``) would otherwise hold the caller's output open (``customgrad check f.py |
+    tail`` waited for it). Nothing where the worker made no group (it died first)."""
+    if process.pid is not None and hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def warm() -> None:
@@ -225,6 +237,24 @@ def child_start():
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def _clean_preparation(get_preparation_data):
+    """multiprocessing's ``spawn.get_preparation_data``, with :func:`child_path` as the
+    ``sys_path`` a new interpreter takes (spawn hands it this process's own path, ``''`` made
+    the folder launched from, after the environment's clean path was used to start it)."""
+    def prepared(name):
+        data = get_preparation_data(name)
+        if "sys_path" in data:
+            data["sys_path"] = child_path()
+        return data
+
+    prepared.clean = True
+    return prepared
+
+
+if not getattr(spawn.get_preparation_data, "clean", False):
+    spawn.get_preparation_data = _clean_preparation(spawn.get_preparation_data)
 
 
 def _new_interpreter() -> bool:
@@ -392,6 +422,29 @@ class SetupFailed(CustomGradError):
     def __init__(self, message: str, cause: BaseException | None = None):
         super().__init__(message)
         self.cause = cause
+
+
+class StartFailed(CustomGradError):
+    """No worker process could start (its fork server could not, say: a ``string.py`` in the
+    folder launched from): nothing to do with the Function, and never a reason to run its
+    code in the caller's process instead (:class:`SetupFailed` is)."""
+
+
+#: what a child's start raises where the job or its arguments cannot travel (pickle): the
+#: Function cannot be loaded there, which callers may take as :class:`SetupFailed`
+NOT_PORTABLE = (pickle.PicklingError, TypeError, AttributeError)
+
+
+def start_failure(exc: BaseException) -> CustomGradError:
+    """What starting a child that raised ``exc`` means: :class:`SetupFailed` where the job
+    cannot travel, else :class:`StartFailed`."""
+    if isinstance(exc, NOT_PORTABLE):
+        return SetupFailed(f"the worker process could not be started: "
+                           f"{type(exc).__name__}: {exc}")
+    return StartFailed(f"No worker process could start ({type(exc).__name__}: {exc}), so the "
+                       "Function's code was not run: it never runs in this process instead. "
+                       "A module in the folder launched from that has a standard library "
+                       "module's name (string.py, say) is a common cause.")
 
 
 #: where the classes of what a child sends its parent may come from, besides the standard

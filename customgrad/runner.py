@@ -368,9 +368,11 @@ class RemoteLoop:
         try:
             with processes.child_start():
                 self.process.start()
-        except BaseException:
+        except BaseException as exc:
             self.conn.close()
             isolation._read_fault(self.fault_path, remove=True)
+            if isinstance(exc, Exception):
+                raise processes.start_failure(exc) from None
             raise
         finally:
             child.close()
@@ -400,6 +402,7 @@ class RemoteLoop:
         if self.process.is_alive():
             self.kill()
             self.process.join(1.0)
+        processes.end_group(self.process)
         self.conn.close()
         isolation._read_fault(self.fault_path, remove=True)
 

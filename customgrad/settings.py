@@ -87,6 +87,8 @@ class Settings:
                 ok = True
             elif isinstance(default, dict):
                 ok = isinstance(value, dict)
+                if ok:
+                    value = _typed_entries(key, value, problems)
             elif isinstance(default, bool):
                 ok = isinstance(value, bool)
             elif isinstance(default, int):
@@ -108,6 +110,64 @@ class Settings:
                 setattr(settings, key, previous)
                 problems.append(f"{exc} Default used.")
         return settings, problems
+
+
+#: what each table's entries may hold, in words for the note about one that does not
+_ENTRY_KINDS = {"shapes": "text", "init": "text", "trained": "true or false",
+                "differentiate": "true or false", "constants": "a number, text, true, false, "
+                "null or a list of them"}
+_INT64 = 2 ** 63
+
+
+def _plain_constant(value: object, depth: int = 0) -> bool:
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, int):
+        return -_INT64 <= value < _INT64  # what a tensor or torch's int arguments hold
+    if isinstance(value, float):
+        return True
+    return isinstance(value, list) and depth < 4 and \
+        all(_plain_constant(v, depth + 1) for v in value)
+
+
+def _entry_ok(key: str, value: object) -> bool:
+    if key in ("shapes", "init"):
+        return isinstance(value, str)
+    if key in ("trained", "differentiate"):
+        return isinstance(value, bool)
+    return _plain_constant(value)
+
+
+def _whole_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _INT64
+
+
+def _shape_text(value: object) -> object:
+    """A shape an older version wrote as a number or a JSON list (``[3, 8]``), as text
+    (``3x8``); anything else as it is."""
+    if _whole_size(value):
+        return str(value)
+    if isinstance(value, list) and all(_whole_size(v) for v in value):
+        return "x".join(map(str, value))
+    return value
+
+
+def _typed_entries(key: str, table: dict, problems: list[str]) -> dict:
+    """``table`` (setting ``key``, read from a file) less each entry whose value is not of
+    the type the form and the checks take (a shape that is not text, a 'trained' that is not
+    true or false), each said in ``problems``: no widget or check ever sees it."""
+    kept = {}
+    for name, value in table.items():
+        if key == "shapes":
+            value = _shape_text(value)
+        if key in _ENTRY_KINDS and not _entry_ok(key, value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            problems.append(f"{key} for {name!r} is not {_ENTRY_KINDS[key]} ({shown}); "
+                            "default used")
+            continue
+        kept[name] = value
+    return kept
 
 
 def npy_text(tensor: torch.Tensor) -> str:

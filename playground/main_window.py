@@ -30,6 +30,7 @@ from playground.views.error_banner import ErrorBanner
 from playground.views.explainer import StepExplainer
 from playground.views.form import InputsForm, LoopForm
 from playground.views.inspector_view import InspectorView
+from playground.views.isolation_notice import IsolationNotice
 from playground.views.jacobian import JacobianView
 from playground.views.landscape import LandscapeView
 from playground.views.loss_plot import LossPlot
@@ -37,6 +38,7 @@ from playground.views.notices import NoticeBar, PendingSessionBar
 from playground.views.panes import LeftPane, MainArea
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape
+from playground.workers import in_window
 
 #: the status bar while a new run's process loads the Function (a spawned one, where there is
 #: no fork server, imports torch first: seconds)
@@ -63,6 +65,8 @@ class MainWindow(QMainWindow):
         main = self._build_layout()
         self.status = self.statusBar()
         self.status.addPermanentWidget(self.restore_offer)
+        self.isolation_off = IsolationNotice()
+        self.status.addPermanentWidget(self.isolation_off, 1)
         self._build_menus()
         self._connect_session()
         self._compose_features()
@@ -205,6 +209,8 @@ class MainWindow(QMainWindow):
         s.errorCleared.connect(self._error_cleared)
         s.notice.connect(self.notice.show_notice)
         s.runNotice.connect(self.notice.show_run_notice)
+        in_window.WATCH.said.connect(self.isolation_off.show_reason)  # (queued: worker threads)
+        s.targetChanged.connect(self.isolation_off.target_changed)
         s.runReset.connect(self.notice.run_started)
         s.busyChanged.connect(self._busy)
         s.loopStarted.connect(self._loop_status.start)

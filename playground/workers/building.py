@@ -14,7 +14,7 @@ from customgrad import processes
 from customgrad.errors import Cancelled, FunctionError
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
-from playground.workers import jobs
+from playground.workers import in_window, jobs
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
 #: is stopped; counted from the build's start, with room for a cold fork server
@@ -62,6 +62,8 @@ def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem
             _warmed_optim = True
     if jobs.ISOLATE and target is not None and processes.portable(target):
         return _build_in_child(settings, target, stop or BuildStop())
+    if jobs.ISOLATE and target is not None:
+        in_window.say(target.function, in_window.NOT_PORTABLE)
     return build(settings, target)
 
 

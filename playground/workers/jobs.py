@@ -25,7 +25,7 @@ from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.shadow import Shadowed, description_of
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import remote
+from playground.workers import in_window, remote
 from playground.workers.remote import TopLevelTooSlow
 
 #: worker threads the window may run at once. They mostly wait on worker processes (the
@@ -159,7 +159,7 @@ def try_import_in_child(origin: tuple | None, label: str,
     try:
         found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
                                name=f"import {label}", should_stop=overdue, on_started=started)
-    except processes.SetupFailed as exc:
+    except (processes.SetupFailed, processes.StartFailed) as exc:
         # no worker process could start: the user's code is not run in the window instead
         # (a module that crashes would end it), the failure is said
         raise TargetError(f"{label} was not imported: {exc} User code never runs in the "
@@ -258,6 +258,10 @@ def start_descent(problem: Problem, ctrl: LoopControl, on_batch, on_error, on_fi
     thread, or with ``thread`` always); returns the superqt worker that reports its batches.
     Nothing here waits: the process is started on the worker's thread."""
     process = not thread and loop_mode() == "process" and processes.portable(problem.target)
+    if not process:  # (``thread``: the loop's process could not load it)
+        in_window.say(problem.function, in_window.could_not_load("") if thread
+                      else in_window.THREAD_MODE if loop_mode() == "thread"
+                      else in_window.NOT_PORTABLE)
     worker = create_worker(_descent, problem, ctrl, process, _start_thread=False,
                            _ignore_errors=True)
     worker.yielded.connect(on_batch)
@@ -275,7 +279,10 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
     if process:
         try:
             remote = runner.RemoteLoop(problem)
-        except Exception:  # e.g. a constant that cannot be pickled: a thread will do
+        except processes.StartFailed:
+            raise  # said, never run here instead
+        except Exception as exc:  # e.g. a constant that cannot be pickled: a thread will do
+            in_window.say(problem.function, in_window.could_not_load(exc))
             remote = None
     if remote is None:
         yield from runner.thread_loop(problem.descent(), ctrl)
@@ -309,6 +316,8 @@ class JacobianJob:
         self.bridge.progress.connect(on_progress)
         isolate = ISOLATE if isolate is None else isolate
         self.state.isolated = isolate and processes.portable(problem.target)
+        if isolate and not self.state.isolated:
+            in_window.say(problem.function, in_window.NOT_PORTABLE)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
@@ -386,12 +395,14 @@ def _emit(state: _JobState, prepared) -> None:
 def in_child_or_here(in_child, here, function: type):
     """``in_child()`` (a job in a worker process); where no worker process can load
     ``function`` (SetupFailed: a module made at run time, say), ``here()`` on this thread, as
-    the loop does. A shadow cannot run here: the child's reason is raised."""
+    the loop does, and says so (:mod:`in_window`). A shadow cannot run here: the child's
+    reason is raised; so is :class:`processes.StartFailed` (no worker process could start)."""
     try:
         return in_child()
-    except processes.SetupFailed:
+    except processes.SetupFailed as exc:
         if description_of(function) is not None:
             raise
+        in_window.say(function, in_window.could_not_load(exc))
         return here()
 
 

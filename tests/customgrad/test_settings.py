@@ -81,6 +81,42 @@ def test_bad_value_gives_default_and_a_problem(key, value, fragment):
         assert s.seed == 4  # the good values around a bad one are kept
 
 
+@pytest.mark.parametrize("key, value, fragment", [
+    ("shapes", 5.5, "shapes for 'x' is not text (5.5)"),
+    ("shapes", [3, "8"], "shapes for 'x' is not text ([3, '8'])"),
+    ("shapes", [3, True], "shapes for 'x' is not text ([3, True])"),
+    ("shapes", None, "shapes for 'x' is not text (None)"),
+    ("init", {"a": 1}, "init for 'x' is not text"),
+    ("trained", "yes", "trained for 'x' is not true or false ('yes')"),
+    ("differentiate", 0, "differentiate for 'x' is not true or false (0)"),
+    ("constants", {"a": 1}, "constants for 'x' is not a number, text"),
+    ("constants", 10 ** 300, "constants for 'x' is not a number"),
+    ("constants", [[[[[1]]]]], "constants for 'x' is not a number"),
+])
+def test_a_tables_entry_of_the_wrong_type_is_dropped_with_a_problem(key, value, fragment):
+    """A session's table entries reached the form as they were: 'differentiate': {"x": "no"}
+    raised a TypeError in the form's checkbox (a traceback, the form left half built)."""
+    s, problems = Settings.from_dict({key: {"x": value, "y": GOOD[key]}})
+    assert len(problems) == 1 and fragment in problems[0], problems
+    assert "default used" in problems[0]
+    assert "x" not in getattr(s, key) and "y" in getattr(s, key)  # the rest kept
+
+
+GOOD = {"shapes": "3x8", "init": "normal", "trained": True, "differentiate": False,
+        "constants": 4}
+
+
+def test_an_older_sessions_numeric_shape_is_read_as_text():
+    s, problems = Settings.from_dict({"shapes": {"x": [3, 8], "y": 5, "z": []}})
+    assert problems == [] and s.shapes == {"x": "3x8", "y": "5", "z": ""}
+
+
+def test_plain_constants_of_every_kind_are_kept():
+    constants = {"a": 2, "b": 0.5, "c": "text", "d": True, "e": None, "f": [1, 2.5, [3]]}
+    s, problems = Settings.from_dict({"constants": constants})
+    assert problems == [] and s.constants == constants
+
+
 def test_int_is_accepted_for_a_float_setting():
     s, problems = Settings.from_dict({"lr": 2, "atol": 0})
     assert problems == []

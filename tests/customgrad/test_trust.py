@@ -230,3 +230,70 @@ def test_a_program_ends_though_its_worker_ignores_sigterm(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def _path_job(channel) -> list[str]:
+    return list(sys.path)
+
+
+def test_a_spawned_worker_starts_without_the_current_folder_on_its_path(tmp_path,
+                                                                        monkeypatch):
+    """spawn hands its children the parent's sys.path ('' made the current folder): a
+    random.py in the launch folder shadowed the standard library in each spawned worker."""
+    from customgrad import isolation
+
+    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    path = isolation.call(_path_job, name="path")
+    here = str(tmp_path.resolve())
+    assert "" not in path and here not in [os.path.realpath(p) for p in path if p], path
+
+
+FORKS = """import os
+import subprocess
+import sys
+
+import torch
+
+PIDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids")
+
+
+class Forks(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        # a helper process left running, holding the worker's stdout and stderr
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(PIDS, "a") as f:
+            f.write(str(helper.pid) + "\\n")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+"""
+
+
+def test_a_process_the_function_forks_does_not_hold_the_clis_output_open(tmp_path):
+    """A grandchild of the CLI held its output pipe: 'customgrad check f.py | tail' waited
+    until the Function's helper process ended, long after the CLI had."""
+    import signal
+
+    path = tmp_path / "forks.py"
+    path.write_text(FORKS)
+    proc = subprocess.Popen([sys.executable, "-m", "customgrad", "check", f"{path}:Forks"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=150)  # to the pipes' end: every writer gone
+    finally:
+        proc.kill()
+        pids = tmp_path / "pids"
+        for pid in pids.read_text().split() if pids.exists() else []:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    assert proc.returncode == 0, err
+    assert "PASSED" in out
+    assert (tmp_path / "pids").read_text().split()  # the helpers were started

@@ -447,6 +447,36 @@ def test_corrupt_session_starts_with_defaults_and_a_message(qtbot, window, tmp_p
     assert window.preferences.zoom == 100 and window.preferences.theme == "light"
 
 
+def test_a_session_with_table_entries_of_the_wrong_type_opens_with_a_note(qtbot, window,
+                                                                        tmp_path):
+    """'differentiate': {"tensor": "no"} reached the form's checkbox: a TypeError traceback
+    and a form left half built; now each such entry is dropped and said."""
+    import sys
+
+    raised = []
+    hook, sys.excepthook = sys.excepthook, lambda *info: raised.append(info)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps({
+        "format": session_files.FORMAT, "version": 1,
+        "settings": {"target": "mulconstant", "shapes": {"tensor": {"rows": 3}},
+                     "differentiate": {"tensor": "no"}, "trained": {"tensor": 1},
+                     "constants": {"constant": {"a": 1}}}}), encoding="utf-8")
+    try:
+        with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+            window.classroom.open_session(damaged)
+    finally:
+        sys.excepthook = hook
+    assert raised == []
+    s = window.session.settings
+    assert s.target == "mulconstant"
+    assert (s.shapes, s.differentiate, s.trained, s.constants) == ({}, {}, {}, {})
+    text = window.notice.text()
+    for words in ("shapes for 'tensor' is not text", "differentiate for 'tensor' is not true",
+                  "trained for 'tensor'", "constants for 'constant'"):
+        assert words in text, words
+    assert window.inputs.fields["tensor.grad"].isChecked()
+
+
 def test_corrupt_last_session_still_starts(qtbot, monkeypatch):
     session_files.last_session_path().write_text("\x00garbage", encoding="utf-8")
     monkeypatch.delenv("AUTOGRAD_PLAYGROUND_NO_RESTORE")

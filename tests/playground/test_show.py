@@ -136,6 +136,11 @@ def test_a_function_that_cannot_be_captured_runs_here_and_its_session_says_so(
     assert not portable(window.session.target)
     assert "runs in this process" in window.notice.text()
     assert "uses TABLE from its module" in window.notice.text()
+    # and the status bar says so for as long as it holds, not a passing notice (issue 35)
+    qtbot.waitUntil(lambda: window.isolation_off.isVisible(), timeout=5_000)
+    assert window.isolation_off.text() == (
+        "⚠ Isolation off: Table runs in the window's own process (a worker process cannot "
+        "load a Function made at run time), so a crash in it ends the window.")
 
     saved = window.classroom.save_session(tmp_path / "table.json")
     loaded = session_files.read(saved)

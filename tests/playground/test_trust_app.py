@@ -197,3 +197,102 @@ def test_a_signal_to_the_app_quits_it_cleanly_with_the_session_kept(tmp_path, nu
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     last = tmp_path / "home" / "config" / "last-session.json"
     assert json.loads(last.read_text())["settings"]["target"] == "abs_uv"
+
+
+def _no_worker_starts(monkeypatch):
+    """Starting any child fails as a fork server that cannot start does (a ``string.py`` in
+    the launch folder: EOFError on its pipe)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken():
+        raise EOFError("the fork server ended as it started")
+        yield
+
+    monkeypatch.setattr(processes, "child_start", broken)
+    monkeypatch.setattr(jobs, "ISOLATE", True)
+
+
+def test_no_worker_process_is_a_start_failure_never_a_run_here(monkeypatch):
+    """A start failure was a SetupFailed, on which every caller ran the code on a thread of
+    its own process instead: a segfaulting Function then ended the window."""
+    from customgrad import gallery
+
+    _no_worker_starts(monkeypatch)
+    ran = []
+    with pytest.raises(processes.StartFailed, match="No worker process could start "
+                                                    r"\(EOFError: the fork server ended"):
+        jobs.in_child_or_here(lambda: isolation.call(print, "never"),
+                              lambda: ran.append("here"), gallery.MulConstant)
+    assert ran == []
+
+
+def test_the_window_reports_a_worker_that_cannot_start_and_runs_nothing_here(qtbot, window,
+                                                                            monkeypatch):
+    """The check of a gallery Function fell back to this process and passed, with no word
+    that a crash in it would end the window."""
+    s = window.session
+    _no_worker_starts(monkeypatch)
+    errors, reports = [], []
+    s.errorRaised.connect(errors.append)
+    s.jacobianReady.connect(reports.append)
+    s.set_target("mulconstant")
+    qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    assert isinstance(errors[0], processes.StartFailed)
+    assert "No worker process could start" in window.errors.text()
+    qtbot.wait(300)
+    assert reports == [] and not window.isolation_off.isVisible()
+
+
+STUCK_AND_DEAF = '''import signal
+import time
+
+import torch
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the module ignores SIGTERM
+MARK = __file__ + ".forward"
+
+
+class StuckAndDeaf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        open(MARK, "w").close()
+        time.sleep(600)  # stuck inside C while the inputs are prepared
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+'''
+
+
+def test_closing_the_window_while_a_deaf_forward_prepares_the_inputs_ends_the_app(tmp_path):
+    """Issue 35 item 9: a forward stuck in C during "Preparing inputs…" in a module that
+    ignores SIGTERM left the app hung in multiprocessing's exit join once the window closed.
+    (The build's child is killed, not sent SIGTERM, since b8edb06; this guards that.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "stuck_and_deaf.py"
+    path.write_text(STUCK_AND_DEAF)
+    env = {**os.environ, "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home"),
+           "QT_QPA_PLATFORM": "offscreen", "AUTOGRAD_PLAYGROUND_NO_RESTORE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "playground", f"{path}:StuckAndDeaf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    mark = tmp_path / "stuck_and_deaf.py.forward"
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGTERM)  # closes the window as its close button does
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
