@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from customgrad import processes, threads
+from customgrad import plain_data, processes, threads
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
@@ -193,7 +193,7 @@ def _run_job(conn, channel: Channel, job: Callable, args: tuple,
     try:
         reply = ("result", job(*args, channel))
     except BaseException as exc:  # the caller raises it
-        reply = ("error", processes.portable_error(exc))
+        reply = ("error", plain_data.portable_error(exc))
     if before_reply is not None:
         before_reply()
     channel._put(reply)
@@ -423,7 +423,7 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
                                 "ended; nothing else was lost.")
         try:
             ready = conn.poll(POLL_SECONDS)
-            message = processes.plain_loads(conn.recv_bytes()) if ready else None
+            message = plain_data.plain_loads(conn.recv_bytes()) if ready else None
         except (EOFError, OSError):
             raise _died(process, watch.started, fault_path, context_text) from None
         if message is None:

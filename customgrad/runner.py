@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from customgrad import isolation, processes
+from customgrad import isolation, plain_data, processes
 from customgrad.descent import Batch, Descent, StepRecord
 from customgrad.errors import Cancelled
 from customgrad.memory import resident_bytes
@@ -41,7 +41,6 @@ from customgrad.processes import (
     end_with_parent,
     load_target,
     own_session,
-    portable_error,
 )
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
@@ -307,7 +306,7 @@ def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None 
             job = pickle.loads(payload)
             target = load_target(job.spec, job.code)
         except BaseException as exc:  # reported to the parent, which can use a thread
-            _send(conn, ("setup", portable_error(exc)))
+            _send(conn, ("setup", plain_data.portable_error(exc)))
             return
         _send(conn, ("ready", os.getpid()))  # from here on, a wait is the Function's
         descent = job.descent(target)  # (its first forward, as a step's)
@@ -322,7 +321,7 @@ def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None 
         pass
     except BaseException as exc:  # reported to the parent, which shows it
         try:
-            _send(conn, ("error", portable_error(exc)))
+            _send(conn, ("error", plain_data.portable_error(exc)))
         except _ParentGone:
             pass
     finally:
@@ -389,7 +388,7 @@ class RemoteLoop:
         child has ended."""
         if not self.conn.poll(timeout):
             return None
-        return processes.plain_loads(self.conn.recv_bytes())
+        return plain_data.plain_loads(self.conn.recv_bytes())
 
     def kill(self) -> None:
         self.killed = True
