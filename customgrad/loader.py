@@ -285,7 +285,8 @@ def import_user_module(where: str, kind: str = "module", reload: bool = False):
         if is_ctrl_c(exc) or getattr(exc, "from_worker", False):
             raise  # (a worker process's TargetError is worded as this one)
         file, line = _import_location(exc)
-        raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}", file=file,
+        raise TargetError(f"Cannot import {where!r}: {type(exc).__name__}: {exc}"
+                          f"{_launch_folder_hint(exc)}", file=file,
                           line=line, details=format_traceback(exc)) from None
     if isinstance(ran, shadow.Shadowed):  # a worker process imported it: its Functions here
         module = types.ModuleType(where)
@@ -294,6 +295,21 @@ def import_user_module(where: str, kind: str = "module", reload: bool = False):
         module.__kinds__ = ran.kinds
         return module
     return ran
+
+
+def _launch_folder_hint(exc: BaseException) -> str:
+    """Where the missing module is a file or package in the current folder: the worker
+    processes import nothing from the folder you launch from (a random.py there would
+    stand in for Python's own), so say how to name it."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    top = (name or "").partition(".")[0]
+    here = Path.cwd()
+    if not top or not ((here / f"{top}.py").is_file() or (here / top).is_dir()):
+        return ""
+    file = f"{top}.py" if (here / f"{top}.py").is_file() else f"{top}/..."
+    return (f". It is in the current folder, which the worker processes never import from "
+            f"(a random.py there would stand in for Python's own): give its file instead, "
+            f"e.g. {file}:Class, or install it (pip install -e .)")
 
 
 def _import_location(exc: BaseException) -> tuple[str | None, int | None]:

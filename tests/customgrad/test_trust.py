@@ -207,7 +207,8 @@ from term_job import job
 started = threading.Event()
 threading.Thread(target=lambda: isolation.call(job, on_started=started.set),
                  daemon=True).start()
-started.wait(100)
+if not started.wait(100):
+    sys.exit("the job never started")
 import time
 time.sleep(1)  # the job runs, ignoring SIGTERM; then this program ends
 """
@@ -224,9 +225,11 @@ def job(channel):
 def test_a_program_ends_though_its_worker_ignores_sigterm(tmp_path):
     """multiprocessing's exit handler sends SIGTERM and waits for each child: forever for
     one whose code ignores SIGTERM (closing the window left the app hung)."""
-    (tmp_path / "term_job.py").write_text(TERM_JOB)
+    jobs = tmp_path / "jobs"  # (not the launch folder, which workers never import from)
+    jobs.mkdir()
+    (jobs / "term_job.py").write_text(TERM_JOB)
     script = tmp_path / "main.py"
-    script.write_text(IGNORES_TERM.format(root=str(ROOT), here=str(tmp_path)))
+    script.write_text(IGNORES_TERM.format(root=str(ROOT), here=str(jobs)))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -297,3 +300,15 @@ def test_a_process_the_function_forks_does_not_hold_the_clis_output_open(tmp_pat
     assert proc.returncode == 0, err
     assert "PASSED" in out
     assert (tmp_path / "pids").read_text().split()  # the helpers were started
+
+
+def test_a_module_in_the_launch_folder_is_named_by_its_file(tmp_path, monkeypatch):
+    """``customgrad check mylayer:Double`` from mylayer.py's folder: the workers never import
+    from the launch folder, so the message says to give the file (or install it), not only
+    "No module named 'mylayer'"."""
+    (tmp_path / "mylayer_here.py").write_text(TERM_JOB)
+    proc = subprocess.run([sys.executable, "-m", "customgrad", "check", "mylayer_here:Double"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert "mylayer_here.py:Class" in proc.stderr and "Traceback" not in proc.stderr
