@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from customgrad.dtypes import DTYPES, differentiable, in_kind
+from customgrad.dtypes import DOUBLE, DTYPES, differentiable, in_kind
 from customgrad.errors import SpecError
 from customgrad.inputs import (
     CONST_TYPES,
@@ -62,7 +62,7 @@ def settings_for(function: type, args: tuple, base: Settings | None = None) -> S
     floating = [a.dtype for _, a in tensors if differentiable(a)]
     # float64 where any tensor is: each given tensor keeps its values exactly (and its kind:
     # the precision is the dtype's, complex or real the tensor's own)
-    double = not floating or bool({torch.float64, torch.complex128} & set(floating))
+    double = not floating or bool(set(DOUBLE.values()) & set(floating))
     settings.dtype = str(in_kind(torch.float64 if double else torch.float32,
                                  any(d.is_complex for d in floating)))[6:]
     devices = {a.device.type if a.device.index in (None, 0) else str(a.device)

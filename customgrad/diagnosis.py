@@ -21,10 +21,11 @@ import torch
 
 from customgrad import dtypes
 from customgrad.contract import normalize_outputs
-from customgrad.dtypes import flat_real, real_view
+from customgrad.dtypes import DOUBLE, flat_real, real_view
 from customgrad.errors import Cancelled
 from customgrad.fits import FIT_SLACK, BlockFit
 from customgrad.jacobian import Axis, Block, Report, _agree
+from customgrad.jacobian.probe import same_values
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates",
@@ -150,14 +151,14 @@ class _Calls:
         outs = normalize_outputs(self.function, self.function.apply(*self._copies()))
         # float32 grad_outputs are rounded when added: a tolerance of float64 would take that
         # rounding for a backward not linear in them
-        self.outputs64 = all(outs[k].dtype in (torch.float64, torch.complex128)
+        self.outputs64 = all(outs[k].dtype in DOUBLE.values()
                              for k in self.outputs)
         return [torch.randn(outs[k].shape, generator=self.generator,
                             dtype=torch.complex128 if outs[k].is_complex() else torch.float64)
                 .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
 
     def _same(self, x, y) -> bool:
-        double = (torch.float64, torch.complex128)
+        double = tuple(DOUBLE.values())
         tol = 1e-9 if self.report.numerical_dtype in double and self.outputs64 and all(
             a.dtype in double for a in x if a is not None) else 1e-4
         for p, q in zip(x, y):
@@ -191,7 +192,7 @@ class _Calls:
         shared = {o.untyped_storage().data_ptr() for o in outs}
         changed = [self.report.inputs[k].name for k, (i, b) in
                    enumerate(zip(self.inputs, before))
-                   if not torch.equal(call[i].nan_to_num(), b.nan_to_num())
+                   if not same_values(call[i], b)
                    and call[i].untyped_storage().data_ptr() not in shared]
         if not changed:
             return []

@@ -47,8 +47,8 @@ def converted(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``tensor`` in ``dtype`` where it is floating point or complex: a complex ``dtype``
     makes a real tensor complex; a real one gives a complex tensor that precision, kept
     complex. Other tensors (integers, bools) as they are."""
-    if tensor.is_complex() and not dtype.is_complex:
-        dtype = {torch.float32: torch.complex64}.get(dtype, torch.complex128)
+    if tensor.is_complex():
+        dtype = in_kind(dtype, True)
     return tensor.to(dtype) if differentiable(tensor) else tensor
 
 

@@ -15,7 +15,7 @@ from customgrad.contract import (
     run_user_within,
 )
 from customgrad.descent import Descent
-from customgrad.dtypes import differentiable, parse_dtype
+from customgrad.dtypes import differentiable, in_kind, parse_dtype
 from customgrad.errors import FunctionError
 from customgrad.inputs import (
     UNANNOTATED,
@@ -276,7 +276,7 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     target = target or resolve(settings.target)
     dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
     if target.entry is not None and target.entry.complex and not dtype.is_complex:
-        dtype = {torch.float32: torch.complex64}.get(dtype, torch.complex128)
+        dtype = in_kind(dtype, True)
     specs = specs_for(target, settings)
     candidates, guesses = guesses_for(target, settings, specs)
     floats = [g.name for g in guesses if g.reason == "annotated float, without a default"]

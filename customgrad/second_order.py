@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 import torch
 
-from customgrad.dtypes import differentiable
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import forward_parameters, with_defaults
 
@@ -112,15 +111,12 @@ def double_backward_report(function: type, args: list, *, positions: list[int] |
     :func:`customgrad.jacobian.compare`."""
     from customgrad import jacobian
     from customgrad.diagnosis import diagnose as diagnoses_of
+    from customgrad.jacobian.probe import differentiated_inputs
 
     args = with_defaults(function, args)
     if positions is None:
         params = [p.name for p in forward_parameters(function)]
-        chosen = differentiate or {}
-        named = {n for n, on in chosen.items() if on}
-        positions = [i for i, a in enumerate(args)
-                     if isinstance(a, torch.Tensor) and differentiable(a)
-                     and (params[i] in named if named else chosen.get(params[i], True))]
+        positions, _ = differentiated_inputs(function, args, params, [], differentiate)
     wrapper, wrapper_args, which = backward_as_function(function, args, positions)
     try:
         report = jacobian.compare(wrapper, wrapper_args, differentiate=which, **options)
