@@ -10,11 +10,10 @@ import time
 
 import torch
 
-from customgrad import processes
 from customgrad.errors import Cancelled, FunctionError
 from customgrad.problem import Problem, build
 from customgrad.settings import Settings
-from playground.workers import in_window, jobs
+from playground.workers import jobs
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
 #: is stopped; counted from the build's start, with room for a cold fork server
@@ -60,10 +59,8 @@ def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem
             torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
-    if jobs.ISOLATE and target is not None and processes.portable(target):
+    if jobs.isolated(target, target.function if target is not None else None):
         return _build_in_child(settings, target, stop or BuildStop())
-    if jobs.ISOLATE and target is not None:
-        in_window.say(target.function, in_window.NOT_PORTABLE)
     return build(settings, target)
 
 

@@ -314,10 +314,7 @@ class JacobianJob:
         self.state = _JobState(ProgressBridge())
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
-        isolate = ISOLATE if isolate is None else isolate
-        self.state.isolated = isolate and processes.portable(problem.target)
-        if isolate and not self.state.isolated:
-            in_window.say(problem.function, in_window.NOT_PORTABLE)
+        self.state.isolated = isolated(problem.target, problem.function, isolate)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
@@ -390,6 +387,18 @@ def _emit(state: _JobState, prepared) -> None:
     except RuntimeError as exc:  # the window closed under us: stop quietly
         state.cancelled = True
         raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
+
+
+def isolated(target, function, isolate: bool | None = None) -> bool:
+    """Whether work on ``function`` runs in a worker process: isolation on (:data:`ISOLATE`,
+    or ``isolate``) and a child able to load ``target``. Where isolation is on and a child
+    cannot load it, the window says that it runs here (:mod:`.in_window`)."""
+    if not (ISOLATE if isolate is None else isolate) or target is None:
+        return False
+    if processes.portable(target):
+        return True
+    in_window.say(function, in_window.NOT_PORTABLE)
+    return False
 
 
 def in_child_or_here(in_child, here, function: type):

@@ -15,10 +15,10 @@ from shiboken6 import isValid
 from customgrad import kept
 from customgrad.errors import Cancelled
 from customgrad.landscape import compute
-from customgrad.processes import ProblemRef, portable
+from customgrad.processes import ProblemRef
 from playground.support.contours import prepare
 from playground.workers import remote
-from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here
+from playground.workers.jobs import create_worker, in_child_or_here, isolated
 
 
 class LandscapeRunner(QObject):
@@ -107,7 +107,7 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
         return compute(problem, steps, lrs, **options, progress=relay, should_stop=stop)
 
     try:
-        if not (ISOLATE and portable(problem.target)):
+        if not isolated(problem.target, problem.function):  # (the window says so)
             return _drawn(here())
         request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
         # in the child kept for the Function's jobs where it is idle (no fork and no load of

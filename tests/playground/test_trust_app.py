@@ -296,3 +296,25 @@ def test_closing_the_window_while_a_deaf_forward_prepares_the_inputs_ends_the_ap
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_each_kind_of_work_says_when_it_runs_in_the_window(monkeypatch):
+    """Build, check and landscape ask one place (jobs.isolated) whether they run in a worker
+    process; where a child cannot load the Function it says so (the landscape ran here
+    silently)."""
+    from customgrad import processes
+    from playground.workers import in_window, jobs
+
+    said = []
+    in_window.WATCH.said.connect(said.append)
+    try:
+        monkeypatch.setattr(jobs, "ISOLATE", True)
+        monkeypatch.setattr(processes, "portable", lambda target: False)
+        assert not jobs.isolated(object(), jobs)  # (any function: named in the words)
+        assert len(said) == 1 and "Isolation off" in said[0]
+        monkeypatch.setattr(processes, "portable", lambda target: True)
+        assert jobs.isolated(object(), jobs) and len(said) == 1
+        monkeypatch.setattr(jobs, "ISOLATE", False)
+        assert not jobs.isolated(object(), jobs) and len(said) == 1
+    finally:
+        in_window.WATCH.said.disconnect(said.append)
