@@ -245,23 +245,17 @@ class MainWindow(QMainWindow):
                           self.menus["view"])
 
     def show_landscape(self) -> None:
-        """The Landscape tab shown (L), with room: beside the loss plot (in presentation
-        mode the side panel starts hidden, at no width), and three fifths of the height where
-        the heatmaps left it less than half (as if the user moved the splitter)."""
+        """The Landscape tab shown (L), with room beside the loss plot (in presentation
+        mode the side panel starts hidden, at no width); the heatmaps keep their height."""
         self.classroom.layout.show_side_tab(self.landscape)
         QTimer.singleShot(0, self, self._room_for_landscape)  # once the layouts caught up
 
     def _room_for_landscape(self) -> None:
-        upper, area = self.splitters["side"], self.main_area
+        upper = self.splitters["side"]
         sizes = upper.sizes()
         both = sizes[0] + sizes[1]
         if min(sizes[:2]) < both // 3:
             upper.setSizes([both // 2, both - both // 2, *sizes[2:]])
-        heights = area.sizes()
-        if heights[0] < sum(heights) // 2:
-            upper_height = sum(heights) * 3 // 5
-            area.setSizes([upper_height, sum(heights) - upper_height])
-            area.user_set = True
 
     def _open_tab_from_env(self) -> None:
         """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the

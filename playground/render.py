@@ -90,13 +90,11 @@ def save_landscape(landscape, path: str | os.PathLike, *, size: tuple[int, int] 
     """Write a :class:`customgrad.landscape.Landscape` as the Landscape tab draws it (the
     legend in words as its title) at ``path`` (PNG, or SVG by the suffix)."""
     _application()
-    from pyqtgraph.functions import isocurve
-
-    from playground.support.contours import prepare
     from playground.views.export import export_item
     from playground.views.landscape.geometry import legend_html
     from playground.views.landscape.plot import LandscapePlot
     from playground.views.pacing import release_all
+    from playground.workers.landscape import drawn
 
     plot = LandscapePlot()
     try:
@@ -104,8 +102,7 @@ def save_landscape(landscape, path: str | os.PathLike, *, size: tuple[int, int] 
         plot.resize(*size)
         plot.show()
         plot.plot_item.setTitle(legend_html(landscape.words, plot.dark))
-        plot.show_landscape(landscape, prepare(landscape.losses, landscape.alphas,
-                                               landscape.betas, isocurve))
+        plot.show_landscape(*drawn(landscape))
         release_all()
         QApplication.processEvents()
         return export_item(plot.scene(), path, scale=scale)

@@ -73,7 +73,7 @@ class LandscapeRunner(QObject):
 
     def _relay(self, serial: int, partial) -> None:
         if serial == self.serial and isValid(self):
-            self.progress.emit(serial, *_drawn(partial))
+            self.progress.emit(serial, *drawn(partial))
 
     def _returned(self, serial: int, drawn) -> None:
         if serial == self.serial and isValid(self):
@@ -86,7 +86,7 @@ class LandscapeRunner(QObject):
             self.failed.emit(serial, exc)
 
 
-def _drawn(landscape) -> tuple:
+def drawn(landscape) -> tuple:
     """``landscape`` and its contours (None without a grid), traced on this thread."""
     if landscape.losses is None:
         return landscape, None
@@ -108,11 +108,11 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
 
     try:
         if not isolated(problem.target, problem.function):  # (the window says so)
-            return _drawn(here())
+            return drawn(here())
         request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
         # in the child kept for the Function's jobs where it is idle (no fork and no load of
         # the Function for each path update during Play), else in a fresh one
-        return _drawn(in_child_or_here(
+        return drawn(in_child_or_here(
             lambda: kept.call(remote.landscape, request, on_message=on_message,
                               should_stop=stop, name="landscape",
                               keep=remote.keep_for(problem.target)),

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -149,7 +148,7 @@ class LandscapeView(QWidget):
         self.note.clear()
 
     def _describe(self, landscape) -> None:
-        dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
+        dark = self.plot.dark
         self.legend.setText(legend_html(landscape.words, dark, css_size(self.font())))
         note = note_line(landscape.plane.note)
         self.note.setText(note)
