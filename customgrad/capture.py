@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.dtypes import DOUBLE, DTYPES, differentiable, in_kind
 from customgrad.errors import SpecError
@@ -36,7 +37,7 @@ from customgrad.settings import Settings
 from customgrad.shadow import class_source, own_functions
 
 
-def settings_for(function: type, args: tuple, base: Settings | None = None) -> Settings:
+def settings_for(function: type[Function], args: tuple, base: Settings | None = None) -> Settings:
     """``base`` (default: fresh settings) for ``function`` at forward's arguments ``args``, as
     ``apply`` takes them: each tensor a ``given`` input (its values, detached onto the CPU),
     everything else a constant. dtype and device follow the tensors. SpecError naming the
@@ -129,7 +130,7 @@ class Captured:
         return self.text is not None and not self.missing
 
 
-def importable(function: type) -> str | None:
+def importable(function: type[Function]) -> str | None:
     """``module:Class`` where another process can import ``function`` by name, else None."""
     module, qualname = function.__module__, function.__qualname__
     if module in ("__main__", "builtins") or "<locals>" in qualname or "." in qualname:
@@ -140,7 +141,7 @@ def importable(function: type) -> str | None:
     return f"{module}:{qualname}"
 
 
-def capture(function: type) -> Captured:
+def capture(function: type[Function]) -> Captured:
     """``function``'s class and what it uses from its module, as one runnable text."""
     name = function.__name__
     try:
@@ -164,7 +165,7 @@ def capture(function: type) -> Captured:
     return Captured(name, text, missing, why)
 
 
-def _closure_names(function: type) -> list[str]:
+def _closure_names(function: type[Function]) -> list[str]:
     """The variables of enclosing functions that ``function``'s methods read (a class made
     inside a function): their values live in this process only."""
     names: list[str] = []
@@ -173,7 +174,7 @@ def _closure_names(function: type) -> list[str]:
     return names
 
 
-def _lazy_annotations(function: type) -> bool:
+def _lazy_annotations(function: type[Function]) -> bool:
     """True when ``function``'s module has ``from __future__ import annotations``: its
     annotations are text, never evaluated, so what they name need not come along."""
     methods = own_functions(function)
@@ -279,7 +280,7 @@ def _without_annotations(source: str) -> str:
     return ast.unparse(tree)
 
 
-def _globals_of(function: type) -> dict:
+def _globals_of(function: type[Function]) -> dict:
     """The namespace ``function``'s methods read their globals from."""
     methods = own_functions(function)
     if methods:
