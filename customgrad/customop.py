@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+from torch.autograd import Function
 
 from customgrad.errors import TargetError
 
@@ -57,7 +58,7 @@ def op_by_name(qualname: str) -> torch._ops.OpOverload:
                           f"e.g. path/to/ops.py:{qualname}.") from None
 
 
-def function_for_op(op: object, source: object | None = None) -> type[torch.autograd.Function]:
+def function_for_op(op: object, source: object | None = None) -> type[Function]:
     """A Function class that stands for ``op``: ``apply`` calls the op (through autograd),
     ``forward`` calls it for finite differences. ``source``: what the code view shows (by
     default the op's Python definition)."""
@@ -96,6 +97,6 @@ def function_for_op(op: object, source: object | None = None) -> type[torch.auto
     return adapter
 
 
-def op_of(function: type) -> torch._ops.OpOverload | None:
+def op_of(function: type[Function]) -> torch._ops.OpOverload | None:
     """The op a :func:`function_for_op` class stands for; None for a plain Function."""
     return vars(function).get("__custom_op__")
