@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import PASS_THROUGH, normalize_outputs, passes, raise_user_error, run_user
 from customgrad.defaults import LOSSES, OPTIMIZERS
@@ -215,8 +216,9 @@ class Descent:
     ``lr`` may be changed between steps without resetting the run.
     """
 
-    def __init__(self, function: type, specs: list, args: list, targets: list[torch.Tensor],
-                 lr: float = 1.0, loss: str = "mse", optimizer: str = "sgd"):
+    def __init__(self, function: type[Function], specs: list, args: list,
+                 targets: list[torch.Tensor], lr: float = 1.0, loss: str = "mse",
+                 optimizer: str = "sgd"):
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
             raise SpecError(f"learning rate must be a positive number, not {lr!r}.", field="lr")
         if optimizer not in OPTIMIZERS:
@@ -386,7 +388,7 @@ class Descent:
             yield self.step()
 
 
-def _modifies_inputs(function: type, args: list) -> bool:
+def _modifies_inputs(function: type[Function], args: list) -> bool:
     """True when forward changes a tensor argument in place (``mark_dirty``), found by one call
     on copies; such Functions need a non-leaf copy of the trained inputs at each step."""
     copies = [a.detach().clone().requires_grad_().clone()
