@@ -18,6 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import torch
+from torch.autograd import Function
 
 from customgrad import dtypes
 from customgrad.contract import normalize_outputs
@@ -71,7 +72,8 @@ class Diagnosis:
         return f"{where}{self.detail} [{self.kind}]"
 
 
-def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> list[Diagnosis]:
+def diagnose(report: Report, function: type[Function], args: list, *,
+             seed: int = 0) -> list[Diagnosis]:
     """Explanations of a failed report (an empty list for one that passed).
 
     ``args`` are forward's arguments at which ``report`` was computed; ``report`` must have
@@ -110,7 +112,7 @@ class _Calls:
     """Probes that call the Function again: backward's linearity and determinism, in-place
     changes, and finite differences at other steps for the worst entries."""
 
-    def __init__(self, function: type, args: list, report: Report, seed: int):
+    def __init__(self, function: type[Function], args: list, report: Report, seed: int):
         self.function, self.args, self.report = function, args, report
         self.generator = torch.Generator().manual_seed(seed)
         self.inputs = [a.position for a in report.inputs]
