@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 import torch
+from torch.autograd import Function
 
 from customgrad.defaults import DEFAULT_SHAPE, SCALAR, format_shape
 from customgrad.dtypes import in_kind, same_kind
@@ -67,7 +68,7 @@ class ConstSpec:
 Spec = TensorSpec | ConstSpec
 
 
-def is_new_style(function: type) -> bool:
+def is_new_style(function: type[Function]) -> bool:
     """True when the Function defines ``setup_context`` (forward then takes no ctx)."""
     for klass in function.__mro__:
         if klass.__module__.startswith("torch."):
@@ -77,7 +78,7 @@ def is_new_style(function: type) -> bool:
     return False
 
 
-def forward_parameters(function: type) -> list[inspect.Parameter]:
+def forward_parameters(function: type[Function]) -> list[inspect.Parameter]:
     """The parameters of ``forward`` that ``apply`` takes (ctx removed for ctx-style Functions)."""
     try:
         params = list(inspect.signature(function.forward).parameters.values())
@@ -99,7 +100,7 @@ def forward_parameters(function: type) -> list[inspect.Parameter]:
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
-def with_defaults(function: type, args: list | tuple) -> list:
+def with_defaults(function: type[Function], args: list | tuple) -> list:
     """forward's arguments ``args`` as ``apply`` takes them, completed with forward's defaults
     (as Python fills them for ``apply``); SpecError for too many, or a missing one without a
     default."""
@@ -152,7 +153,7 @@ def plain(value: object) -> object:
     return value
 
 
-def _derive(function: type) -> list[tuple[Spec, str]]:
+def _derive(function: type[Function]) -> list[tuple[Spec, str]]:
     """Each parameter's spec, with how it was guessed where the signature does not say: an
     empty string when it does (a Tensor annotation, a default), else the reason."""
     out: list[tuple[Spec, str]] = []
@@ -180,12 +181,12 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
 UNANNOTATED = "no annotation, no default"
 
 
-def derive_specs(function: type) -> list[Spec]:
+def derive_specs(function: type[Function]) -> list[Spec]:
     """Guess the specs of ``function.forward``'s parameters from defaults and annotations."""
     return [spec for spec, _ in _derive(function)]
 
 
-def guessed_parameters(function: type) -> dict[str, str]:
+def guessed_parameters(function: type[Function]) -> dict[str, str]:
     """The parameters whose spec the signature does not settle, with the reason: a constant
     annotated ``int`` (``float``...) without a default, or a parameter with neither
     (:data:`UNANNOTATED`, taken as a tensor unless a probe shows it is a plain number)."""
