@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.autograd import Function
 
 from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
@@ -36,7 +37,7 @@ class Target:
     """A resolved Function with what the app and CLI show about it."""
 
     spec: str
-    function: type[torch.autograd.Function]
+    function: type[Function]
     label: str
     entry: GalleryEntry | None = None
     file: str | None = None
@@ -344,7 +345,7 @@ def _refuse_bad_class(text: str) -> None:
     raise TargetError(f"{what}; write {head}:ClassName{alone}.")
 
 
-def import_target(where: str, class_name: str, function: type) -> Target:
+def import_target(where: str, class_name: str, function: type[Function]) -> Target:
     """The Target ``where:class_name``: ``function``, bound by that name in the module
     ``where`` (imported here, or its shadow)."""
     return Target(f"{where}:{class_name}", function, f"{class_name} ({where})",
