@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad import jacobian
 from customgrad.contract import (
@@ -106,7 +107,7 @@ PROBE_FLOAT, PROBE_INT = 2.0, 2
 PROBE_SECONDS = 5.0
 
 
-def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
+def _gradients(function: type[Function], specs: list[Spec], constants: dict[str, object],
                dtype: torch.dtype, device: torch.device) -> tuple | None:
     """One forward and backward with ``constants`` in place of those parameters' tensors:
     backward's gradients (an empty tuple where its graph node is not the Function's own), or
@@ -134,7 +135,7 @@ def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
     return raw
 
 
-def _as_numbers(function: type, specs: list[Spec], names: list[str], dtype: torch.dtype,
+def _as_numbers(function: type[Function], specs: list[Spec], names: list[str], dtype: torch.dtype,
                 device: torch.device) -> dict[str, object] | None:
     """Values for ``names`` that the Function accepts as plain numbers (a float where it takes
     one, else an int), or None when it takes neither."""
@@ -163,7 +164,7 @@ def _runs(names: list[str]) -> list[list[str]]:
     return out
 
 
-def tensors_annotated_float(function: type, specs: list[Spec], names: list[str],
+def tensors_annotated_float(function: type[Function], specs: list[Spec], names: list[str],
                             dtype: torch.dtype, device: torch.device) -> list[Spec]:
     """``specs`` with each of ``names`` (annotated ``float``, without a default: so far a
     constant) a tensor where backward returns a gradient for it as one: ``x: float`` is
@@ -181,7 +182,7 @@ def tensors_annotated_float(function: type, specs: list[Spec], names: list[str],
     return specs
 
 
-def infer_constants(function: type, specs: list[Spec], candidates: list[str],
+def infer_constants(function: type[Function], specs: list[Spec], candidates: list[str],
                     dtype: torch.dtype, device: torch.device) -> tuple[list[Spec], list[Guess]]:
     """Which of ``candidates`` (parameters with no annotation, default or setting, so far
     taken as tensors) are plain numbers, by probing the Function at throwaway inputs.
@@ -232,13 +233,13 @@ def guesses_for(target: Target, settings: Settings, specs: list[Spec]) -> tuple[
     return candidates, annotated
 
 
-def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
+def output_shapes(function: type[Function], specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[int, ...]]:
     """Shapes of the differentiable outputs, from one forward at throwaway inputs."""
     return [shape for shape, _ in output_layout(function, specs, dtype, device)]
 
 
-def output_layout(function: type, specs: list[Spec], dtype: torch.dtype,
+def output_layout(function: type[Function], specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[tuple[int, ...], bool]]:
     """(shape, is complex) of each differentiable output, from one forward at throwaway
     inputs (a complex output's target is complex).
