@@ -19,6 +19,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.errors import FunctionError
 from customgrad.inputs import PLAIN_TYPES, annotation_text, is_new_style, plain
@@ -127,12 +128,12 @@ def _with_signature(function, description: Description):
     return forward
 
 
-def description_of(function: type) -> Description | None:
+def description_of(function: type[Function]) -> Description | None:
     """The description a shadow stands for; None for a real Function."""
     return vars(function).get("__shadow__") if isinstance(function, type) else None
 
 
-def source_lines(function: type) -> tuple[str, int]:
+def source_lines(function: type[Function]) -> tuple[str, int]:
     """``function``'s source and first line (a shadow's as its worker process read them);
     OSError or TypeError where there is none, as ``inspect.getsourcelines``."""
     d = description_of(function)
@@ -143,7 +144,7 @@ def source_lines(function: type) -> tuple[str, int]:
     return d.source, d.line or 1
 
 
-def source_file(function: type) -> str | None:
+def source_file(function: type[Function]) -> str | None:
     """The file ``function`` was written in (a shadow's as its worker process read it), or
     the pseudo-file its methods were compiled from where its module has no file: a notebook
     cell's ``<ipython-input-...>``, whose ``__main__`` has no ``__file__`` (``inspect`` raises
