@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import torch
-from torch.autograd import forward_ad
+from torch.autograd import Function, forward_ad
 
 from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
@@ -28,7 +28,7 @@ NAMES, DEFAULT = CHECK_NAMES, DEFAULT_CHECKS
 parse = parse_checks
 
 
-def defaults_for(function: type) -> tuple[str, ...]:
+def defaults_for(function: type[Function]) -> tuple[str, ...]:
     """:data:`DEFAULT`, and for a torch.library custom op also ``opcheck``'s own tests."""
     return (*DEFAULT, "opcheck") if op_of(function) is not None else DEFAULT
 
@@ -47,7 +47,7 @@ class SubCheck:
         return asdict(self)
 
 
-def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,
+def run(function: type[Function], args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,
         atol: float = ATOL, rtol: float = RTOL, nondet_tol: float = 0.0,
         report=None) -> dict[str, SubCheck]:
     """The sub-checks named in ``checks``, in :data:`NAMES` order. ``report``: a Jacobian
