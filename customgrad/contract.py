@@ -14,7 +14,7 @@ import textwrap
 import threading
 import traceback
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypedDict
 
 import torch
 from torch.autograd import Function
@@ -62,7 +62,8 @@ def _absolute(file: str) -> str:
     return file if file.startswith("<") else os.path.abspath(file)
 
 
-def _method_tree(function: type[Function], name: str) -> tuple[ast.FunctionDef, int] | None:
+def _method_tree(function: type[Function], name: str
+                 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
     """The parsed ``def`` of ``function.<name>`` and the file line its source starts on."""
     try:
         method = inspect.unwrap(getattr(function, name))
@@ -288,6 +289,14 @@ def grad_mutation_error(function: type[Function], k: int, count: int) -> Functio
         file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
+class _Where(TypedDict):
+    """Where a wrong gradient is reported: FunctionError's keyword arguments."""
+
+    file: str | None
+    line: int | None
+    phase: str
+
+
 def check_gradients(function: type[Function], params: list[str], args: list, raw) -> list[str]:
     """Check backward's raw result against forward's arguments; notes for legal surprises.
 
@@ -295,7 +304,7 @@ def check_gradients(function: type[Function], params: list[str], args: list, raw
     argument, a non-tensor gradient, or a gradient of the wrong shape, dtype or device.
     """
     name = f"{function.__name__}.backward"
-    where = {"file": source_file(function), "line": return_line(function, "backward"),
+    where: _Where = {"file": source_file(function), "line": return_line(function, "backward"),
              "phase": "backward"}
     grads = raw if isinstance(raw, tuple) else (raw,)
     if len(grads) < len(args) or any(g is not None for g in grads[len(args):]):
