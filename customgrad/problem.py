@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch.autograd import Function
@@ -62,7 +63,7 @@ class Problem:
     guesses: list[Guess] = field(default_factory=list)
 
     @property
-    def function(self) -> type:
+    def function(self) -> type[Function]:
         return self.target.function
 
     def descent(self) -> Descent:
@@ -73,8 +74,8 @@ class Problem:
     def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": s.differentiate}
+        options: dict[str, Any] = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol,
+                                   "memory_cap": s.memory_cap, "differentiate": s.differentiate}
         options.update(kwargs)
         return jacobian.compare(self.function, self.args if args is None else args, **options)
 
@@ -140,7 +141,7 @@ def _as_numbers(function: type[Function], specs: list[Spec], names: list[str], d
     """Values for ``names`` that the Function accepts as plain numbers (a float where it takes
     one, else an int), or None when it takes neither."""
     for value in (PROBE_FLOAT, PROBE_INT):
-        constants = dict.fromkeys(names, value)
+        constants: dict[str, object] = dict.fromkeys(names, value)
         if _gradients(function, specs, constants, dtype, device) is not None:
             break
     else:
