@@ -52,9 +52,9 @@ class StepRecord:
                  grads: tuple | None = None, names: tuple[str, ...] = ()):
         self.step, self.loss, self.lr, self.detail = step, loss, lr, detail
         self._norms = grad_norms
-        if grad_norms is not None or grads is None:
-            self._grads, self._names = None, ()
-        else:
+        self._grads: tuple | None = None
+        self._names: tuple[str, ...] = ()
+        if grad_norms is None and grads is not None:
             self._grads, self._names = grads, names
 
     @property
@@ -76,7 +76,7 @@ class StepRecord:
             return NotImplemented
         return self.__getstate__() == other.__getstate__()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # Python's way to say unhashable; mypy wants a method
 
     def __repr__(self):
         return (f"StepRecord(step={self.step}, loss={self.loss!r}, "
@@ -97,10 +97,11 @@ def pack_records(records: list[StepRecord]) -> tuple | list[StepRecord]:
     first = records[0]
     names = list(first._names if first._norms is None else first.grad_norms)
     norms = None
-    if all(r._norms is None and r._grads is not None and list(r._names) == names
-           for r in records):
+    columns = [r._grads for r in records
+               if r._norms is None and r._grads is not None and list(r._names) == names]
+    if len(columns) == len(records):
         try:
-            norms = [torch.linalg.vector_norm(torch.stack([r._grads[k] for r in records])
+            norms = [torch.linalg.vector_norm(torch.stack([grads[k] for grads in columns])
                                               .reshape(len(records), -1), dim=1).tolist()
                      for k in range(len(names))]
         except (TypeError, RuntimeError):  # a gradient vanished or changed shape
@@ -251,7 +252,7 @@ class Descent:
         self.keep_detail = False
         self._dirty = _modifies_inputs(function, self.args)
         self._lr = float(lr)
-        self._optimizer = None
+        self._optimizer: torch.optim.Optimizer | None = None
         if optimizer == "momentum":
             self._optimizer = torch.optim.SGD(list(self.trained.values()), lr=lr, momentum=0.9)
         elif optimizer == "adam":
@@ -356,6 +357,7 @@ class Descent:
         if count != len(targets):
             raise SpecError(f"{fn.__name__} returned {count} differentiable outputs at step "
                             f"{self.step_count}, but {len(targets)} at the start.")
+        assert loss is not None  # (targets is never empty: __init__ refuses that)
         return loss
 
     def _update(self, leaves: tuple, grads: tuple) -> None:
