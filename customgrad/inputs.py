@@ -11,6 +11,7 @@ import ast
 import inspect
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -147,9 +148,10 @@ def plain(value: object) -> object:
     does), so a default is its plain value everywhere."""
     if type(value) in PLAIN_TYPES:
         return value
-    for kind in (bool, int, float, complex, str, bytes):  # bool first: it is an int too
+    kinds: tuple[type, ...] = (bool, int, float, complex, str, bytes)  # bool first: an int too
+    for kind in kinds:
         if isinstance(value, kind):
-            return {str: str.__str__, bytes: bytes}.get(kind, kind)(value)
+            return str.__str__(value) if kind is str else kind(value)
     return value
 
 
@@ -429,7 +431,7 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
     return out
 
 
-def _given(spec: TensorSpec, value: object, shape: object) -> TensorSpec:
+def _given(spec: TensorSpec, value: object, shape: str | tuple | list | None) -> TensorSpec:
     """``spec`` holding the tensor given for it; SpecError where there is none, or where a
     shape typed since differs from it."""
     name = spec.name
@@ -462,7 +464,7 @@ def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.
 
 
 def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
-         target_shapes: list[tuple[int, ...]] = (), target_complex: list[bool] = ()
+         target_shapes: Sequence[tuple[int, ...]] = (), target_complex: Sequence[bool] = ()
          ) -> tuple[list[torch.Tensor], list[object]]:
     """Draw targets first, then tensor inputs in signature order, from one seeded generator.
     A target is complex where ``target_complex`` says so (a complex output's), else real, in
