@@ -137,7 +137,7 @@ class _Calls:
         wanted = [leaves[i] for i in self.inputs]
         first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
                                     retain_graph=twice)
-        second = None
+        second: tuple[torch.Tensor, ...] | RuntimeError | None = None
         if twice:
             try:
                 second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
@@ -285,6 +285,8 @@ class _Calls:
     def _point(self, block: Block) -> Diagnosis | None:
         report, eps = self.report, self.report.eps
         o, i = block.output, block.input
+        # (diagnose asks for points only where the report kept both matrices)
+        assert report.analytic is not None and report.numerical is not None
         a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         score = (a - n).abs() / (report.atol + report.rtol * n.abs())
@@ -318,6 +320,7 @@ class _Calls:
                 evidence = (o.label(r), i.label(c), exact, central, right, left)
         if not verdicts:
             return None
+        assert evidence is not None  # (taken with the first verdict)
         kind = max(set(verdicts), key=verdicts.count)
         out_label, in_label, exact, central, right, left = evidence
         if kind == "rounding":
