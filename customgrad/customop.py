@@ -42,7 +42,7 @@ def _overload(op: object) -> torch._ops.OpOverload:
         return op
     if isinstance(op, torch._ops.OpOverloadPacket):
         return op.default
-    return op._opoverload
+    return op._opoverload  # type: ignore[attr-defined]  # a custom_op's CustomOpDef (private)
 
 
 def op_by_name(qualname: str) -> torch._ops.OpOverload:
@@ -81,7 +81,8 @@ def function_for_op(op: object, source: object | None = None) -> type[Function]:
     def backward(ctx, *grads):  # never called: apply goes through the op's own autograd
         raise RuntimeError(f"{schema.name}'s backward runs through autograd")
 
-    forward.__signature__ = inspect.Signature(params)
+    # read by inspect.signature; mypy's function type has no room for it
+    forward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     name = schema.name.split("::")[-1]
     defined = _definition(op, overload)
     doc = inspect.getdoc(defined) if defined is not None else None
