@@ -16,6 +16,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import torch
@@ -61,7 +62,7 @@ class Description:
     attributes: dict = field(default_factory=dict)
 
 
-def describe(cls: type, module_name: str) -> Description:
+def describe(cls: type[Function], module_name: str) -> Description:
     """What the window needs to know of ``cls``, found in the module ``module_name``."""
     try:
         params = list(inspect.signature(cls.forward).parameters.values())
@@ -83,7 +84,7 @@ def describe(cls: type, module_name: str) -> Description:
                   if not k.startswith("__") and isinstance(v, PLAIN_TYPES)}
     return Description(cls.__name__, cls.__qualname__, cls.__module__,
                        cls.__module__ == module_name, is_new_style(cls), parameters,
-                       plain(doc) if isinstance(doc, str) else None, text, file, line,
+                       str(plain(doc)) if isinstance(doc, str) else None, text, file, line,
                        attributes)
 
 
@@ -121,7 +122,8 @@ def _with_signature(function, description: Description):
     def forward(*args, **kwargs):
         return function(*args, **kwargs)
 
-    forward.__signature__ = inspect.Signature([
+    # read by inspect.signature; mypy's function type has no room for it
+    forward.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter(p.name, inspect._ParameterKind(p.kind), default=p.default,
                           annotation=p.annotation or inspect.Parameter.empty)
         for p in description.parameters])
@@ -180,7 +182,7 @@ class Shadowed:
             namespace[name] = made[index]
 
 
-def describe_module(module: object, is_function) -> Shadowed:
+def describe_module(module: types.ModuleType, is_function) -> Shadowed:
     """Every Function ``module`` binds (those ``is_function`` accepts), described, in the
     module's order (run in a worker process)."""
     seen: dict[int, int] = {}
