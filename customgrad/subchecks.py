@@ -60,7 +60,7 @@ def run(function: type[Function], args: list, checks: Iterable[str] = DEFAULT, *
     ctx = _Context(function, list(args), eps, atol, rtol, nondet_tol)
     if report is not None:  # the inputs the Jacobian differentiated, as gradcheck's
         ctx.pos = [a.position for a in report.inputs]
-    out = {}
+    out: dict[str, SubCheck] = {}
     for name in NAMES:
         if name not in wanted:
             continue
@@ -85,7 +85,7 @@ def _close(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> bool:
 
 
 class _Context:
-    def __init__(self, function, args, eps, atol, rtol, nondet_tol):
+    def __init__(self, function: type[Function], args, eps, atol, rtol, nondet_tol):
         self.function, self.args = function, args
         self.eps, self.atol, self.rtol, self.nondet_tol = eps, atol, rtol, nondet_tol
         self.name = function.__name__
@@ -226,8 +226,10 @@ class _Context:
         def attempt(which) -> str | None:
             leaves, call = self._leaves()
             outs, diff = self._forward(call)
-            chosen = [undefined(outs[k]) if which is None or j == which else outs[k]
-                      for j, k in enumerate(diff)]
+            # (torch's stub says UndefinedGrad gives a list; called on one tensor it gives one)
+            chosen: list[torch.Tensor] = [
+                undefined(outs[k]) if which is None or j == which  # type: ignore[misc]
+                else outs[k] for j, k in enumerate(diff)]
             try:
                 grads = torch.autograd.grad(chosen, [leaves[i] for i in self.pos],
                                             [torch.zeros_like(o) for o in chosen],
@@ -277,7 +279,7 @@ class _Context:
     def nondeterminism(self) -> SubCheck:
         """Two backward calls with the same grad_output agree within nondet_tol."""
         state = torch.Generator().manual_seed(1)
-        fixed = []
+        fixed: list[torch.Tensor] = []
 
         def grads(outs, diff):
             if not fixed:
