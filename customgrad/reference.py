@@ -63,6 +63,7 @@ def _jacobian(function: type[Function], args: list, report: Report) -> torch.Ten
             return None  # forward left autograd (numpy, detach, no_grad)
         flat = torch.cat([o.reshape(-1) for o in chosen])
         eye = torch.eye(flat.numel(), dtype=flat.dtype, device=flat.device)
+        grads: tuple[torch.Tensor, ...] | list[torch.Tensor | None]
         try:
             grads = torch.autograd.grad(flat, leaves, eye, is_grads_batched=True,
                                         allow_unused=True, retain_graph=True)
