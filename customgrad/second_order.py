@@ -73,9 +73,9 @@ def backward_as_function(function: type[Function], args: list,
             wrt = [leaves[i] for i in positions]
             grads = torch.autograd.grad(out, wrt, go_leaves, create_graph=True,
                                         allow_unused=True)
-        grads = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
-        ctx.graph = (grads, [leaves[i] for i in positions] + go_leaves)
-        return tuple(g.detach() for g in grads)
+        filled = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
+        ctx.graph = (filled, [leaves[i] for i in positions] + go_leaves)
+        return tuple(g.detach() for g in filled)
 
     def backward(ctx, *ggs):
         grads, wrt = ctx.graph
