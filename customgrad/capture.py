@@ -18,6 +18,7 @@ import reprlib
 import symtable
 import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import torch
@@ -149,7 +150,8 @@ def capture(function: type[Function]) -> Captured:
     except (OSError, TypeError, SyntaxError) as exc:
         return Captured(name, None, why=f"its source cannot be found ({exc})")
     namespace = _globals_of(function)
-    pieces, missing, done = [], list(_closure_names(function)), {name}
+    pieces: list[str] = []
+    missing, done = list(_closure_names(function)), {name}
     header: list[str] = []
     lazy = _lazy_annotations(function)
     _bring(source, namespace, header, pieces, missing, done, depth=0, lazy=lazy)
@@ -237,13 +239,13 @@ def _import_line(name: str, value: object, namespace: dict) -> str | None:
     # a builtin such as torch.sin names no module of its own: the modules imported here
     candidates += [v for v in namespace.values() if inspect.ismodule(v)
                    and v.__name__ != "__main__"]
-    for module in candidates:
-        if module is None:
+    for candidate in candidates:
+        if candidate is None:
             continue
         for attribute in dict.fromkeys((getattr(value, "__qualname__", None), name)):
             if isinstance(attribute, str) and attribute.isidentifier() \
-                    and getattr(module, attribute, None) is value:
-                return f"from {module.__name__} import {attribute}" + \
+                    and getattr(candidate, attribute, None) is value:
+                return f"from {candidate.__name__} import {attribute}" + \
                     ("" if attribute == name else f" as {name}")
     return None
 
@@ -289,7 +291,7 @@ def _globals_of(function: type[Function]) -> dict:
     return vars(module) if module is not None else {}
 
 
-def _source_of(obj: object) -> str:
+def _source_of(obj: type | types.FunctionType) -> str:
     """The source of a class (:func:`customgrad.shadow.class_source`: the very class, in a
     notebook cell too) or a function."""
     if inspect.isclass(obj):
