@@ -18,9 +18,11 @@ import reprlib
 import symtable
 import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.dtypes import DOUBLE, DTYPES, differentiable, in_kind
 from customgrad.errors import SpecError
@@ -36,7 +38,7 @@ from customgrad.settings import Settings
 from customgrad.shadow import class_source, own_functions
 
 
-def settings_for(function: type, args: tuple, base: Settings | None = None) -> Settings:
+def settings_for(function: type[Function], args: tuple, base: Settings | None = None) -> Settings:
     """``base`` (default: fresh settings) for ``function`` at forward's arguments ``args``, as
     ``apply`` takes them: each tensor a ``given`` input (its values, detached onto the CPU),
     everything else a constant. dtype and device follow the tensors. SpecError naming the
@@ -129,7 +131,7 @@ class Captured:
         return self.text is not None and not self.missing
 
 
-def importable(function: type) -> str | None:
+def importable(function: type[Function]) -> str | None:
     """``module:Class`` where another process can import ``function`` by name, else None."""
     module, qualname = function.__module__, function.__qualname__
     if module in ("__main__", "builtins") or "<locals>" in qualname or "." in qualname:
@@ -140,7 +142,7 @@ def importable(function: type) -> str | None:
     return f"{module}:{qualname}"
 
 
-def capture(function: type) -> Captured:
+def capture(function: type[Function]) -> Captured:
     """``function``'s class and what it uses from its module, as one runnable text."""
     name = function.__name__
     try:
@@ -148,7 +150,8 @@ def capture(function: type) -> Captured:
     except (OSError, TypeError, SyntaxError) as exc:
         return Captured(name, None, why=f"its source cannot be found ({exc})")
     namespace = _globals_of(function)
-    pieces, missing, done = [], list(_closure_names(function)), {name}
+    pieces: list[str] = []
+    missing, done = list(_closure_names(function)), {name}
     header: list[str] = []
     lazy = _lazy_annotations(function)
     _bring(source, namespace, header, pieces, missing, done, depth=0, lazy=lazy)
@@ -164,7 +167,7 @@ def capture(function: type) -> Captured:
     return Captured(name, text, missing, why)
 
 
-def _closure_names(function: type) -> list[str]:
+def _closure_names(function: type[Function]) -> list[str]:
     """The variables of enclosing functions that ``function``'s methods read (a class made
     inside a function): their values live in this process only."""
     names: list[str] = []
@@ -173,7 +176,7 @@ def _closure_names(function: type) -> list[str]:
     return names
 
 
-def _lazy_annotations(function: type) -> bool:
+def _lazy_annotations(function: type[Function]) -> bool:
     """True when ``function``'s module has ``from __future__ import annotations``: its
     annotations are text, never evaluated, so what they name need not come along."""
     methods = own_functions(function)
@@ -236,13 +239,13 @@ def _import_line(name: str, value: object, namespace: dict) -> str | None:
     # a builtin such as torch.sin names no module of its own: the modules imported here
     candidates += [v for v in namespace.values() if inspect.ismodule(v)
                    and v.__name__ != "__main__"]
-    for module in candidates:
-        if module is None:
+    for candidate in candidates:
+        if candidate is None:
             continue
         for attribute in dict.fromkeys((getattr(value, "__qualname__", None), name)):
             if isinstance(attribute, str) and attribute.isidentifier() \
-                    and getattr(module, attribute, None) is value:
-                return f"from {module.__name__} import {attribute}" + \
+                    and getattr(candidate, attribute, None) is value:
+                return f"from {candidate.__name__} import {attribute}" + \
                     ("" if attribute == name else f" as {name}")
     return None
 
@@ -279,7 +282,7 @@ def _without_annotations(source: str) -> str:
     return ast.unparse(tree)
 
 
-def _globals_of(function: type) -> dict:
+def _globals_of(function: type[Function]) -> dict:
     """The namespace ``function``'s methods read their globals from."""
     methods = own_functions(function)
     if methods:
@@ -288,7 +291,7 @@ def _globals_of(function: type) -> dict:
     return vars(module) if module is not None else {}
 
 
-def _source_of(obj: object) -> str:
+def _source_of(obj: type | types.FunctionType) -> str:
     """The source of a class (:func:`customgrad.shadow.class_source`: the very class, in a
     notebook cell too) or a function."""
     if inspect.isclass(obj):

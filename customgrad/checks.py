@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.dtypes import converted, differentiable
@@ -123,7 +124,7 @@ def _ok(p: Probe, atol: float, rtol: float) -> bool:
     return p.analytic == p.numerical or p.abs_error <= atol + rtol * abs(p.numerical)
 
 
-def _real_inputs(function: type, args: list, names: list[str], notes: list[str],
+def _real_inputs(function: type[Function], args: list, names: list[str], notes: list[str],
                  differentiate: Mapping[str, bool] | None) -> tuple[list[int], bool]:
     """The full check's differentiated inputs; SpecError naming the first complex one (the
     probes are real directions)."""
@@ -135,7 +136,7 @@ def _real_inputs(function: type, args: list, names: list[str], notes: list[str],
     return pos, chosen
 
 
-def projected_check(function: type, args: list, probes: int = 8, seed: int = 0,
+def projected_check(function: type[Function], args: list, probes: int = 8, seed: int = 0,
                     eps: float = EPS, atol: float = ATOL, rtol: float = RTOL,
                     differentiate: Mapping[str, bool] | None = None) -> ProjectedReport:
     """Compare ``v^T J u`` from backward with a directional finite difference, ``probes``
@@ -214,7 +215,7 @@ class DoubleBackwardReport:
     message: str
 
 
-def _once_differentiable(function: type) -> bool:
+def _once_differentiable(function: type[Function]) -> bool:
     """True when backward is wrapped by torch's @once_differentiable."""
     backward = function.backward
     code = getattr(backward, "__code__", None)
@@ -222,8 +223,8 @@ def _once_differentiable(function: type) -> bool:
             and code.co_filename.replace("\\", "/").endswith("torch/autograd/function.py"))
 
 
-def double_backward_check(function: type, args: list, eps: float = EPS, atol: float = ATOL,
-                          rtol: float = RTOL, positions: list[int] | None = None
+def double_backward_check(function: type[Function], args: list, eps: float = EPS,
+                          atol: float = ATOL, rtol: float = RTOL, positions: list[int] | None = None
                           ) -> DoubleBackwardReport:
     """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words;
     ``positions``: the arguments to differentiate (default: every floating-point tensor)."""

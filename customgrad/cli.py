@@ -237,7 +237,7 @@ def _isolated(args) -> int:
     from customgrad import isolation
 
     job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
-    timeout = getattr(args, "timeout", None)
+    timeout: float = getattr(args, "timeout", None) or 0.0  # 0: none
     clock: dict = {}
 
     def started() -> None:  # the time counts once the child runs

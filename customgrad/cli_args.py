@@ -195,7 +195,7 @@ def _settings(args) -> Settings:
     from customgrad.settings import Settings
 
     settings = Settings(target=args.target, shapes=_pairs(args.shape, "--shape"),
-                        constants=_pairs(args.const, "--const"),
+                        constants=dict(_pairs(args.const, "--const")),  # (dict[str, object])
                         init=_pairs(args.init, "--init"), device=args.device, seed=args.seed,
                         differentiate=_differentiate(getattr(args, "grad", None),
                                                      getattr(args, "no_grad", None)))

@@ -14,9 +14,10 @@ import textwrap
 import threading
 import traceback
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypedDict
 
 import torch
+from torch.autograd import Function
 
 from customgrad import shadow
 from customgrad.errors import Cancelled, FunctionError, format_traceback, is_ctrl_c
@@ -49,7 +50,7 @@ class FakeCtx:
         self.materialize_grads = value
 
 
-def source_file(function: type) -> str | None:
+def source_file(function: type[Function]) -> str | None:
     """:func:`customgrad.shadow.source_file`, absolute (a notebook cell's pseudo-file as is)."""
     file = shadow.source_file(function)
     return _absolute(file) if file else file
@@ -61,7 +62,8 @@ def _absolute(file: str) -> str:
     return file if file.startswith("<") else os.path.abspath(file)
 
 
-def _method_tree(function: type, name: str) -> tuple[ast.FunctionDef, int] | None:
+def _method_tree(function: type[Function], name: str
+                 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
     """The parsed ``def`` of ``function.<name>`` and the file line its source starts on."""
     try:
         method = inspect.unwrap(getattr(function, name))
@@ -84,7 +86,7 @@ def _own_nodes(node: ast.AST):
         yield from _own_nodes(child)
 
 
-def method_line(function: type, name: str) -> int | None:
+def method_line(function: type[Function], name: str) -> int | None:
     """The ``def`` line of ``function.<name>`` (unwrapping decorators such as
     once_differentiable), past any decorator lines."""
     found = _method_tree(function, name)
@@ -94,7 +96,7 @@ def method_line(function: type, name: str) -> int | None:
     return first + node.lineno - 1
 
 
-def return_line(function: type, name: str) -> int | None:
+def return_line(function: type[Function], name: str) -> int | None:
     """The line of ``function.<name>``'s return statement when it has exactly one (that is
     where a wrong result is made), else its ``def`` line."""
     found = _method_tree(function, name)
@@ -105,7 +107,7 @@ def return_line(function: type, name: str) -> int | None:
     return first + (returns[0] if len(returns) == 1 else node).lineno - 1
 
 
-def mutation_line(function: type, name: str = "backward") -> int | None:
+def mutation_line(function: type[Function], name: str = "backward") -> int | None:
     """The first line of ``function.<name>`` that modifies one of its gradient parameters in
     place (``g.mul_(2)``, ``g *= 2``, ``g[0] = 1``), else its ``def`` line."""
     found = _method_tree(function, name)
@@ -144,7 +146,7 @@ def _is_user_file(path: str) -> bool:
     return True
 
 
-def user_location(exc: BaseException, function: type) -> tuple[str | None, int | None]:
+def user_location(exc: BaseException, function: type[Function]) -> tuple[str | None, int | None]:
     """The deepest traceback frame in the Function's file (or any user file)."""
     own = source_file(function)
     best = fallback = None
@@ -157,7 +159,7 @@ def user_location(exc: BaseException, function: type) -> tuple[str | None, int |
     return best or fallback or (own, None)
 
 
-def run_user(function: type, phase: str, call: Callable):
+def run_user(function: type[Function], phase: str, call: Callable):
     """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
     try:
         return call()
@@ -190,7 +192,7 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
         ctypes.c_ulong(thread_id), None if exception is None else ctypes.py_object(exception))
 
 
-def run_user_within(function: type, phase: str, call: Callable, seconds: float):
+def run_user_within(function: type[Function], phase: str, call: Callable, seconds: float):
     """:func:`run_user` with a time limit, for calls the user did not ask for (a probe):
     :class:`Overtime` when ``call`` still runs after ``seconds``. Python code is stopped at
     its next bytecode; code inside C when it returns to Python."""
@@ -217,7 +219,7 @@ def run_user_within(function: type, phase: str, call: Callable, seconds: float):
         timer.cancel()
 
 
-def raise_user_error(function: type, phase: str, exc: BaseException) -> NoReturn:
+def raise_user_error(function: type[Function], phase: str, exc: BaseException) -> NoReturn:
     """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line.
     Call it in the ``except`` block that caught ``exc``, after an ``except PASS_THROUGH:
     raise`` (what :func:`run_user` does; loops that cannot afford a wrapper call per step
@@ -247,7 +249,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
-def normalize_outputs(function: type, raw) -> tuple[torch.Tensor, ...]:
+def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]:
     """forward's result as a tuple of tensors; FunctionError for anything else."""
     outs = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
     for k, out in enumerate(outs):
@@ -264,7 +266,7 @@ def normalize_outputs(function: type, raw) -> tuple[torch.Tensor, ...]:
     return outs
 
 
-def call_backward(function: type, ctx, grads: list):
+def call_backward(function: type[Function], ctx, grads: list):
     """Call the user's backward directly with ``ctx`` (the graph node) and raw ``grads``;
     FunctionError if it raises or modifies a grad_output in place."""
     def call():
@@ -278,7 +280,7 @@ def call_backward(function: type, ctx, grads: list):
     return raw
 
 
-def grad_mutation_error(function: type, k: int, count: int) -> FunctionError:
+def grad_mutation_error(function: type[Function], k: int, count: int) -> FunctionError:
     """The error for a backward that modified its ``k``-th grad_output (of ``count``)."""
     return FunctionError(
         f"{function.__name__}.backward modifies grad_output{'' if count == 1 else f' {k}'} in "
@@ -287,14 +289,22 @@ def grad_mutation_error(function: type, k: int, count: int) -> FunctionError:
         file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
-def check_gradients(function: type, params: list[str], args: list, raw) -> list[str]:
+class _Where(TypedDict):
+    """Where a wrong gradient is reported: FunctionError's keyword arguments."""
+
+    file: str | None
+    line: int | None
+    phase: str
+
+
+def check_gradients(function: type[Function], params: list[str], args: list, raw) -> list[str]:
     """Check backward's raw result against forward's arguments; notes for legal surprises.
 
     Raises FunctionError for the wrong number of gradients, a gradient for a non-tensor
     argument, a non-tensor gradient, or a gradient of the wrong shape, dtype or device.
     """
     name = f"{function.__name__}.backward"
-    where = {"file": source_file(function), "line": return_line(function, "backward"),
+    where: _Where = {"file": source_file(function), "line": return_line(function, "backward"),
              "phase": "backward"}
     grads = raw if isinstance(raw, tuple) else (raw,)
     if len(grads) < len(args) or any(g is not None for g in grads[len(args):]):

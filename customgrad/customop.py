@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+from torch.autograd import Function
 
 from customgrad.errors import TargetError
 
@@ -41,7 +42,7 @@ def _overload(op: object) -> torch._ops.OpOverload:
         return op
     if isinstance(op, torch._ops.OpOverloadPacket):
         return op.default
-    return op._opoverload
+    return op._opoverload  # type: ignore[attr-defined]  # a custom_op's CustomOpDef (private)
 
 
 def op_by_name(qualname: str) -> torch._ops.OpOverload:
@@ -57,7 +58,7 @@ def op_by_name(qualname: str) -> torch._ops.OpOverload:
                           f"e.g. path/to/ops.py:{qualname}.") from None
 
 
-def function_for_op(op: object, source: object | None = None) -> type[torch.autograd.Function]:
+def function_for_op(op: object, source: object | None = None) -> type[Function]:
     """A Function class that stands for ``op``: ``apply`` calls the op (through autograd),
     ``forward`` calls it for finite differences. ``source``: what the code view shows (by
     default the op's Python definition)."""
@@ -80,7 +81,8 @@ def function_for_op(op: object, source: object | None = None) -> type[torch.auto
     def backward(ctx, *grads):  # never called: apply goes through the op's own autograd
         raise RuntimeError(f"{schema.name}'s backward runs through autograd")
 
-    forward.__signature__ = inspect.Signature(params)
+    # read by inspect.signature; mypy's function type has no room for it
+    forward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     name = schema.name.split("::")[-1]
     defined = _definition(op, overload)
     doc = inspect.getdoc(defined) if defined is not None else None
@@ -96,6 +98,6 @@ def function_for_op(op: object, source: object | None = None) -> type[torch.auto
     return adapter
 
 
-def op_of(function: type) -> torch._ops.OpOverload | None:
+def op_of(function: type[Function]) -> torch._ops.OpOverload | None:
     """The op a :func:`function_for_op` class stands for; None for a plain Function."""
     return vars(function).get("__custom_op__")

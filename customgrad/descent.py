@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import PASS_THROUGH, normalize_outputs, passes, raise_user_error, run_user
 from customgrad.defaults import LOSSES, OPTIMIZERS
@@ -51,9 +52,9 @@ class StepRecord:
                  grads: tuple | None = None, names: tuple[str, ...] = ()):
         self.step, self.loss, self.lr, self.detail = step, loss, lr, detail
         self._norms = grad_norms
-        if grad_norms is not None or grads is None:
-            self._grads, self._names = None, ()
-        else:
+        self._grads: tuple | None = None
+        self._names: tuple[str, ...] = ()
+        if grad_norms is None and grads is not None:
             self._grads, self._names = grads, names
 
     @property
@@ -75,7 +76,7 @@ class StepRecord:
             return NotImplemented
         return self.__getstate__() == other.__getstate__()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # Python's way to say unhashable; mypy wants a method
 
     def __repr__(self):
         return (f"StepRecord(step={self.step}, loss={self.loss!r}, "
@@ -96,10 +97,11 @@ def pack_records(records: list[StepRecord]) -> tuple | list[StepRecord]:
     first = records[0]
     names = list(first._names if first._norms is None else first.grad_norms)
     norms = None
-    if all(r._norms is None and r._grads is not None and list(r._names) == names
-           for r in records):
+    columns = [r._grads for r in records
+               if r._norms is None and r._grads is not None and list(r._names) == names]
+    if len(columns) == len(records):
         try:
-            norms = [torch.linalg.vector_norm(torch.stack([r._grads[k] for r in records])
+            norms = [torch.linalg.vector_norm(torch.stack([grads[k] for grads in columns])
                                               .reshape(len(records), -1), dim=1).tolist()
                      for k in range(len(names))]
         except (TypeError, RuntimeError):  # a gradient vanished or changed shape
@@ -215,8 +217,9 @@ class Descent:
     ``lr`` may be changed between steps without resetting the run.
     """
 
-    def __init__(self, function: type, specs: list, args: list, targets: list[torch.Tensor],
-                 lr: float = 1.0, loss: str = "mse", optimizer: str = "sgd"):
+    def __init__(self, function: type[Function], specs: list, args: list,
+                 targets: list[torch.Tensor], lr: float = 1.0, loss: str = "mse",
+                 optimizer: str = "sgd"):
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
             raise SpecError(f"learning rate must be a positive number, not {lr!r}.", field="lr")
         if optimizer not in OPTIMIZERS:
@@ -249,7 +252,7 @@ class Descent:
         self.keep_detail = False
         self._dirty = _modifies_inputs(function, self.args)
         self._lr = float(lr)
-        self._optimizer = None
+        self._optimizer: torch.optim.Optimizer | None = None
         if optimizer == "momentum":
             self._optimizer = torch.optim.SGD(list(self.trained.values()), lr=lr, momentum=0.9)
         elif optimizer == "adam":
@@ -354,6 +357,7 @@ class Descent:
         if count != len(targets):
             raise SpecError(f"{fn.__name__} returned {count} differentiable outputs at step "
                             f"{self.step_count}, but {len(targets)} at the start.")
+        assert loss is not None  # (targets is never empty: __init__ refuses that)
         return loss
 
     def _update(self, leaves: tuple, grads: tuple) -> None:
@@ -386,7 +390,7 @@ class Descent:
             yield self.step()
 
 
-def _modifies_inputs(function: type, args: list) -> bool:
+def _modifies_inputs(function: type[Function], args: list) -> bool:
     """True when forward changes a tensor argument in place (``mark_dirty``), found by one call
     on copies; such Functions need a non-leaf copy of the trained inputs at each step."""
     copies = [a.detach().clone().requires_grad_().clone()

@@ -18,6 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import torch
+from torch.autograd import Function
 
 from customgrad import dtypes
 from customgrad.contract import normalize_outputs
@@ -71,7 +72,8 @@ class Diagnosis:
         return f"{where}{self.detail} [{self.kind}]"
 
 
-def diagnose(report: Report, function: type, args: list, *, seed: int = 0) -> list[Diagnosis]:
+def diagnose(report: Report, function: type[Function], args: list, *,
+             seed: int = 0) -> list[Diagnosis]:
     """Explanations of a failed report (an empty list for one that passed).
 
     ``args`` are forward's arguments at which ``report`` was computed; ``report`` must have
@@ -110,7 +112,7 @@ class _Calls:
     """Probes that call the Function again: backward's linearity and determinism, in-place
     changes, and finite differences at other steps for the worst entries."""
 
-    def __init__(self, function: type, args: list, report: Report, seed: int):
+    def __init__(self, function: type[Function], args: list, report: Report, seed: int):
         self.function, self.args, self.report = function, args, report
         self.generator = torch.Generator().manual_seed(seed)
         self.inputs = [a.position for a in report.inputs]
@@ -135,7 +137,7 @@ class _Calls:
         wanted = [leaves[i] for i in self.inputs]
         first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
                                     retain_graph=twice)
-        second = None
+        second: tuple[torch.Tensor, ...] | RuntimeError | None = None
         if twice:
             try:
                 second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
@@ -283,6 +285,8 @@ class _Calls:
     def _point(self, block: Block) -> Diagnosis | None:
         report, eps = self.report, self.report.eps
         o, i = block.output, block.input
+        # (diagnose asks for points only where the report kept both matrices)
+        assert report.analytic is not None and report.numerical is not None
         a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         score = (a - n).abs() / (report.atol + report.rtol * n.abs())
@@ -316,6 +320,7 @@ class _Calls:
                 evidence = (o.label(r), i.label(c), exact, central, right, left)
         if not verdicts:
             return None
+        assert evidence is not None  # (taken with the first verdict)
         kind = max(set(verdicts), key=verdicts.count)
         out_label, in_label, exact, central, right, left = evidence
         if kind == "rounding":

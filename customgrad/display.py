@@ -80,7 +80,8 @@ def report_html(report: Report) -> str:
                     f"<td>{b.mismatches:,}</td><td>{b.max_abs_error:.3g}</td>"
                     f"<td>{b.max_rel_error:.3g}</td><td>{verdict}</td></tr>")
     parts.append(f"<table>{''.join(rows)}</table>")
-    lines = [report.worst_line()] if report.worst is not None else []
+    worst = report.worst_line()
+    lines = [worst] if worst is not None else []
     lines += [f"diagnosis: {d}" for d in report.diagnoses]
     lines += [f"check {c.name}: {c.status}: {c.detail}" for c in report.checks.values()
               if c.name != "jacobian"]

@@ -19,7 +19,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64,
 DOUBLE = {False: torch.float64, True: torch.complex128}
 
 
-def parse_dtype(name: str) -> torch.dtype:
+def parse_dtype(name: str | torch.dtype) -> torch.dtype:
     try:
         return DTYPES[str(name).replace("torch.", "")]
     except KeyError:

@@ -40,6 +40,8 @@ class FunctionError(CustomGradError):
     full traceback text, one click away in the app.
     """
 
+    drawn = False  # forward refused inputs the engine drew (a front end may say how to draw others)
+
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
                  details: str = "", phase: str = ""):
         super().__init__(message)
@@ -103,7 +105,8 @@ def _serialise_ast_parse() -> None:
         with AST_LOCK:
             return parse(*args, **kwargs)
 
-    serialised_parse._customgrad_serialised = True
+    # a mark on the function object, which mypy's type of a functools.wraps result cannot hold
+    serialised_parse._customgrad_serialised = True  # type: ignore[attr-defined]
     ast.parse = serialised_parse
 
 

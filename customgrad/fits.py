@@ -43,9 +43,12 @@ class BlockFit:
         self.values = values.detach().reshape(-1).double().cpu() \
             if isinstance(values, torch.Tensor) and values.numel() == block.input.size else None
         o, i = block.output, block.input
+        analytic, numerical = report.analytic, report.numerical
+        assert analytic is not None and numerical is not None  # (diagnose: both kept)
+        self.numerical = numerical
         self.rows = slice(o.offset, o.offset + o.size)
-        self.a = report.analytic[self.rows, i.offset:i.offset + i.size].double()
-        self.n = report.numerical[self.rows, i.offset:i.offset + i.size].double()
+        self.a = analytic[self.rows, i.offset:i.offset + i.size].double()
+        self.n = self.numerical[self.rows, i.offset:i.offset + i.size].double()
         self.atol, self.rtol = report.atol * FIT_SLACK, report.rtol * FIT_SLACK
 
     def fits(self, a: torch.Tensor, n: torch.Tensor) -> bool:
@@ -62,7 +65,7 @@ class BlockFit:
         for other in self.report.inputs:
             if other is mine or other.shape != mine.shape:
                 continue
-            theirs = self.report.numerical[self.rows, other.offset:other.offset + other.size]
+            theirs = self.numerical[self.rows, other.offset:other.offset + other.size]
             if self.fits(theirs.double(), zero):
                 continue
             if self.fits(self.a, theirs.double()) and not self.fits(self.n, theirs.double()):

@@ -11,9 +11,11 @@ import ast
 import inspect
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
+from torch.autograd import Function
 
 from customgrad.defaults import DEFAULT_SHAPE, SCALAR, format_shape
 from customgrad.dtypes import in_kind, same_kind
@@ -67,7 +69,7 @@ class ConstSpec:
 Spec = TensorSpec | ConstSpec
 
 
-def is_new_style(function: type) -> bool:
+def is_new_style(function: type[Function]) -> bool:
     """True when the Function defines ``setup_context`` (forward then takes no ctx)."""
     for klass in function.__mro__:
         if klass.__module__.startswith("torch."):
@@ -77,7 +79,7 @@ def is_new_style(function: type) -> bool:
     return False
 
 
-def forward_parameters(function: type) -> list[inspect.Parameter]:
+def forward_parameters(function: type[Function]) -> list[inspect.Parameter]:
     """The parameters of ``forward`` that ``apply`` takes (ctx removed for ctx-style Functions)."""
     try:
         params = list(inspect.signature(function.forward).parameters.values())
@@ -99,7 +101,7 @@ def forward_parameters(function: type) -> list[inspect.Parameter]:
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
-def with_defaults(function: type, args: list | tuple) -> list:
+def with_defaults(function: type[Function], args: list | tuple) -> list:
     """forward's arguments ``args`` as ``apply`` takes them, completed with forward's defaults
     (as Python fills them for ``apply``); SpecError for too many, or a missing one without a
     default."""
@@ -146,13 +148,14 @@ def plain(value: object) -> object:
     does), so a default is its plain value everywhere."""
     if type(value) in PLAIN_TYPES:
         return value
-    for kind in (bool, int, float, complex, str, bytes):  # bool first: it is an int too
+    kinds: tuple[type, ...] = (bool, int, float, complex, str, bytes)  # bool first: an int too
+    for kind in kinds:
         if isinstance(value, kind):
-            return {str: str.__str__, bytes: bytes}.get(kind, kind)(value)
+            return str.__str__(value) if kind is str else kind(value)
     return value
 
 
-def _derive(function: type) -> list[tuple[Spec, str]]:
+def _derive(function: type[Function]) -> list[tuple[Spec, str]]:
     """Each parameter's spec, with how it was guessed where the signature does not say: an
     empty string when it does (a Tensor annotation, a default), else the reason."""
     out: list[tuple[Spec, str]] = []
@@ -180,12 +183,12 @@ def _derive(function: type) -> list[tuple[Spec, str]]:
 UNANNOTATED = "no annotation, no default"
 
 
-def derive_specs(function: type) -> list[Spec]:
+def derive_specs(function: type[Function]) -> list[Spec]:
     """Guess the specs of ``function.forward``'s parameters from defaults and annotations."""
     return [spec for spec, _ in _derive(function)]
 
 
-def guessed_parameters(function: type) -> dict[str, str]:
+def guessed_parameters(function: type[Function]) -> dict[str, str]:
     """The parameters whose spec the signature does not settle, with the reason: a constant
     annotated ``int`` (``float``...) without a default, or a parameter with neither
     (:data:`UNANNOTATED`, taken as a tensor unless a probe shows it is a plain number)."""
@@ -428,7 +431,7 @@ def apply_overrides(specs: list[Spec], shapes: dict | None = None, constants: di
     return out
 
 
-def _given(spec: TensorSpec, value: object, shape: object) -> TensorSpec:
+def _given(spec: TensorSpec, value: object, shape: str | tuple | list | None) -> TensorSpec:
     """``spec`` holding the tensor given for it; SpecError where there is none, or where a
     shape typed since differs from it."""
     name = spec.name
@@ -461,7 +464,7 @@ def _fill(tensor: torch.Tensor, init: str, generator: torch.Generator) -> torch.
 
 
 def draw(specs: list[Spec], seed: int, dtype: torch.dtype, device: torch.device,
-         target_shapes: list[tuple[int, ...]] = (), target_complex: list[bool] = ()
+         target_shapes: Sequence[tuple[int, ...]] = (), target_complex: Sequence[bool] = ()
          ) -> tuple[list[torch.Tensor], list[object]]:
     """Draw targets first, then tensor inputs in signature order, from one seeded generator.
     A target is complex where ``target_complex`` says so (a complex output's), else real, in

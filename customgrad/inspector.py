@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import call_backward, normalize_outputs, run_user
 from customgrad.errors import FunctionError, SpecError
@@ -195,7 +196,7 @@ def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
 
 
-def _grad_names(function: type, count: int) -> list[str]:
+def _grad_names(function: type[Function], count: int) -> list[str]:
     """backward's own parameter names for its gradient inputs (grad_output, ...)."""
     names: list[str] = []
     star = None
@@ -218,7 +219,7 @@ def _grad_names(function: type, count: int) -> list[str]:
     return out
 
 
-def inspect_call(function: type, args: list, seed: int = 0,
+def inspect_call(function: type[Function], args: list, seed: int = 0,
                  requires_grad: list[bool] | None = None) -> Inspection:
     """One forward + backward of ``function`` at ``args``, laid open.
 
@@ -321,7 +322,7 @@ def _read_ctx(result: Inspection, node, call: list, outs: tuple, params: list[st
         result.needs_input_grad = ()
 
 
-def _received(function: type, node, outs: tuple, seed: int) -> list:
+def _received(function: type[Function], node, outs: tuple, seed: int) -> list:
     """The grad_outputs autograd hands to backward when every differentiable output gets a
     seeded random gradient (the others: materialized zeros, or None after
     ``ctx.set_materialize_grads(False)``).
@@ -370,7 +371,7 @@ def _received(function: type, node, outs: tuple, seed: int) -> list:
             for o in outs]
 
 
-def _check_returned(result: Inspection, function: type, call: list, raw) -> None:
+def _check_returned(result: Inspection, function: type[Function], call: list, raw) -> None:
     """Compare backward's raw result with forward's arguments, like autograd would."""
     grads = raw if isinstance(raw, tuple) else (raw,)
     params = result.params

@@ -59,7 +59,7 @@ class ProcessCrashed(FunctionError):
     def __init__(self, message: str, *, signal_name: str | None = None,
                  exit_code: int | None = None, stack: str = "", file: str | None = None,
                  line: int | None = None):
-        super().__init__(message, details=stack or None, file=file, line=line)
+        super().__init__(message, details=stack, file=file, line=line)
         self.signal_name = signal_name
         self.exit_code = exit_code
         self.stack = stack

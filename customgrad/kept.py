@@ -106,7 +106,7 @@ class _FreshState:
             self._known.add(name)
             file = getattr(sys.modules.get(name), "__file__", None)
             stat = _stat(file)
-            if stat is not None:
+            if stat is not None and isinstance(file, str):  # (_stat's None for a non-str)
                 self._files[file] = stat
                 self._changed |= stat[0] >= since_ns - self.MARGIN_NS  # written then
 
@@ -272,5 +272,5 @@ def end() -> None:
         kept, _current = _current, None
         _generation += 1
         idle = kept is not None and not kept.busy
-    if idle:
+    if idle and kept is not None:
         kept.end()

@@ -16,8 +16,10 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 import torch
+from torch.autograd import Function
 
 from customgrad import catalog, shadow
 from customgrad.customop import function_for_op, op_by_name
@@ -36,7 +38,7 @@ class Target:
     """A resolved Function with what the app and CLI show about it."""
 
     spec: str
-    function: type[torch.autograd.Function]
+    function: type[Function]
     label: str
     entry: GalleryEntry | None = None
     file: str | None = None
@@ -65,16 +67,16 @@ class Target:
         return inspect.cleandoc(doc) if isinstance(doc, str) and doc.strip() else ""
 
 
-def is_function(obj: object) -> bool:
+def is_function(obj: object) -> TypeGuard[type[Function]]:
     """True for a user subclass of ``torch.autograd.Function`` (not torch's own bases)."""
     return (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)
             and not obj.__module__.startswith("torch."))
 
 
-def functions_in(module: object) -> list[type]:
+def functions_in(module: types.ModuleType) -> list[type[Function]]:
     """Function subclasses defined in ``module`` itself, each once (an alias such as
     ``MyFn = Fn`` is the same class), in definition order (the module dict's order)."""
-    found: list[type] = []
+    found: list[type[Function]] = []
     for obj in vars(module).values():
         if is_function(obj) and obj.__module__ == module.__name__ and obj not in found:
             found.append(obj)
@@ -107,7 +109,8 @@ def _run_directly(run: Callable[[], object], label: str, origin: tuple | None = 
 run_module_code: Callable[..., object] = _run_directly
 
 
-def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "file") -> object:
+def load_file(path: str | os.PathLike, source: str | None = None,
+              kind: str = "file") -> types.ModuleType:
     """Import ``path`` under a fresh unique module name, so a reload never mixes classes.
 
     ``source``: run this text as if it were the file's (default: read the file). The module's
@@ -134,6 +137,9 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
                           f"{exc.msg}.", file=path, line=exc.lineno,
                           details="".join(traceback.format_exception_only(exc))) from None
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:  # a name no module has (file.txt): no loader takes it
+        raise TargetError(f"{base} is not a .py file: Python imports a Function's file only "
+                          f"under a .py name; rename it to {Path(path).stem}.py.", file=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     folder = os.path.dirname(path)
@@ -145,7 +151,7 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
                               (kind, path, source))
         if isinstance(ran, shadow.Shadowed):  # a worker process ran it: its Functions here
             ran.bind(module.__dict__, name)
-            module.__kinds__ = ran.kinds
+            module.__kinds__ = ran.kinds  # type: ignore[attr-defined]  # (see __source__)
             _leave(folder, added)  # nothing here imports from it (a torch.py there would)
     except KeyboardInterrupt as exc:
         sys.modules.pop(name, None)
@@ -163,7 +169,8 @@ def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "f
         sys.modules.pop(name, None)
         _leave(folder, added)
         raise _import_failed(exc, path) from None
-    module.__source__ = source
+    # a mark of ours on the module: ModuleType's stub lets any attribute be read, not set
+    module.__source__ = source  # type: ignore[attr-defined]
     return module
 
 
@@ -194,8 +201,8 @@ def kind_in(module: object, name: str) -> str | None:
     return getattr(module, "__kinds__", {}).get(name)
 
 
-def _pick(functions: list[type], class_name: str | None, where: str, path: str | None,
-          module: object = None) -> type:
+def _pick(functions: list[type[Function]], class_name: str | None, where: str,
+          path: str | None, module: object = None) -> type[Function]:
     if class_name:
         for cls in functions:
             if cls.__name__ == class_name:
@@ -289,11 +296,11 @@ def import_user_module(where: str, kind: str = "module", reload: bool = False):
                           f"{_launch_folder_hint(exc)}", file=file,
                           line=line, details=format_traceback(exc)) from None
     if isinstance(ran, shadow.Shadowed):  # a worker process imported it: its Functions here
-        module = types.ModuleType(where)
-        module.__file__ = ran.file
-        ran.bind(vars(module))
-        module.__kinds__ = ran.kinds
-        return module
+        shadows = types.ModuleType(where)
+        shadows.__file__ = ran.file
+        ran.bind(vars(shadows))
+        shadows.__kinds__ = ran.kinds  # type: ignore[attr-defined]  # (see load_file)
+        return shadows
     return ran
 
 
@@ -316,8 +323,9 @@ def _import_location(exc: BaseException) -> tuple[str | None, int | None]:
     """The deepest traceback frame in a real file outside importlib (where an import broke)."""
     if isinstance(exc, SyntaxError) and exc.filename and not exc.filename.startswith("<"):
         return os.path.abspath(exc.filename), exc.lineno
-    if getattr(exc, "file", None) and getattr(exc, "line", None):  # a worker process's crash
-        return os.path.abspath(exc.file), exc.line
+    file, line = getattr(exc, "file", None), getattr(exc, "line", None)
+    if file and line:  # a worker process's crash
+        return os.path.abspath(file), line
     if getattr(exc, "where_unknown", False):  # stopped from outside, its place not known:
         return None, None  # never the place of the code that stopped it
     found: tuple[str | None, int | None] = (None, None)
@@ -344,7 +352,7 @@ def _refuse_bad_class(text: str) -> None:
     raise TargetError(f"{what}; write {head}:ClassName{alone}.")
 
 
-def import_target(where: str, class_name: str, function: type) -> Target:
+def import_target(where: str, class_name: str, function: type[Function]) -> Target:
     """The Target ``where:class_name``: ``function``, bound by that name in the module
     ``where`` (imported here, or its shadow)."""
     return Target(f"{where}:{class_name}", function, f"{class_name} ({where})",

@@ -10,7 +10,7 @@ import pickle
 import sys
 import traceback
 
-from customgrad.errors import CustomGradError, FunctionError, format_traceback
+from customgrad.errors import CustomGradError, FunctionError, TargetError, format_traceback
 from customgrad.frames import user_frame
 
 #: where the classes of what a child sends its parent may come from, besides the standard
@@ -57,10 +57,12 @@ def portable_error(exc: BaseException) -> BaseException:
     the parent."""
     if isinstance(exc, CustomGradError) and type(exc).__module__.startswith(
             ("customgrad.", "playground.")):
-        if getattr(exc, "choices", None):
+        if isinstance(exc, TargetError) and exc.choices:
             exc.choices = []  # classes of a user module do not travel
         if getattr(exc, "cause", None) is not None:
-            exc.cause = None  # (a SetupFailed's: what failed may be the user's)
+            # (a SetupFailed's: what failed may be the user's); processes.py, where that class
+            # lives, is not imported here, so mypy cannot see the attribute
+            exc.cause = None  # type: ignore[attr-defined]
         try:
             plain_loads(pickle.dumps(exc))
             return exc

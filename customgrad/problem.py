@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
+from torch.autograd import Function
 
 from customgrad import jacobian
 from customgrad.contract import (
@@ -61,7 +63,7 @@ class Problem:
     guesses: list[Guess] = field(default_factory=list)
 
     @property
-    def function(self) -> type:
+    def function(self) -> type[Function]:
         return self.target.function
 
     def descent(self) -> Descent:
@@ -72,8 +74,8 @@ class Problem:
     def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": s.differentiate}
+        options: dict[str, Any] = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol,
+                                   "memory_cap": s.memory_cap, "differentiate": s.differentiate}
         options.update(kwargs)
         return jacobian.compare(self.function, self.args if args is None else args, **options)
 
@@ -106,7 +108,7 @@ PROBE_FLOAT, PROBE_INT = 2.0, 2
 PROBE_SECONDS = 5.0
 
 
-def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
+def _gradients(function: type[Function], specs: list[Spec], constants: dict[str, object],
                dtype: torch.dtype, device: torch.device) -> tuple | None:
     """One forward and backward with ``constants`` in place of those parameters' tensors:
     backward's gradients (an empty tuple where its graph node is not the Function's own), or
@@ -134,12 +136,12 @@ def _gradients(function: type, specs: list[Spec], constants: dict[str, object],
     return raw
 
 
-def _as_numbers(function: type, specs: list[Spec], names: list[str], dtype: torch.dtype,
+def _as_numbers(function: type[Function], specs: list[Spec], names: list[str], dtype: torch.dtype,
                 device: torch.device) -> dict[str, object] | None:
     """Values for ``names`` that the Function accepts as plain numbers (a float where it takes
     one, else an int), or None when it takes neither."""
     for value in (PROBE_FLOAT, PROBE_INT):
-        constants = dict.fromkeys(names, value)
+        constants: dict[str, object] = dict.fromkeys(names, value)
         if _gradients(function, specs, constants, dtype, device) is not None:
             break
     else:
@@ -163,7 +165,7 @@ def _runs(names: list[str]) -> list[list[str]]:
     return out
 
 
-def tensors_annotated_float(function: type, specs: list[Spec], names: list[str],
+def tensors_annotated_float(function: type[Function], specs: list[Spec], names: list[str],
                             dtype: torch.dtype, device: torch.device) -> list[Spec]:
     """``specs`` with each of ``names`` (annotated ``float``, without a default: so far a
     constant) a tensor where backward returns a gradient for it as one: ``x: float`` is
@@ -181,7 +183,7 @@ def tensors_annotated_float(function: type, specs: list[Spec], names: list[str],
     return specs
 
 
-def infer_constants(function: type, specs: list[Spec], candidates: list[str],
+def infer_constants(function: type[Function], specs: list[Spec], candidates: list[str],
                     dtype: torch.dtype, device: torch.device) -> tuple[list[Spec], list[Guess]]:
     """Which of ``candidates`` (parameters with no annotation, default or setting, so far
     taken as tensors) are plain numbers, by probing the Function at throwaway inputs.
@@ -232,13 +234,13 @@ def guesses_for(target: Target, settings: Settings, specs: list[Spec]) -> tuple[
     return candidates, annotated
 
 
-def output_shapes(function: type, specs: list[Spec], dtype: torch.dtype,
+def output_shapes(function: type[Function], specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[int, ...]]:
     """Shapes of the differentiable outputs, from one forward at throwaway inputs."""
     return [shape for shape, _ in output_layout(function, specs, dtype, device)]
 
 
-def output_layout(function: type, specs: list[Spec], dtype: torch.dtype,
+def output_layout(function: type[Function], specs: list[Spec], dtype: torch.dtype,
                   device: torch.device) -> list[tuple[tuple[int, ...], bool]]:
     """(shape, is complex) of each differentiable output, from one forward at throwaway
     inputs (a complex output's target is complex).

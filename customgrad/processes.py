@@ -33,7 +33,10 @@ from customgrad.errors import CustomGradError
 from customgrad.memory import ended
 
 if TYPE_CHECKING:
+    import torch
+
     from customgrad.descent import Descent
+    from customgrad.settings import Settings
 
 #: modules the fork server imports once, so that each run's process starts in milliseconds
 PRELOAD = ["torch", "customgrad.sharing", "customgrad.warmup", "customgrad.runner",
@@ -151,7 +154,7 @@ def die_with_fork_server() -> None:
         return
     with contextlib.suppress(OSError):
         os.close(alive)  # (a child starting children of its own starts a server of its own)
-    server._forkserver_alive_fd = None
+    server._forkserver_alive_fd = None  # type: ignore[attr-defined]  # private: no stub has it
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -246,7 +249,7 @@ def _clean_preparation(get_preparation_data):
             data["sys_path"] = child_path()
         return data
 
-    prepared.clean = True
+    prepared.clean = True  # type: ignore[attr-defined]  # a mark on the function, read below
     return prepared
 
 
@@ -295,11 +298,11 @@ class ProblemRef:
     spec: str
     code: str | None
     specs: list
-    settings: object
+    settings: Settings
     args: list
     targets: list
-    dtype: object = None
-    device: object = None
+    dtype: torch.dtype
+    device: torch.device
 
     @classmethod
     def of(cls, problem) -> ProblemRef:

@@ -11,6 +11,7 @@ reference is only offered when it agrees with the finite differences nearly ever
 from __future__ import annotations
 
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import FakeCtx, normalize_outputs
 from customgrad.errors import Cancelled
@@ -24,7 +25,7 @@ MAX_ENTRIES = 1 << 22
 MAX_DISAGREEING = 0.01
 
 
-def reference_jacobian(function: type, args: list, report: Report) -> torch.Tensor | None:
+def reference_jacobian(function: type[Function], args: list, report: Report) -> torch.Tensor | None:
     """The Jacobian by autograd through forward, laid out as ``report``'s matrices (float64),
     or None where forward cannot be differentiated that way."""
     rows, cols = report.shape
@@ -44,7 +45,7 @@ def reference_jacobian(function: type, args: list, report: Report) -> torch.Tens
     return matrix
 
 
-def _jacobian(function: type, args: list, report: Report) -> torch.Tensor | None:
+def _jacobian(function: type[Function], args: list, report: Report) -> torch.Tensor | None:
     dtype = report.numerical_dtype
     positions = [a.position for a in report.inputs]
     leaves = [args[i].detach().to(dtype).clone().requires_grad_() for i in positions]
@@ -62,6 +63,7 @@ def _jacobian(function: type, args: list, report: Report) -> torch.Tensor | None
             return None  # forward left autograd (numpy, detach, no_grad)
         flat = torch.cat([o.reshape(-1) for o in chosen])
         eye = torch.eye(flat.numel(), dtype=flat.dtype, device=flat.device)
+        grads: tuple[torch.Tensor, ...] | list[torch.Tensor | None]
         try:
             grads = torch.autograd.grad(flat, leaves, eye, is_grads_batched=True,
                                         allow_unused=True, retain_graph=True)

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Mapping
 
 import torch
+from torch.autograd import Function
 
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import forward_parameters, with_defaults
@@ -33,7 +34,7 @@ def _on_graph(outs: object) -> list[torch.Tensor]:
             if isinstance(o, torch.Tensor) and o.requires_grad]
 
 
-def _draw_grad_outputs(function: type, args: list, positions: list[int]) -> list:
+def _draw_grad_outputs(function: type[Function], args: list, positions: list[int]) -> list:
     """One grad_output per differentiable output of ``function`` at ``args`` (seeded normal
     draws, as gradgradcheck draws them at random)."""
     call = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -49,7 +50,7 @@ def _draw_grad_outputs(function: type, args: list, positions: list[int]) -> list
     return [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
 
 
-def backward_as_function(function: type, args: list,
+def backward_as_function(function: type[Function], args: list,
                          positions: list[int]) -> tuple[type, list, dict[str, bool]]:
     """(a Function whose forward is ``function``'s backward, its arguments, which of them to
     differentiate): forward's arguments then one grad_output per differentiable output
@@ -72,9 +73,9 @@ def backward_as_function(function: type, args: list,
             wrt = [leaves[i] for i in positions]
             grads = torch.autograd.grad(out, wrt, go_leaves, create_graph=True,
                                         allow_unused=True)
-        grads = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
-        ctx.graph = (grads, [leaves[i] for i in positions] + go_leaves)
-        return tuple(g.detach() for g in grads)
+        filled = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
+        ctx.graph = (filled, [leaves[i] for i in positions] + go_leaves)
+        return tuple(g.detach() for g in filled)
 
     def backward(ctx, *ggs):
         grads, wrt = ctx.graph
@@ -101,7 +102,8 @@ def backward_as_function(function: type, args: list,
     return wrapper, [*args, *grad_outputs], differentiate
 
 
-def double_backward_report(function: type, args: list, *, positions: list[int] | None = None,
+def double_backward_report(function: type[Function], args: list, *,
+                           positions: list[int] | None = None,
                            differentiate: Mapping[str, bool] | None = None,
                            diagnose: bool = True, **options):
     """The first-order report of ``function``'s backward (see the module's docstring):

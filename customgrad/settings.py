@@ -184,6 +184,9 @@ def _read_given(data: object) -> tuple[dict[str, torch.Tensor], list[str]]:
     out, problems = {}, []
     for name, item in data.items():
         text = item.get("npy") if isinstance(item, dict) else None
+        if not isinstance(text, str):
+            problems.append(f"the tensor given for {name!r} has no npy text; ignored")
+            continue
         try:
             out[str(name)] = torch.from_numpy(_npy_array(base64.b64decode(text, validate=True)))
         except (TypeError, ValueError, OSError, EOFError) as exc:

@@ -16,9 +16,11 @@ import ast
 import inspect
 import linecache
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import Function
 
 from customgrad.errors import FunctionError
 from customgrad.inputs import PLAIN_TYPES, annotation_text, is_new_style, plain
@@ -60,7 +62,7 @@ class Description:
     attributes: dict = field(default_factory=dict)
 
 
-def describe(cls: type, module_name: str) -> Description:
+def describe(cls: type[Function], module_name: str) -> Description:
     """What the window needs to know of ``cls``, found in the module ``module_name``."""
     try:
         params = list(inspect.signature(cls.forward).parameters.values())
@@ -82,7 +84,7 @@ def describe(cls: type, module_name: str) -> Description:
                   if not k.startswith("__") and isinstance(v, PLAIN_TYPES)}
     return Description(cls.__name__, cls.__qualname__, cls.__module__,
                        cls.__module__ == module_name, is_new_style(cls), parameters,
-                       plain(doc) if isinstance(doc, str) else None, text, file, line,
+                       str(plain(doc)) if isinstance(doc, str) else None, text, file, line,
                        attributes)
 
 
@@ -120,19 +122,20 @@ def _with_signature(function, description: Description):
     def forward(*args, **kwargs):
         return function(*args, **kwargs)
 
-    forward.__signature__ = inspect.Signature([
+    # read by inspect.signature; mypy's function type has no room for it
+    forward.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter(p.name, inspect._ParameterKind(p.kind), default=p.default,
                           annotation=p.annotation or inspect.Parameter.empty)
         for p in description.parameters])
     return forward
 
 
-def description_of(function: type) -> Description | None:
+def description_of(function: type[Function]) -> Description | None:
     """The description a shadow stands for; None for a real Function."""
     return vars(function).get("__shadow__") if isinstance(function, type) else None
 
 
-def source_lines(function: type) -> tuple[str, int]:
+def source_lines(function: type[Function]) -> tuple[str, int]:
     """``function``'s source and first line (a shadow's as its worker process read them);
     OSError or TypeError where there is none, as ``inspect.getsourcelines``."""
     d = description_of(function)
@@ -143,7 +146,7 @@ def source_lines(function: type) -> tuple[str, int]:
     return d.source, d.line or 1
 
 
-def source_file(function: type) -> str | None:
+def source_file(function: type[Function]) -> str | None:
     """The file ``function`` was written in (a shadow's as its worker process read it), or
     the pseudo-file its methods were compiled from where its module has no file: a notebook
     cell's ``<ipython-input-...>``, whose ``__main__`` has no ``__file__`` (``inspect`` raises
@@ -179,7 +182,7 @@ class Shadowed:
             namespace[name] = made[index]
 
 
-def describe_module(module: object, is_function) -> Shadowed:
+def describe_module(module: types.ModuleType, is_function) -> Shadowed:
     """Every Function ``module`` binds (those ``is_function`` accepts), described, in the
     module's order (run in a worker process)."""
     seen: dict[int, int] = {}

@@ -38,7 +38,8 @@ def shared_storage(nbytes: int) -> torch.UntypedStorage:
         return torch.UntypedStorage._new_shared(nbytes)
     try:
         os.ftruncate(fd, nbytes)
-        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps a copy of fd
+        # maps a copy of fd; a private torch method its stubs leave out
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # type: ignore[attr-defined]
     finally:
         os.close(fd)
     kept, _size = storage._share_fd_cpu_()  # that copy: not for programs this one runs

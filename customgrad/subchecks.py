@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import torch
-from torch.autograd import forward_ad
+from torch.autograd import Function, forward_ad
 
 from customgrad.checks import double_backward_check
 from customgrad.contract import normalize_outputs, run_user
@@ -28,7 +28,7 @@ NAMES, DEFAULT = CHECK_NAMES, DEFAULT_CHECKS
 parse = parse_checks
 
 
-def defaults_for(function: type) -> tuple[str, ...]:
+def defaults_for(function: type[Function]) -> tuple[str, ...]:
     """:data:`DEFAULT`, and for a torch.library custom op also ``opcheck``'s own tests."""
     return (*DEFAULT, "opcheck") if op_of(function) is not None else DEFAULT
 
@@ -47,7 +47,7 @@ class SubCheck:
         return asdict(self)
 
 
-def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,
+def run(function: type[Function], args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,
         atol: float = ATOL, rtol: float = RTOL, nondet_tol: float = 0.0,
         report=None) -> dict[str, SubCheck]:
     """The sub-checks named in ``checks``, in :data:`NAMES` order. ``report``: a Jacobian
@@ -60,7 +60,7 @@ def run(function: type, args: list, checks: Iterable[str] = DEFAULT, *, eps: flo
     ctx = _Context(function, list(args), eps, atol, rtol, nondet_tol)
     if report is not None:  # the inputs the Jacobian differentiated, as gradcheck's
         ctx.pos = [a.position for a in report.inputs]
-    out = {}
+    out: dict[str, SubCheck] = {}
     for name in NAMES:
         if name not in wanted:
             continue
@@ -85,7 +85,7 @@ def _close(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> bool:
 
 
 class _Context:
-    def __init__(self, function, args, eps, atol, rtol, nondet_tol):
+    def __init__(self, function: type[Function], args, eps, atol, rtol, nondet_tol):
         self.function, self.args = function, args
         self.eps, self.atol, self.rtol, self.nondet_tol = eps, atol, rtol, nondet_tol
         self.name = function.__name__
@@ -226,8 +226,10 @@ class _Context:
         def attempt(which) -> str | None:
             leaves, call = self._leaves()
             outs, diff = self._forward(call)
-            chosen = [undefined(outs[k]) if which is None or j == which else outs[k]
-                      for j, k in enumerate(diff)]
+            # (torch's stub says UndefinedGrad gives a list; called on one tensor it gives one)
+            chosen: list[torch.Tensor] = [
+                undefined(outs[k]) if which is None or j == which  # type: ignore[misc]
+                else outs[k] for j, k in enumerate(diff)]
             try:
                 grads = torch.autograd.grad(chosen, [leaves[i] for i in self.pos],
                                             [torch.zeros_like(o) for o in chosen],
@@ -277,7 +279,7 @@ class _Context:
     def nondeterminism(self) -> SubCheck:
         """Two backward calls with the same grad_output agree within nondet_tol."""
         state = torch.Generator().manual_seed(1)
-        fixed = []
+        fixed: list[torch.Tensor] = []
 
         def grads(outs, diff):
             if not fixed:

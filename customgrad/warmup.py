@@ -15,7 +15,7 @@ def _warm() -> None:
     from customgrad.settings import Settings
 
     for name in ("killhead", "killhead_bug"):
-        problem = build(Settings(target=name, shapes={"input": (2, 3)}, dtype="float64"))
+        problem = build(Settings(target=name, shapes={"input": "2x3"}, dtype="float64"))
         report = problem.compare()
         if not report.passed:
             diagnose(report, problem.function, problem.args)

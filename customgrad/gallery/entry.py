@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import torch
@@ -31,7 +32,7 @@ class GalleryEntry:
     complex: bool = False  # inputs drawn complex, at the chosen precision
 
     @property
-    def defined(self) -> object:
+    def defined(self) -> type | types.ModuleType:
         """What the code view shows: the Function's class, or for a custom op the module
         that defines it."""
         return vars(self.function).get("__source_object__") or self.function

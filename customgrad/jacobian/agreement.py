@@ -78,8 +78,8 @@ class Tally:
             absn.copy_(matrices.pair_modulus(absn, dim=0))
         score = torch.mul(absn, rtol, out=self._scratch(2, a.shape)).add_(atol)
         torch.div(diff, score, out=score)
-        best, flat = score.view(-1).max(0)
-        if not math.isfinite(float(best)):
+        top, at = score.view(-1).max(0)
+        if not math.isfinite(float(top)):
             both = (a.isnan() & n.isnan()) | (a == n)
             if paired:
                 both = matrices.pair_all(both, dim=0)
@@ -89,8 +89,8 @@ class Tally:
             diff[diff.isnan()] = math.inf
             # a NaN |n| would make the relative error NaN, which max() below would drop
             absn[absn.isnan()] = 1.0
-            best, flat = score.view(-1).max(0)
-        best, flat = float(best), int(flat)
+            top, at = score.view(-1).max(0)
+        best, flat = float(top), int(at)
         if best > 1:
             block.mismatches += int((score > 1).sum())
         block.max_abs_error = max(block.max_abs_error, float(diff.max()))

@@ -112,6 +112,7 @@ class Backward:
         return self._grad_bufs
 
     def reset_onehots(self) -> None:
+        assert self._set is not None  # (onehots set one)
         buf, k, version = self._set
         if buf._version != version:
             self._grad_bufs = None
@@ -157,6 +158,7 @@ class Backward:
             # import sympy (a second, the first time) inside torch
             total = sum((o * g.conj()).real.sum() if o.is_complex() else (o * g).sum()
                         for o, g in pairs)
+            assert isinstance(total, torch.Tensor)  # (row r is an output's: pairs has one)
             return torch.autograd.grad(total, leaves, allow_unused=True)
         got = run_user(fn, "backward", vector_jacobian_product)
         for axis, g in zip(probe.inputs, got):
@@ -227,7 +229,7 @@ class Backward:
     def _batch_onehot(self, axis: Axis, size: int, like: torch.Tensor) -> torch.Tensor:
         """A zero (size, axis.size) matrix for one-hot rows, kept between batches: one big
         temporary less for the allocator to churn."""
-        if self._onehot_for != (axis.position, size):
+        if self._onehot is None or self._onehot_for != (axis.position, size):
             self._onehot = torch.zeros((size, axis.size), dtype=like.dtype, device=like.device)
             self._onehot_for = (axis.position, size)
         return self._onehot

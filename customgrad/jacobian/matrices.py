@@ -128,8 +128,9 @@ def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
     if count * 8 < limits.LAZY_BYTES:
         return torch.zeros(shape, dtype=torch.float64)
     if SHARED:
-        return torch.empty(0, dtype=torch.float64).set_(sharing.shared_storage(count * 8), 0,
-                                                        shape)
+        # torch's stub wants a stride, which set_ takes as optional (its docs, the C++ code)
+        return torch.empty(0, dtype=torch.float64).set_(  # type: ignore[call-overload]
+            sharing.shared_storage(count * 8), 0, shape)
     memory = mmap.mmap(-1, count * 8)
     if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
         memory.madvise(mmap.MADV_NOHUGEPAGE)

@@ -170,7 +170,7 @@ class FiniteDifferences:
 
     def _batch_grid(self, pos: int, size: int) -> torch.Tensor:
         """``size`` copies of input ``pos`` (flat), kept between batches of that size."""
-        if self._grid_for != (pos, size):
+        if self._grid is None or self._grid_for != (pos, size):
             self._grid = self.base[pos].reshape(-1).unsqueeze(0).expand(size, -1).clone()
             self._grid_for = (pos, size)
         return self._grid

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
+from torch.autograd import Function
 
 from customgrad.contract import (
     FakeCtx,
@@ -31,7 +32,7 @@ from customgrad.jacobian.report import Axis
 class Probe:
     """What one real call of the Function showed."""
 
-    function: type
+    function: type[Function]
     args: list
     params: list[str]  # forward's parameter names
     new_style: bool  # forward takes no ctx (a setup_context Function)
@@ -76,7 +77,7 @@ class Probe:
         return torch.zeros_like(out) if materialize else None
 
 
-def run_probe(function: type, args: list, params: list[str], notes: list[str],
+def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
               differentiate: Mapping[str, bool] | None = None) -> Probe:
     """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
     or FunctionError for what no comparison can start from; explain the rest in ``notes``.
@@ -135,7 +136,7 @@ def output_name(k: int, count: int, function: type | None = None) -> str:
     return "output" if count == 1 else f"output{k}"
 
 
-def differentiated_inputs(function: type, args: list, params: list[str], notes: list[str],
+def differentiated_inputs(function: type[Function], args: list, params: list[str], notes: list[str],
                           differentiate: Mapping[str, bool] | None = None
                           ) -> tuple[list[int], bool]:
     """Positions of the arguments to differentiate, and whether they were chosen.
@@ -179,7 +180,7 @@ def differentiated_inputs(function: type, args: list, params: list[str], notes: 
     return in_pos, bool(wanted)
 
 
-def _differentiated_outputs(function: type, outs: tuple, notes: list[str]) -> list[int]:
+def _differentiated_outputs(function: type[Function], outs: tuple, notes: list[str]) -> list[int]:
     """Positions of the non-empty floating-point outputs on the graph (FunctionError if none)."""
     out_pos = []
     for k, out in enumerate(outs):

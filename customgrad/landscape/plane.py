@@ -64,6 +64,17 @@ def _unit(v: torch.Tensor) -> torch.Tensor | None:
     return None if not math.isfinite(norm) or norm == 0 else v / norm
 
 
+def _random_unit(shapes: list[tuple[int, ...]], seed: int,
+                 values: torch.Tensor | None = None) -> torch.Tensor:
+    """A seeded random unit direction, filter-normalised by ``values`` where that leaves a
+    finite one (a diverged run's point does not), else plain."""
+    for direction in (random_direction(shapes, seed, values), random_direction(shapes, seed)):
+        unit = _unit(direction)
+        if unit is not None:
+            return unit
+    raise SpecError("the trained inputs have no entry: there is no plane to draw.")
+
+
 def _orthogonal(v: torch.Tensor, basis: torch.Tensor,
                 tolerance: float = PARALLEL) -> torch.Tensor | None:
     """``v`` without its part along the unit ``basis``, normalised; None where nothing
@@ -134,11 +145,12 @@ def gradient_plane(origin: torch.Tensor, analytic: torch.Tensor, true: torch.Ten
     are parallel (or one is zero), d2 is the path's principal direction or a random one."""
     d1, first = _unit(analytic), "backward"
     note = ""
+    d2: torch.Tensor | None
     if d1 is None:
         d1, first = _unit(true), "true"
         note = "your backward gives a zero gradient: the first direction is the true gradient"
         if d1 is None:
-            d1, first = _unit(random_direction(shapes, seed)), "random"
+            d1, first = _random_unit(shapes, seed), "random"
             note = "both gradients are zero here: the first direction is random"
         d2, second, why = _second(d1, path, origin, shapes, seed)
         return Plane(origin, d1, d2, "gradients", f"{note}; the second is {why}",
@@ -156,7 +168,7 @@ def pca_plane(origin, path, shapes, seed: int = 0) -> Plane:
     found = _principal(path, origin, 2)
     note = ""
     if not found:
-        found = [_unit(random_direction(shapes, seed, origin))]
+        found = [_random_unit(shapes, seed, origin)]
         note = "the path has no length yet: random directions instead"
     d1 = found[0]
     d2 = _orthogonal(found[1], d1) if len(found) > 1 else None
@@ -168,11 +180,10 @@ def pca_plane(origin, path, shapes, seed: int = 0) -> Plane:
 
 def random_plane(origin, shapes, seed: int = 0) -> Plane:
     """Two seeded, filter-normalised random directions, orthonormalised."""
-    d1 = _unit(random_direction(shapes, seed, origin))
-    if d1 is None:
-        d1 = _unit(random_direction(shapes, seed))
+    d1 = _random_unit(shapes, seed, origin)
+    values = origin if bool(torch.isfinite(origin).all()) else None  # (see _random_unit)
     for attempt in range(1, 9):
-        d2 = _orthogonal(random_direction(shapes, seed + attempt, origin), d1)
+        d2 = _orthogonal(random_direction(shapes, seed + attempt, values), d1)
         if d2 is not None:
             return Plane(origin, d1, d2, "random")
     raise SpecError("the trained inputs have a single entry: there is no plane to draw.")

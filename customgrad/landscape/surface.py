@@ -225,7 +225,7 @@ def grid(surface: LossSurface, plane, alphas: np.ndarray,
         losses = surface.values(_points(plane, alphas, betas, cells))
         for (i, j), loss in zip(cells, losses):
             values[i, j] = _safe(loss)
-        near = [min(coarse, key=lambda c, k=k: abs(c - k)) for k in range(size)]
+        near = [_nearest(coarse, k) for k in range(size)]
         rough = values[np.ix_(near, near)]
         yield rough, False
         done = np.zeros_like(values, dtype=bool)
@@ -252,6 +252,10 @@ def _points(plane, alphas: np.ndarray, betas: np.ndarray,
     a = torch.tensor([alphas[j] for _i, j in cells], dtype=torch.float64).unsqueeze(1)
     b = torch.tensor([betas[i] for i, _j in cells], dtype=torch.float64).unsqueeze(1)
     return plane.origin + a * plane.d1 + b * plane.d2
+
+
+def _nearest(points: list[int], k: int) -> int:
+    return min(points, key=lambda c: abs(c - k))
 
 
 def _safe(value: float) -> float:

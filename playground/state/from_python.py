@@ -35,6 +35,7 @@ def target_for(function: type) -> tuple[Target, str | None]:
         wanted = paths.editor_dir() / f"{name}.py"
         ref = write_editor_source(FunctionRef("editor", f"{wanted}:{name}", name,
                                               str(wanted), captured.text))
+        assert ref.file is not None  # (write_editor_source gives an editor ref its file)
         label = f"{name} ({os.path.basename(ref.file)})"
         return Target(ref.spec, function, label, file=ref.file, code=captured.text), None
     notice = (f"{name} runs in this process, on threads (not in a worker process, and a saved "

@@ -137,12 +137,12 @@ class LandscapeModel(QObject):
         if problem is None:
             return
         self._pending = None
-        if kind == PATH and self.shown is None:
+        shown = self.shown
+        if kind == PATH and shown is None:
             kind = FULL
         options = {"mode": self.mode, "size": self.size, "aspect": self.aspect}
-        if kind == PATH:
-            options.update(size=0, plane=self.shown.plane,
-                           box=(self.shown.center, self.shown.half))
+        if kind == PATH and shown is not None:
+            options.update(size=0, plane=shown.plane, box=(shown.center, shown.half))
         else:
             self._stale = False
             self.started.emit(f"Drawing the loss around step {self.step}…")

@@ -13,7 +13,6 @@ the default and a line in :attr:`Preferences.problems`.
 
 from __future__ import annotations
 
-import binascii
 import math
 
 from PySide6.QtCore import QByteArray, QObject, Signal
@@ -161,11 +160,14 @@ class Preferences(QObject):
         text = self.store.value(f"layout/{name}")
         if text is None:
             return None
-        try:
-            state = QByteArray(binascii.a2b_base64(text.encode("ascii"), strict_mode=True))
-        except (AttributeError, UnicodeError, binascii.Error):
+        read = None
+        if isinstance(text, str) and text.isascii():
+            read = QByteArray.fromBase64Encoding(
+                text.encode("ascii"), QByteArray.Base64Option.AbortOnBase64DecodingErrors)
+        if read is None or read.decodingStatus != QByteArray.Base64DecodingStatus.Ok:
             self._damaged(f"layout/{name}", text, "a splitter's state (base64 text)")
             return None
+        state = QByteArray(read.decoded)  # (a copy: the result owns its array)
         return state if not state.isEmpty() else None
 
     def area_user_set(self) -> bool:
@@ -174,7 +176,7 @@ class Preferences(QObject):
 
     def remember_layout(self, states: dict[str, QByteArray], area_user_set: bool) -> None:
         for name, state in states.items():
-            self.store.setValue(f"layout/{name}", bytes(state.toBase64()).decode("ascii"))
+            self.store.setValue(f"layout/{name}", state.toBase64().toStdString())
         self._keep("layout/area_set", area_user_set)
 
     def forget_layout(self) -> None:

@@ -90,7 +90,7 @@ class FunctionRef:
             base = os.path.basename(where)
             return f"{class_name} ({base})" if class_name else base
         if self.kind == "import":  # a class in a module, or a torch.library op
-            return f"{class_name} ({where})" if where else class_name
+            return f"{class_name} ({where})" if where else (class_name or self.spec)
         return self.name or self.spec
 
     @property
@@ -133,7 +133,7 @@ def make(settings: Settings, label: str = "", zoom: int | None = None,
     data["target"] = ref.spec
     session = {"format": FORMAT, "version": VERSION, "function": ref.to_dict(),
                "settings": data}
-    view = {}
+    view: dict[str, object] = {}
     if zoom is not None:
         view["zoom"] = int(zoom)
     if theme is not None:
@@ -204,13 +204,11 @@ def _valid_text(value, problems: list[str]):
     return _SURROGATE.sub("\ufffd", value)
 
 
-def upgrade_shape(value: object) -> object:
+def upgrade_shape(value: str) -> str:
     """A shape as sessions write it now: text in the one grammar (``3x8``, see
     :func:`customgrad.inputs.parse_shape`). Older versions also took ``3,8``, ``[3, 8]``,
     ``3*8`` or ``3×8``: such a shape is rewritten as ``3x8``. Anything else is kept as it is,
     for the form to show with its reason."""
-    if not isinstance(value, str):
-        return value
     try:
         parse_shape(value)
         return value
@@ -271,7 +269,8 @@ def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     if source is not None and not isinstance(source, str):
         problems.append("the editor source is not text; ignored")
         source = None
-    name = function.get("name") if isinstance(function.get("name"), str) else ""
+    name = function.get("name")
+    name = name if isinstance(name, str) else ""
     ref = FunctionRef(kind, settings.target, name,
                       os.path.abspath(split_target(settings.target)[0])
                       if kind in ("file", "editor") else None, source)

@@ -35,7 +35,8 @@ def read_legacy_ini(path: Path) -> dict[str, object]:
     text only; a value Qt would decode (``@Variant``, ``@ByteArray``, ``@Rect`` …) or escape
     (a backslash) is left out."""
     parser = configparser.RawConfigParser(interpolation=None, strict=False)
-    parser.optionxform = str  # keys as written
+    # keys as written: configparser's documented way, which typeshed types as a method
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
     parser.read_string(path.read_text(encoding="utf-8"))
     values: dict[str, object] = {}
     for key, kind in LEGACY_KEYS.items():

@@ -47,6 +47,18 @@ def test_random_plane_is_orthonormal_and_the_same_for_a_seed():
     assert not torch.allclose(first.d1, other.d1)
 
 
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_planes_through_a_diverged_point_are_random_ones(bad):
+    """A point with an inf or NaN entry (a run that diverged) cannot filter-normalise: the
+    random directions are plain ones. pca_plane without a path raised TypeError, and
+    random_plane said the inputs had a single entry."""
+    origin = torch.randn(D, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    origin[0] = bad
+    for plane in (pca_plane(origin, None, SHAPES), random_plane(origin, SHAPES)):
+        orthonormal(plane)
+        assert torch.isfinite(plane.d1).all() and torch.isfinite(plane.d2).all()
+
+
 def test_gradient_plane_has_d1_along_your_backward_and_the_true_gradient_in_it():
     origin = torch.zeros(D, dtype=torch.float64)
     g = torch.Generator().manual_seed(2)

@@ -140,6 +140,17 @@ def test_missing_file():
         resolve(f"{DATA / 'missing.py'}:Square")
 
 
+def test_file_not_named_py(tmp_path):
+    """A path that is not a .py file said 'internal error: AttributeError: NoneType ...'."""
+    text = tmp_path / "layer.txt"
+    text.write_text((DATA / "user_functions.py").read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(TargetError, match=r"layer\.txt is not a \.py file.*rename it to layer\.py"):
+        resolve(f"{text}:Square")
+    with pytest.raises(TargetError, match=r"not a \.py file") as info:
+        load_file(text)
+    assert info.value.file == str(text)
+
+
 def test_import_path(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
     target = resolve("tests.data.user_functions:Square")

@@ -102,6 +102,15 @@ def test_a_tables_entry_of_the_wrong_type_is_dropped_with_a_problem(key, value, 
     assert "x" not in getattr(s, key) and "y" in getattr(s, key)  # the rest kept
 
 
+@pytest.mark.parametrize("item", [{"shape": [3]}, {"npy": 5}, "AAAA"])
+def test_a_given_tensor_without_npy_text_says_so(item):
+    """It said "cannot be read (argument should be a bytes-like object or ASCII string, not
+    'NoneType')"."""
+    s, problems = Settings.from_dict({"given": {"x": item}})
+    assert problems == ["the tensor given for 'x' has no npy text; ignored"]
+    assert s.given == {}
+
+
 GOOD = {"shapes": "3x8", "init": "normal", "trained": True, "differentiate": False,
         "constants": 4}
 

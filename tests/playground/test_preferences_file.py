@@ -3,6 +3,7 @@ value gives its default and a note, a failed write is said and leaves no tempora
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 
@@ -108,6 +109,17 @@ def test_a_damaged_file_still_starts(qtbot, text):
     win = start_window(qtbot)
     assert win.preferences.zoom == 100
     assert "preferences.json" in win.notice.text()
+
+
+def test_layout_reads_back_on_python_3_10(tmp_path, monkeypatch):
+    """binascii.a2b_base64 takes strict_mode from Python 3.11 on: on 3.10, which the package
+    supports, reading a remembered layout raised TypeError at every start after the first."""
+    real = binascii.a2b_base64
+    monkeypatch.setattr(binascii, "a2b_base64", lambda data, /: real(data))  # 3.10's signature
+    state = QByteArray(b"\x00\xff\x01splitter")
+    Preferences(PreferenceStore(tmp_path / "p.json")).remember_layout({"main": state}, False)
+    again = Preferences(PreferenceStore(tmp_path / "p.json"))
+    assert again.splitter_state("main") == state and again.problems == []
 
 
 def test_layout_round_trips_as_text(tmp_path):
