@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,6 +88,36 @@ def test_a_cancelled_landscape_ends_its_worker_process(qtbot, tmp_path):
         return False
 
     qtbot.waitUntil(ended, timeout=TIMEOUT)
+
+
+def test_the_applications_end_stops_the_landscape_and_leaves_the_wait_to_the_pool(
+        qtbot, monkeypatch):
+    """At quit the runner stops its landscape and returns: the one wait for worker threads is
+    the thread pool's (app.end_workers). It waited up to 2 s for its own thread first, and
+    the pool 3 s more after that."""
+    from PySide6.QtCore import QCoreApplication, QThreadPool
+
+    from customgrad.errors import Cancelled
+    from playground.workers import landscape as landscape_worker
+
+    started, ended = threading.Event(), threading.Event()
+
+    def work(job, *_args):
+        started.set()
+        while not job["stop"]:
+            time.sleep(0.01)
+        time.sleep(1.0)  # a worker process winding down after the stop
+        ended.set()
+        raise Cancelled("the landscape was cancelled.")
+
+    monkeypatch.setattr(landscape_worker, "_work", work)
+    runner = LandscapeRunner()
+    runner.run(None, 0, [], {})
+    assert started.wait(TIMEOUT / 1000)
+    QCoreApplication.instance().aboutToQuit.emit()
+    assert not ended.is_set()  # quitting did not wait for the landscape's thread
+    QThreadPool.globalInstance().waitForDone(TIMEOUT)
+    assert ended.is_set()
 
 
 def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch):
