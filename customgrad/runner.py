@@ -60,13 +60,18 @@ def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled)
     return result == 1
 
 
+#: the knobs :meth:`LoopControl.configure` sets, with the type each is kept as
+_KNOBS = {"lr": float, "rate": float, "max_steps": int, "check_every": int, "explain": bool}
+
+
 @dataclass
 class LoopControl:
     """The knobs an application turns and the loop reads between steps.
 
-    Change fields, then call :meth:`poke`: a loop on a thread wakes up, a loop in a child
-    process is sent the new values (steps asked for with ``pending`` and a ``want_snapshot``
-    travel once and are cleared here).
+    An application gives commands (:meth:`play`, :meth:`pause`, :meth:`step`,
+    :meth:`snapshot`, :meth:`set_lr`, :meth:`configure`, :meth:`end`): each changes the fields
+    and sends them (:meth:`poke`): a loop on a thread wakes up, a loop in a child process is
+    sent the new values (steps asked for and a snapshot travel once and are cleared here).
     """
 
     running: bool = False
@@ -122,6 +127,58 @@ class LoopControl:
             if self.unacked_since is None:
                 self.unacked_since = time.perf_counter()
         self.remote.send(message)
+
+    # ---- the application's commands: each sends what it changed ------------------------------
+    def play(self) -> None:
+        self.running = True
+        self.poke()
+
+    def pause(self) -> None:
+        self.running = False
+        self.poke()
+
+    def step(self, count: int = 1) -> None:
+        """Make ``count`` steps more (while paused, or besides a running loop)."""
+        self.pending += count
+        self.poke()
+
+    def snapshot(self) -> None:
+        """Ask for the current point (a Batch with a ``snapshot``)."""
+        self.want_snapshot = True
+        self.poke()
+
+    def set_lr(self, lr: float) -> None:
+        self.configure(lr=lr)
+
+    def set_rate(self, steps_per_second: float) -> None:
+        """Steps per second; 0 = as fast as possible."""
+        self.configure(rate=max(0.0, float(steps_per_second)))
+
+    def set_explain(self, on: bool) -> None:
+        """Keep before/gradient/after copies in each StepRecord (for a step explainer)."""
+        self.configure(explain=bool(on))
+
+    def configure(self, **knobs) -> None:
+        """Set any of ``lr``, ``rate``, ``max_steps``, ``check_every``, ``explain`` and send
+        them together."""
+        for name, value in knobs.items():
+            if name not in _KNOBS:
+                raise AttributeError(f"LoopControl has no knob {name!r}")
+            setattr(self, name, _KNOBS[name](value))
+        self.poke()
+
+    def end(self) -> None:
+        """Stop the loop for good (it ends between steps: see :meth:`unstick`)."""
+        self.running, self.stop, self.pending = False, True, 0
+        self.poke()
+
+    def resume(self, old: LoopControl) -> None:
+        """Go on where ``old`` (a loop that ended before it took them) was asked to be:
+        running or not, the steps and the snapshot it had not made."""
+        self.running = old.running
+        self.pending = old.pending + old.sent_steps
+        self.want_snapshot = old.want_snapshot or old.sent_snapshot
+        self.poke()
 
     def acknowledge(self, seq: int) -> None:
         """The child process has taken instructions up to ``seq``."""

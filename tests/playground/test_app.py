@@ -24,7 +24,8 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QTimer
 
 from playground.main_window import MainWindow
-from playground.state.session import STUCK_SECONDS, Session
+from playground.state.loop import STUCK_SECONDS
+from playground.state.session import Session
 from playground.support import preview
 
 TIMEOUT = 20_000
@@ -696,10 +697,10 @@ def test_a_held_session_starts_its_work_only_once_released(qtbot):
     busy = []
     session.busyChanged.connect(busy.append)
     session.set_target("killhead")
-    assert session._build_worker is None and busy == [True]  # waiting, and it says so
+    assert session.builder.build_worker is None and busy == [True]  # waiting, and it says so
     assert window.jacobian.verdict_label.text() == "Preparing inputs…"
     session.update(seed=3)  # a change while held: one build, with the latest settings
-    assert session._build_worker is None
+    assert session.builder.build_worker is None
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         session.release()
     assert session.problem.settings.seed == 3
@@ -731,8 +732,8 @@ def test_the_app_paints_its_window_before_any_work_starts(qtbot, monkeypatch):
 
     watch = Watch()
     QApplication.instance().installEventFilter(watch)
-    original = session._start_build
-    session._start_build = lambda: (order.append("build"), original())
+    original = session.builder.start
+    session.builder.start = lambda: (order.append("build"), original())
     try:
         app.release_after_show(session, window)
         qtbot.wait(50)

@@ -722,7 +722,7 @@ def test_step_explainer_on_only_while_visible(qtbot, window):
     open_target(qtbot, window, "killhead")
     assert not window.session.ctrl.explain
     window.classroom.show_explainer()
-    qtbot.waitUntil(lambda: window.session._explain)
+    qtbot.waitUntil(lambda: window.session.loop.explain)
     with qtbot.waitSignal(window.session.batchReady, timeout=TIMEOUT) as blocker:
         window.session.step_once()
     record = blocker.args[0].records[-1]
@@ -736,7 +736,7 @@ def test_step_explainer_on_only_while_visible(qtbot, window):
         assert not window.explainer.graphics.isHidden()
         assert "input[" in window.explainer.examples.text()
     window.side_tabs.setCurrentWidget(window.code)
-    qtbot.waitUntil(lambda: not window.session._explain)
+    qtbot.waitUntil(lambda: not window.session.loop.explain)
 
 
 def test_step_explainer_words_and_screen_rate(qtbot, window):
