@@ -10,12 +10,13 @@ new run and a check) is decided here.
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
-from customgrad import kept, loader
+from customgrad import kept
 from customgrad.descent import StepRecord
-from customgrad.loader import Target, resolve
+from customgrad.loader import RunCode, Target, resolve
 from customgrad.problem import Problem
 from customgrad.runner import LoopControl
 from customgrad.settings import Settings
@@ -55,14 +56,16 @@ class Session(QObject):
     runNotice = Signal(str)  # the same about the run, true until a new run starts (runReset)
 
     def __init__(self, settings: Settings | None = None, parent: QObject | None = None, *,
-                 held: bool = False) -> None:
+                 held: bool = False, run_code: RunCode = guarded_module_code) -> None:
         """``held``: start as :meth:`hold` leaves it (builds and checks wait for
-        :meth:`release`; the fork server, a process of its own, starts at once)."""
+        :meth:`release`; the fork server, a process of its own, starts at once).
+        ``run_code``: how a user module's top level runs where this process loads a target
+        (:data:`customgrad.loader.run_module_code`): the app's runs it in a worker process
+        first, off the GUI thread, and stops it if endless."""
         super().__init__(parent)
         self.settings = settings or Settings()
-        # user modules run their top level off the GUI thread, and are stopped if endless
-        loader.run_module_code = guarded_module_code
-        self.builder = TargetBuilder(self, resolve, held=held)
+        self.run_code = run_code
+        self.builder = TargetBuilder(self, partial(resolve, run_code=run_code), held=held)
         self.loop = Loop(self)
         self.checks = Checks(self)
         # the fork server imports torch in a process of its own (the other core): at once,
