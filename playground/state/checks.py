@@ -46,7 +46,8 @@ class Checks:
         self.job = JacobianJob(problem, args, options,
                                lambda progress: self._on_progress(serial, progress),
                                lambda report: self._on_report(serial, problem, report),
-                               lambda exc: self._on_error(serial, exc))
+                               lambda exc: self._on_error(serial, exc),
+                               pixels=session.view_pixels)
 
     def cancel_by_user(self) -> None:
         """The user's Cancel: the comparison stops, and its worker process is ended a second

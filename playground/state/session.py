@@ -23,6 +23,7 @@ from customgrad.settings import Settings
 from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
+from playground.support.preview import PREVIEW_PIXELS
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
@@ -65,6 +66,9 @@ class Session(QObject):
         super().__init__(parent)
         self.settings = settings or Settings()
         self.run_code = run_code
+        #: the heatmaps' size on screen in device pixels (the view says it): each check's
+        #: previews and overviews are made to fit it
+        self.view_pixels = PREVIEW_PIXELS
         self.builder = TargetBuilder(self, partial(resolve, run_code=run_code), held=held)
         self.loop = Loop(self)
         self.checks = Checks(self)
@@ -166,6 +170,10 @@ class Session(QObject):
 
     def set_rate(self, steps_per_second: float) -> None:
         self.ctrl.set_rate(steps_per_second)
+
+    def set_view_pixels(self, pixels: int) -> None:
+        """The heatmaps' size on screen (the next check's previews fit it)."""
+        self.view_pixels = int(pixels)
 
     # ---- the build --------------------------------------------------------------------------
     def hold(self) -> None:

@@ -774,8 +774,8 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
 
     monkeypatch.setattr(jobs, "ISOLATE", isolate)
     open_target(qtbot, window, "killhead")
-    pixels = preview.DISPLAY["pixels"]  # the window's heatmaps, as they report their size
-    fit = preview.display_steps((2048, 2048))[-1]
+    pixels = window.session.view_pixels  # the window's heatmaps, as they report their size
+    fit = preview.display_steps((2048, 2048), pixels)[-1]
     assert fit > preview.preview_step((2048, 2048)) and pixels != preview.PREVIEW_PIXELS
     with qtbot.waitSignal(window.session.jacobianReady, timeout=60_000) as blocker:
         window.session.update(shapes={"input": "32x64"}, dtype="float64")
