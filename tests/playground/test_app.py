@@ -31,16 +31,6 @@ from playground.support import preview
 TIMEOUT = 20_000
 
 
-@pytest.fixture
-def window(qtbot):
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    yield win
-    win.session.shutdown(wait=0.5)
-
-
 @pytest.fixture(params=["process", "thread"])
 def loop_mode(request, monkeypatch):
     """Run the test with the descent loop in a child process, and again on a thread."""

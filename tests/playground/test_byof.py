@@ -38,28 +38,12 @@ ERRORS = DATA / "byof_errors.py"
 FUNCTIONS = DATA / "byof_functions.py"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """Each test gets its own editor folder and autosave."""
-    path = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(path))
-    return path
-
-
 def make_window(qtbot):
     win = MainWindow(Session())
     qtbot.addWidget(win)
     win.resize(1400, 900)
     win.show()
     return win
-
-
-@pytest.fixture
-def window(qtbot, home):
-    win = make_window(qtbot)
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
 
 
 def open_target(qtbot, win, spec):

@@ -59,13 +59,6 @@ def make_window(qtbot, **kwargs) -> MainWindow:
     return win
 
 
-@pytest.fixture
-def window(qtbot):
-    win = make_window(qtbot)
-    yield win
-    win.session.shutdown(wait=0.5)
-
-
 def open_target(qtbot, win, name):
     with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT) as blocker:
         win.session.set_target(name)

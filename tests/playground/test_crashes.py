@@ -22,8 +22,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from customgrad import isolation
-from playground.main_window import MainWindow
-from playground.state.session import Session
 from playground.workers import jobs
 
 TIMEOUT = 30_000
@@ -71,16 +69,11 @@ class Flaky(torch.autograd.Function):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+def window(window, monkeypatch):
+    """The shared window at 1200x800, its checks in worker processes."""
     monkeypatch.setattr(jobs, "ISOLATE", True)
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
+    window.resize(1200, 800)
+    return window
 
 
 def _line(path: Path, marker: str) -> int:

@@ -240,19 +240,6 @@ def test_arrows_keep_their_ratio_and_point_down_the_gradients():
     assert not shown_values(np.array([[1.0, 2.0]]))[1]
 
 
-@pytest.fixture
-def window(qtbot):
-    from playground.main_window import MainWindow
-    from playground.state.session import Session
-
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    yield win
-    win.session.shutdown(wait=0.5)
-
-
 def test_the_tab_draws_the_run_and_exports_it(qtbot, window, tmp_path):
     view, session = window.landscape, window.session
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):

@@ -67,20 +67,6 @@ class RaisesOwnInterrupt(torch.autograd.Function):
 '''
 
 
-@pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    from playground.main_window import MainWindow
-    from playground.state.session import Session
-
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
-
-
 def test_classes_of_the_users_modules_never_load_in_the_window(qtbot, window, tmp_path):
     """A result or an error whose class lives in a module beside the user's file was
     unpickled in the window, which imported that module there (one that crashed on import
