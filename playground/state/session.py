@@ -95,6 +95,11 @@ class Session(QObject):
         return self.builder.problem
 
     @property
+    def busy(self) -> bool:
+        """Whether the inputs are being prepared (a build runs or waits)."""
+        return self.builder.busy
+
+    @property
     def ctrl(self) -> LoopControl:
         return self.loop.ctrl
 

@@ -126,6 +126,11 @@ class TargetBuilder:
         """Stop a build preparing the inputs (a forward stuck inside C, say): its child ends."""
         self._stop.cancel()
 
+    @property
+    def busy(self) -> bool:
+        """Whether a build is running or waiting (``busyChanged`` says when this changes)."""
+        return self._busy
+
     def hold(self) -> None:
         self._held = True
 

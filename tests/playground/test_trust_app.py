@@ -130,7 +130,7 @@ def test_cancel_stops_a_forward_stuck_while_the_inputs_are_prepared(qtbot, windo
     with qtbot.waitSignal(s.jacobianFailed, timeout=10_000) as failed:
         window.jacobian.banner.cancel_button.click()
     assert "Preparing the inputs was cancelled" in failed.args[0]
-    assert not errors and not s._busy
+    assert not errors and not s.busy
     with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
         s.set_target("killhead")
     assert ready.args[0].passed
