@@ -26,6 +26,9 @@ from customgrad import cli
 from customgrad.settings import Settings
 from playground.state import session_files
 
+#: every fault against the CLI and the window: worker processes crash by the dozen
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 DATA = Path(__file__).resolve().parent / "data"
 FAULTS = DATA / "faults_functions.py"

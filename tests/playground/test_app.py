@@ -28,6 +28,9 @@ from playground.state.loop import STUCK_SECONDS
 from playground.state.session import Session
 from playground.support import preview
 
+#: the whole window end to end, a check and a run in worker processes each
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 
 

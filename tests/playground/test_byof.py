@@ -32,6 +32,9 @@ from playground.state.session import Session
 from playground.views import editor
 from playground.workers import jobs as workers
 
+#: the whole window in each test: files opened, edited, reloaded
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 DATA = Path(__file__).resolve().parents[1] / "data"
 ERRORS = DATA / "byof_errors.py"

@@ -28,6 +28,9 @@ from playground.state import paths, session_files
 from playground.state.session import Session
 from playground.views.shortcuts import ShortcutsDialog, shortcut_rows
 
+#: the whole window in each test: presentation, themes, sessions, exports
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 
 

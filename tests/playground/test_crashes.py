@@ -24,6 +24,9 @@ pytest.importorskip("pytestqt")
 from customgrad import isolation
 from playground.workers import jobs
 
+#: Functions that crash, hang or blow up worker processes, in the window
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 30_000
 DATA = Path(__file__).resolve().parents[1] / "data"
 CRASHES = DATA / "crash_functions.py"

@@ -293,6 +293,7 @@ def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
     assert model.lrs == [1.0, 1.0, 1.0, 0.5, 0.5]
 
 
+@pytest.mark.slow  # the whole window
 def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, window):
     prefs = window.classroom.preferences
     prefs.set_theme("high-contrast", remember=False)  # (its controls have wide borders)
@@ -339,6 +340,7 @@ def test_contours_are_traced_in_plane_coordinates():
     assert (miss / np.hypot(2 * (x - 1), 8 * (y + 2))).max() < 0.1 * 0.25
 
 
+@pytest.mark.slow  # the app as a process, a screenshot
 def test_screenshot_of_the_landscape_tab(tmp_path):
     import subprocess
     import sys

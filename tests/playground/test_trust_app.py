@@ -11,6 +11,9 @@ from customgrad import isolation, processes
 from customgrad.errors import TargetError
 from playground.workers import jobs
 
+#: the app as a process: signals, stuck builds, workers that cannot start
+pytestmark = pytest.mark.slow
+
 
 def test_a_worker_that_cannot_start_is_said_and_nothing_runs_in_the_window(tmp_path,
                                                                           monkeypatch):
