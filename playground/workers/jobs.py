@@ -311,8 +311,7 @@ class JacobianJob:
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
                  on_report, on_error, isolate: bool | None = None,
-                 pixels: int = preview.PREVIEW_PIXELS):
-        """``pixels``: the heatmaps' size on screen (their previews and overviews fit it)."""
+                 pixels: int = preview.PREVIEW_PIXELS):  # (the heatmaps' size on screen)
         self.state = _JobState(ProgressBridge())
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
@@ -472,8 +471,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
         state.done = True
 
 
-def _compare(state: _JobState, problem: Problem, args, options,
-             pixels: int = preview.PREVIEW_PIXELS):
+def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
     """The Jacobian worker's function, on this process's worker thread (for a Function a
     child process cannot load again)."""
     state.thread_id = threading.get_ident()
