@@ -11,12 +11,19 @@ import ctypes
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from customgrad.errors import Cancelled
 
-if TYPE_CHECKING:
-    from customgrad.runner import RemoteLoop
+
+class Remote(Protocol):
+    """A loop in a child process, as its control sees it (:class:`customgrad.runner.RemoteLoop`)."""
+
+    started_at: float
+
+    def send(self, message: dict) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 def interrupt_thread(thread_id: int, exception: type[BaseException] = Cancelled) -> bool:
@@ -57,7 +64,7 @@ class LoopControl:
     thread_id: int | None = None
     exited: bool = False
     in_step_since: float | None = None  # set while descent.step() (user code) runs
-    remote: RemoteLoop | None = field(default=None, repr=False)
+    remote: Remote | None = field(default=None, repr=False)
     sent_steps: int = 0  # steps and snapshots sent to a child process in all
     sent_snapshot: bool = False
     seq: int = 0  # instructions sent to a child process ...
