@@ -200,6 +200,7 @@ def test_without_qt_html_is_the_escaped_text(monkeypatch):
     assert report._repr_png_() is None
 
 
+@pytest.mark.slow
 def test_the_engine_displays_a_report_without_qt():
     """PySide6 blocked: customgrad imports, checks and shows text; nothing of Qt loads."""
     code = (
@@ -304,6 +305,7 @@ def test_the_documented_examples_run(capsys, tmp_path, monkeypatch):
     assert "[factor]" in out  # the diagnosis the example shows
 
 
+@pytest.mark.slow
 def test_the_documented_test_file_runs_under_pytest_as_it_is(tmp_path):
     """Copied as the README says (test_scale.py beside scale.py), pytest passes it: the
     block imports all it uses."""

@@ -64,6 +64,7 @@ class Remote:
         assert not self.remote.process.is_alive()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
 def test_remote_steps_equal_the_thread_loop_bit_for_bit(monkeypatch, method):
     """Spawned where there is no fork server (Windows; chosen here by the variable)."""

@@ -855,6 +855,7 @@ def test_the_view_says_its_size_in_pixels_as_it_changes(view, qtbot):
     assert said[-1] == view.heatmaps.pixels <= preview.PREVIEW_PIXELS
 
 
+@pytest.mark.slow
 def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
         view, qtbot, monkeypatch):
     """Fitted, each heatmap is pooled to about the views' size (pyqtgraph would otherwise
