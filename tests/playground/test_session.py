@@ -47,3 +47,34 @@ def test_a_session_changes_no_global_and_loads_with_the_runner_it_was_given(qtbo
     finally:
         session.shutdown(wait=0.5)
     assert loader.run_module_code is before
+
+
+class _Sent:
+    """A loop process's end of the pipe: what the session's commands sent it."""
+
+    def __init__(self):
+        self.messages = []
+        self.started_at = 0.0
+
+    def send(self, message):
+        self.messages.append(message)
+
+
+def test_a_knob_the_loop_reads_is_sent_to_it_in_one_message_and_rebuilds_nothing(qtbot):
+    session = Session()
+    try:
+        session.ctrl.remote = sent = _Sent()
+        rebuilt = []
+        session.busyChanged.connect(rebuilt.append)
+        session.specsChanged.connect(rebuilt.append)
+        session.update(lr=0.5, steps=40, check_every=5)
+        (message,) = sent.messages
+        assert (message["lr"], message["max_steps"], message["check_every"]) == (0.5, 40, 5)
+        session.set_rate(-3)  # no negative rate: as fast as possible
+        session.set_explain(True)
+        assert [(m["rate"], m["explain"]) for m in sent.messages[1:]] == [(0.0, False),
+                                                                          (0.0, True)]
+        assert rebuilt == [] and not session.busy
+    finally:
+        session.ctrl.remote = None
+        session.shutdown(wait=0.5)
