@@ -92,29 +92,34 @@ def _user_frame(tb, path: str) -> int | None:
     return line
 
 
+#: ``run_code(run, label, origin)``: see :data:`run_module_code`
+RunCode = Callable[..., object]
+
+
 def _run_directly(run: Callable[[], object], label: str, origin: tuple | None = None) -> object:
     return run()
 
 
-#: How user modules' top-level code runs: ``run_module_code(run, label, origin)`` calls
-#: ``run()`` and returns its result (``label`` names the file or module; ``origin`` is
-#: ``("file", path, source)`` or ``("module", name)``, kinds ``op-file`` and ``op-module``
-#: where the module registers a torch.library op, ``reload`` for a module imported here
-#: before). An application may replace it, for
-#: instance to keep its window live while the code runs, to stop code that never finishes,
-#: or to run the code in a child process first (a segfault there ends only the child), or
-#: there only: it then returns a :class:`customgrad.shadow.Shadowed` (not for ``op-``
-#: kinds or ``reload``), and the module holds shadows of its Functions (TargetErrors it raises with
-#: ``from_worker`` set are the worker's, worded as the loader's own).
-run_module_code: Callable[..., object] = _run_directly
+#: How user modules' top-level code runs where a caller gives no ``run_code`` of its own (the
+#: loading functions take one): ``run_code(run, label, origin)`` calls ``run()`` and returns
+#: its result (``label`` names the file or module; ``origin`` is ``("file", path, source)``
+#: or ``("module", name)``, kinds ``op-file`` and ``op-module`` where the module registers a
+#: torch.library op, ``reload`` for a module imported here before). An application passes
+#: its own, for instance to keep its window live while the code runs, to stop code that
+#: never finishes, or to run the code in a child process first (a segfault there ends only
+#: the child), or there only: it then returns a :class:`customgrad.shadow.Shadowed` (not for
+#: ``op-`` kinds or ``reload``), and the module holds shadows of its Functions (TargetErrors
+#: it raises with ``from_worker`` set are the worker's, worded as the loader's own).
+run_module_code: RunCode = _run_directly
 
 
-def load_file(path: str | os.PathLike, source: str | None = None,
-              kind: str = "file") -> types.ModuleType:
+def load_file(path: str | os.PathLike, source: str | None = None, kind: str = "file",
+              run_code: RunCode | None = None) -> types.ModuleType:
     """Import ``path`` under a fresh unique module name, so a reload never mixes classes.
 
     ``source``: run this text as if it were the file's (default: read the file). The module's
-    ``__source__`` holds the text that ran."""
+    ``__source__`` holds the text that ran. ``run_code`` runs its top level (default
+    :data:`run_module_code`)."""
     path = os.path.abspath(os.fspath(path))
     base = os.path.basename(path)  # the messages name the file; ``file`` gives its path
     if os.path.isdir(path):
@@ -147,8 +152,8 @@ def load_file(path: str | os.PathLike, source: str | None = None,
     if added:
         sys.path.append(folder)  # the user's file may import modules next to it
     try:
-        ran = run_module_code(lambda: exec(code, module.__dict__), os.path.basename(path),
-                              (kind, path, source))
+        ran = (run_code or run_module_code)(lambda: exec(code, module.__dict__),
+                                            os.path.basename(path), (kind, path, source))
         if isinstance(ran, shadow.Shadowed):  # a worker process ran it: its Functions here
             ran.bind(module.__dict__, name)
             module.__kinds__ = ran.kinds  # type: ignore[attr-defined]  # (see __source__)
@@ -262,16 +267,16 @@ def is_file_target(where: str) -> bool:
     return where.endswith(".py") or os.sep in where or "/" in where
 
 
-def _op_target(text: str, where: str, qualname: str) -> Target:
+def _op_target(text: str, where: str, qualname: str, run_code: RunCode | None) -> Target:
     """``[path/to/file.py:|package.module:]mylib::myop``: a torch.library custom op, found
     after running what defines it."""
     file = None
     # registering the op is what the module's top level does: it runs here, not described
     if is_file_target(where):
-        module = load_file(where, None, kind="op-file")
+        module = load_file(where, None, kind="op-file", run_code=run_code)
         file = os.path.abspath(where)
     elif where:
-        module = import_user_module(where, kind="op-module")
+        module = import_user_module(where, kind="op-module", run_code=run_code)
     else:
         module = None
     op = op_by_name(qualname)
@@ -280,14 +285,17 @@ def _op_target(text: str, where: str, qualname: str) -> Target:
                   code=getattr(module, "__source__", None))
 
 
-def import_user_module(where: str, kind: str = "module", reload: bool = False):
+def import_user_module(where: str, kind: str = "module", reload: bool = False,
+                       run_code: RunCode | None = None):
     """The module ``where`` imported as user code (re-imported with ``reload``, where this
-    process imported it before); TargetError naming the file and line where it broke."""
+    process imported it before); TargetError naming the file and line where it broke.
+    ``run_code`` runs its top level (default :data:`run_module_code`)."""
     module = sys.modules.get(where) if reload else None
     run = (lambda: importlib.reload(module)) if module is not None else \
         (lambda: importlib.import_module(where))
     try:
-        ran = run_module_code(run, where, (kind if module is None else "reload", where))
+        ran = (run_code or run_module_code)(run, where,
+                                            (kind if module is None else "reload", where))
     except BaseException as exc:
         if is_ctrl_c(exc) or getattr(exc, "from_worker", False):
             raise  # (a worker process's TargetError is worded as this one)
@@ -359,11 +367,12 @@ def import_target(where: str, class_name: str, function: type[Function]) -> Targ
                   file=shadow.source_file(function))
 
 
-def resolve(spec: str, code: str | None = None) -> Target:
+def resolve(spec: str, code: str | None = None, *, run_code: RunCode | None = None) -> Target:
     """Turn a TARGET string into a :class:`Target`; TargetError with a clear message otherwise.
 
     ``code``: for a file target, run this text instead of reading the file (a Target's
-    :attr:`~Target.code`, e.g. to load the same Function again in another process)."""
+    :attr:`~Target.code`, e.g. to load the same Function again in another process).
+    ``run_code``: how a user module's top level runs (default :data:`run_module_code`)."""
     text = str(spec).strip()
     if not text:
         raise TargetError("No Function given: name a gallery entry, a file.py or module:Class.")
@@ -375,15 +384,15 @@ def resolve(spec: str, code: str | None = None) -> Target:
                           "only that program holds it: open it from there again with "
                           "playground.show(...).")
     if class_name is not None and "::" in class_name:
-        return _op_target(text, where, class_name)
+        return _op_target(text, where, class_name, run_code)
     if is_file_target(where):
-        module = load_file(where, code)
+        module = load_file(where, code, run_code=run_code)
         path = os.path.abspath(where)
         cls = _pick(functions_in(module), class_name, os.path.basename(where), path, module)
         return Target(text, cls, f"{cls.__name__} ({os.path.basename(path)})", file=path,
                       code=module.__source__)
     if class_name is not None:
-        module = import_user_module(where)
+        module = import_user_module(where, run_code=run_code)
         obj = getattr(module, class_name, None)
         if obj is None and kind_in(module, class_name) is None:
             raise TargetError(f"Module {where!r} has no attribute {class_name!r}.")

@@ -149,12 +149,17 @@ def main(argv: list[str] | None = None) -> int:
     release_after_show(session, window)
     close_on_signals(window)
     code = app.exec()
-    # the workers' threads end (their work was stopped as the window closed) before the
-    # objects their signals come from go: else each said "Signal source has been deleted"
+    end_workers()
+    return code
+
+
+def end_workers(seconds: float = 3.0) -> None:
+    """Wait, once and for all of them, for the workers' threads (their work was stopped as
+    the window closed or the application quit) before the objects their signals come from
+    go: else each said "Signal source has been deleted"."""
     from PySide6.QtCore import QThreadPool
 
-    QThreadPool.globalInstance().waitForDone(3000)
-    return code
+    QThreadPool.globalInstance().waitForDone(int(seconds * 1000))
 
 
 def close_on_signals(window) -> None:
@@ -376,6 +381,7 @@ def _screenshot(app, window, session, args, start) -> int:
         session.shutdown(wait=0.5)
         return ERROR
     app.exec()
+    end_workers()
     return _screenshot_said(state)
 
 

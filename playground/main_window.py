@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
         self.jacobian.cancelRequested.connect(s.cancel_check)
+        self.jacobian.pixelsChanged.connect(s.set_view_pixels)
         self.jacobian.checkRequested.connect(self.user_commands["check"])
         for button, name in ((self.controls.play, "play"), (self.controls.step, "step"),
                              (self.controls.check, "check")):

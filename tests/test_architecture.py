@@ -96,6 +96,7 @@ def test_worker_process_code_importing_qt_breaks_its_contract(tmp_path):
     assert "playground.support is not allowed to import PySide6" in " ".join(proc.stdout.split())
 
 
+@pytest.mark.slow
 def test_engine_imports_without_qt_modules():
     code = ("import sys, customgrad.cli, customgrad.problem, customgrad.jacobian; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "

@@ -24,9 +24,10 @@ pytest.importorskip("pytestqt")
 
 from customgrad import cli
 from customgrad.settings import Settings
-from playground.main_window import MainWindow
 from playground.state import session_files
-from playground.state.session import Session
+
+#: every fault against the CLI and the window: worker processes crash by the dozen
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20_000
 DATA = Path(__file__).resolve().parent / "data"
@@ -347,13 +348,6 @@ def params():
 
 # ---- fixtures ---------------------------------------------------------------------------------
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    path = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(path))
-    return path
-
-
-@pytest.fixture
 def files(tmp_path):
     folder = tmp_path / "work"
     folder.mkdir()
@@ -361,15 +355,11 @@ def files(tmp_path):
 
 
 @pytest.fixture
-def window(qtbot, home):
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    win.byof.chooser = lambda parent, where, names: None  # "several Functions": none chosen
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
+def window(window):
+    """The shared window at 1200x800, where "several Functions" gets no choice."""
+    window.resize(1200, 800)
+    window.byof.chooser = lambda parent, where, names: None
+    return window
 
 
 def expand(text, files):

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+#: builds and installs the wheel
+pytestmark = pytest.mark.slow
+
+
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "resources"
 #: resources/ files only the README shows; everything else there is read at run time

@@ -2,8 +2,9 @@
 engine's progress into small images (every step-th entry, entries not computed yet blank) so
 that the GUI thread only hands finished pictures to pyqtgraph.
 
-Qt-free: the workers call :class:`ProgressPreparer`; the Jacobian view draws
-:class:`PreparedProgress` and sets :data:`DISPLAY` to its size on screen.
+Qt-free: the workers call :class:`ProgressPreparer` with the heatmaps' size on screen (the
+view says it, the session keeps it, each check job carries it); the Jacobian view draws
+:class:`PreparedProgress`.
 """
 
 from __future__ import annotations
@@ -83,8 +84,12 @@ class ProgressPreparer:
     draws (every step-th entry, unfinished ones blank), for big matrices at most every
     ``REFRESH_SECONDS``, so the GUI thread only hands small images to pyqtgraph."""
 
-    def __init__(self):
+    def __init__(self, pixels: int = PREVIEW_PIXELS):
+        """``pixels``: the heatmaps' size on screen in device pixels (the largest view's):
+        previews need no more cells than that, which keeps pyqtgraph from averaging a bigger
+        image down on the GUI thread at every refresh."""
         self._last = -math.inf
+        self.pixels = pixels
 
     def __call__(self, progress: Progress) -> PreparedProgress:
         fields = {f.name: getattr(progress, f.name) for f in dataclasses.fields(Progress)}
@@ -99,7 +104,7 @@ class ProgressPreparer:
             return prepared
         self._last = now
         prepared.big_preview = numerical.size > REFRESH_ENTRIES
-        prepared.step = step = preview_step(numerical.shape, DISPLAY["pixels"])
+        prepared.step = step = preview_step(numerical.shape, self.pixels)
         analytic, numerical = previews(as_array(progress.analytic), numerical, step,
                                         progress.rows_done or 0, progress.columns_done)
         prepared.analytic_preview, prepared.numerical_preview = analytic, numerical
@@ -136,11 +141,11 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
 
 def display_steps(shape: tuple[int, int], pixels: int | None = None) -> tuple[int, ...]:
     """The poolings a report of this shape is drawn with (the worker computes them, see
-    Report.prepare_display): one fitting the views' ``pixels`` (default: this process's
-    DISPLAY, which a worker process must be told), shown while the whole matrix is in view,
-    and a finer one (at most PREVIEW_PIXELS cells a side) for zooming in."""
+    Report.prepare_display): one fitting the views' ``pixels`` (default PREVIEW_PIXELS), shown
+    while the whole matrix is in view, and a finer one (at most PREVIEW_PIXELS cells a side)
+    for zooming in."""
     fine = preview_step(shape)
-    fit = max(fine, preview_step(shape, DISPLAY["pixels"] if pixels is None else pixels))
+    fit = max(fine, preview_step(shape, PREVIEW_PIXELS if pixels is None else pixels))
     return tuple(sorted({fine, fit}))
 
 
@@ -148,9 +153,3 @@ def preview_step(shape: tuple[int, int], pixels: int = PREVIEW_PIXELS) -> int:
     """Big matrices are drawn every step-th (or pooled step x step) entry, so that the longer
     side has at most ``pixels`` cells."""
     return max(1, math.ceil(max(shape) / pixels))
-
-
-#: the heatmaps' size on screen in device pixels (the largest view's): previews made while a
-#: comparison runs need no more cells than that, which keeps pyqtgraph from averaging a
-#: bigger image down on the GUI thread at every refresh
-DISPLAY = {"pixels": PREVIEW_PIXELS}

@@ -5,7 +5,6 @@ Each function takes the path to write; the menus ask for it with a file dialog.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
@@ -14,39 +13,13 @@ import pyqtgraph as pg
 import pyqtgraph.exporters  # registers pg.exporters
 
 from playground.views.pacing import release_all
+from playground.views.pyqtgraph_compat import svg_tolerates_close_path
 
 __all__ = ["JACOBIANS", "export_item", "jacobian_arrays", "jacobian_paths", "save_jacobians",
            "save_loss_csv", "save_window"]
 
 JACOBIANS = ("analytic", "numerical", "difference")
 IMAGE_SCALE = 2  # pictures for slides: twice the on-screen resolution
-
-
-def _patch_svg_exporter() -> None:
-    """Let pyqtgraph's SVG exporter read the closed paths newer Qt writes ("... Z").
-
-    pyqtgraph 0.14 expects every token of a path to be an "x,y" pair and fails on "Z"
-    (pyqtgraph issue #3485). Qt closes a path only after an explicit line back to its start,
-    so the "Z" can be dropped for the coordinate fix-up and put back at the end.
-    """
-    module = importlib.import_module("pyqtgraph.exporters.SVGExporter")
-    original = module.correctCoordinates
-    if getattr(original, "_tolerates_close_path", False):
-        return
-
-    def correct(node, defs, item, options):
-        closed = []
-        for element in node.getElementsByTagName("path"):
-            tokens = element.getAttribute("d").split()
-            if any(t in ("Z", "z") for t in tokens):
-                element.setAttribute("d", " ".join(t for t in tokens if t not in ("Z", "z")))
-                closed.append(element)
-        original(node, defs, item, options)
-        for element in closed:
-            element.setAttribute("d", element.getAttribute("d").rstrip() + " Z")
-
-    correct._tolerates_close_path = True
-    module.correctCoordinates = correct
 
 
 def export_item(item, path: str | os.PathLike, scale: float = IMAGE_SCALE) -> Path:
@@ -57,7 +30,7 @@ def export_item(item, path: str | os.PathLike, scale: float = IMAGE_SCALE) -> Pa
     """
     path = Path(path)
     if path.suffix.lower() == ".svg":
-        _patch_svg_exporter()
+        svg_tolerates_close_path()
         pg.exporters.SVGExporter(item).export(str(path))
     else:
         exporter = pg.exporters.ImageExporter(item)

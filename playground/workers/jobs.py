@@ -310,13 +310,14 @@ class JacobianJob:
     (and the problem) alive until a cyclic collection, which may run on any thread."""
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
-                 on_report, on_error, isolate: bool | None = None):
+                 on_report, on_error, isolate: bool | None = None,
+                 pixels: int = preview.PREVIEW_PIXELS):  # (the heatmaps' size on screen)
         self.state = _JobState(ProgressBridge())
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         self.state.isolated = isolated(problem.target, problem.function, isolate)
         work = _compare_in_process if self.state.isolated else _compare
-        self.worker = create_worker(work, self.state, problem, args, options,
+        self.worker = create_worker(work, self.state, problem, args, options, pixels,
                                     _start_thread=False, _ignore_errors=True)
         self.worker.returned.connect(on_report)
         self.worker.errored.connect(on_error)
@@ -415,7 +416,7 @@ def in_child_or_here(in_child, here, function: type):
         return here()
 
 
-def _compare_in_process(state: _JobState, problem: Problem, args, options):
+def _compare_in_process(state: _JobState, problem: Problem, args, options, pixels: int):
     """The Jacobian worker's function when the comparison runs in a worker process: this
     thread relays the child's progress, and answers each once handled: the child waits for
     that, so it computes no further while the view paints, as :func:`_compare` waits
@@ -426,7 +427,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
 
     state.thread_id = threading.get_ident()
     live: dict = {}
-    prepare = ProgressPreparer()
+    prepare = ProgressPreparer(pixels)
     answer = remote.Answers()  # the child waits for these (remote._Answer)
 
     def on_message(message) -> None:
@@ -449,13 +450,13 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
         finally:
             answer.handled()
 
-    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options,
-                            preview.DISPLAY["pixels"], hold=HOLD_CHILD)
+    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
+                            hold=HOLD_CHILD)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():
         state.isolated = False
-        return _compare(state, problem, args, options)
+        return _compare(state, problem, args, options, pixels)
 
     try:
         return in_child_or_here(
@@ -470,12 +471,12 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
         state.done = True
 
 
-def _compare(state: _JobState, problem: Problem, args, options):
+def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
     """The Jacobian worker's function, on this process's worker thread (for a Function a
     child process cannot load again)."""
     state.thread_id = threading.get_ident()
     try:
-        prepare = ProgressPreparer()  # previews made here, not on the GUI thread
+        prepare = ProgressPreparer(pixels)  # previews made here, not on the GUI thread
         waited: list[float] = []  # seconds spent waiting for the view (not the comparison's)
 
         def progress(p):
@@ -494,6 +495,6 @@ def _compare(state: _JobState, problem: Problem, args, options):
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
-        return remote.finish(report, problem, args)
+        return remote.finish(report, problem, args, pixels)
     finally:
         state.done = True

@@ -6,10 +6,8 @@ window paints). A Function no child can load again is computed on a thread here 
 
 from __future__ import annotations
 
-import threading
-
 from pyqtgraph.functions import isocurve
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from shiboken6 import isValid
 
 from customgrad import kept
@@ -30,16 +28,13 @@ class LandscapeRunner(QObject):
     finished = Signal(int, object, object)  # serial, Landscape, Contours or None
     failed = Signal(int, object)  # serial, exception
 
-    #: how long the application's end waits for a cancelled landscape's thread
-    QUIT_WAIT_SECONDS = 2.0
-
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.serial = 0
         self._job: dict | None = None
         app = QCoreApplication.instance()
-        if app is not None:  # its worker thread must not outlive the signals it sends
-            app.aboutToQuit.connect(self._quit)
+        if app is not None:  # the application's end stops it (and then waits for the
+            app.aboutToQuit.connect(self.cancel)  # thread pool: app.end_workers)
 
     def run(self, problem, steps: int, lrs: list, options: dict) -> int:
         """Compute the landscape of ``problem``'s run after ``steps`` steps (``options``:
@@ -47,15 +42,13 @@ class LandscapeRunner(QObject):
         self.cancel()
         self.serial += 1
         serial = self.serial
-        job = {"stop": False, "ended": threading.Event()}
+        job = {"stop": False}
         self._job = job
         worker = create_worker(_work, job, problem, int(steps), list(lrs), dict(options),
                                lambda partial: self._relay(serial, partial),
                                _start_thread=False, _ignore_errors=True)
         worker.returned.connect(lambda drawn: self._returned(serial, drawn))
         worker.errored.connect(lambda exc: self._errored(serial, exc))
-        # set on the worker's thread once it has sent all it sends (see _quit)
-        worker.finished.connect(job["ended"].set, Qt.ConnectionType.DirectConnection)
         worker.start()
         return serial
 
@@ -64,12 +57,6 @@ class LandscapeRunner(QObject):
         if self._job is not None:
             self._job["stop"] = True
         self._job = None
-
-    def _quit(self) -> None:
-        job = self._job
-        self.cancel()
-        if job is not None:
-            job["ended"].wait(self.QUIT_WAIT_SECONDS)
 
     def _relay(self, serial: int, partial) -> None:
         if serial == self.serial and isValid(self):

@@ -57,7 +57,7 @@ class CompareJob:
     problem: ProblemRef
     args: list | None
     options: dict
-    #: the heatmaps' size in the window (preview.DISPLAY): the report's overviews are pooled
+    #: the heatmaps' size in the window (Session.view_pixels): the report's overviews are pooled
     #: to it here, or the window would draw a finer one and pyqtgraph average it down
     pixels: int | None = None
     #: wait after each progress for the window's answer (:class:`_Answer`): the window's

@@ -1,5 +1,6 @@
 """The Python API: customgrad.check, customgrad.testing.assert_backward, the report's text,
-JSON and notebook display, the public names and signatures, and the documented examples."""
+JSON and notebook display, the public names and signatures, and the documented examples. (The
+pictures, drawn with the playground's Qt: tests/playground/test_notebook_pictures.py.)"""
 
 from __future__ import annotations
 
@@ -174,23 +175,6 @@ def test_assert_backward_passes_quietly_and_returns_the_report():
     assert assert_backward(MulConstant, x, 3.0).passed
 
 
-def test_assert_backward_saves_the_heatmaps(qapp, tmp_path):
-    p = _problem("linear_bug")
-    path = tmp_path / "linear_bug.png"
-    with pytest.raises(AssertionError) as failure:
-        assert_backward(LinearFunctionBuggy, *p.args, save=path)
-    assert str(failure.value).splitlines()[-1] == \
-        f"heatmaps (analytic, numerical, difference): {path}"
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from PySide6.QtGui import QImage
-
-    image = QImage(str(path))
-    assert image.width() > 2 * image.height() > 0  # three heatmaps side by side
-    from playground.views.jacobian import JacobianView
-
-    assert not [w for w in qapp.topLevelWidgets() if isinstance(w, JacobianView)]
-
-
 def test_without_qt_the_message_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
     p = _problem("linear_bug")
@@ -206,40 +190,6 @@ def test_without_qt_the_message_says_so(monkeypatch, tmp_path):
 # ------------------------------------------------------------------ notebook display
 
 
-def test_html_and_png_with_qt(qapp):
-    p = _problem("linear_bug")
-    report = customgrad.check(p.function, *p.args)
-    page = report._repr_html_()
-    assert page.startswith("<div class='customgrad-report'>")
-    assert "LinearFunction (find the bug): FAILED" in page
-    assert "|a - n| &lt;= 1e-05" in page  # escaped
-    assert page.count("<tr>") == 1 + len(report.blocks) and "MISMATCH" in page
-    assert "<img src='data:image/png;base64," in page
-    png = report._repr_png_()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert report._repr_png_() is png  # drawn once per report
-
-
-def test_big_matrices_are_pooled_to_the_picture(qapp):
-    """A 900 x 900 Jacobian draws as a picture of the same size as a 12 x 32 one."""
-    from PySide6.QtGui import QImage
-
-    from playground import render
-
-    big = customgrad.check(MulConstant, torch.randn(30, 30, dtype=torch.float64), 2.0)
-    small = customgrad.check(LinearFunctionBuggy, *_problem("linear_bug").args)
-    sizes = {(i.width(), i.height()) for i in (QImage.fromData(render.heatmaps_png(r))
-                                               for r in (big, small))}
-    assert len(sizes) == 1
-
-
-def test_a_report_without_its_matrices_shows_as_text(qapp):
-    report = compare(MulConstant, [torch.ones(2, dtype=torch.float64), 2.0], keep=False)
-    page = report._repr_html_()
-    assert "<pre>PASSED: 0 of 4 Jacobian entries" in page and "<img" not in page
-    assert "did not keep its matrices" in page and report._repr_png_() is None
-
-
 def test_without_qt_html_is_the_escaped_text(monkeypatch):
     monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
     x = torch.randn(2, 2, dtype=torch.float64)
@@ -250,6 +200,7 @@ def test_without_qt_html_is_the_escaped_text(monkeypatch):
     assert report._repr_png_() is None
 
 
+@pytest.mark.slow
 def test_the_engine_displays_a_report_without_qt():
     """PySide6 blocked: customgrad imports, checks and shows text; nothing of Qt loads."""
     code = (
@@ -354,6 +305,7 @@ def test_the_documented_examples_run(capsys, tmp_path, monkeypatch):
     assert "[factor]" in out  # the diagnosis the example shows
 
 
+@pytest.mark.slow
 def test_the_documented_test_file_runs_under_pytest_as_it_is(tmp_path):
     """Copied as the README says (test_scale.py beside scale.py), pytest passes it: the
     block imports all it uses."""

@@ -236,6 +236,7 @@ def test_json_names_the_function_as_the_text_does(capsys, command):
 
 
 # ---- a closed pipe ----------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="a pipe closed by its reader, as on Unix")
 def test_a_reader_that_goes_away_ends_the_run_quietly():
     """``customgrad run killhead --steps 100000 | head -1``: no traceback, and not exit 1

@@ -9,6 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+#: starts the CLI as a process, timed against a torch import
+pytestmark = pytest.mark.slow
+
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = [["--version"], ["--help"], ["list"], ["list", "--json"], ["check", "--help"],
             ["run", "--help"]]

@@ -15,8 +15,9 @@ from customgrad.loader import resolve
 from customgrad.problem import build
 from customgrad.settings import Settings
 
-pytestmark = pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
-                                reason="torch.library.custom_op needs torch 2.4")
+#: torch.library ops registered and checked with opcheck (torch 2.4 has custom_op)
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
+                                                   reason="custom_op needs torch 2.4")]
 
 
 def test_opcheck_passes_the_buggy_op_that_the_jacobian_fails():

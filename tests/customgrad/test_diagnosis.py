@@ -45,6 +45,7 @@ def test_a_correct_twin_gets_no_diagnosis(correct, make_args):
     assert report.passed and found == []
 
 
+@pytest.mark.slow
 def test_the_share_diagnosed_right_meets_the_goal():
     firsts = [_diagnose(buggy, make)[1][:1] for _, buggy, _, make in CASES]
     right = sum(bool(first) and first[0].kind == label
@@ -210,6 +211,7 @@ def scores(cases=CASES) -> dict[str, float]:
             "precision": right / max(1, given + false), "diagnosed_twins": false}
 
 
+@pytest.mark.slow
 def test_precision_and_recall_meet_the_goal():
     measured = scores()
     assert measured["recall"] >= GOAL and measured["diagnosed_twins"] == 0

@@ -266,6 +266,7 @@ sys.exit(1 if errors else 0)
 """
 
 
+@pytest.mark.slow
 def test_threads_parsing_at_once_do_not_fail():
     """CPython 3.11's "AST constructor recursion depth mismatch" (issue 106905): the GUI
     thread's inspect.getsource of a class and a worker's traceback formatting parse at once.

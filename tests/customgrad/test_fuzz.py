@@ -9,6 +9,7 @@ import re
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,10 @@ from customgrad.inputs import TensorSpec, parse_const, parse_init, parse_shape
 from customgrad.loader import functions_in, load_file, resolve
 from customgrad.problem import build, specs_for
 from customgrad.settings import Settings
+
+#: hypothesis: many examples per test
+pytestmark = pytest.mark.slow
+
 
 U = load_file(Path(__file__).resolve().parents[1] / "data" / "user_functions.py")
 NAMES = [e.name for e in catalog.entries()]

@@ -22,6 +22,10 @@ from customgrad import cli, isolation, memory, processes, sharing
 from customgrad import kept as keeping
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 
+#: worker processes started, crashed and killed, spawned ones included
+pytestmark = pytest.mark.slow
+
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 CRASH = DATA / "crash_functions.py"
@@ -39,7 +43,6 @@ def _cli(*argv: str, timeout: float = 120, env: dict | None = None
     return subprocess.run([sys.executable, "-m", "customgrad.cli", *argv], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout,
                           env=None if env is None else {**os.environ, **env})
-
 
 #: Windows has no fork server: there every child is spawned (a fresh interpreter). The same
 #: path runs here when this variable chooses it.
@@ -106,7 +109,6 @@ def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
     assert (f"customgrad: SegInBackward.backward crashed the process with SIGSEGV at "
             f"crash_functions.py:{line}") in " ".join(proc.stderr.split())
     assert f'crash_functions.py", line {line} in backward' in proc.stderr
-
 
 #: KillHead from a file that writes down which process started the one loading it
 _WHO_STARTED_ME = """

@@ -704,6 +704,7 @@ def _resident_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
 def test_big_sparse_jacobian_touches_little_memory():
     """A 4096 x 4096 diagonal Jacobian writes a page or so per row, not 128 MiB per matrix.

@@ -14,6 +14,9 @@ from customgrad import cli, subchecks
 from customgrad.errors import SpecError
 from tests.data import parity_functions as pf
 
+#: real layers checked against gradcheck, each several ways
+pytestmark = pytest.mark.slow
+
 FILE = Path(pf.__file__)
 
 

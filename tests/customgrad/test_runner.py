@@ -64,6 +64,7 @@ class Remote:
         assert not self.remote.process.is_alive()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
 def test_remote_steps_equal_the_thread_loop_bit_for_bit(monkeypatch, method):
     """Spawned where there is no fork server (Windows; chosen here by the variable)."""
@@ -205,6 +206,60 @@ def test_a_loop_process_still_starting_is_not_stuck():
     ctrl.loaded()
     ctrl.unacked_since -= 5  # five seconds later, still not taken: stuck
     assert ctrl.stuck_for() >= 5
+
+
+class _Sent:
+    """A child process's end of the pipe: what it was sent."""
+
+    def __init__(self):
+        self.messages = []
+
+    def send(self, message):
+        self.messages.append(message)
+
+
+def test_each_command_sends_what_it_changed_in_one_message():
+    ctrl = runner.LoopControl()
+    ctrl.remote = sent = _Sent()
+    ctrl.play()
+    ctrl.step(3)
+    ctrl.snapshot()
+    ctrl.set_lr(0.25)
+    ctrl.set_rate(-2)  # no negative rate: as fast as possible
+    ctrl.configure(check_every=5, max_steps=40, explain=1)
+    ctrl.pause()
+    running, stepped, snapshot, lr, rate, knobs, paused = sent.messages
+    assert running["running"] and running["steps"] == 0
+    assert stepped["steps"] == 3 and ctrl.pending == 0  # steps travel once
+    assert snapshot["snapshot"] and not ctrl.want_snapshot and snapshot["steps"] == 0
+    assert (lr["lr"], rate["rate"]) == (0.25, 0.0)
+    assert (knobs["check_every"], knobs["max_steps"], knobs["explain"]) == (5, 40, True)
+    assert not paused["running"] and paused["lr"] == 0.25
+    assert [m["seq"] for m in sent.messages] == list(range(1, 8))
+    with pytest.raises(AttributeError, match="no knob 'speed'"):
+        ctrl.configure(speed=3)
+    ctrl.end()
+    assert sent.messages[-1]["stop"] and not sent.messages[-1]["running"]
+
+
+def test_a_loop_on_a_thread_wakes_at_each_command():
+    ctrl = runner.LoopControl()
+    ctrl.step(2)
+    assert ctrl.wake.is_set() and ctrl.pending == 2  # a thread shares the fields
+    ctrl.wake.clear()
+    ctrl.set_lr(0.5)
+    assert ctrl.wake.is_set() and ctrl.lr == 0.5
+
+
+def test_a_loop_resumed_on_a_new_control_is_asked_what_the_old_one_was():
+    old = runner.LoopControl()
+    old.remote = _Sent()
+    old.play()
+    old.step(2)
+    old.snapshot()
+    new = runner.LoopControl()
+    new.resume(old)
+    assert new.running and new.pending == 2 and new.want_snapshot
 
 
 def test_a_crash_in_the_child_is_reported_not_shared(tmp_path):

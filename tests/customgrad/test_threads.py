@@ -107,6 +107,7 @@ def _openmp_environment(channel) -> list[bytes]:
         return [v for v in environ.read().split(b"\0") if v.startswith(b"OMP_")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="needs Linux's /proc")
 def test_a_spawned_worker_starts_with_passive_openmp_waiting(monkeypatch):
     monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")  # a fresh interpreter: its start

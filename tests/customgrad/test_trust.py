@@ -13,6 +13,9 @@ import pytest
 from customgrad import processes
 from customgrad.errors import TargetError
 
+#: worker processes and the CLI as programs: launch folders, signals, forks
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: what a module of the launch folder does when it is imported: leaves a mark, says so

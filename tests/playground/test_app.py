@@ -24,20 +24,14 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QTimer
 
 from playground.main_window import MainWindow
-from playground.state.session import STUCK_SECONDS, Session
+from playground.state.loop import STUCK_SECONDS
+from playground.state.session import Session
 from playground.support import preview
 
+#: the whole window end to end, a check and a run in worker processes each
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
-
-
-@pytest.fixture
-def window(qtbot):
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    yield win
-    win.session.shutdown(wait=0.5)
 
 
 @pytest.fixture(params=["process", "thread"])
@@ -696,10 +690,10 @@ def test_a_held_session_starts_its_work_only_once_released(qtbot):
     busy = []
     session.busyChanged.connect(busy.append)
     session.set_target("killhead")
-    assert session._build_worker is None and busy == [True]  # waiting, and it says so
+    assert session.builder.build_worker is None and busy == [True]  # waiting, and it says so
     assert window.jacobian.verdict_label.text() == "Preparing inputs…"
     session.update(seed=3)  # a change while held: one build, with the latest settings
-    assert session._build_worker is None
+    assert session.builder.build_worker is None
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         session.release()
     assert session.problem.settings.seed == 3
@@ -731,8 +725,8 @@ def test_the_app_paints_its_window_before_any_work_starts(qtbot, monkeypatch):
 
     watch = Watch()
     QApplication.instance().installEventFilter(watch)
-    original = session._start_build
-    session._start_build = lambda: (order.append("build"), original())
+    original = session.builder.start
+    session.builder.start = lambda: (order.append("build"), original())
     try:
         app.release_after_show(session, window)
         qtbot.wait(50)
@@ -773,8 +767,8 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
 
     monkeypatch.setattr(jobs, "ISOLATE", isolate)
     open_target(qtbot, window, "killhead")
-    pixels = preview.DISPLAY["pixels"]  # the window's heatmaps, as they report their size
-    fit = preview.display_steps((2048, 2048))[-1]
+    pixels = window.session.view_pixels  # the window's heatmaps, as they report their size
+    fit = preview.display_steps((2048, 2048), pixels)[-1]
     assert fit > preview.preview_step((2048, 2048)) and pixels != preview.PREVIEW_PIXELS
     with qtbot.waitSignal(window.session.jacobianReady, timeout=60_000) as blocker:
         window.session.update(shapes={"input": "32x64"}, dtype="float64")

@@ -32,18 +32,13 @@ from playground.state.session import Session
 from playground.views import editor
 from playground.workers import jobs as workers
 
+#: the whole window in each test: files opened, edited, reloaded
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 DATA = Path(__file__).resolve().parents[1] / "data"
 ERRORS = DATA / "byof_errors.py"
 FUNCTIONS = DATA / "byof_functions.py"
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """Each test gets its own editor folder and autosave."""
-    path = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(path))
-    return path
 
 
 def make_window(qtbot):
@@ -52,14 +47,6 @@ def make_window(qtbot):
     win.resize(1400, 900)
     win.show()
     return win
-
-
-@pytest.fixture
-def window(qtbot, home):
-    win = make_window(qtbot)
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
 
 
 def open_target(qtbot, win, spec):

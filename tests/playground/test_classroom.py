@@ -28,6 +28,9 @@ from playground.state import paths, session_files
 from playground.state.session import Session
 from playground.views.shortcuts import ShortcutsDialog, shortcut_rows
 
+#: the whole window in each test: presentation, themes, sessions, exports
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 
 
@@ -57,13 +60,6 @@ def make_window(qtbot, **kwargs) -> MainWindow:
     win.resize(1400, 900)
     win.show()
     return win
-
-
-@pytest.fixture
-def window(qtbot):
-    win = make_window(qtbot)
-    yield win
-    win.session.shutdown(wait=0.5)
 
 
 def open_target(qtbot, win, name):
@@ -722,7 +718,7 @@ def test_step_explainer_on_only_while_visible(qtbot, window):
     open_target(qtbot, window, "killhead")
     assert not window.session.ctrl.explain
     window.classroom.show_explainer()
-    qtbot.waitUntil(lambda: window.session._explain)
+    qtbot.waitUntil(lambda: window.session.loop.explain)
     with qtbot.waitSignal(window.session.batchReady, timeout=TIMEOUT) as blocker:
         window.session.step_once()
     record = blocker.args[0].records[-1]
@@ -736,7 +732,7 @@ def test_step_explainer_on_only_while_visible(qtbot, window):
         assert not window.explainer.graphics.isHidden()
         assert "input[" in window.explainer.examples.text()
     window.side_tabs.setCurrentWidget(window.code)
-    qtbot.waitUntil(lambda: not window.session._explain)
+    qtbot.waitUntil(lambda: not window.session.loop.explain)
 
 
 def test_step_explainer_words_and_screen_rate(qtbot, window):

@@ -22,9 +22,10 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from customgrad import isolation
-from playground.main_window import MainWindow
-from playground.state.session import Session
 from playground.workers import jobs
+
+#: Functions that crash, hang or blow up worker processes, in the window
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 30_000
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -71,16 +72,11 @@ class Flaky(torch.autograd.Function):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+def window(window, monkeypatch):
+    """The shared window at 1200x800, its checks in worker processes."""
     monkeypatch.setattr(jobs, "ISOLATE", True)
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
+    window.resize(1200, 800)
+    return window
 
 
 def _line(path: Path, marker: str) -> int:

@@ -32,7 +32,7 @@ def test_grad_unchecked_makes_an_input_a_constant_of_the_check(qtbot):
 
 def test_the_choice_is_kept_for_a_function_taking_the_same_input():
     from customgrad.settings import Settings
-    from playground.state.session import carried_over
+    from playground.state.target import carried_over
 
     old = Settings(differentiate={"taps": False, "gone": False})
     new, dropped = carried_over(old, "other", {"x", "taps"}, keep=True)

@@ -840,6 +840,22 @@ def test_big_report_outlines_mismatches_of_a_small_failing_block(view, monkeypat
     assert "Outlined cells" in view.hover_label.text()
 
 
+def test_the_view_says_its_size_in_pixels_as_it_changes(view, qtbot):
+    """The session keeps the heatmaps' size for the check jobs (a view wrote it into a
+    module global the workers read)."""
+    said = []
+    view.pixelsChanged.connect(said.append)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.resize(700, 500)
+    qtbot.waitUntil(lambda: said and said[-1] == view.heatmaps.pixels)
+    before = said[-1]
+    view.resize(1400, 1000)
+    qtbot.waitUntil(lambda: said[-1] > before)
+    assert said[-1] == view.heatmaps.pixels <= preview.PREVIEW_PIXELS
+
+
+@pytest.mark.slow
 def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
         view, qtbot, monkeypatch):
     """Fitted, each heatmap is pooled to about the views' size (pyqtgraph would otherwise
@@ -847,9 +863,9 @@ def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
     with qtbot.waitExposed(view):
         view.show()
     report = _fake_report(2048, 2048, 40)
-    pixels = preview.DISPLAY["pixels"]  # the views' size, as they report it
+    pixels = view.heatmaps.pixels  # the views' size, as they report it
     assert pixels < 500
-    steps = preview.display_steps(report.shape)
+    steps = preview.display_steps(report.shape, pixels)
     fit = math.ceil(2048 / pixels)
     assert steps == (3, fit)  # finer: at most PREVIEW_PIXELS cells a side; fitted
     fitted = math.ceil(2048 / fit)

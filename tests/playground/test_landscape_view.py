@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,6 +88,36 @@ def test_a_cancelled_landscape_ends_its_worker_process(qtbot, tmp_path):
         return False
 
     qtbot.waitUntil(ended, timeout=TIMEOUT)
+
+
+def test_the_applications_end_stops_the_landscape_and_leaves_the_wait_to_the_pool(
+        qtbot, monkeypatch):
+    """At quit the runner stops its landscape and returns: the one wait for worker threads is
+    the thread pool's (app.end_workers). It waited up to 2 s for its own thread first, and
+    the pool 3 s more after that."""
+    from PySide6.QtCore import QCoreApplication, QThreadPool
+
+    from customgrad.errors import Cancelled
+    from playground.workers import landscape as landscape_worker
+
+    started, ended = threading.Event(), threading.Event()
+
+    def work(job, *_args):
+        started.set()
+        while not job["stop"]:
+            time.sleep(0.01)
+        time.sleep(1.0)  # a worker process winding down after the stop
+        ended.set()
+        raise Cancelled("the landscape was cancelled.")
+
+    monkeypatch.setattr(landscape_worker, "_work", work)
+    runner = LandscapeRunner()
+    runner.run(None, 0, [], {})
+    assert started.wait(TIMEOUT / 1000)
+    QCoreApplication.instance().aboutToQuit.emit()
+    assert not ended.is_set()  # quitting did not wait for the landscape's thread
+    QThreadPool.globalInstance().waitForDone(TIMEOUT)
+    assert ended.is_set()
 
 
 def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch):
@@ -208,19 +240,6 @@ def test_arrows_keep_their_ratio_and_point_down_the_gradients():
     assert not shown_values(np.array([[1.0, 2.0]]))[1]
 
 
-@pytest.fixture
-def window(qtbot):
-    from playground.main_window import MainWindow
-    from playground.state.session import Session
-
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    yield win
-    win.session.shutdown(wait=0.5)
-
-
 def test_the_tab_draws_the_run_and_exports_it(qtbot, window, tmp_path):
     view, session = window.landscape, window.session
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
@@ -274,6 +293,7 @@ def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
     assert model.lrs == [1.0, 1.0, 1.0, 0.5, 0.5]
 
 
+@pytest.mark.slow  # the whole window
 def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, window):
     prefs = window.classroom.preferences
     prefs.set_theme("high-contrast", remember=False)  # (its controls have wide borders)
@@ -320,6 +340,7 @@ def test_contours_are_traced_in_plane_coordinates():
     assert (miss / np.hypot(2 * (x - 1), 8 * (y + 2))).max() < 0.1 * 0.25
 
 
+@pytest.mark.slow  # the app as a process, a screenshot
 def test_screenshot_of_the_landscape_tab(tmp_path):
     import subprocess
     import sys

@@ -22,6 +22,9 @@ from playground.state.session import Session
 from playground.views import pacing, theme
 from playground.views.fitting import fitted_tick_levels
 
+#: the whole window at several sizes and zooms, keys in any order
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 #: (mode, width, height, zoom %, smallest cell in pixels the issue asks for)
 SCREENS = [("present", 1280, 720, 150, 12), ("normal", 1440, 900, 100, 10)]
@@ -508,7 +511,6 @@ def _same_area(before: list[int], after: list[int]) -> bool:
     themes (Qt polishes it again), which the split then shares."""
     slack = abs(sum(after) - sum(before))
     return slack <= 4 and all(abs(a - b) <= slack for a, b in zip(before, after))
-
 
 #: what a teacher presses inside presentation mode, besides leaving it (not F2 there yet:
 #: a round of themes at another zoom leaves the forms' minimum width a few pixels wider)

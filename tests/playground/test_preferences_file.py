@@ -19,6 +19,9 @@ from playground.state.preferences import DEFAULT_HIDDEN, Preferences
 from playground.state.session import Session
 from playground.state.stored import PreferenceStore
 
+#: the app started as a process with damaged or unwritable files
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch):

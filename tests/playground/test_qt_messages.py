@@ -6,9 +6,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from PySide6.QtCore import qWarning
 
 from playground.views.qt_messages import filter_noise
+
+#: the app and notebook pictures in processes, their output read
+pytestmark = pytest.mark.slow
 
 
 def test_the_noise_is_dropped_and_warnings_pass(qtlog):

@@ -25,6 +25,9 @@ from playground import shown
 from playground.state import paths, session_files
 from tests.data.notebook import SCALE, SCALE_BUGGY, as_in_jupyter, run_cell
 
+#: playground.show from scripts and notebooks, in processes
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from customgrad import processes
+
+#: starts the app as a process
+pytestmark = pytest.mark.slow
+
 
 ROOT = Path(__file__).resolve().parents[2]
 #: runs app.main with the fork server's start and the window's imports replaced by probes;

@@ -11,6 +11,9 @@ from customgrad import isolation, processes
 from customgrad.errors import TargetError
 from playground.workers import jobs
 
+#: the app as a process: signals, stuck builds, workers that cannot start
+pytestmark = pytest.mark.slow
+
 
 def test_a_worker_that_cannot_start_is_said_and_nothing_runs_in_the_window(tmp_path,
                                                                           monkeypatch):
@@ -65,20 +68,6 @@ class RaisesOwnInterrupt(torch.autograd.Function):
     def backward(ctx, grad_output):
         raise MyKI("mine")
 '''
-
-
-@pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    from playground.main_window import MainWindow
-    from playground.state.session import Session
-
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
-    win = MainWindow(Session())
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.byof.shutdown()
-    win.session.shutdown(wait=0.5)
 
 
 def test_classes_of_the_users_modules_never_load_in_the_window(qtbot, window, tmp_path):
@@ -144,7 +133,7 @@ def test_cancel_stops_a_forward_stuck_while_the_inputs_are_prepared(qtbot, windo
     with qtbot.waitSignal(s.jacobianFailed, timeout=10_000) as failed:
         window.jacobian.banner.cancel_button.click()
     assert "Preparing the inputs was cancelled" in failed.args[0]
-    assert not errors and not s._busy
+    assert not errors and not s.busy
     with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
         s.set_target("killhead")
     assert ready.args[0].passed

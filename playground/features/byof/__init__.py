@@ -155,7 +155,7 @@ class Byof(QObject):
         """:func:`customgrad.loader.resolve`, plus: a file with several Functions asks which
         (``chooser``), and a failing import path names the file and line that broke."""
         try:
-            return resolve(spec)
+            return resolve(spec, run_code=self.session.run_code)
         except TargetError as exc:
             better = self._recover(str(spec).strip(), exc)
             if better is None:
@@ -216,7 +216,7 @@ class Byof(QObject):
             return
         try:
             with shadowing():  # as the session loads it: its Functions listed, not run here
-                module = import_module(where)
+                module = import_module(where, run_code=self.session.run_code)
         except TargetError as exc:
             self.session.errorRaised.emit(exc)
             return

@@ -119,7 +119,8 @@ class HotReload(QObject):
         if not is_file_spec(spec) and description_of(target.function) is None:
             # (a shadow's module was never imported here: its worker imports it afresh)
             try:
-                import_module(target.function.__module__, reload=True)
+                import_module(target.function.__module__, reload=True,
+                              run_code=self.session.run_code)
             except TargetError as exc:
                 self.session.errorRaised.emit(exc)
                 return

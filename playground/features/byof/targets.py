@@ -31,9 +31,10 @@ def class_line(cls: type) -> int | None:
         return None
 
 
-def import_module(name: str, reload: bool = False):
-    """Import (or re-import) ``name``; TargetError naming the file and line that failed."""
-    return loader.import_user_module(name, reload=reload)
+def import_module(name: str, reload: bool = False, run_code: loader.RunCode | None = None):
+    """Import (or re-import) ``name``, its top level run by ``run_code`` (the session's);
+    TargetError naming the file and line that failed."""
+    return loader.import_user_module(name, reload=reload, run_code=run_code)
 
 
 def gallery_source(target: Target) -> str:

@@ -166,7 +166,7 @@ class ReportDrawing:
     def fit_step(self) -> int:
         """The pooling step that fits the matrix to the views' pixels, where the worker has
         pooled it so; else the finer one it always pools (see preview.display_steps)."""
-        steps = preview.display_steps(self._heatmaps.shape)
+        steps = preview.display_steps(self._heatmaps.shape, self._heatmaps.pixels)
         fine, fit = steps[0], steps[-1]
         report = self._shown.report
         return fit if report is not None and report.has_overview(fit) else fine

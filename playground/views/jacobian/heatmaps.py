@@ -59,6 +59,8 @@ class Heatmaps:
 
     def __init__(self, owner: QWidget):
         self._owner = owner
+        #: the views' size on screen in device pixels (the largest's: JacobianView sets it)
+        self.pixels = preview.PREVIEW_PIXELS
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setMinimumSize(300, 160)
         self.graphics.ci.layout.setContentsMargins(4, 4, 4, 4)

@@ -1,10 +1,12 @@
-"""Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, and a plot
-title that asks for no width, and the line under the heatmaps giving way where it has no room."""
+"""Small Qt pieces of the Jacobian pane: pyqtgraph items that hide while empty, a plot title
+that asks for no width (:mod:`playground.views.pyqtgraph_compat`), and the line under the
+heatmaps giving way where it has no room."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+
+from playground.views.pyqtgraph_compat import ignore_text_width  # (its pyqtgraph patch)
 
 __all__ = ["Curve", "Image", "Scatter", "fit_hint", "ignore_text_width"]
 
@@ -39,25 +41,6 @@ class Image(pg.ImageItem):
     def clear(self) -> None:
         super().clear()
         self.setVisible(False)
-
-
-def ignore_text_width(label: pg.LabelItem) -> None:
-    """Let ``label`` (a plot title) ask for no width: a long title must not make one plot
-    wider than the others (their views are linked and should have equal sizes)."""
-
-    def update_min() -> None:
-        height = label.itemRect().height()
-        label.setMinimumWidth(0)
-        label.setMinimumHeight(height)
-        label._sizeHint = {
-            Qt.SizeHint.MinimumSize: (0, height),
-            Qt.SizeHint.PreferredSize: (0, height),
-            Qt.SizeHint.MaximumSize: (-1, -1),
-            Qt.SizeHint.MinimumDescent: (0, 0),
-        }
-        label.updateGeometry()
-
-    label.updateMin = update_min
 
 
 def fit_hint(view) -> None:

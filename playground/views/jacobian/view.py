@@ -60,6 +60,7 @@ class JacobianView(QWidget):
     cancelRequested = Signal()
     detailsToggled = Signal(bool)
     idealHeightChanged = Signal()
+    pixelsChanged = Signal(int)  # the heatmaps' size on screen, in device pixels
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -382,8 +383,11 @@ class JacobianView(QWidget):
     def _view_resized(self, *_args) -> None:
         self.idealHeightChanged.emit()
         vb = self.heatmaps.view_box
-        preview.DISPLAY["pixels"] = max(64, min(preview.PREVIEW_PIXELS, math.ceil(
+        pixels = max(64, min(preview.PREVIEW_PIXELS, math.ceil(
             max(vb.width(), vb.height()) * self.devicePixelRatioF())))
+        if pixels != self.heatmaps.pixels:
+            self.heatmaps.pixels = pixels
+            self.pixelsChanged.emit(pixels)
         self.drawing.resized()
         self.labels.fit_titles()
         self._update_ticks()

@@ -1,0 +1,87 @@
+"""The session's checks: one Jacobian comparison at a time (at the start, or at a point the
+run reached), its progress and report sent on through the session's signals; what an earlier
+one still sends is dropped by its serial number."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QTimer
+
+from customgrad.errors import Cancelled
+from playground.state.loop import disconnect_all
+from playground.support.discard import discard
+from playground.workers.jobs import JacobianJob
+
+if TYPE_CHECKING:
+    from playground.state.session import Session
+
+
+class Checks:
+    """Jacobian jobs for the session's Problem; they speak through the session's signals
+    (``jacobianStarted``, ``jacobianProgress``, ``jacobianReady``, ``jacobianFailed``,
+    ``errorRaised``)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.job: JacobianJob | None = None
+        #: the number of the latest comparison: what an earlier one still sends is dropped (a
+        #: signal queued before it was disconnected is still delivered)
+        self._serial = 0
+
+    def start(self, args) -> None:
+        """Compare the Jacobians at ``args``: None for the Problem's own inputs (the start),
+        else the point the run reached (at the session's step)."""
+        self.cancel()
+        session = self.session
+        s = session.settings
+        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
+                   "differentiate": dict(s.differentiate)}
+        where = "the start" if args is None else f"step {session.step}"
+        session.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
+        problem = session.problem
+        assert problem is not None, "a check needs a built Problem"
+        self._serial += 1
+        serial = self._serial
+        self.job = JacobianJob(problem, args, options,
+                               lambda progress: self._on_progress(serial, progress),
+                               lambda report: self._on_report(serial, problem, report),
+                               lambda exc: self._on_error(serial, exc),
+                               pixels=session.view_pixels)
+
+    def cancel_by_user(self) -> None:
+        """The user's Cancel: the comparison stops, and its worker process is ended a second
+        later if it has not."""
+        job = self.job
+        if job is not None and not job.done:
+            job.cancel()
+            QTimer.singleShot(1000, lambda: job.cancel(force=True))
+
+    def cancel(self) -> None:
+        """Drop the running comparison (out of date): nothing it sends arrives."""
+        job = self.job
+        if job is not None and not job.done:
+            disconnect_all(job.worker.returned, job.worker.errored, job.bridge.progress)
+            job.cancel()
+        self.job = None
+
+    def _on_progress(self, serial: int, progress) -> None:
+        if serial == self._serial:
+            self.session.jacobianProgress.emit(progress)
+        elif getattr(progress, "painted", None) is not None:
+            progress.painted.set()  # its worker stops anyway; it need not wait for a view
+
+    def _on_report(self, serial: int, problem, report) -> None:
+        if serial == self._serial and problem is self.session.problem:
+            self.session.jacobianReady.emit(report)
+        else:
+            discard(report)  # out of date (up to 100 MB): freed off the GUI thread
+
+    def _on_error(self, serial: int, exc: Exception) -> None:
+        if serial != self._serial:
+            return
+        if isinstance(exc, Cancelled):
+            self.session.jacobianFailed.emit("cancelled")
+            return
+        self.session.jacobianFailed.emit(str(exc))
+        self.session.errorRaised.emit(exc)

@@ -1,0 +1,80 @@
+"""The session façade and its parts (target and build, loop, checks), without a window."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from customgrad import loader
+from playground.state.session import Session
+
+TIMEOUT = 20_000
+
+
+def test_a_session_changes_no_global_and_loads_with_the_runner_it_was_given(qtbot, tmp_path):
+    """How a user module's top level runs is the session's ``run_code``; making a session
+    no longer replaces customgrad.loader.run_module_code for the whole process."""
+    before = loader.run_module_code
+    ran = []
+
+    def run_code(run, label, origin):
+        ran.append((label, origin[0]))
+        return run()
+
+    path = tmp_path / "tripled.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+
+        class Tripled(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: "3"):
+                return 3 * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return 3 * grad
+        """))
+    session = Session(run_code=run_code)
+    try:
+        assert loader.run_module_code is before
+        with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT) as ready:
+            session.set_target(f"{path}:Tripled")
+        assert ready.args[0].passed
+        assert ran == [("tripled.py", "file")]
+    finally:
+        session.shutdown(wait=0.5)
+    assert loader.run_module_code is before
+
+
+class _Sent:
+    """A loop process's end of the pipe: what the session's commands sent it."""
+
+    def __init__(self):
+        self.messages = []
+        self.started_at = 0.0
+
+    def send(self, message):
+        self.messages.append(message)
+
+
+def test_a_knob_the_loop_reads_is_sent_to_it_in_one_message_and_rebuilds_nothing(qtbot):
+    session = Session()
+    try:
+        session.ctrl.remote = sent = _Sent()
+        rebuilt = []
+        session.busyChanged.connect(rebuilt.append)
+        session.specsChanged.connect(rebuilt.append)
+        session.update(lr=0.5, steps=40, check_every=5)
+        (message,) = sent.messages
+        assert (message["lr"], message["max_steps"], message["check_every"]) == (0.5, 40, 5)
+        session.set_rate(-3)  # no negative rate: as fast as possible
+        session.set_explain(True)
+        assert [(m["rate"], m["explain"]) for m in sent.messages[1:]] == [(0.0, False),
+                                                                          (0.0, True)]
+        assert rebuilt == [] and not session.busy
+    finally:
+        session.ctrl.remote = None
+        session.shutdown(wait=0.5)
