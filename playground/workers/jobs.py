@@ -23,6 +23,7 @@ from customgrad.errors import Cancelled, TargetError
 from customgrad.problem import Problem
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.shadow import Shadowed, description_of
+from customgrad.verification import verify
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
 from playground.workers import in_window, remote
@@ -491,9 +492,9 @@ def _compare(state: _JobState, problem: Problem, args, options):
             _emit(state, prepared)
             if prepared.painted is not None:
                 waited.append(_await_paint(state, prepared, first))
-        report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
-                                 **options)
-        report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
-        return remote.finish(report, problem, args)
+        report = verify(problem.function, problem.args if args is None else args,
+                        problem.check_options(**options), progress=progress,
+                        should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
+        return remote.prepared(report)
     finally:
         state.done = True
