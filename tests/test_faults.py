@@ -347,9 +347,9 @@ def params():
 
 # ---- fixtures ---------------------------------------------------------------------------------
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, configure):
     path = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(path))
+    configure(home=path)
     return path
 
 

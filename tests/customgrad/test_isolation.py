@@ -4,6 +4,7 @@ blow-up there ends that process only, and the caller says what happened and wher
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -387,15 +388,18 @@ def test_sigkill_is_explained_as_from_outside_not_surely_memory():
         "(kill -9)" in str(error)
 
 
-def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):
-    monkeypatch.delenv(isolation.MEMORY_LIMIT_VARIABLE, raising=False)
+def test_the_default_memory_limit_is_half_the_machine_or_the_variable(configure):
+    from customgrad.config import Config
+
+    configure(memory_limit_gib=None, bad_memory_limit=None)
     assert isolation.default_memory_limit() == isolation.machine_memory() // 2
-    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "1.5")
+    configure(memory_limit_gib=1.5)
     assert isolation.default_memory_limit() == 3 * 2**29
-    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0")
+    configure(memory_limit_gib=0.0)
     assert isolation.default_memory_limit() == 0  # no limit
     for bad in ("lots", "-1", "inf", "nan"):
-        monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, bad)
+        configure(**dataclasses.asdict(
+            Config.from_environment({isolation.MEMORY_LIMIT_VARIABLE: bad})))
         with pytest.raises(CustomGradError, match=f"CUSTOMGRAD_MEMORY_LIMIT_GIB={bad} is not"):
             isolation.default_memory_limit()
 

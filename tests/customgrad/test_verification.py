@@ -135,3 +135,17 @@ def test_the_comparison_s_matrices_come_from_the_allocator_it_is_given():
     assert not compare(Double, [x]).analytic.is_shared()
     assert not hasattr(matrices, "SHARED")
 
+
+
+def test_backward_s_notes_say_their_kind_and_parameter():
+    """The comparison leaves out the "returns None" note of an input it drops by the note's
+    kind and parameter, not by matching its text."""
+    from customgrad.contract import GradientNote, check_gradients
+
+    x, w = _x(3), _x(1)
+    notes = check_gradients(Double, ["x", "w"], [x, w], (None, torch.ones(3).double()))
+    assert notes == [
+        GradientNote("none", "x", "backward returns None for x: its gradient is zero."),
+        GradientNote("shape", "w", "shape surprise: backward returns a [3] gradient for w; "
+                                   "autograd sums it to w's [1].")]
+    assert [str(n) for n in notes] == [n.text for n in notes]

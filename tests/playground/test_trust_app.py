@@ -68,11 +68,11 @@ class RaisesOwnInterrupt(torch.autograd.Function):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
+def window(qtbot, tmp_path, configure):
     from playground.main_window import MainWindow
     from playground.state.session import Session
 
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    configure(home=tmp_path / "home")
     win = MainWindow(Session())
     qtbot.addWidget(win)
     win.show()
