@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -82,8 +83,8 @@ class Problem:
     def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": s.differentiate}
+        options: dict[str, Any] = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol,
+                                   "memory_cap": s.memory_cap, "differentiate": s.differentiate}
         options.update(kwargs)
         return jacobian.compare(self.function, self.args if args is None else args, **options)
 
