@@ -51,7 +51,8 @@ class Config:
     home: Path | None = None
     #: where the playground's descent loop runs: "process" or "thread"
     loop: str = "process"
-    #: the playground's tab at start ("jacobian", "inspector", ...); None: the last one shown
+    #: the playground's side tab at start, by the start of its title ("editor", "inspector",
+    #: "step", "landscape"); None: the first, Code
     tab: str | None = None
     #: the playground starts with the gallery's defaults, not the last session's settings
     no_restore: bool = False
