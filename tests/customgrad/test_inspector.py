@@ -197,11 +197,11 @@ pytest.importorskip("pytestqt")
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
+def window(qtbot, tmp_path, configure):
     from playground.main_window import MainWindow
     from playground.state.session import Session
 
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    configure(home=tmp_path / "home")
     win = MainWindow(Session())
     qtbot.addWidget(win)
     win.resize(1400, 900)

@@ -221,9 +221,9 @@ def _tensor_job(n: int, channel) -> dict:
 
 
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
-def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys, monkeypatch,
+def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys, configure,
                                                                       method):
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
+    configure(spawn=method == "spawn")
     assert processes.context().get_start_method() == method
     seen = []
     result = isolation.call(_tensor_job, 64, on_message=seen.append)

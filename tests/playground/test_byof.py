@@ -39,10 +39,10 @@ FUNCTIONS = DATA / "byof_functions.py"
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, configure):
     """Each test gets its own editor folder and autosave."""
     path = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(path))
+    configure(home=path)
     return path
 
 
