@@ -12,13 +12,13 @@ from collections.abc import Iterable
 import torch
 
 from customgrad import catalog, subchecks
-from customgrad.diagnosis import diagnose
 from customgrad.display import heatmaps_png, renderer, report_html, report_png
 from customgrad.dtypes import converted, parse_dtype
 from customgrad.errors import SpecError, TooLargeError
 from customgrad.inputs import forward_parameters, with_defaults
-from customgrad.jacobian import ATOL, EPS, RTOL, Report, compare
+from customgrad.jacobian import ATOL, EPS, RTOL, Report
 from customgrad.loader import is_function, resolve
+from customgrad.verification import CheckOptions, verify
 
 #: the checks :func:`check` can run (customgrad.subchecks: the full Jacobian, always, double
 #: backward, forward AD, batched gradients, undefined gradients, gradient dtypes and
@@ -50,27 +50,19 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     for bad arguments or tolerances, ``TooLargeError`` beyond 1 GiB of matrices).
     """
     function, label = _function(fn)
-    wanted = _checks(checks, function)
     target_dtype = None if dtype is None else parse_dtype(dtype)
     args = tuple(with_defaults(function, args))
-    copies = [_copy(a, target_dtype) for a in args]
-    eps, atol, rtol = (EPS if eps is None else eps, ATOL if atol is None else atol,
-                       RTOL if rtol is None else rtol)
+    options = CheckOptions(eps=EPS if eps is None else eps, atol=ATOL if atol is None else atol,
+                           rtol=RTOL if rtol is None else rtol,
+                           differentiate=_requiring_grad(function, args), label=label)
     try:
-        report = compare(function, copies, eps=eps, atol=atol, rtol=rtol,
-                         differentiate=_requiring_grad(function, args))
+        return verify(function, [_copy(a, target_dtype) for a in args],
+                      options.with_checks(_checks(checks, function)))
     except TooLargeError as exc:
         raise exc.advised(
             "Here, only the tensors that require grad are differentiated (where any does); "
             "customgrad.jacobian.compare(fn, args, memory_cap=BYTES) takes another cap.") \
             from None
-    report.label, report.function = label, function.__name__
-    if not report.passed:
-        report.diagnoses = diagnose(report, function, [_copy(a, target_dtype) for a in args])
-    report.checks = subchecks.run(function, [_copy(a, target_dtype) for a in args], wanted,
-                                  eps=eps, atol=atol, rtol=rtol, report=report)
-    report.passed = all(c.passed for c in report.checks.values())
-    return report
 
 
 def _function(fn: type | str) -> tuple[type, str]:

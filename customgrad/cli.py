@@ -20,6 +20,7 @@ import os
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from customgrad import catalog
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # they import torch: the commands that need them import them
 BROKEN_PIPE = 141
 
 
-def cmd_list(args) -> int:
+def cmd_list(args, announce: Announce | None = None) -> int:
     entries = catalog.listing()  # data: listing the gallery needs no torch
     if args.json:
         print(json.dumps([{"name": e.name, "title": e.title, "category": e.category,
@@ -68,10 +69,10 @@ def _guess_notes(problem: Problem) -> list[str]:
 
 #: told the Function's name once it is loaded (a child process passes it on to its parent, so
 #: that a crash message can name it)
-_announce = None
+Announce = Callable[[str], None]
 
 
-def _built(settings: Settings) -> Problem:
+def _built(settings: Settings, announce: Announce | None = None) -> Problem:
     from customgrad.problem import build
 
     try:
@@ -83,34 +84,30 @@ def _built(settings: Settings) -> Problem:
             f"{exc} Change them with --shape NAME=3x8, --init NAME=randint(0,8) (an int64 "
             "tensor: indices, class targets), --const NAME=VALUE (a number, a tuple).",
             file=exc.file, line=exc.line, details=exc.details, phase=exc.phase) from None
-    if _announce is not None:
-        _announce(problem.function.__name__)
+    if announce is not None:
+        announce(problem.function.__name__)
     return problem
 
 
-def cmd_check(args) -> int:
+def cmd_check(args, announce: Announce | None = None) -> int:
     from customgrad import subchecks
+    from customgrad.verification import verify
 
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
-    problem = _built(settings)
+    problem = _built(settings, announce)
     if args.projected is not None:
         return _projected(args, problem)
+    wanted = set(args.checks or subchecks.defaults_for(problem.function))
+    wanted |= {"double_backward"} if args.double else set()
+    options = problem.check_options(keep=False, label=problem.target.label).with_checks(wanted)
     try:
-        report = problem.compare(keep=False)
+        report = verify(problem.function, problem.args, options)
     except TooLargeError as exc:
         raise exc.advised("--memory-cap GIB raises the cap, --no-grad NAME leaves an input "
                           "out, and --projected checks v^T J u instead, for inputs this "
                           "large.") from None
-    report.label, report.function = problem.target.label, problem.function.__name__
-    if not report.passed:
-        report.diagnoses = _diagnoses(problem, report)
-    wanted = set(args.checks or subchecks.defaults_for(problem.function))
-    wanted |= {"double_backward"} if args.double else set()
-    report.checks = subchecks.run(problem.function, problem.args, wanted, eps=args.eps,
-                                  atol=args.atol, rtol=args.rtol, report=report)
-    report.passed = all(c.passed for c in report.checks.values())
     if args.json:
         data = _names(problem)  # first, and kept: the report may carry names of its own
         data.update((k, v) for k, v in report.to_dict().items() if k not in data)
@@ -121,18 +118,6 @@ def cmd_check(args) -> int:
     else:
         print("\n".join([report.text(), *(f"note: {n}" for n in _guess_notes(problem))]))
     return 0 if report.passed else 1
-
-
-def _diagnoses(problem: Problem, report) -> list:
-    """What is wrong, for a failed check: the matrices are computed again, kept this time
-    (the check itself does not keep them), where they fit the memory cap."""
-    from customgrad.diagnosis import diagnose
-
-    try:
-        kept = problem.compare(keep=True)
-    except CustomGradError:  # too large to keep: the probes of backward still run
-        kept = report
-    return diagnose(kept, problem.function, problem.args)
 
 
 def _projected(args, problem: Problem) -> int:
@@ -168,12 +153,12 @@ def _projected(args, problem: Problem) -> int:
     return 0 if passed else 1
 
 
-def cmd_run(args) -> int:
+def cmd_run(args, announce: Announce | None = None) -> int:
     settings = _settings(args)
     settings.lr, settings.loss, settings.optimizer = args.lr, args.loss, args.optimizer
     if args.steps < 0:
         raise CustomGradError(f"--steps must be >= 0, not {args.steps}.")
-    problem = _built(settings)
+    problem = _built(settings, announce)
     if not args.json:
         for note in _guess_notes(problem):
             print(f"customgrad: note: {note}", file=sys.stderr)
@@ -223,12 +208,10 @@ COMMANDS = {"list": cmd_list, "check": cmd_check, "run": cmd_run}
 
 def _in_child(args, channel) -> int:
     """A command in the child process: its exit code, its messages on the parent's stderr."""
-    global _announce
-    _announce = channel.context
     name = args.target.rpartition(":")[2]
     if name.isidentifier():  # file.py:Class, module:Class: named before it is even loaded
         channel.context(name)
-    return _run(args, isolated=False)
+    return _run(args, isolated=False, announce=channel.context)
 
 
 def _isolated(args) -> int:
@@ -256,12 +239,12 @@ def _isolated(args) -> int:
                             "that stopped itself).") from None
 
 
-def _run(args, isolated: bool) -> int:
+def _run(args, isolated: bool, announce: Announce | None = None) -> int:
     try:
         if isolated:
             code = _isolated(args)
         else:
-            code = COMMANDS[args.command](args)
+            code = COMMANDS[args.command](args, announce)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except BrokenPipeError:

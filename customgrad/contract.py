@@ -14,6 +14,7 @@ import textwrap
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn, TypedDict
 
 import torch
@@ -297,7 +298,22 @@ class _Where(TypedDict):
     phase: str
 
 
-def check_gradients(function: type[Function], params: list[str], args: list, raw) -> list[str]:
+@dataclass(frozen=True)
+class GradientNote:
+    """A legal surprise in backward's result, about one parameter: ``kind`` is ``"none"``
+    (backward returns None for a floating-point tensor: its gradient is zero) or ``"shape"``
+    (a gradient autograd sums to the parameter's shape); ``text`` says it to the user."""
+
+    kind: str
+    param: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_gradients(function: type[Function], params: list[str], args: list,
+                    raw) -> list[GradientNote]:
     """Check backward's raw result against forward's arguments; notes for legal surprises.
 
     Raises FunctionError for the wrong number of gradients, a gradient for a non-tensor
@@ -316,7 +332,8 @@ def check_gradients(function: type[Function], params: list[str], args: list, raw
     for pos, (param, arg, grad) in enumerate(zip(params, args, grads)):
         if grad is None:
             if isinstance(arg, torch.Tensor) and arg.is_floating_point():
-                notes.append(f"backward returns None for {param}: its gradient is zero.")
+                notes.append(GradientNote("none", param, f"backward returns None for {param}: "
+                                                         "its gradient is zero."))
             continue
         if not isinstance(arg, torch.Tensor):
             raise FunctionError(
@@ -343,6 +360,7 @@ def check_gradients(function: type[Function], params: list[str], args: list, raw
             except RuntimeError:
                 raise FunctionError(f"{name} returned a gradient of shape [{got}] for {param}, "
                                     f"whose shape is [{want}].", **where) from None
-            notes.append(f"shape surprise: backward returns a [{got}] gradient for {param}; "
-                         f"autograd sums it to {param}'s [{want}].")
+            notes.append(GradientNote("shape", param, f"shape surprise: backward returns a "
+                                                      f"[{got}] gradient for {param}; autograd "
+                                                      f"sums it to {param}'s [{want}]."))
     return notes

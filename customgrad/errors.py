@@ -81,12 +81,16 @@ def is_ctrl_c(exc: BaseException) -> bool:
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-#: Held by every ast.parse in the process on Python < 3.13 (see _serialise_ast_parse).
+#: Held by every ast.parse in the process on Python < 3.13 (see serialise_ast_parse).
 AST_LOCK = threading.RLock()
 
 
-def _serialise_ast_parse() -> None:
+def serialise_ast_parse() -> None:
     """Make ``ast.parse`` one thread at a time, for every caller in the process.
+
+    Process-wide, so never done by importing customgrad: the entry points that run threads
+    which parse call it (the app's :func:`playground.app.application`, a worker process's
+    setup); a notebook that wants it calls it too.
 
     On CPython 3.11 and 3.12 the AST constructor keeps its recursion depth in state shared
     by all threads. When a garbage collection runs Python code in the middle of a parse,
@@ -108,9 +112,6 @@ def _serialise_ast_parse() -> None:
     # a mark on the function object, which mypy's type of a functools.wraps result cannot hold
     serialised_parse._customgrad_serialised = True  # type: ignore[attr-defined]
     ast.parse = serialised_parse
-
-
-_serialise_ast_parse()
 
 
 def format_traceback(exc: BaseException) -> str:

@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from customgrad import plain_data, processes, threads
-from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad import config, plain_data, processes, threads
+from customgrad.errors import Cancelled, CustomGradError, FunctionError, serialise_ast_parse
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
 from customgrad.frames import user_frame
@@ -74,21 +74,14 @@ class MemoryLimitExceeded(FunctionError):
 
 
 #: the environment variable that sets the default limit, in GiB (0: no limit)
-MEMORY_LIMIT_VARIABLE = "CUSTOMGRAD_MEMORY_LIMIT_GIB"
+MEMORY_LIMIT_VARIABLE = config.MEMORY_LIMIT_GIB
 
 
 def default_memory_limit() -> int:
     """``CUSTOMGRAD_MEMORY_LIMIT_GIB`` GiB when set (0: no limit), else half the machine's
     memory (0, no limit, where the system does not say how much)."""
-    text = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
-    if text:
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not (0 <= value < float("inf")):
-            raise CustomGradError(f"{MEMORY_LIMIT_VARIABLE}={text} is not a number of GiB "
-                                  "(0: no limit).")
+    value = config.current().memory_limit()
+    if value is not None:
         return int(value * 2**30)
     return int(machine_memory() * MEMORY_FRACTION)
 
@@ -140,10 +133,7 @@ class _Relay:
 
 #: how much lower a child's scheduling priority is than its parent's (POSIX ``nice``), unless
 #: ``CUSTOMGRAD_CHILD_NICE`` says (a whole number 0 to 19; anything else is ignored)
-NICE = 5
-_nice_text = os.environ.get("CUSTOMGRAD_CHILD_NICE", "").strip()
-if _nice_text.isdigit() and int(_nice_text) <= 19:
-    NICE = int(_nice_text)
+NICE = config.current().child_nice
 
 
 def _lower_priority() -> None:
@@ -170,6 +160,7 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
     processes.own_session()
     if environment is not None:
         processes.adopt_environment(environment)
+    serialise_ast_parse()  # the relay's threads format tracebacks while the job parses
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
     from customgrad import sharing  # torch's reductions: the result's tensors are shared
 

@@ -26,8 +26,6 @@ Only the standard library and torch: no Qt here.
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import pickle
 import sys
@@ -35,15 +33,11 @@ import threading
 import time
 from multiprocessing.reduction import ForkingPickler
 
-from customgrad import isolation, processes, sharing
+from customgrad import config, isolation, processes, sharing
 
 #: how long a kept child waits for its next job before it ends, unless
 #: ``CUSTOMGRAD_KEEP_SECONDS`` says (a number of seconds; 0: a fresh child for every job)
-KEEP_SECONDS = 300.0
-_keep_text = os.environ.get("CUSTOMGRAD_KEEP_SECONDS", "").strip()
-with contextlib.suppress(ValueError):
-    if 0 <= float(_keep_text) < math.inf:
-        KEEP_SECONDS = float(_keep_text)
+KEEP_SECONDS = config.current().keep_seconds
 
 def _kept_main(conn, fault_path: str, environment: dict) -> None:
     """The child: jobs as they come (see the module), until the parent ends it."""

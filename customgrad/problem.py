@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from customgrad.inputs import (
 )
 from customgrad.loader import Target, resolve
 from customgrad.settings import Settings
+from customgrad.verification import CheckOptions
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,14 @@ class Problem:
         s = self.settings
         return Descent(self.function, self.specs, self.args, self.targets, lr=s.lr, loss=s.loss,
                        optimizer=s.optimizer)
+
+    def check_options(self, **changes) -> CheckOptions:
+        """The settings' tolerances, memory cap and inputs to differentiate as
+        :func:`customgrad.verification.verify` takes them, with ``changes``."""
+        s = self.settings
+        options = CheckOptions(eps=s.eps, atol=s.atol, rtol=s.rtol, memory_cap=s.memory_cap,
+                               differentiate=dict(s.differentiate))
+        return dataclasses.replace(options, **changes)
 
     def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""

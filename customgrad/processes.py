@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from multiprocessing import spawn
 from typing import TYPE_CHECKING
 
-from customgrad import threads
+from customgrad import config, threads
 from customgrad.errors import CustomGradError
 from customgrad.memory import ended
 
@@ -51,8 +51,7 @@ def fork_server() -> bool:
     macOS): milliseconds per child. Else (Windows, which has none, or
     ``CUSTOMGRAD_START_METHOD=spawn`` anywhere) each child is a fresh interpreter started
     with ``spawn`` that imports torch itself: seconds, the same results."""
-    wanted = os.environ.get("CUSTOMGRAD_START_METHOD", "").strip().lower()
-    return wanted != "spawn" and "forkserver" in multiprocessing.get_all_start_methods()
+    return not config.current().spawn and "forkserver" in multiprocessing.get_all_start_methods()
 
 
 def preload(*modules: str) -> None:
@@ -123,6 +122,7 @@ def adopt_environment(environment: dict[str, str]) -> None:
     if environment != os.environ:
         os.environ.clear()
         os.environ.update(environment)
+        config.use(None)  # read again from the parent's, at next use
 
 
 #: a child's exit status when its parent is gone

@@ -30,7 +30,7 @@ import time
 
 from customgrad import isolation, plain_data, processes
 from customgrad.descent import Batch, Descent, StepRecord
-from customgrad.errors import Cancelled
+from customgrad.errors import Cancelled, serialise_ast_parse
 from customgrad.loop_control import LoopControl, interrupt_thread  # noqa: F401 (the app imports them from here)
 from customgrad.memory import resident_bytes
 from customgrad.processes import (
@@ -168,6 +168,7 @@ def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None 
     own_session()
     if environment is not None:
         adopt_environment(environment)
+    serialise_ast_parse()
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
     ctrl = _ChildControl(conn)

@@ -11,6 +11,7 @@ own (:func:`backward_as_function`) whose forward is the user's backward, run wit
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 
@@ -111,27 +112,26 @@ def double_backward_report(function: type[Function], args: list, *,
     it fails and ``diagnose``) diagnoses. ``positions`` (or ``differentiate``, by parameter
     name) chooses the inputs as the first order does; ``options`` go to
     :func:`customgrad.jacobian.compare`."""
-    from customgrad import jacobian
-    from customgrad.diagnosis import diagnose as diagnoses_of
     from customgrad.jacobian.probe import differentiated_inputs
+    from customgrad.verification import CheckOptions, verify
 
     args = with_defaults(function, args)
     if positions is None:
         params = [p.name for p in forward_parameters(function)]
         positions, _ = differentiated_inputs(function, args, params, [], differentiate)
     wrapper, wrapper_args, which = backward_as_function(function, args, positions)
+    hooks = {k: options.pop(k) for k in ("progress", "should_stop", "allocate") if k in options}
+    # no sub-checks: this is the double_backward sub-check's own report
+    checked = CheckOptions(**options, differentiate=which, checks=frozenset(), diagnose=diagnose)
     try:
-        report = jacobian.compare(wrapper, wrapper_args, differentiate=which, **options)
-        if diagnose and not report.passed and report.analytic is not None:
-            report.diagnoses = diagnoses_of(report, wrapper, wrapper_args)
+        report = verify(wrapper, wrapper_args, checked, **hooks)
     except FunctionError as exc:
         raise FunctionError(f"{function.__name__}'s backward could not be differentiated "
                             f"(double backward): {exc}", details=exc.details,
                             phase="backward") from None
-    report.function = wrapper.__name__
     # the notes speak of the Function checked, whose backward is the double backward
-    report.notes = [f"double {n}" if n.startswith("backward ") else n for n in report.notes]
-    return report
+    return dataclasses.replace(report, notes=[f"double {n}" if n.startswith("backward ") else n
+                                              for n in report.notes])
 
 
 def double_backward_json(problem, checks: Mapping) -> dict:

@@ -9,18 +9,13 @@ from __future__ import annotations
 def _warm() -> None:
     """One small check of a correct and a buggy gallery Function, their sub-checks and a
     descent step: what a worker process's jobs call first."""
-    from customgrad import subchecks
-    from customgrad.diagnosis import diagnose
     from customgrad.problem import build
     from customgrad.settings import Settings
+    from customgrad.verification import verify
 
     for name in ("killhead", "killhead_bug"):
         problem = build(Settings(target=name, shapes={"input": "2x3"}, dtype="float64"))
-        report = problem.compare()
-        if not report.passed:
-            diagnose(report, problem.function, problem.args)
-        subchecks.run(problem.function, problem.args, subchecks.defaults_for(problem.function),
-                      eps=report.eps, atol=report.atol, rtol=report.rtol, report=report)
+        verify(problem.function, problem.args, problem.check_options())
     problem.descent().step()
 
 

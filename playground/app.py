@@ -202,6 +202,7 @@ def start_fork_server() -> None:
     import threading
 
     from customgrad import processes
+    from playground.workers import WORKER_MODULES
 
     if not processes.fork_server():
         return
@@ -232,7 +233,6 @@ def a_core_is_free() -> bool:
 
 #: what the window's worker processes run, for the fork server to import once (as
 #: playground.workers.jobs asks, which imports torch)
-WORKER_MODULES = ("playground.workers.remote",)
 
 
 def application():
@@ -241,8 +241,10 @@ def application():
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
+    from customgrad.errors import serialise_ast_parse
     from playground.views.qt_messages import filter_noise
 
+    serialise_ast_parse()  # the GUI thread and workers' threads parse sources at once
     filter_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1] or ["autograd-playground"])
     app.setApplicationName("autograd-playground")

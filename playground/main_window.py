@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from customgrad import config
 from customgrad.errors import TargetError
 from customgrad.loader import functions_in, split_target
 from customgrad.shadow import source_lines
@@ -46,7 +47,7 @@ LOOP_STARTING = "Starting the run's worker process…"
 
 
 def _restore_default() -> bool:
-    return not os.environ.get("AUTOGRAD_PLAYGROUND_NO_RESTORE")
+    return not config.current().no_restore
 
 
 class MainWindow(QMainWindow):
@@ -261,7 +262,7 @@ class MainWindow(QMainWindow):
     def _open_tab_from_env(self) -> None:
         """``AUTOGRAD_PLAYGROUND_TAB=inspector`` (or ``editor``, ``code``, ``step``) opens the
         window on that tab, e.g. for ``--screenshot``."""
-        tab = os.environ.get("AUTOGRAD_PLAYGROUND_TAB", "").strip().lower()
+        tab = config.current().tab
         if tab:
             for index in range(self.side_tabs.count()):
                 if self.side_tabs.tabText(index).lower().startswith(tab):

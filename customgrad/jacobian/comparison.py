@@ -14,23 +14,28 @@ from customgrad.inputs import forward_parameters, with_defaults
 from customgrad.jacobian.agreement import Tally
 from customgrad.jacobian.analytic import Backward, analytic_pass
 from customgrad.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL, Tolerances
+from customgrad.jacobian.matrices import Allocator, lazy_zeros
 from customgrad.jacobian.numerical import numerical_pass
 from customgrad.jacobian.probe import run_probe
 from customgrad.jacobian.report import Progress, Report
-from customgrad.jacobian.workspace import Pacer, allocate
+from customgrad.jacobian.workspace import Pacer
+from customgrad.jacobian.workspace import allocate as make_workspace
 
 
 def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
             differentiate: Mapping[str, bool] | None = None,
             progress: Callable[[Progress], None] | None = None,
-            should_stop: Callable[[], bool] | None = None) -> Report:
+            should_stop: Callable[[], bool] | None = None,
+            allocate: Allocator = lazy_zeros) -> Report:
     """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments,
     as ``apply`` takes them: forward's defaults fill those left out).
 
     ``differentiate`` (by parameter name) chooses the differentiated inputs as gradcheck's
     ``requires_grad`` does: where any is True, exactly those; else every floating-point tensor
     but those set False, and one that backward returns None for is taken as a constant.
+    ``allocate(shape)`` makes each zero matrix (``matrices.lazy_zeros``; ``shared_zeros`` for
+    a caller in another process that reads them as they fill).
     Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
     TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
     """
@@ -40,7 +45,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     started = time.perf_counter()
     notes: list[str] = []
     probe = run_probe(function, args, params, notes, differentiate)
-    space = allocate(probe.outputs, probe.inputs, memory_cap, keep)
+    space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep, allocate)
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
@@ -49,8 +54,8 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     tally = Tally(space, tol.atol, tol.rtol)
     analytic_pass(space, pacer, backward, tally)
     return Report(
-        passed=all(b.passed for b in tally.blocks), outputs=space.outputs, inputs=space.inputs,
-        blocks=tally.blocks, worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol,
-        rtol=tol.rtol, numerical_dtype=numerical_dtype, analytic_path=backward.path,
+        outputs=space.outputs, inputs=space.inputs, blocks=tally.blocks,
+        worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
+        numerical_dtype=numerical_dtype, analytic_path=backward.path,
         notes=notes, analytic=space.ana, numerical=space.num_t.T if keep else None,
         seconds=time.perf_counter() - started)

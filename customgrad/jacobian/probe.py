@@ -104,8 +104,8 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         unused = [] if chosen else [i for i in in_pos
                                     if i >= len(raw_grads) or raw_grads[i] is None]
         dropped = [params[i] for i in unused] if len(unused) < len(in_pos) else []
-        notes.extend(n for n in check_gradients(function, params, args, raw_grads)
-                     if not any(n.startswith(f"backward returns None for {p}:") for p in dropped))
+        notes.extend(n.text for n in check_gradients(function, params, args, raw_grads)
+                     if not (n.kind == "none" and n.param in dropped))
         for name in dropped:
             notes.append(f"{name}: backward returns None; treated as not differentiated.")
             del leaves[params.index(name)]

@@ -141,11 +141,15 @@ class Overview:
     mismatches: torch.Tensor  # bool: any mismatch in the cell
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
-    """The verdict and everything needed to explain it."""
+    """The verdict and everything needed to explain it: a value, built once
+    (:func:`customgrad.verification.verify` builds the whole one; a bare :func:`compare`
+    one has no sub-checks, diagnoses or label) and never changed after.
 
-    passed: bool
+    :attr:`passed` is computed from its parts: every Jacobian block agrees and no sub-check
+    failed."""
+
     outputs: list[Axis]
     inputs: list[Axis]
     blocks: list[Block]
@@ -168,6 +172,12 @@ class Report:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     #: the sub-checks that ran beside the Jacobian (customgrad.subchecks), by name
     checks: dict[str, SubCheck] = field(default_factory=dict)
+    #: the verdict: no Jacobian entry outside tolerance and no sub-check failed
+    passed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "passed", all(b.passed for b in self.blocks)
+                           and all(c.passed for c in self.checks.values()))
 
     @property
     def mismatches(self) -> int:

@@ -6,18 +6,18 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from importlib.resources import files
 from pathlib import Path
 
 from platformdirs import user_config_dir, user_data_dir
 
+from customgrad import config
+
 APP = "autograd-playground"
 
 
 def _home() -> Path | None:
-    value = os.environ.get("AUTOGRAD_PLAYGROUND_HOME")
-    return Path(value) if value else None
+    return config.current().home
 
 
 def _made(path: Path) -> Path:

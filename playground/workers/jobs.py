@@ -11,21 +11,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import os
 import sys
 import threading
 import time
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
-from customgrad import processes, runner
+from customgrad import config, processes, runner
 from customgrad.errors import Cancelled, TargetError
 from customgrad.problem import Problem
 from customgrad.runner import LoopControl, interrupt_thread
 from customgrad.shadow import Shadowed, description_of
+from customgrad.verification import verify
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import in_window, remote
+from playground.workers import WORKER_MODULES, in_window, remote
 from playground.workers.remote import TopLevelTooSlow
 
 #: worker threads the window may run at once. They mostly wait on worker processes (the
@@ -64,10 +64,6 @@ PAINT_WAIT_SECONDS = 0.1
 #: memory) ends that process, not the window's. Functions a child cannot load again (a class
 #: made in ``__main__``) are compared on a thread of this process.
 ISOLATE = True
-
-# what the window's worker processes run, imported once by the fork server
-processes.preload("playground.workers.remote")
-
 
 def guarded_module_code(run, label: str, origin: tuple | None = None):
     """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
@@ -234,14 +230,14 @@ def loop_mode() -> str:
     """Where the descent loop runs: ``process`` (a child process, the default; spawned where
     there is no fork server, which starts in seconds, not milliseconds) or ``thread``;
     ``AUTOGRAD_PLAYGROUND_LOOP`` chooses."""
-    wanted = os.environ.get("AUTOGRAD_PLAYGROUND_LOOP", "").strip().lower()
-    return "thread" if wanted == "thread" else "process"
+    return config.current().loop
 
 
 def warm_loop_process() -> None:
     """Start the fork server on a background thread (it imports torch once, off to the side),
     so that the first build, check and Play start at once."""
     if processes.fork_server() and (ISOLATE or loop_mode() == "process"):
+        processes.preload(*WORKER_MODULES)
         threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
 
 
@@ -492,9 +488,9 @@ def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
             _emit(state, prepared)
             if prepared.painted is not None:
                 waited.append(_await_paint(state, prepared, first))
-        report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
-                                 **options)
-        report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
-        return remote.finish(report, problem, args, pixels)
+        report = verify(problem.function, problem.args if args is None else args,
+                        problem.check_options(**options), progress=progress,
+                        should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
+        return remote.prepared(report, pixels)
     finally:
         state.done = True

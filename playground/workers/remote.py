@@ -32,8 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad import loader, sharing, subchecks
-from customgrad.diagnosis import diagnose
+from customgrad import loader, sharing
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report, matrices
@@ -43,6 +42,7 @@ from customgrad.problem import build as build_problem
 from customgrad.processes import ProblemRef, SetupFailed, load_target
 from customgrad.runner import interrupt_thread
 from customgrad.shadow import describe_module
+from customgrad.verification import verify
 from playground.support.preview import display_steps
 
 
@@ -67,7 +67,7 @@ class CompareJob:
 
 class _Mirror:
     """The engine's matrices as the window reads them: the engine's own where they are in
-    shared memory (the big ones, :data:`customgrad.jacobian.matrices.SHARED`), else shared
+    shared memory (the big ones, :func:`customgrad.jacobian.matrices.shared_zeros`), else shared
     copies filled as far as they are computed."""
 
     def __init__(self, channel):
@@ -176,7 +176,6 @@ def compare(job: CompareJob, channel) -> Report:
     """The child's work for one "Check Jacobian"."""
     problem = _load(job.problem)
     channel.context(problem.function.__name__)
-    matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
     mirror = _Mirror(channel)
     answer = _Answer(channel, job.hold)
 
@@ -188,24 +187,17 @@ def compare(job: CompareJob, channel) -> Report:
         answer.after(lambda: channel.send(
             ("progress", (dataclasses.replace(p, analytic=None, numerical=None), has))))
 
-    report = problem.compare(job.args, progress=progress, **job.options)
-    report.seconds = max(0.0, report.seconds - answer.waited)  # the comparison's own time
-    return finish(report, problem, job.args, job.pixels)
+    # this process is the job's alone: the window reads the matrices as they are computed
+    report = verify(problem.function, problem.args if job.args is None else job.args,
+                    problem.check_options(**job.options), progress=progress,
+                    allocate=matrices.shared_zeros, waited=lambda: answer.waited)
+    return prepared(report, job.pixels)
 
 
-def finish(report: Report, problem: Problem, args: list | None,
-           pixels: int | None = None) -> Report:
-    """What follows a comparison, wherever it ran: the diagnosis of a failure (a few more
-    calls), gradcheck's other default checks (and opcheck's, for a torch.library op), and
-    what the view reads whole (difference, mask, peaks, pooled overviews for heatmaps of
-    ``pixels``), prepared here rather than on the GUI thread."""
-    at = problem.args if args is None else args
-    if not report.passed:
-        report.diagnoses = diagnose(report, problem.function, at)
-    report.checks = subchecks.run(problem.function, at, subchecks.defaults_for(problem.function),
-                                  eps=report.eps, atol=report.atol, rtol=report.rtol,
-                                  report=report)
-    report.passed = all(c.passed for c in report.checks.values())
+def prepared(report: Report, pixels: int | None = None) -> Report:
+    """``report`` with what the view reads whole (difference, mask, peaks, pooled overviews
+    for heatmaps of ``pixels``) computed into its cache here, rather than on the GUI
+    thread."""
     for step in display_steps(report.shape, pixels):
         report.prepare_display(step)
     return report

@@ -232,7 +232,9 @@ def test_error_hierarchy():
 
 CONCURRENT_PARSES = """
 import ast, inspect, sys, threading, time
-import customgrad  # noqa: F401  (the fix under test is installed on import)
+from customgrad.errors import serialise_ast_parse
+
+serialise_ast_parse()  # the fix under test, as the app's and the workers' entry points call it
 
 SOURCE = inspect.getsource(inspect)
 errors = []
@@ -270,7 +272,21 @@ sys.exit(1 if errors else 0)
 def test_threads_parsing_at_once_do_not_fail():
     """CPython 3.11's "AST constructor recursion depth mismatch" (issue 106905): the GUI
     thread's inspect.getsource of a class and a worker's traceback formatting parse at once.
-    Without customgrad's import this script fails on 3.11 every time it was run."""
+    Without serialise_ast_parse this script fails on 3.11 every time it was run."""
     proc = subprocess.run([sys.executable, "-c", CONCURRENT_PARSES], capture_output=True,
                           text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_importing_customgrad_leaves_ast_parse_alone():
+    """Importing a library changes nothing in the process: a notebook's ast.parse stays its
+    own until an entry point (the app's, a worker's) asks for the lock."""
+    code = ("import ast, sys; parse = ast.parse; import customgrad, customgrad.errors, "
+            "customgrad.api, customgrad.cli; same = ast.parse is parse; "
+            "customgrad.errors.serialise_ast_parse(); locked = ast.parse is not parse; "
+            "customgrad.errors.serialise_ast_parse(); wrapped = ast.parse.__wrapped__ is parse; "
+            "print(same, locked or sys.version_info >= (3, 13), "
+            "wrapped or sys.version_info >= (3, 13))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr

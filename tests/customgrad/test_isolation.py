@@ -4,6 +4,7 @@ blow-up there ends that process only, and the caller says what happened and wher
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -222,9 +223,9 @@ def _tensor_job(n: int, channel) -> dict:
 
 
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
-def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys, monkeypatch,
+def test_results_come_back_shared_and_messages_and_prints_are_relayed(capsys, configure,
                                                                       method):
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
+    configure(spawn=method == "spawn")
     assert processes.context().get_start_method() == method
     seen = []
     result = isolation.call(_tensor_job, 64, on_message=seen.append)
@@ -389,15 +390,18 @@ def test_sigkill_is_explained_as_from_outside_not_surely_memory():
         "(kill -9)" in str(error)
 
 
-def test_the_default_memory_limit_is_half_the_machine_or_the_variable(monkeypatch):
-    monkeypatch.delenv(isolation.MEMORY_LIMIT_VARIABLE, raising=False)
+def test_the_default_memory_limit_is_half_the_machine_or_the_variable(configure):
+    from customgrad.config import Config
+
+    configure(memory_limit_gib=None, bad_memory_limit=None)
     assert isolation.default_memory_limit() == isolation.machine_memory() // 2
-    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "1.5")
+    configure(memory_limit_gib=1.5)
     assert isolation.default_memory_limit() == 3 * 2**29
-    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0")
+    configure(memory_limit_gib=0.0)
     assert isolation.default_memory_limit() == 0  # no limit
     for bad in ("lots", "-1", "inf", "nan"):
-        monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, bad)
+        configure(**dataclasses.asdict(
+            Config.from_environment({isolation.MEMORY_LIMIT_VARIABLE: bad})))
         with pytest.raises(CustomGradError, match=f"CUSTOMGRAD_MEMORY_LIMIT_GIB={bad} is not"):
             isolation.default_memory_limit()
 

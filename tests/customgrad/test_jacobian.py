@@ -808,7 +808,7 @@ def test_report_overview_and_peaks_are_cached():
     assert report.difference_peak() == float(report.difference().abs().max())
 
 
-def test_big_matrices_can_be_made_in_shared_memory(monkeypatch):
+def test_big_matrices_can_be_made_in_shared_memory():
     """A worker process makes its matrices in shared memory, so the window reads them as they
     are computed and gets them back without a copy: zeros still, and lazily mapped."""
     from customgrad.jacobian import limits, matrices
@@ -816,7 +816,6 @@ def test_big_matrices_can_be_made_in_shared_memory(monkeypatch):
     shape = (512, 1024)
     assert 512 * 1024 * 8 >= limits.LAZY_BYTES  # big enough for the lazily mapped kind
     assert not matrices.lazy_zeros(shape).is_shared()
-    monkeypatch.setattr(matrices, "SHARED", True)
-    shared = matrices.lazy_zeros(shape)
+    shared = matrices.shared_zeros(shape)
     assert shared.is_shared() and shared.shape == shape and shared.dtype == torch.float64
     assert shared.is_contiguous() and not shared.any()

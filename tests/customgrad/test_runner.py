@@ -66,9 +66,9 @@ class Remote:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
-def test_remote_steps_equal_the_thread_loop_bit_for_bit(monkeypatch, method):
+def test_remote_steps_equal_the_thread_loop_bit_for_bit(configure, method):
     """Spawned where there is no fork server (Windows; chosen here by the variable)."""
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", method)
+    configure(spawn=method == "spawn")
     prob = problem(seed=3)
     remote = Remote(prob)
     assert remote.remote.process.__class__.__name__ == {
@@ -275,9 +275,9 @@ def test_a_crash_in_the_child_is_reported_not_shared(tmp_path):
     assert caught.value.line == 12
 
 
-def test_the_loop_process_is_stopped_past_the_memory_limit(tmp_path, monkeypatch):
+def test_the_loop_process_is_stopped_past_the_memory_limit(tmp_path, configure):
     """It had none: it reached 3.2 GiB with CUSTOMGRAD_MEMORY_LIMIT_GIB=1."""
-    monkeypatch.setenv("CUSTOMGRAD_MEMORY_LIMIT_GIB", "1")
+    configure(memory_limit_gib=1.0)
     spec = _file_target(tmp_path, DOUBLE.format(
         backward="HOARD.append(torch.ones(1 << 27)); return grad * 2") + "HOARD = []\n")
     remote = Remote(problem(spec))

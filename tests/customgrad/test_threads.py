@@ -109,8 +109,8 @@ def _openmp_environment(channel) -> list[bytes]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="needs Linux's /proc")
-def test_a_spawned_worker_starts_with_passive_openmp_waiting(monkeypatch):
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")  # a fresh interpreter: its start
+def test_a_spawned_worker_starts_with_passive_openmp_waiting(monkeypatch, configure):
+    configure(spawn=True)  # a fresh interpreter: its start
     monkeypatch.delenv(threads.WAIT_POLICY, raising=False)
     assert isolation.call(_openmp_environment, what="environment") == [
         b"OMP_WAIT_POLICY=PASSIVE"]

@@ -243,12 +243,12 @@ def _path_job(channel) -> list[str]:
 
 
 def test_a_spawned_worker_starts_without_the_current_folder_on_its_path(tmp_path,
-                                                                        monkeypatch):
+                                                                        monkeypatch, configure):
     """spawn hands its children the parent's sys.path ('' made the current folder): a
     random.py in the launch folder shadowed the standard library in each spawned worker."""
     from customgrad import isolation
 
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")
+    configure(spawn=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
     path = isolation.call(_path_job, name="path")

@@ -35,9 +35,9 @@ TIMEOUT = 20_000
 
 
 @pytest.fixture(params=["process", "thread"])
-def loop_mode(request, monkeypatch):
+def loop_mode(request, configure):
     """Run the test with the descent loop in a child process, and again on a thread."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", request.param)
+    configure(loop=request.param)
     return request.param
 
 
@@ -156,12 +156,12 @@ def test_play_pause_step_reset(qtbot, loop_mode, window):
     assert window.loss_plot.overlay_curves  # the earlier run is kept as an overlay
 
 
-def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch):
+def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch, configure):
     """Up to a second after start-up, a new loop process waits for the fork server to import
     torch: Play returns at once all the same, and the steps follow."""
     from customgrad import runner
 
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    configure(loop="process")
 
     ready = threading.Event()  # set by the test once play() has returned
     constructed = threading.Event()
@@ -234,11 +234,11 @@ def _open_flagged(qtbot, window, tmp_path, loading: bool = False, forward: bool 
 
 
 def test_pause_while_the_loops_process_starts_does_not_end_it_as_stuck(qtbot, window,
-                                                                     tmp_path, monkeypatch):
+                                                                     tmp_path, configure):
     """A loop's process that has not loaded the Function yet (spawned where there is no
     fork server, seconds) is starting, not stuck: Pause leaves it, the status bar says it is
     starting, and steps follow once it has."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    configure(loop="process")
     flags = _open_flagged(qtbot, window, tmp_path, loading=True)
     s = window.session
     notices = []
@@ -259,9 +259,9 @@ def test_pause_while_the_loops_process_starts_does_not_end_it_as_stuck(qtbot, wi
 
 
 def test_reset_while_the_loops_process_starts_ends_it_at_once(qtbot, window, tmp_path,
-                                                               monkeypatch):
+                                                               configure):
     """Nothing to finish: the process goes (it held a worker thread of a pool of eight)."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    configure(loop="process")
     _open_flagged(qtbot, window, tmp_path, loading=True)
     s = window.session
     s.play()
@@ -273,10 +273,10 @@ def test_reset_while_the_loops_process_starts_ends_it_at_once(qtbot, window, tmp
 
 
 def test_pause_ends_a_run_whose_first_forward_is_stuck(qtbot, window, tmp_path,
-                                                       monkeypatch):
+                                                       configure):
     """The run's process calls forward once before its first step: stuck there, it has
     loaded the Function, and Pause ends it as it ends a stuck step."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    configure(loop="process")
     _open_flagged(qtbot, window, tmp_path, forward=True)
     s = window.session
     notices = []
@@ -628,12 +628,12 @@ class Double(torch.autograd.Function):
 
 
 def test_a_function_the_loop_process_cannot_load_runs_on_a_thread(qtbot, window, tmp_path,
-                                                                   monkeypatch):
+                                                                   monkeypatch, configure):
     """A module that exists only in this process (made at run time): the child process
     cannot import it, so the run goes on a thread, with nothing lost."""
     import types
 
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_LOOP", "process")
+    configure(loop="process")
     path = tmp_path / "made_at_run_time.py"
     path.write_text(textwrap.dedent(DOUBLE))
     module = types.ModuleType("only_in_this_process_xyz")

@@ -35,11 +35,10 @@ TIMEOUT = 20_000
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch):
+def home(tmp_path, configure):
     """Each test its own config folder; app-wide font, palette and style put back after."""
     folder = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(folder))
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_NO_RESTORE", "1")
+    configure(home=folder, no_restore=True)
     app = QApplication.instance()
     saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
              QFont(QToolTip.font()), pg.getConfigOption("background"),
@@ -473,9 +472,9 @@ def test_a_session_with_table_entries_of_the_wrong_type_opens_with_a_note(qtbot,
     assert window.inputs.fields["tensor.grad"].isChecked()
 
 
-def test_corrupt_last_session_still_starts(qtbot, monkeypatch):
+def test_corrupt_last_session_still_starts(qtbot, configure):
     session_files.last_session_path().write_text("\x00garbage", encoding="utf-8")
-    monkeypatch.delenv("AUTOGRAD_PLAYGROUND_NO_RESTORE")
+    configure(no_restore=False)
     session = Session()
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         win = MainWindow(session)
@@ -488,11 +487,11 @@ def test_corrupt_last_session_still_starts(qtbot, monkeypatch):
         session.shutdown(wait=0.5)
 
 
-def test_last_session_is_restored_at_start(qtbot, monkeypatch):
+def test_last_session_is_restored_at_start(qtbot, configure):
     settings = Settings(target="abs_uv", seed=4, lr=0.25)
     session_files.write(session_files.last_session_path(), session_files.make(settings, zoom=110,
                                                                theme="dark"))
-    monkeypatch.delenv("AUTOGRAD_PLAYGROUND_NO_RESTORE")
+    configure(no_restore=False)
     session = Session()
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         win = MainWindow(session)
@@ -554,12 +553,12 @@ def test_session_naming_a_file_waits_for_the_users_click(qtbot, window, tmp_path
     assert room.sessions.pending is None and room.sessions.bar.isHidden()
 
 
-def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, monkeypatch):
+def test_restored_file_session_is_not_imported_at_start(qtbot, tmp_path, configure):
     module = tmp_path / "double_fn.py"
     module.write_text(FUNCTION_FILE, encoding="utf-8")
     session_files.write(session_files.last_session_path(),
                    session_files.make(Settings(target=str(module))))
-    monkeypatch.delenv("AUTOGRAD_PLAYGROUND_NO_RESTORE")
+    configure(no_restore=False)
     session = Session()
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         win = MainWindow(session)

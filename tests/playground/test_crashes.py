@@ -171,7 +171,7 @@ def test_a_crash_in_the_check_leaves_the_window_settings_history_and_editor(
 
 
 def test_without_a_fork_server_every_call_still_runs_in_a_spawned_process(
-        qtbot, window, tmp_path, monkeypatch):
+        qtbot, window, tmp_path, configure):
     """Windows has no fork server: there each worker process is spawned (a fresh
     interpreter, seconds to start). Chosen here by the variable: the window never imports
     the user's file, the loop runs in a process of its own, and a segfault leaves the window
@@ -179,8 +179,7 @@ def test_without_a_fork_server_every_call_still_runs_in_a_spawned_process(
     from customgrad import kept
     from customgrad.shadow import description_of
 
-    monkeypatch.setenv("CUSTOMGRAD_START_METHOD", "spawn")
-    monkeypatch.delenv("AUTOGRAD_PLAYGROUND_LOOP", raising=False)
+    configure(spawn=True, loop="process")
     flag, path, before = _open_flaky(qtbot, window, tmp_path)
     s = window.session
     assert type(s.ctrl.remote.process).__name__ == "SpawnProcess"  # the loop's
@@ -244,9 +243,9 @@ def test_a_check_is_not_queued_behind_a_stuck_inspector_and_the_loop(qtbot, wind
 
 
 def test_a_memory_blow_up_is_stopped_with_the_shapes_named(qtbot, window, tmp_path,
-                                                         monkeypatch):
+                                                         configure):
     _, _, before = _open_flaky(qtbot, window, tmp_path)
-    monkeypatch.setenv(isolation.MEMORY_LIMIT_VARIABLE, "0.75")
+    configure(memory_limit_gib=0.75)
     errors = []
     window.session.errorRaised.connect(errors.append)
     window.session.set_target(f"{CRASHES}:MemoryHog")
@@ -254,7 +253,7 @@ def test_a_memory_blow_up_is_stopped_with_the_shapes_named(qtbot, window, tmp_pa
     assert isinstance(errors[-1], isolation.MemoryLimitExceeded)
     assert re.search(r"used more than 0\.8 GiB of memory for x \(\d+(, \d+)*\) and was stopped",
                      text), text
-    monkeypatch.delenv(isolation.MEMORY_LIMIT_VARIABLE)
+    configure(memory_limit_gib=None)
     assert window.editor.text() == before["editor"]
     report = _report(qtbot, window, lambda: window.session.set_target("killhead"))
     assert report.passed

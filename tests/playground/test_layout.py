@@ -31,10 +31,10 @@ SCREENS = [("present", 1280, 720, 150, 12), ("normal", 1440, 900, 100, 10)]
 
 
 @pytest.fixture(autouse=True)
-def app_font(qapp, tmp_path, monkeypatch):
+def app_font(qapp, tmp_path, configure):
     """The app's start-up font (11 pt, as ``autograd-playground`` sets it) and a config
     folder of the test's own; the application's font, palette and sheet put back after."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    configure(home=tmp_path / "home")
     app = QApplication.instance()
     saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
              QFont(QToolTip.font()), app.property("playground_zoom_base_points"),

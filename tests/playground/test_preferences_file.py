@@ -24,10 +24,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch):
+def home(tmp_path, configure):
     folder = tmp_path / "home"
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(folder))
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_NO_RESTORE", "1")
+    configure(home=folder, no_restore=True)
     return folder
 
 
@@ -187,12 +186,12 @@ def test_a_failed_autosave_is_said_once_and_leaves_no_temporary_file(qtbot, monk
     assert session_files.last_session_path().exists()
 
 
-def test_a_home_that_cannot_be_written_still_starts(qtbot, tmp_path, monkeypatch):
+def test_a_home_that_cannot_be_written_still_starts(qtbot, tmp_path, configure):
     """A read-only fresh home: a raw traceback at every start (its folders could not be
     made). Here the home lies under a file, which no one can make folders in, root either."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(blocker / "home"))
+    configure(home=blocker / "home")
     win = start_window(qtbot)
     assert win.preferences.zoom == 100
     with qtbot.waitSignal(win.preferences.saveFailed) as failed:
