@@ -44,7 +44,8 @@ THEMES: dict[str, Theme] = {
 }
 
 # Fusion draws frames a shade darker than the window: invisible on black, so the
-# high-contrast theme outlines every control itself.
+# high-contrast theme outlines every control itself, and draws scroll bars white on black
+# (Fusion's black handle in a dark grey outline could not be seen; no step buttons).
 _HIGH_CONTRAST_SHEET = """
 QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidget::pane,
 QGroupBox { border: 2px solid #ffffff; }
@@ -58,6 +59,15 @@ QGroupBox::title { subcontrol-origin: margin; left: 8px; }
 QTabBar::tab:selected { background: #ffff00; color: #000000; }
 QTabBar::tab { border: 2px solid #ffffff; padding: 4px 10px; }
 QToolTip { border: 2px solid #ffff00; }
+QScrollBar { background: #000000; border: 1px solid #ffffff; }
+QScrollBar:vertical { width: 14px; }
+QScrollBar:horizontal { height: 14px; }
+QScrollBar::handle { background: #ffffff; border: 2px solid #000000; }
+QScrollBar::handle:hover { background: #ffff00; }
+QScrollBar::handle:vertical { min-height: 28px; }
+QScrollBar::handle:horizontal { min-width: 28px; }
+QScrollBar::add-line, QScrollBar::sub-line { width: 0px; height: 0px; border: none; }
+QScrollBar::add-page, QScrollBar::sub-page { background: none; }
 """
 
 

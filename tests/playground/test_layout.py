@@ -733,3 +733,29 @@ def test_the_error_banners_buttons_read_in_high_contrast(qtbot):
             assert darkest < 0.35, (button.text(), darkest)
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_scroll_bars_show_their_handle_in_high_contrast_and_come_back_after(qtbot):
+    """High contrast: the picker's scroll bar shows a white handle on black (Fusion's black
+    handle in a dark grey outline could not be seen); a round of themes (F2 light -> dark ->
+    high contrast -> light) leaves it drawn as at the start, pixel for pixel."""
+    win = _window(qtbot, 1280, 720)
+    try:
+        bar = win.picker.tree.verticalScrollBar()
+        assert bar.isVisible()
+        fresh = bar.grab().toImage()
+        prefs = win.preferences
+        for name in ("dark", "high-contrast"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        image = bar.grab().toImage()
+        colours = [image.pixelColor(x, y) for x in range(image.width())
+                   for y in range(image.height())]
+        black = theme.palette("high-contrast").color(QPalette.ColorRole.Window)
+        seen = [c for c in colours if theme.contrast(c, black) >= 7.0]
+        assert len(seen) >= len(colours) // 10  # the handle, a tenth of the bar at least
+        prefs.set_theme("light", remember=False)
+        _settle(qtbot, win)
+        assert bar.grab().toImage() == fresh
+    finally:
+        win.session.shutdown(wait=0.5)
