@@ -225,6 +225,17 @@ def _theme_argument(method, theme: Theme):
     return theme.name
 
 
+def _inherit_again(window: QWidget) -> None:
+    """Each widget of ``window`` that has no palette of its own takes its parent's again.
+    A pane hidden through a round of themes (the picker, while presenting at another zoom)
+    missed a change and kept the high-contrast palette (white text on white, a black scroll
+    bar) once shown: an empty palette clears nothing of a widget's own, and is a no-op where
+    the palette is already right."""
+    for widget in window.findChildren(QWidget):
+        if not widget.testAttribute(Qt.WidgetAttribute.WA_SetPalette):
+            widget.setPalette(QPalette())
+
+
 def apply_theme(window: QWidget, name: str) -> Theme:
     """Switch the application, and everything in ``window``, to theme ``name``."""
     theme = get(name)
@@ -240,6 +251,7 @@ def apply_theme(window: QWidget, name: str) -> Theme:
     app.setPalette(pal)
     # Qt posts the change to each widget: deliver it now, so views read the new colours
     QApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
+    _inherit_again(window)
     bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
     pg.setConfigOptions(background=bg, foreground=fg)
     for widget in [window, *window.findChildren(QWidget)]:

@@ -759,3 +759,30 @@ def test_scroll_bars_show_their_handle_in_high_contrast_and_come_back_after(qtbo
         assert bar.grab().toImage() == fresh
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_a_pane_hidden_through_a_round_of_themes_shows_the_theme_there_is(qtbot):
+    """F5, zoom in, F9, F2 light -> dark -> high contrast -> light, F9, zoom out, Esc: the
+    picker, hidden all along, came back in high contrast's palette (white text on white, a
+    black scroll bar, a yellow selection), as in an X11 window under Xvfb."""
+    win = _window(qtbot, 1280, 720, target="linear_bug")
+    try:
+        room, prefs = win.classroom, win.preferences
+        room.presentation.set_presentation(True, fullscreen=False)
+        prefs.zoom_by(1)
+        room.layout.set_side_panel(True)
+        _settle(qtbot, win)
+        for name in ("dark", "high-contrast", "light"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        room.layout.set_side_panel(False)
+        prefs.zoom_by(-1)
+        room.presentation.set_presentation(False)
+        _settle(qtbot, win)
+        light = theme.palette("light")
+        tree, bar = win.picker.tree, win.picker.tree.verticalScrollBar()
+        for widget, role in ((tree, QPalette.ColorRole.Text), (tree, QPalette.ColorRole.Highlight),
+                             (bar, QPalette.ColorRole.Window), (bar, QPalette.ColorRole.Button)):
+            assert widget.palette().color(role) == light.color(role), (widget, role)
+    finally:
+        win.session.shutdown(wait=0.5)
