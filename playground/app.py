@@ -354,9 +354,9 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def _screenshot(app, window, session, args, start) -> int:
-    from PySide6.QtCore import QTimer
-
+def _shown_at_size(window, args) -> None:
+    """The window shown at --size (in presentation mode with --present); a note where its
+    minimum is larger."""
     width, height = args.size
     window.resize(width, height)
     window.show()
@@ -366,6 +366,12 @@ def _screenshot(app, window, session, args, start) -> int:
         sys.stderr.write(f"autograd-playground: note: --size {width}x{height} is below the "
                          f"window's minimum; the screenshot is {window.width()}x"
                          f"{window.height()}\n")
+
+
+def _screenshot(app, window, session, args, start) -> int:
+    from PySide6.QtCore import QTimer
+
+    _shown_at_size(window, args)
     release_after_show(session, window)
     state = {"error": None, "passed": True, "stepping": False, "saved": False}
 
