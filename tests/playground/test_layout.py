@@ -786,3 +786,25 @@ def test_a_pane_hidden_through_a_round_of_themes_shows_the_theme_there_is(qtbot)
             assert widget.palette().color(role) == light.color(role), (widget, role)
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
+    """Esc put the normal layout's panes back, then put back the layout, which showed or
+    hid each of them again; now once, and the side panel's action follows."""
+    win = _window(qtbot, 1280, 720)
+    try:
+        room = win.classroom
+        room.presentation.set_presentation(True, fullscreen=False)
+        _settle(qtbot, win)
+        panes = [win.left, win.side_tabs, win.loss_plot, win.jacobian.graphics, win.status,
+                 win.splitters["side"]]  # (the hover line and the readout: their views' own)
+        calls = []
+        for widget in panes:
+            monkeypatch.setattr(widget, "setVisible",
+                                lambda shown, w=widget, real=widget.setVisible:
+                                (calls.append(w), real(shown)))
+        room.presentation.set_presentation(False)
+        assert sorted(map(id, calls)) == sorted(map(id, panes))
+        assert room.actions["side_panel"].isChecked() == (not win.side_tabs.isHidden())
+    finally:
+        win.session.shutdown(wait=0.5)
