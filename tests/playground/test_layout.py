@@ -510,9 +510,8 @@ def _same_area(before: list[int], after: list[int]) -> bool:
     return slack <= 4 and all(abs(a - b) <= slack for a, b in zip(before, after))
 
 
-#: what a teacher presses inside presentation mode, besides leaving it (not F2 there yet:
-#: a round of themes at another zoom leaves the forms' minimum width a few pixels wider)
-_PRESENTING_KEYS = {"F9": Qt.Key.Key_F9,
+#: what a teacher presses inside presentation mode, besides leaving it
+_PRESENTING_KEYS = {"F9": Qt.Key.Key_F9, "F2": Qt.Key.Key_F2,
                     "zoom in": QKeySequence("Ctrl+="), "zoom out": QKeySequence("Ctrl+-")}
 #: what a teacher presses in the normal window that must leave its layout as it is
 _ROUND_TRIPS = ("present", "F9 twice", "F2")
@@ -806,5 +805,27 @@ def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
         room.presentation.set_presentation(False)
         assert sorted(map(id, calls)) == sorted(map(id, panes))
         assert room.actions["side_panel"].isChecked() == (not win.side_tabs.isHidden())
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_combo_boxes_take_their_size_back_after_a_round_of_themes_at_another_zoom(qtbot):
+    """Zoom in, F2 round, zoom out: the combo boxes (max speed, the form's) kept their
+    least size measured at the larger zoom, wider by a few pixels, and the buttons and rows
+    beside them moved."""
+    from PySide6.QtWidgets import QComboBox
+
+    win = _window(qtbot, 1280, 720)
+    try:
+        prefs = win.preferences
+        combos = [c for c in win.findChildren(QComboBox) if c.isVisible()]
+        before = [c.minimumSizeHint() for c in combos]
+        prefs.zoom_by(1)
+        for name in ("dark", "high-contrast", "light"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        prefs.zoom_by(-1)
+        _settle(qtbot, win)
+        assert [c.minimumSizeHint() for c in combos] == before
     finally:
         win.session.shutdown(wait=0.5)
