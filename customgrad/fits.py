@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -17,8 +18,12 @@ from customgrad.jacobian import Axis, Block, Report, agree
 #: so that finite-difference noise does not hide an exact explanation
 FIT_SLACK = 10.0
 
-#: (kind, detail, confidence)
-Found = tuple[str, str, float]
+class Found(NamedTuple):
+    """What a hypothesis found: its kind (a Diagnosis's), its evidence in words, how sure."""
+
+    kind: str
+    detail: str
+    confidence: float
 
 
 def _slice_text(axis: Axis, flats: torch.Tensor) -> tuple[str, int]:
@@ -54,9 +59,6 @@ class BlockFit:
     def fits(self, a: torch.Tensor, n: torch.Tensor) -> bool:
         return bool(agree(a, n, self.atol, self.rtol).all())
 
-    def said(self, kind: str, detail: str, confidence: float) -> Found:
-        return kind, detail, confidence
-
     def swapped(self) -> Found | None:
         mine = self.block.input
         zero = torch.zeros_like(self.a)
@@ -69,7 +71,7 @@ class BlockFit:
             if self.fits(theirs.double(), zero):
                 continue
             if self.fits(self.a, theirs.double()) and not self.fits(self.n, theirs.double()):
-                return self.said("swapped", (
+                return Found("swapped", (
                     f"the gradient backward returns for {mine.name} is the true gradient for "
                     f"{other.name}: backward returns its gradients in the wrong order (one per "
                     "forward argument, in forward's order)"), 0.95)
@@ -81,7 +83,7 @@ class BlockFit:
         o, i = self.block.output, self.block.input
         for place, moved in dtypes.conjugated(self.n, o.parts, i.parts).items():
             if self.fits(self.a, moved) and not self.fits(self.n, moved):
-                return self.said("conjugate", dtypes.CONJUGATE[place].format(
+                return Found("conjugate", dtypes.CONJUGATE[place].format(
                     i=i.name, o=o.name), 0.9)
         return None
 
@@ -95,7 +97,7 @@ class BlockFit:
                 if self.fits(self.a, moved) and not self.fits(self.n, moved):
                     what = (f"the gradient for {axis.name}" if side == 1 else
                             f"the grad_output of {axis.name} as backward uses it")
-                    return self.said("transposed", (
+                    return Found("transposed", (
                         f"{what} is transposed (dims {d1} and {d2} swapped): e.g. g.T @ x "
                         "where x.T @ g is meant"), 0.9)
         return None
@@ -114,7 +116,7 @@ class BlockFit:
             detail = f"d {o}/d {i} has the wrong sign: backward returns -1x the true gradient"
         else:
             detail = f"d {o}/d {i} is {c:.4g}x the true gradient (a constant factor)"
-        return self.said("factor", detail, 0.95)
+        return Found("factor", detail, 0.95)
 
     def missing_reduction(self) -> Found | None:
         out, inp = self.block.output, self.block.input
@@ -126,7 +128,7 @@ class BlockFit:
                 or not self.fits(self.a[covered], self.n[covered]):
             return None
         used, _ = _slice_text(out, covered.nonzero().flatten())
-        return self.said("missing_reduction", (
+        return Found("missing_reduction", (
             f"the gradient for {inp.name} [{'x'.join(map(str, inp.shape))}] takes only {used} "
             f"into account: {inp.name} is broadcast over {out.name}, so backward must sum "
             "grad_output over the broadcast (batch) dimensions"), 0.85)
@@ -144,7 +146,7 @@ class BlockFit:
         if not bool((feeds[columns] >= 2).all() and (kept[columns] >= 1).all()):
             return None
         inp = self.block.input
-        return self.said("accumulation", (
+        return Found("accumulation", (
             f"where an element of {inp.name} feeds several outputs, backward keeps only one "
             "of its contributions: accumulate them (+=, add_, index_add_, scatter_add_) "
             "instead of assigning (=, copy_, grad[idx] = g)"), 0.8)
@@ -163,13 +165,13 @@ class BlockFit:
                 best = (text, size / axis.size, axis)
         where = self.value_region(wrong.any(dim=0))
         if where is not None and (best is None or best[1] > 0):
-            return self.said("region", (
+            return Found("region", (
                 f"wrong where {where}; right elsewhere: look at backward's branch (a mask, "
                 "where or if) for those values"), 0.8)
         if best is None:
             return None
         text, _, axis = best
-        return self.said("region", (
+        return Found("region", (
             f"only {text} is wrong; the rest of {axis.name} agrees: look for an off-by-one "
             "index, a slice or a mask on the wrong side"), 0.75)
 

@@ -109,35 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     if a_core_is_free():
         start_fork_server()  # else it starts once the window is built, as the Session asks
     with imports_frozen():
-        from playground.main_window import MainWindow
+        import playground.main_window  # noqa: F401 (its imports frozen with the rest)
         from playground.state.session import Session
 
     app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
-    window = MainWindow(session, restore_prefs=False if shot else None,
-                        restore_session=False if (shot or args.target or args.session) else None)
-    room = window.classroom
-
-    def start() -> bool:
-        """Open what the command line names; False if --save-session could not write."""
-        if args.session:
-            room.open_session(args.session)
-        if args.theme:
-            room.preferences.set_theme(args.theme, remember=not shot)
-        if args.zoom:
-            room.preferences.set_zoom(args.zoom, remember=not shot)
-        if args.target or not (args.session or room.restored):
-            session.set_target(args.target or "killhead")
-        if args.tab == "step":
-            room.show_explainer()
-        elif args.tab == "landscape":
-            window.show_landscape()
-        if args.save_session and room.save_session(args.save_session) is None:
-            sys.stderr.write(f"autograd-playground: could not write {args.save_session}\n")
-            return False
-        return True
-
+    window, start = window_for(session, args)
     if shot:
         return _screenshot(app, window, session, args, start)
     if not start():
@@ -145,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     fit_to_screen(app, window)
     window.show()
     if args.present:
-        room.presentation.set_presentation(True)
+        window.classroom.presentation.set_presentation(True)
     release_after_show(session, window)
     close_on_signals(window)
     code = app.exec()
@@ -160,6 +138,62 @@ def end_workers(seconds: float = 3.0) -> None:
     from PySide6.QtCore import QThreadPool
 
     QThreadPool.globalInstance().waitForDone(int(seconds * 1000))
+
+
+def window_for(session, args):
+    """The window for ``args`` and its start (a function that opens what they name: False
+    if --save-session could not write). The last session reopens in the window unless a
+    screenshot, a target or a session file is asked for."""
+    from playground.main_window import MainWindow
+
+    shot = bool(args.screenshot)
+    failures: list[BaseException] = []
+
+    def failed(exc: BaseException) -> None:
+        failures.append(exc)
+    session.errorRaised.connect(failed)
+    window = MainWindow(session, restore_prefs=False if shot else None,
+                        restore_session=False if (shot or args.target or args.session) else None)
+
+    def start() -> bool:
+        try:
+            return open_start(window, args, failures)
+        finally:
+            session.errorRaised.disconnect(failed)
+    return window, start
+
+
+def open_start(window, args, failures: list[BaseException]) -> bool:
+    """Open what the command line names in ``window`` (``failures``: the errors its session
+    raised so far). Where that fails (a wrong path, a syntax error, a misspelled gallery
+    name), the last session opens instead, else KillHead, and the banner names the problem
+    and what opened: the window is never left empty. False if --save-session could not
+    write."""
+    room, session = window.classroom, window.session
+    shot = bool(args.screenshot)
+    if args.session:
+        room.open_session(args.session)
+    if args.target or not (args.session or room.restored):
+        session.set_target(args.target or "killhead")
+    if failures and session.target is None:
+        if not shot:
+            room.restore_last_session()
+        if session.target is None:
+            session.set_target("killhead")
+        if session.target is not None:
+            window.show_start_failure(failures[0])
+    if args.theme:
+        room.preferences.set_theme(args.theme, remember=not shot)
+    if args.zoom:
+        room.preferences.set_zoom(args.zoom, remember=not shot)
+    if args.tab == "step":
+        room.show_explainer()
+    elif args.tab == "landscape":
+        window.show_landscape()
+    if args.save_session and room.save_session(args.save_session) is None:
+        sys.stderr.write(f"autograd-playground: could not write {args.save_session}\n")
+        return False
+    return True
 
 
 def close_on_signals(window) -> None:
@@ -327,9 +361,9 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def _screenshot(app, window, session, args, start) -> int:
-    from PySide6.QtCore import QTimer
-
+def _shown_at_size(window, args) -> None:
+    """The window shown at --size (in presentation mode with --present); a note where its
+    minimum is larger."""
     width, height = args.size
     window.resize(width, height)
     window.show()
@@ -339,6 +373,12 @@ def _screenshot(app, window, session, args, start) -> int:
         sys.stderr.write(f"autograd-playground: note: --size {width}x{height} is below the "
                          f"window's minimum; the screenshot is {window.width()}x"
                          f"{window.height()}\n")
+
+
+def _screenshot(app, window, session, args, start) -> int:
+    from PySide6.QtCore import QTimer
+
+    _shown_at_size(window, args)
     release_after_show(session, window)
     state = {"error": None, "passed": True, "stepping": False, "saved": False}
 
@@ -370,18 +410,25 @@ def _screenshot(app, window, session, args, start) -> int:
         if state["stepping"] and getattr(news, "step", session.step) >= args.steps:
             QTimer.singleShot(300, save)
 
-    def error(exc):
+    def noted(exc):
         state["error"] = state["error"] or str(exc)
+
+    def error(exc):
+        noted(exc)
         QTimer.singleShot(300, save)
 
     session.jacobianReady.connect(report)
     (window.landscape.model.ready if args.tab == "landscape" else session.batchReady).connect(
         done)
-    session.errorRaised.connect(error)
     QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
+    session.errorRaised.connect(noted)  # what fails to open: the Function opened instead is shot
     if not start():
         session.shutdown(wait=0.5)
         return ERROR
+    session.errorRaised.disconnect(noted)
+    session.errorRaised.connect(error)
+    if session.target is None:
+        QTimer.singleShot(300, save)
     app.exec()
     end_workers()
     return _screenshot_said(state)

@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self.session = session or Session()
         self.preferences = preferences or Preferences(parent=self)
         self.setWindowTitle("Autograd playground")
+        self._start_failure = False  # the banner says what failed to open at start
         self._build_views()
         main = self._build_layout()
         self.status = self.statusBar()
@@ -276,6 +277,7 @@ class MainWindow(QMainWindow):
 
     # ---- the session's news -----------------------------------------------------------------
     def _target_changed(self, target) -> None:
+        self._start_failure = False
         self.setWindowTitle(f"Autograd playground — {target.label}")
         listed = self._list_file_functions(target)
         self.picker.select(target.entry.name if target.entry else listed)
@@ -338,16 +340,27 @@ class MainWindow(QMainWindow):
         the banner says which (a window emptied of its Function looked like a crash)."""
         target = self.session.target
         kept = target.label if isinstance(exc, TargetError) and target is not None else None
-        self.errors.show_error(exc, kept=kept)
+        self._start_failure = False
+        self.errors.show_error(exc, f"{kept} stays open." if kept else None)
         line = getattr(exc, "line", None)
         if line and getattr(exc, "file", None) == (self.session.target.file
                                                    if self.session.target else None):
             self.code.highlight_line(line)
 
     def _error_cleared(self) -> None:
-        """The error no longer holds: its banner goes, and the line it marked in the code."""
-        self.errors.hide()
+        """The error no longer holds: its banner goes, and the line it marked in the code.
+        What failed to open at start stays said (the build that clears is the Function
+        opened instead)."""
+        if not self._start_failure:
+            self.errors.hide()
         self.code.clear_highlight()
+
+    def show_start_failure(self, exc: BaseException) -> None:
+        """What the command line named failed to open, and the session's Function opened
+        instead: the banner says both until dismissed or replaced, or another Function
+        opens (an empty window looked like a crash)."""
+        self.errors.show_error(exc, f"{self.session.target.label} opens instead.")
+        self._start_failure = True
 
     def _jump(self, file: str, line: int) -> None:
         self.code.highlight_line(line)

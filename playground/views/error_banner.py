@@ -56,13 +56,14 @@ class ErrorBanner(QFrame):
         self._location: tuple[str, int] | None = None
         self.hide()
 
-    def show_error(self, exc: BaseException, kept: str | None = None) -> None:
-        """``kept``: the Function still open after a load failed, said after the message."""
+    def show_error(self, exc: BaseException, after: str | None = None) -> None:
+        """``after``: a sentence said after the message (which Function is open after a
+        load failed)."""
         kind = next((v for k, v in _KIND.items() if isinstance(exc, k)), "Problem")
         self.title.setText(f"<b>⚠ {kind}: something went wrong</b>")
         message = str(exc) or type(exc).__name__
-        if kept:
-            message = f"{message.rstrip()}\n{kept} stays open."
+        if after:
+            message = f"{message.rstrip()}\n{after}"
         self.message.setText(message)
         file, line = getattr(exc, "file", None), getattr(exc, "line", None)
         self._location = (file, line) if file and line else None

@@ -44,7 +44,8 @@ THEMES: dict[str, Theme] = {
 }
 
 # Fusion draws frames a shade darker than the window: invisible on black, so the
-# high-contrast theme outlines every control itself.
+# high-contrast theme outlines every control itself, and draws scroll bars white on black
+# (Fusion's black handle in a dark grey outline could not be seen; no step buttons).
 _HIGH_CONTRAST_SHEET = """
 QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidget::pane,
 QGroupBox { border: 2px solid #ffffff; }
@@ -58,6 +59,15 @@ QGroupBox::title { subcontrol-origin: margin; left: 8px; }
 QTabBar::tab:selected { background: #ffff00; color: #000000; }
 QTabBar::tab { border: 2px solid #ffffff; padding: 4px 10px; }
 QToolTip { border: 2px solid #ffff00; }
+QScrollBar { background: #000000; border: 1px solid #ffffff; }
+QScrollBar:vertical { width: 14px; }
+QScrollBar:horizontal { height: 14px; }
+QScrollBar::handle { background: #ffffff; border: 2px solid #000000; }
+QScrollBar::handle:hover { background: #ffff00; }
+QScrollBar::handle:vertical { min-height: 28px; }
+QScrollBar::handle:horizontal { min-width: 28px; }
+QScrollBar::add-line, QScrollBar::sub-line { width: 0px; height: 0px; border: none; }
+QScrollBar::add-page, QScrollBar::sub-page { background: none; }
 """
 
 
@@ -215,6 +225,17 @@ def _theme_argument(method, theme: Theme):
     return theme.name
 
 
+def _inherit_again(window: QWidget) -> None:
+    """Each widget of ``window`` that has no palette of its own takes its parent's again.
+    A pane hidden through a round of themes (the picker, while presenting at another zoom)
+    missed a change and kept the high-contrast palette (white text on white, a black scroll
+    bar) once shown: an empty palette clears nothing of a widget's own, and is a no-op where
+    the palette is already right."""
+    for widget in window.findChildren(QWidget):
+        if not widget.testAttribute(Qt.WidgetAttribute.WA_SetPalette):
+            widget.setPalette(QPalette())
+
+
 def apply_theme(window: QWidget, name: str) -> Theme:
     """Switch the application, and everything in ``window``, to theme ``name``."""
     theme = get(name)
@@ -230,6 +251,7 @@ def apply_theme(window: QWidget, name: str) -> Theme:
     app.setPalette(pal)
     # Qt posts the change to each widget: deliver it now, so views read the new colours
     QApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
+    _inherit_again(window)
     bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
     pg.setConfigOptions(background=bg, foreground=fg)
     for widget in [window, *window.findChildren(QWidget)]:

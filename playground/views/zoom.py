@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QApplication, QToolTip, QWidget
+from PySide6.QtWidgets import QApplication, QComboBox, QToolTip, QWidget
 
 from playground.state.preferences import MAX, MIN, STEPS, clamp, step_zoom
 
@@ -43,6 +43,7 @@ def apply_zoom(window: QWidget, percent: float, boost: float = 1.0) -> QFont:
     QApplication.setFont(font)
     # Qt posts the change to each widget: deliver it now, so sizes are right at once
     QApplication.sendPostedEvents(None, QEvent.Type.ApplicationFontChange)
+    _forget_combo_sizes(window)
     QToolTip.setFont(font)
     app = QApplication.instance()
     if app.styleSheet():
@@ -64,6 +65,14 @@ def apply_zoom(window: QWidget, percent: float, boost: float = 1.0) -> QFont:
             widget.setFont(font)
             widget.setProperty(_SET_PROPERTY, True)  # explicit now: keep it in step
     return font
+
+
+def _forget_combo_sizes(window: QWidget) -> None:
+    """A font change makes a combo box measure its size hint again but not its least size:
+    measured at a larger zoom (a round of themes there measures again), a combo kept that
+    width after zooming out, and the rows around it moved. A style change forgets both."""
+    for combo in window.findChildren(QComboBox):
+        QApplication.sendEvent(combo, QEvent(QEvent.Type.StyleChange))
 
 
 class WheelZoom(QObject):

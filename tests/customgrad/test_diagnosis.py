@@ -238,3 +238,18 @@ def test_nan_and_inf_gradients_are_not_called_nondeterministic():
     found = _diagnose(NaNAndInfGradient,
                       lambda g: [torch.randn(6, generator=g, dtype=torch.float64)])[1]
     assert not any(d.kind in ("nondeterministic", "mutates") for d in found), found
+
+
+@pytest.mark.parametrize("kind", ["factor", "transposed", "region"])
+def test_a_hypothesis_answers_with_a_named_finding(kind):
+    """BlockFit's hypotheses answer with a Found (kind, detail, confidence), the diagnosis
+    read by name (a helper returned its three arguments as a bare tuple)."""
+    from customgrad.fits import BlockFit, Found
+
+    _label, buggy, _correct, make_args = next(c for c in CASES if c[0] == kind)
+    args = make_args(torch.Generator().manual_seed(0))
+    report = compare(buggy, args)
+    block = next(b for b in report.blocks if not b.passed)
+    found = getattr(BlockFit(report, block, args[block.input.position]), kind)()
+    assert isinstance(found, Found) and found.kind == kind
+    assert found.detail and 0 < found.confidence <= 1

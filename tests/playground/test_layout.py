@@ -512,9 +512,9 @@ def _same_area(before: list[int], after: list[int]) -> bool:
     slack = abs(sum(after) - sum(before))
     return slack <= 4 and all(abs(a - b) <= slack for a, b in zip(before, after))
 
-#: what a teacher presses inside presentation mode, besides leaving it (not F2 there yet:
-#: a round of themes at another zoom leaves the forms' minimum width a few pixels wider)
-_PRESENTING_KEYS = {"F9": Qt.Key.Key_F9,
+
+#: what a teacher presses inside presentation mode, besides leaving it
+_PRESENTING_KEYS = {"F9": Qt.Key.Key_F9, "F2": Qt.Key.Key_F2,
                     "zoom in": QKeySequence("Ctrl+="), "zoom out": QKeySequence("Ctrl+-")}
 #: what a teacher presses in the normal window that must leave its layout as it is
 _ROUND_TRIPS = ("present", "F9 twice", "F2")
@@ -733,5 +733,102 @@ def test_the_error_banners_buttons_read_in_high_contrast(qtbot):
             darkest = min(image.pixelColor(x, y).lightnessF()
                           for x in range(image.width()) for y in range(image.height()))
             assert darkest < 0.35, (button.text(), darkest)
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_scroll_bars_show_their_handle_in_high_contrast_and_come_back_after(qtbot):
+    """High contrast: the picker's scroll bar shows a white handle on black (Fusion's black
+    handle in a dark grey outline could not be seen); a round of themes (F2 light -> dark ->
+    high contrast -> light) leaves it drawn as at the start, pixel for pixel."""
+    win = _window(qtbot, 1280, 720)
+    try:
+        bar = win.picker.tree.verticalScrollBar()
+        assert bar.isVisible()
+        fresh = bar.grab().toImage()
+        prefs = win.preferences
+        for name in ("dark", "high-contrast"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        image = bar.grab().toImage()
+        colours = [image.pixelColor(x, y) for x in range(image.width())
+                   for y in range(image.height())]
+        black = theme.palette("high-contrast").color(QPalette.ColorRole.Window)
+        seen = [c for c in colours if theme.contrast(c, black) >= 7.0]
+        assert len(seen) >= len(colours) // 10  # the handle, a tenth of the bar at least
+        prefs.set_theme("light", remember=False)
+        _settle(qtbot, win)
+        assert bar.grab().toImage() == fresh
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_a_pane_hidden_through_a_round_of_themes_shows_the_theme_there_is(qtbot):
+    """F5, zoom in, F9, F2 light -> dark -> high contrast -> light, F9, zoom out, Esc: the
+    picker, hidden all along, came back in high contrast's palette (white text on white, a
+    black scroll bar, a yellow selection), as in an X11 window under Xvfb."""
+    win = _window(qtbot, 1280, 720, target="linear_bug")
+    try:
+        room, prefs = win.classroom, win.preferences
+        room.presentation.set_presentation(True, fullscreen=False)
+        prefs.zoom_by(1)
+        room.layout.set_side_panel(True)
+        _settle(qtbot, win)
+        for name in ("dark", "high-contrast", "light"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        room.layout.set_side_panel(False)
+        prefs.zoom_by(-1)
+        room.presentation.set_presentation(False)
+        _settle(qtbot, win)
+        light = theme.palette("light")
+        tree, bar = win.picker.tree, win.picker.tree.verticalScrollBar()
+        for widget, role in ((tree, QPalette.ColorRole.Text), (tree, QPalette.ColorRole.Highlight),
+                             (bar, QPalette.ColorRole.Window), (bar, QPalette.ColorRole.Button)):
+            assert widget.palette().color(role) == light.color(role), (widget, role)
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
+    """Esc put the normal layout's panes back, then put back the layout, which showed or
+    hid each of them again; now once, and the side panel's action follows."""
+    win = _window(qtbot, 1280, 720)
+    try:
+        room = win.classroom
+        room.presentation.set_presentation(True, fullscreen=False)
+        _settle(qtbot, win)
+        panes = [win.left, win.side_tabs, win.loss_plot, win.jacobian.graphics, win.status,
+                 win.splitters["side"]]  # (the hover line and the readout: their views' own)
+        calls = []
+        for widget in panes:
+            monkeypatch.setattr(widget, "setVisible",
+                                lambda shown, w=widget, real=widget.setVisible:
+                                (calls.append(w), real(shown)))
+        room.presentation.set_presentation(False)
+        assert sorted(map(id, calls)) == sorted(map(id, panes))
+        assert room.actions["side_panel"].isChecked() == (not win.side_tabs.isHidden())
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_combo_boxes_take_their_size_back_after_a_round_of_themes_at_another_zoom(qtbot):
+    """Zoom in, F2 round, zoom out: the combo boxes (max speed, the form's) kept their
+    least size measured at the larger zoom, wider by a few pixels, and the buttons and rows
+    beside them moved."""
+    from PySide6.QtWidgets import QComboBox
+
+    win = _window(qtbot, 1280, 720)
+    try:
+        prefs = win.preferences
+        combos = [c for c in win.findChildren(QComboBox) if c.isVisible()]
+        before = [c.minimumSizeHint() for c in combos]
+        prefs.zoom_by(1)
+        for name in ("dark", "high-contrast", "light"):
+            prefs.set_theme(name, remember=False)
+            _settle(qtbot, win)
+        prefs.zoom_by(-1)
+        _settle(qtbot, win)
+        assert [c.minimumSizeHint() for c in combos] == before
     finally:
         win.session.shutdown(wait=0.5)

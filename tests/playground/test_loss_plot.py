@@ -365,3 +365,52 @@ def test_the_legend_goes_where_it_covers_none_of_the_curve():
     assert quiet_corner(steps, losses, view, size, False, preferred) == "top left"
     falling = 1.0 / (1.0 + steps)  # ends low, the top right free: it stays there
     assert quiet_corner(steps, falling, ((0.0, 29.0), (0.0, 1.0)), size, False, "top") == "top"
+
+
+def test_a_long_legend_text_wraps_to_stay_in_a_narrow_plot(qtbot):
+    """Presentation mode at 150 % on a projector: '… (5 NaN/Inf dropped)' ran past the
+    plot's right edge; now the count goes on a line of its own, and back on one line where
+    the plot is wide again."""
+    w = LossPlot()
+    qtbot.addWidget(w)
+    w.resize(460, 200)
+    w.show()
+    font = QFont(w.font())
+    font.setPointSizeF(16.5)
+    w.apply_font(font)
+    w.start_run("run 1: seed 0, lr 1, sgd")
+    steps = np.arange(40.0)
+    w.append(steps, np.where(steps < 35, 1.0, np.inf))
+    w.flush()
+    qtbot.wait(10)
+    vb = w.plot_item.vb
+    assert w.nonfinite_count == 5
+    assert w.legend.boundingRect().width() + 12 <= vb.width()
+    assert legend_texts(w) == ["run 1: seed 0, lr 1, sgd<br>(5 NaN/Inf dropped)"]
+    w.resize(1400, 400)
+    qtbot.waitUntil(lambda: vb.width() > 1000)
+    assert legend_texts(w) == ["run 1: seed 0, lr 1, sgd (5 NaN/Inf dropped)"]
+
+
+def test_the_legend_is_placed_from_the_points_drawn_not_all_of_them(plot, monkeypatch):
+    """Each flush placed the legend from every point of the run (a million at the end of a
+    long one); while the view follows, the curve's envelope is enough, and a view zoomed in
+    by hand reads the points in it."""
+    from playground.views.loss_plot import plot as plot_module
+
+    seen = []
+
+    def spy(steps, losses, *rest):
+        seen.append(len(steps))
+        return quiet_corner(steps, losses, *rest)
+    monkeypatch.setattr(plot_module, "quiet_corner", spy)
+    plot.start_run("long")
+    n = 20 * DIRECT_POINTS
+    plot.append(np.arange(float(n)), np.linspace(2.0, 1.0, n))
+    plot.flush()
+    assert seen and seen[-1] <= 4 * ENVELOPE_BUCKETS
+    steps = np.arange(1000.0)
+    losses = np.where(steps < 900, 1.0, 50.0)  # high at the end: out of a view of 0 to 100
+    view, size = ((0.0, 100.0), (0.0, 2.0)), (0.4, 0.3)
+    assert quiet_corner(steps, losses, view, size, False, "bottom") == \
+        quiet_corner(steps[:102], losses[:102], view, size, False, "bottom")

@@ -74,6 +74,7 @@ class PaneLayout(QObject):
         window has its size would be scaled to the wrong one)."""
         for widget, shown in state.shown:
             widget.setVisible(shown)
+        self.sync_side_action()
         if self.preferences.zoom != state.zoom:
             self.preferences.set_zoom(state.zoom, remember=False)
         self._pending = state

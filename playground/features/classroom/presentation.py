@@ -96,9 +96,9 @@ class Presentation(QObject):
         return saved
 
     def _leave(self) -> LayoutState | None:
-        """Presentation's layout kept for the next time; the normal one's panes and window
-        put back as they were when presentation mode began. Returns that layout, to put
-        back whole (splitters, zoom) at the normal fonts."""
+        """Presentation's layout kept for the next time; the normal window put back as it
+        was when presentation mode began. Returns the normal layout, to put back whole
+        (panes, splitters, zoom) at the normal fonts."""
         w = self.panes.window
         self._presenting_layout = self.layout.capture()
         before, self._before = self._before, {}
@@ -109,10 +109,7 @@ class Presentation(QObject):
             if not before.get("maximized") and before.get("geometry") is not None:
                 w.setGeometry(before["geometry"])  # where a window manager does not
         w.menuBar().setVisible(before.get("menu", True))
-        for widget, shown in before["layout"].shown if "layout" in before else ():
-            widget.setVisible(shown)
-        self.layout.sync_side_action()
-        return before.get("layout")
+        return before.get("layout")  # its panes shown or hidden once, as it is put back
 
     def _fill_screen(self) -> None:
         w = self.panes.window

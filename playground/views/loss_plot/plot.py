@@ -107,6 +107,7 @@ class LossPlot(QWidget):
         # Keep our checkbox in step with pyqtgraph's own context-menu checkbox.
         self.plot_item.ctrl.logYCheck.toggled.connect(self._on_menu_log_y)
         self.clear_button.clicked.connect(self.clear_history)
+        self.plot_item.vb.sigResized.connect(self._rerender_legend)  # wrapped where narrow
 
         self._apply_colors()
         self._apply_graphics_font(self.font())
@@ -115,12 +116,11 @@ class LossPlot(QWidget):
 
     def _build_toolbar(self) -> None:
         """Toolbar row: log y, clear history, and a live count of points."""
-        self.log_checkbox = QCheckBox("log y")
-        self.log_checkbox.setToolTip("Logarithmic loss axis (zero and negative losses are hidden)")
-        self.clear_button = QPushButton("Clear history")
-        self.clear_button.setToolTip("Remove the faded curves of earlier runs")
-        self.status_label = QLabel("")
-        self.status_label.setToolTip("Points in the current run")
+        self.log_checkbox = QCheckBox(
+            "log y", toolTip="Logarithmic loss axis (zero and negative losses are hidden)")
+        self.clear_button = QPushButton(
+            "Clear history", toolTip="Remove the faded curves of earlier runs")
+        self.status_label = QLabel("", toolTip="Points in the current run")
 
         self.toolbar = QWidget()
         bar = QHBoxLayout(self.toolbar)
@@ -236,11 +236,11 @@ class LossPlot(QWidget):
         self._pending = False
         run = self._current
         t0 = time.perf_counter()
-        run.feed(whole=self._follow)
+        shown = run.feed(whole=self._follow)
         if self._follow:
             self._step_range(force=self._fresh)
             self._fresh = False
-        self._place_legend()
+        self._place_legend(*shown)
         if run.nonfinite != self._shown_nonfinite:
             self._refresh_legend_label(run)
         self._update_status()
@@ -398,14 +398,15 @@ class LossPlot(QWidget):
             run.curve.setPen(pg.mkPen(mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
         self.legend.update()
 
-    def _place_legend(self) -> None:
-        """Top right, or bottom right where the curve ends high (see legend_corner)."""
+    def _place_legend(self, steps: np.ndarray, losses: np.ndarray) -> None:
+        """Where it covers least of the current run's curve as drawn (its envelope while
+        following a long run), first where the curve does not end (see legend_corner)."""
         run = self._current
         if not run.n:
             return
         view = self.plot_item.vb.viewRange()
         preferred = legend_corner(float(run.losses[run.n - 1]), view[1], self.log_y())
-        corner = quiet_corner(*run.filled(), view, _legend_share(self.legend, self.plot_item.vb),
+        corner = quiet_corner(steps, losses, view, _legend_share(self.legend, self.plot_item.vb),
                               self.log_y(), preferred)
         if corner != self.legend_corner:
             self.legend_corner = corner
@@ -417,9 +418,13 @@ class LossPlot(QWidget):
         self.legend.setVisible(bool(self.legend.items))
 
     def _rerender_legend(self) -> None:
-        """pyqtgraph stores a new legend text size/colour but only uses it on setText."""
-        for _sample, label in self.legend.items:
-            label.setText(label.text)
+        """pyqtgraph stores a new legend text size/colour but only uses it on setText; a
+        label wider than the plot puts its NaN/Inf count on a second line."""
+        room = self.plot_item.vb.width() - 24
+        for run in (*self._overlays, self._current):
+            label = self.legend.getLabel(run.curve)
+            if label is not None:
+                _fit_label(label, run, room)
         self.legend.updateSize()
 
     # ------------------------------------------------------------------ internals
@@ -454,15 +459,24 @@ class LossPlot(QWidget):
             self._shown_nonfinite = run.nonfinite
         label = self.legend.getLabel(run.curve)
         if label is not None:
-            label.setText(run.legend_text())
+            _fit_label(label, run, self.plot_item.vb.width() - 24)
             self.legend.updateSize()
 
     def _update_status(self) -> None:
-        n = self._current.n
-        text = f"{n:,} points" if n else ""
-        if self._current.nonfinite:
-            text += f", {self._current.nonfinite:,} NaN/Inf dropped"
-        self.status_label.setText(text)
+        self.status_label.setText(self._current.status_text())
+
+
+def _fit_label(label, run: Run, room: float) -> None:
+    """``run``'s legend text in ``label``, on two lines where one is wider than ``room``
+    pixels with its sample (at 150 % in presentation mode, '… (12 NaN/Inf dropped)' was
+    cut at the plot's edge)."""
+    label.setText(run.legend_text())
+    if run.nonfinite and label.item.boundingRect().width() + _SAMPLE_WIDTH > room:
+        label.setText(run.legend_text(wrap=True))
+
+
+#: the legend's line sample and its gap before the text, in pixels
+_SAMPLE_WIDTH = 40
 
 
 def _legend_share(legend, vb) -> tuple[float, float]:

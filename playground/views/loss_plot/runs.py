@@ -158,17 +158,17 @@ class Run:
     def filled(self) -> tuple[np.ndarray, np.ndarray]:
         return self.steps[: self.n], self.losses[: self.n]
 
-    def feed(self, whole: bool) -> None:
+    def feed(self, whole: bool) -> tuple[np.ndarray, np.ndarray]:
         """Hand the points to the curve: views of the buffers (no copies), or the envelope
         where the run is long and ``whole`` (the view shows all of it); past PATH_POINTS as
-        separate line segments (see :mod:`playground.views.loss_plot.plot`)."""
+        separate line segments (see :mod:`playground.views.loss_plot.plot`). Returns the
+        points handed."""
         mode = "on" if self.n > PATH_POINTS else "auto"
         if self.curve.curve.opts["segmentedLineMode"] != mode:
             self.curve.curve.setSegmentedLineMode(mode)
-        if self.n > DIRECT_POINTS and whole:
-            self.curve.setData(*self.envelope.curve())
-        else:
-            self.curve.setData(*self.filled())
+        points = self.envelope.curve() if self.n > DIRECT_POINTS and whole else self.filled()
+        self.curve.setData(*points)
+        return points
 
     def reserve(self, extra: int) -> None:
         need = self.n + extra
@@ -188,10 +188,19 @@ class Run:
         self.steps = self.steps[: self.n].copy()
         self.losses = self.losses[: self.n].copy()
 
-    def legend_text(self) -> str:
+    def status_text(self) -> str:
+        """How many points it has, and how many were dropped ('' before the first)."""
+        text = f"{self.n:,} points" if self.n else ""
+        if self.nonfinite:
+            text += f", {self.nonfinite:,} NaN/Inf dropped"
+        return text
+
+    def legend_text(self, wrap: bool = False) -> str:
+        """Its label and how many points were dropped (``wrap``: those on a line of their
+        own, where one line is wider than the plot)."""
         text = self.label if self.label else "previous run"
         if self.nonfinite:
-            text += f" ({self.nonfinite:,} NaN/Inf dropped)"
+            text += f"{'<br>' if wrap else ' '}({self.nonfinite:,} NaN/Inf dropped)"
         return text
 
 
@@ -259,6 +268,11 @@ def quiet_corner(steps: np.ndarray, losses: np.ndarray, view: tuple, size: tuple
     ``steps, losses`` (sampled along x, so a steep stretch between two points counts);
     ``preferred`` (then the others, right before left) where several cover as little."""
     (x0, x1), (y0, y1) = view
+    # the points in view and one either side (steps never decrease): the legend is placed at
+    # each redraw, and a zoomed-in view of a long run holds few of its points
+    first = max(0, int(np.searchsorted(steps, x0, side="left")) - 1)
+    last = int(np.searchsorted(steps, x1, side="right")) + 1
+    steps, losses = steps[first:last], losses[first:last]
     finite = np.isfinite(losses) & (losses > 0 if log_y else True)
     xs, ys = steps[finite], losses[finite]
     if xs.size == 0 or x1 <= x0 or y1 <= y0:
