@@ -136,3 +136,24 @@ def test_the_first_target_is_read_without_the_engine(tmp_path, monkeypatch):
     last_session_path().write_text("not json {", encoding="utf-8")
     assert app.first_target(None, None, restoring=True) is None
     assert head_start.start("my_layer.py:Double") is None  # the user's code waits for the window
+
+
+def test_the_window_s_build_waits_for_the_head_start_of_its_own_function_only(monkeypatch):
+    """The window's build waits for a head start of the same Function (and asks it to skip
+    its check), so that it finds the kept process idle rather than busy; another Function's
+    head start, or none, holds it up not at all."""
+    import threading
+
+    from playground.workers import head_start
+
+    head = head_start.HeadStart("killhead")
+    monkeypatch.setattr(head_start, "_current", head)
+    head_start.wait_for(("problem", "linear", None))
+    assert not head.wanted.is_set()
+    threading.Timer(0.2, head.done.set).start()
+    head_start.wait_for(("problem", "killhead", None))
+    assert head.wanted.is_set() and head.done.is_set()
+    stopped = head_start.HeadStart("killhead")
+    monkeypatch.setattr(head_start, "_current", stopped)
+    head_start.wait_for(stopped.keep, stop=lambda: True)  # Cancel: no wait
+    assert not stopped.done.is_set()
