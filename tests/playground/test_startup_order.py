@@ -157,3 +157,26 @@ def test_the_window_s_build_waits_for_the_head_start_of_its_own_function_only(mo
     monkeypatch.setattr(head_start, "_current", stopped)
     head_start.wait_for(stopped.keep, stop=lambda: True)  # Cancel: no wait
     assert not stopped.done.is_set()
+
+
+def test_while_the_workers_import_torch_the_status_bar_says_so(qtbot, monkeypatch):
+    """Under load the first 'Preparing inputs…' lasted over 15 s with nothing said of why:
+    until the fork server has started a child (it imports torch), the status bar says the
+    worker processes are starting; afterwards 'Preparing inputs…' as before."""
+    import threading
+
+    from playground.main_window import PREPARING, WORKERS_STARTING, MainWindow
+    from playground.state.session import Session
+
+    monkeypatch.setattr(processes, "_a_child_started", threading.Event())
+    monkeypatch.setattr(processes, "fork_server", lambda: True)
+    window = MainWindow(Session(held=True), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(window)
+    try:
+        window.session.set_target("killhead")  # held: the build waits, busy meanwhile
+        assert window.status.currentMessage() == WORKERS_STARTING
+        processes.child_started()
+        window.session.busyChanged.emit(True)  # the next build, as the session says it
+        assert window.status.currentMessage() == PREPARING
+    finally:
+        window.session.shutdown(wait=0.5)
