@@ -216,7 +216,12 @@ def give_head_start(args) -> None:
     server has torch, beside the window's imports (:mod:`playground.workers.head_start`).
     qtpy (superqt's, which the window imports later) is imported first: it and PySide6 set
     variables of the environment (``QT_API``), which is part of the worker process's key:
-    set later, the window's own jobs would not find the head start's process."""
+    set later, the window's own jobs would not find the head start's process. None where
+    children are spawned (untried there: each imports torch itself)."""
+    from customgrad import processes
+
+    if not processes.fork_server():
+        return
     import qtpy  # noqa: F401
 
     from playground.workers import head_start
