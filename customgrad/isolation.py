@@ -433,6 +433,7 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
             sys.stderr.flush()
         elif kind == "started":
             watch.started = True
+            processes.child_started()
             if watch.on_started is not None:
                 watch.on_started()
         elif kind == "context":

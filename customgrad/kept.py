@@ -21,7 +21,9 @@ The child is ended, and the next job gets a fresh one:
 
 One child is kept at a time; a job that finds it busy gets a child of its own.
 
-Only the standard library and torch: no Qt here.
+Only the standard library here, and torch in the child: a caller that holds no tensors yet
+(the app's first second, :mod:`playground.workers.head_start`) starts a job without importing
+torch. No Qt.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 import time
 from multiprocessing.reduction import ForkingPickler
 
-from customgrad import config, isolation, processes, sharing
+from customgrad import config, isolation, processes
 
 #: how long a kept child waits for its next job before it ends, unless
 #: ``CUSTOMGRAD_KEEP_SECONDS`` says (a number of seconds; 0: a fresh child for every job)
@@ -41,6 +43,8 @@ KEEP_SECONDS = config.current().keep_seconds
 
 def _kept_main(conn, fault_path: str, environment: dict) -> None:
     """The child: jobs as they come (see the module), until the parent ends it."""
+    from customgrad import sharing  # torch: the child's, never the caller's at import
+
     try:
         channel, fault_file = isolation._child_setup(conn, fault_path, environment)
         processes.KEEP_TARGETS = True  # a Function is loaded once here, not once per job

@@ -54,6 +54,22 @@ def fork_server() -> bool:
     return not config.current().spawn and "forkserver" in multiprocessing.get_all_start_methods()
 
 
+#: set once a child of this process has started: the fork server has imported torch
+_a_child_started = threading.Event()
+
+
+def child_started() -> None:
+    """A child of this process said it started (:mod:`customgrad.isolation`)."""
+    _a_child_started.set()
+
+
+def children_ready() -> bool:
+    """Whether a new child starts in milliseconds now: False until the fork server has
+    started one (until then it imports torch, seconds, and a job waits for it); True where
+    children are spawned (each imports torch itself: nothing to wait for once)."""
+    return _a_child_started.is_set() or not fork_server()
+
+
 def preload(*modules: str) -> None:
     """Have the fork server import ``modules`` too (by name, when it starts): what an
     application's jobs run, so that no child imports it again (about 0.1 s each)."""

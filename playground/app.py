@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
 import os
 import signal
 import sys
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # a screenshot needs no screen
     if a_core_is_free():
         start_fork_server()  # else it starts once the window is built, as the Session asks
+        give_head_start(args)
     with imports_frozen():
         import playground.main_window  # noqa: F401 (its imports frozen with the rest)
         from playground.state.session import Session
@@ -247,6 +249,46 @@ def start_fork_server() -> None:
             processes.warm()
 
     threading.Thread(target=warm, name="start fork server", daemon=True).start()
+
+
+def give_head_start(args) -> None:
+    """Have the first Function built and checked in its worker process as soon as the fork
+    server has torch, beside the window's imports (:mod:`playground.workers.head_start`).
+    qtpy (superqt's, which the window imports later) is imported first: it and PySide6 set
+    variables of the environment (``QT_API``), which is part of the worker process's key:
+    set later, the window's own jobs would not find the head start's process. None where
+    children are spawned (untried there: each imports torch itself)."""
+    from customgrad import processes
+
+    if not processes.fork_server():
+        return
+    import qtpy  # noqa: F401
+
+    from playground.workers import head_start
+
+    first = first_target(args.target, args.session,
+                         restoring=not (args.screenshot or args.target or args.session))
+    if first is not None:
+        head_start.start(first)
+
+
+def first_target(target: str | None, session: str | None, restoring: bool) -> str | None:
+    """Which Function the window opens first, as far as the command line and the last
+    session's file say it without importing the engine: ``target``, else the last session's
+    where the window restores one (its ``settings.target``), else killhead; None where a
+    session file is given or the last session cannot be read."""
+    if target:
+        return target
+    if session:
+        return None
+    from playground.state.paths import last_session_path
+
+    path = last_session_path()
+    if not restoring or not path.exists():
+        return "killhead"
+    with contextlib.suppress(OSError, ValueError, LookupError, TypeError):
+        return str(json.loads(path.read_text(encoding="utf-8"))["settings"]["target"])
+    return None
 
 
 def a_core_is_free() -> bool:

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from customgrad import config
+from customgrad import config, processes
 from customgrad.errors import TargetError
 from customgrad.loader import functions_in, split_target
 from customgrad.shadow import source_lines
@@ -44,6 +44,9 @@ from playground.workers import in_window
 #: the status bar while a new run's process loads the Function (a spawned one, where there is
 #: no fork server, imports torch first: seconds)
 LOOP_STARTING = "Starting the run's worker process…"
+PREPARING = "Preparing inputs…"
+#: the same while the workers' fork server has not started a child yet (it imports torch)
+WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
 
 
 def _restore_default() -> bool:
@@ -326,7 +329,8 @@ class MainWindow(QMainWindow):
                 self.status.clearMessage()
 
     def _busy(self, busy: bool) -> None:
-        self.status.showMessage("Preparing inputs…" if busy else "Ready", 0 if busy else 3000)
+        waiting = PREPARING if processes.children_ready() else WORKERS_STARTING
+        self.status.showMessage(waiting if busy else "Ready", 0 if busy else 3000)
         if busy:
             self.jacobian.preparing()
 

@@ -38,6 +38,11 @@ def config_dir() -> Path:
     return _made(home / "config" if home else Path(user_config_dir(APP, appauthor=False)))
 
 
+def last_session_path() -> Path:
+    """Where the window keeps the session it restores on the next start."""
+    return config_dir() / "last-session.json"
+
+
 def editor_dir() -> Path:
     """Functions written in the built-in editor live here, one file each."""
     return _made(data_dir() / "editor")

@@ -20,6 +20,7 @@ from customgrad.inputs import GIVEN, format_shape, parse_shape
 from customgrad.loader import PROCESS_LOCAL, is_file_target, split_target
 from customgrad.settings import Settings
 from playground.state import paths, preferences
+from playground.state.paths import last_session_path
 from playground.state.stored import write_atomically
 
 __all__ = ["FORMAT", "VERSION", "FunctionRef", "Loaded", "classify", "is_file_spec",
@@ -32,11 +33,6 @@ KINDS = ("catalog", "file", "editor", "import")
 #: value outside its range is refused here, before a widget sees it
 _SURROGATE = re.compile("[\ud800-\udfff]")
 FORM_RANGES = {"seed": (0, 2**31 - 1), "steps": (0, 10_000_000), "check_every": (0, 1_000_000)}
-
-
-def last_session_path() -> Path:
-    """Where the window keeps the session it restores on the next start."""
-    return paths.config_dir() / "last-session.json"
 
 
 def is_file_spec(spec: str) -> bool:

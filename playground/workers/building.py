@@ -69,8 +69,9 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     this process's own build where the child cannot load the Function. ``stop`` ends the
     child (Cancel; a forward stuck inside C past the time limit)."""
     from customgrad import kept
-    from playground.workers import remote
+    from playground.workers import head_start, remote
 
+    head_start.wait_for(remote.keep_for(target), stop)
     try:
         return jobs.in_child_or_here(
             lambda: kept.call(remote.build, target.spec, target.code, settings,

@@ -237,7 +237,8 @@ class _StallMeter:
     and how many times it was blocked longer than a 60 Hz frame (a frame the screen missed).
     ``queued``: how much of the longest gap the GUI thread spent ready to run but waiting
     for a core; ``ran``: how much of it the GUI thread ran on a core (the rest of the gap it
-    waited for the interpreter lock, or for I/O)."""
+    waited for the interpreter lock, or for I/O). ``locked``: the longest such rest of any
+    gap (not only the longest gap's): another thread of this process held the lock."""
 
     FRAME = 1 / 60
 
@@ -257,12 +258,14 @@ class _StallMeter:
             if blocked > self.worst:
                 self.worst, self.queued = blocked, queued - self.last[1]
                 self.ran = ran - self.last[2]
+            self.locked = max(self.locked, blocked - (queued - self.last[1])
+                              - (ran - self.last[2]))
             self.late += blocked > self.FRAME
         self.last = now, queued, ran
 
     def __enter__(self):
         self.last, self.worst, self.late, self.before, self.queued = None, 0.0, 0, None, 0.0
-        self.ran = 0.0
+        self.ran = self.locked = 0.0
         self.timer.start()
         return self
 
@@ -342,7 +345,7 @@ def bench_app(quick: bool) -> dict:
     _wait(app, lambda: session.step == 0 and session.descent_worker is None)
     window_s = 0.4
     app_rates, bare_rates, paired = [], [], []
-    stall_run, queued_run, ran_run = 0.0, 0.0, 0.0
+    stall_run, queued_run, ran_run, locked_run = 0.0, 0.0, 0.0, 0.0
     bare_loop = _BareLoop()
     bare = bare_loop.rate(window_s)
     bare_rates.append(bare)
@@ -357,6 +360,7 @@ def bench_app(quick: bool) -> dict:
         _run_for(0.05)
         if meter.worst > stall_run:
             stall_run, queued_run, ran_run = meter.worst, meter.queued, meter.ran
+        locked_run = max(locked_run, meter.locked)
         after = bare_loop.rate(window_s)
         app_rates.append(rate)
         bare_rates.append(after)
@@ -369,6 +373,7 @@ def bench_app(quick: bool) -> dict:
         session.update(shapes={"input": "32x64"}, dtype="float64")
         _verdict_drawn(app, reports)
     stall_jacobian, queued_jacobian, ran_jacobian = meter.worst, meter.queued, meter.ran
+    locked_jacobian = meter.locked
     session.shutdown(wait=1.0)
     window.close()
     return {
@@ -382,6 +387,8 @@ def bench_app(quick: bool) -> dict:
         "ui_max_stall_queued_ms_jacobian_2048": queued_jacobian * 1000,
         "ui_max_stall_ran_ms_running": ran_run * 1000,
         "ui_max_stall_ran_ms_jacobian_2048": ran_jacobian * 1000,
+        "ui_max_lock_wait_ms_running": locked_run * 1000,
+        "ui_max_lock_wait_ms_jacobian_2048": locked_jacobian * 1000,
     }
 
 
@@ -856,6 +863,9 @@ GOALS = {
        for when in ("running", "jacobian_2048")},
     **{f"ui_max_stall_ran_ms_{when}": "of it, the GUI thread on a core (its own work; the rest "
        "it waited for the interpreter lock or I/O)" for when in ("running", "jacobian_2048")},
+    **{f"ui_max_lock_wait_ms_{when}": "of any stall, the longest the GUI thread neither ran nor "
+       "waited for a core: another thread held the interpreter lock (or I/O)"
+       for when in ("running", "jacobian_2048")},
     "isolated_verdict_vs_thread_dense": "<= 1.1: a dense 2048-row check, worker process / thread",
     "isolated_verdict_vs_thread_killhead": "<= 1.1: a quick sparse check, kept worker "
                                            "process / thread",

@@ -74,3 +74,115 @@ def test_with_every_core_busy_it_waits_for_the_window(tmp_path):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     seen = _start(tmp_path, load=float(cores), wait=1)
     assert seen == ["asked", "False", "torch", "None", "remote", "False"]
+
+
+#: runs app.main on killhead with a core free; at the first verdict, prints whether torch was
+#: loaded in this process when the head start began, and whether the window's build and check
+#: ran in the head start's worker process (the one kept now)
+HEAD_START = """
+import os, sys
+os.getloadavg = lambda: (0.0, 0.0, 0.0)
+import playground.app as app
+from customgrad import kept
+from playground.workers import head_start
+seen = {}
+start = head_start.start
+
+def probe(spec):
+    import customgrad.kept  # what the head start's thread calls
+    seen["torch"] = "torch" in sys.modules
+    return start(spec)
+
+head_start.start = probe
+release = app.release_after_show
+
+def watched(session, window, settle=True):
+    def ready(_report):
+        head = head_start._current
+        same = head is not None and head.done.wait(60) and head.pid == kept._current.process.pid
+        print("torch", seen.get("torch"), "error", head and head.error, "same", same, flush=True)
+        os._exit(0)
+    session.jacobianReady.connect(ready)
+    release(session, window, settle)
+
+app.release_after_show = watched
+app.main(["killhead", "--screenshot", sys.argv[1]])
+"""
+
+
+def test_the_first_check_gets_a_head_start_in_the_process_the_window_then_uses(tmp_path):
+    """The kept worker process builds and checks killhead while the window's process is still
+    importing (no torch there yet); the window's own build and check then run in that same
+    process, warm. (Its key holds the environment: set by an import after the head start, a
+    variable such as qtpy's QT_API made the window's jobs start another process.)"""
+    if not processes.fork_server():
+        return  # children are spawned here: the head start needs the fork server
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.run([sys.executable, "-c", HEAD_START, str(tmp_path / "s.png")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["torch", "False", "error", "None", "same", "True"]
+
+
+def test_the_first_target_is_read_without_the_engine(tmp_path, monkeypatch):
+    """Which Function gets the head start: the command line's, else the last session's where
+    the window restores it, else killhead; none for a session file or an unreadable last
+    session (a file target there is refused by head_start.start itself)."""
+    from playground import app
+    from playground.state.paths import last_session_path
+    from playground.workers import head_start
+
+    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path))
+    assert app.first_target("linear", None, restoring=False) == "linear"
+    assert app.first_target(None, "s.json", restoring=False) is None
+    assert app.first_target(None, None, restoring=True) == "killhead"  # no last session
+    last_session_path().write_text('{"settings": {"target": "sigmoid"}}', encoding="utf-8")
+    assert app.first_target(None, None, restoring=True) == "sigmoid"
+    assert app.first_target(None, None, restoring=False) == "killhead"
+    last_session_path().write_text("not json {", encoding="utf-8")
+    assert app.first_target(None, None, restoring=True) is None
+    assert head_start.start("my_layer.py:Double") is None  # the user's code waits for the window
+
+
+def test_the_window_s_build_waits_for_the_head_start_of_its_own_function_only(monkeypatch):
+    """The window's build waits for a head start of the same Function (and asks it to skip
+    its check), so that it finds the kept process idle rather than busy; another Function's
+    head start, or none, holds it up not at all."""
+    import threading
+
+    from playground.workers import head_start
+
+    head = head_start.HeadStart("killhead")
+    monkeypatch.setattr(head_start, "_current", head)
+    head_start.wait_for(("problem", "linear", None))
+    assert not head.wanted.is_set()
+    threading.Timer(0.2, head.done.set).start()
+    head_start.wait_for(("problem", "killhead", None))
+    assert head.wanted.is_set() and head.done.is_set()
+    stopped = head_start.HeadStart("killhead")
+    monkeypatch.setattr(head_start, "_current", stopped)
+    head_start.wait_for(stopped.keep, stop=lambda: True)  # Cancel: no wait
+    assert not stopped.done.is_set()
+
+
+def test_while_the_workers_import_torch_the_status_bar_says_so(qtbot, monkeypatch):
+    """Under load the first 'Preparing inputs…' lasted over 15 s with nothing said of why:
+    until the fork server has started a child (it imports torch), the status bar says the
+    worker processes are starting; afterwards 'Preparing inputs…' as before."""
+    import threading
+
+    from playground.main_window import PREPARING, WORKERS_STARTING, MainWindow
+    from playground.state.session import Session
+
+    monkeypatch.setattr(processes, "_a_child_started", threading.Event())
+    monkeypatch.setattr(processes, "fork_server", lambda: True)
+    window = MainWindow(Session(held=True), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(window)
+    try:
+        window.session.set_target("killhead")  # held: the build waits, busy meanwhile
+        assert window.status.currentMessage() == WORKERS_STARTING
+        processes.child_started()
+        window.session.busyChanged.emit(True)  # the next build, as the session says it
+        assert window.status.currentMessage() == PREPARING
+    finally:
+        window.session.shutdown(wait=0.5)
