@@ -112,10 +112,11 @@ def built_here(spec: str, channel) -> int:
 
 def checked_here(channel) -> None:
     """In the worker process: the Jacobian check of the problem :func:`built_here` made,
-    and what follows it in the window's check (:func:`playground.workers.remote.finish`)."""
+    and what follows it in the window's check (:func:`playground.workers.remote.compare`)."""
     global _problem
+    from customgrad.verification import verify
     from playground.workers import remote
 
     problem, _problem = _problem, None
     if problem is not None:
-        remote.finish(problem.compare(), problem, None)
+        remote.prepared(verify(problem.function, problem.args, problem.check_options()))

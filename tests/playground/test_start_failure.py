@@ -22,9 +22,9 @@ TIMEOUT = 20_000
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, configure):
     """A home of its own: no last session unless the test writes one."""
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path / "home"))
+    configure(home=tmp_path / "home")
     return tmp_path
 
 

@@ -124,7 +124,7 @@ def test_the_first_check_gets_a_head_start_in_the_process_the_window_then_uses(t
     assert proc.stdout.split() == ["torch", "False", "error", "None", "same", "True"]
 
 
-def test_the_first_target_is_read_without_the_engine(tmp_path, monkeypatch):
+def test_the_first_target_is_read_without_the_engine(tmp_path, configure):
     """Which Function gets the head start: the command line's, else the last session's where
     the window restores it, else killhead; none for a session file or an unreadable last
     session (a file target there is refused by head_start.start itself)."""
@@ -132,7 +132,7 @@ def test_the_first_target_is_read_without_the_engine(tmp_path, monkeypatch):
     from playground.state.paths import last_session_path
     from playground.workers import head_start
 
-    monkeypatch.setenv("AUTOGRAD_PLAYGROUND_HOME", str(tmp_path))
+    configure(home=tmp_path)
     assert app.first_target("linear", None, restoring=False) == "linear"
     assert app.first_target(None, "s.json", restoring=False) is None
     assert app.first_target(None, None, restoring=True) == "killhead"  # no last session
