@@ -18,7 +18,7 @@ from customgrad.contract import normalize_outputs, run_user
 from customgrad.dtypes import converted, differentiable
 from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
-from customgrad.jacobian import ATOL, EPS, RTOL
+from customgrad.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.jacobian.probe import differentiated_inputs
 
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from customgrad import jacobian
 from customgrad.contract import (
     Overtime,
     call_backward,
@@ -30,6 +29,8 @@ from customgrad.inputs import (
     is_integer_init,
     parse_device,
 )
+from customgrad.jacobian.comparison import compare
+from customgrad.jacobian.report import Report
 from customgrad.loader import Target, resolve
 from customgrad.settings import Settings
 
@@ -69,13 +70,13 @@ class Problem:
         return Descent(self.function, self.specs, self.args, self.targets, lr=s.lr, loss=s.loss,
                        optimizer=s.optimizer)
 
-    def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
+    def compare(self, args: list | None = None, **kwargs) -> Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
         options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
                    "differentiate": s.differentiate}
         options.update(kwargs)
-        return jacobian.compare(self.function, self.args if args is None else args, **options)
+        return compare(self.function, self.args if args is None else args, **options)
 
 
 def specs_for(target: Target, settings: Settings) -> list[Spec]:

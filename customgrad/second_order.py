@@ -109,8 +109,8 @@ def double_backward_report(function: type, args: list, *, positions: list[int] |
     it fails and ``diagnose``) diagnoses. ``positions`` (or ``differentiate``, by parameter
     name) chooses the inputs as the first order does; ``options`` go to
     :func:`customgrad.jacobian.compare`."""
-    from customgrad import jacobian
     from customgrad.diagnosis import diagnose as diagnoses_of
+    from customgrad.jacobian.comparison import compare
     from customgrad.jacobian.probe import differentiated_inputs
 
     args = with_defaults(function, args)
@@ -119,7 +119,7 @@ def double_backward_report(function: type, args: list, *, positions: list[int] |
         positions, _ = differentiated_inputs(function, args, params, [], differentiate)
     wrapper, wrapper_args, which = backward_as_function(function, args, positions)
     try:
-        report = jacobian.compare(wrapper, wrapper_args, differentiate=which, **options)
+        report = compare(wrapper, wrapper_args, differentiate=which, **options)
         if diagnose and not report.passed and report.analytic is not None:
             report.diagnoses = diagnoses_of(report, wrapper, wrapper_args)
     except FunctionError as exc:
