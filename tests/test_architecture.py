@@ -106,6 +106,18 @@ def test_engine_imports_without_qt_modules():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_the_numerics_import_no_worker_modules():
+    """Checking a Function never loads the worker modules (torch itself imports
+    multiprocessing; a contract in pyproject keeps customgrad's numerics from importing it)."""
+    code = ("import sys, customgrad.jacobian, customgrad.subchecks, customgrad.diagnosis, "
+            "customgrad.descent; bad = [m for m in sys.modules if m in ("
+            "'customgrad.sharing', 'customgrad.processes', 'customgrad.isolation', "
+            "'customgrad.kept', 'customgrad.runner')]; print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def import_cycles(*packages: str) -> list[tuple[str, str]]:
     """Pairs of modules that import each other, directly or through others. Imports under
     ``TYPE_CHECKING`` count: a module that needs another's names to be read is above it."""

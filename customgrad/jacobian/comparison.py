@@ -14,6 +14,7 @@ from customgrad.inputs import forward_parameters, with_defaults
 from customgrad.jacobian.agreement import Tally
 from customgrad.jacobian.analytic import Backward, analytic_pass
 from customgrad.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL, Tolerances
+from customgrad.jacobian.matrices import Storage
 from customgrad.jacobian.numerical import numerical_pass
 from customgrad.jacobian.probe import run_probe
 from customgrad.jacobian.report import Progress, Report
@@ -24,13 +25,16 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
             differentiate: Mapping[str, bool] | None = None,
             progress: Callable[[Progress], None] | None = None,
-            should_stop: Callable[[], bool] | None = None) -> Report:
+            should_stop: Callable[[], bool] | None = None,
+            storage: Storage | None = None) -> Report:
     """Compare ``function``'s backward with finite differences at ``args`` (forward's arguments,
     as ``apply`` takes them: forward's defaults fill those left out).
 
     ``differentiate`` (by parameter name) chooses the differentiated inputs as gradcheck's
     ``requires_grad`` does: where any is True, exactly those; else every floating-point tensor
     but those set False, and one that backward returns None for is taken as a constant.
+    ``storage(nbytes)``, where given, gives the big matrices' memory (a worker process
+    passes shared memory, so that its caller reads them as they are computed).
     Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
     TooLargeError (bad tolerances, matrices beyond ``memory_cap``) or Cancelled.
     """
@@ -40,7 +44,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     started = time.perf_counter()
     notes: list[str] = []
     probe = run_probe(function, args, params, notes, differentiate)
-    space = allocate(probe.outputs, probe.inputs, memory_cap, keep)
+    space = allocate(probe.outputs, probe.inputs, memory_cap, keep, storage)
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 import mmap
+from collections.abc import Callable
 
 import torch
 
-from customgrad import sharing
 from customgrad.jacobian import limits
 
 
@@ -112,14 +112,16 @@ def pool_any(mask: torch.Tensor, step: int) -> torch.Tensor:
     return padded.view(rows, step, cols, step).any(3).any(1)
 
 
-#: make big matrices in shared memory (a worker process whose caller reads them as they are
-#: computed, and gets them back without a copy); the memory is as lazily mapped
-SHARED = False
+#: where a big matrix's memory can come from instead: ``storage(nbytes)`` gives zeroed,
+#: lazily mapped bytes (a worker process passes shared memory files, so that its caller reads
+#: the matrices as they are computed and gets them back without a copy)
+Storage = Callable[[int], torch.UntypedStorage]
 
 
-def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
+def lazy_zeros(shape: tuple[int, int], storage: Storage | None = None) -> torch.Tensor:
     """A float64 zero matrix in fresh anonymous memory: the OS maps (and zeroes) a page only
-    when it is first written, so parts never written cost neither time nor memory.
+    when it is first written, so parts never written cost neither time nor memory. A big one
+    comes from ``storage`` where given.
 
     Small pages on purpose: with huge pages (numpy's zeros asks for them) one written entry
     costs 2 MiB of zeroing, and the first allocation can stall on memory compaction.
@@ -127,9 +129,8 @@ def lazy_zeros(shape: tuple[int, int]) -> torch.Tensor:
     count = math.prod(shape)
     if count * 8 < limits.LAZY_BYTES:
         return torch.zeros(shape, dtype=torch.float64)
-    if SHARED:
-        return torch.empty(0, dtype=torch.float64).set_(sharing.shared_storage(count * 8), 0,
-                                                        shape)
+    if storage is not None:
+        return torch.empty(0, dtype=torch.float64).set_(storage(count * 8), 0, shape)
     memory = mmap.mmap(-1, count * 8)
     if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
         memory.madvise(mmap.MADV_NOHUGEPAGE)

@@ -42,8 +42,10 @@ class Workspace:
     num_nonzero: torch.Tensor
 
 
-def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: bool) -> Workspace:
-    """Zero matrices for ``outputs`` x ``inputs``; TooLargeError beyond ``memory_cap``."""
+def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: bool,
+             storage: matrices.Storage | None = None) -> Workspace:
+    """Zero matrices for ``outputs`` x ``inputs`` (big ones from ``storage`` where given);
+    TooLargeError beyond ``memory_cap``."""
     rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
     need = estimate_bytes(rows, cols, keep)
     if need > memory_cap:
@@ -54,8 +56,8 @@ def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: boo
     # Zero matrices whose pages the OS maps only when written: tiles that are zero in a
     # matrix are never written, so a sparse Jacobian (most custom Functions act element by
     # element) touches a small part of its memory.
-    num_t = matrices.lazy_zeros((cols, rows))
-    ana = matrices.lazy_zeros((rows, cols)) if keep else None
+    num_t = matrices.lazy_zeros((cols, rows), storage)
+    ana = matrices.lazy_zeros((rows, cols), storage) if keep else None
     row_tiles, col_tiles = tiles.tiles(outputs, cols), tiles.tiles(inputs, rows)
     num_nonzero = torch.zeros((len(col_tiles), len(row_tiles)), dtype=torch.bool)
     return Workspace(outputs, inputs, rows, cols, num_t, ana, row_tiles, col_tiles, num_nonzero)

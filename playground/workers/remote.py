@@ -36,7 +36,7 @@ from customgrad import loader, sharing, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
-from customgrad.jacobian import Progress, Report, matrices
+from customgrad.jacobian import Progress, Report
 from customgrad.landscape import compute as compute_landscape
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
@@ -67,7 +67,7 @@ class CompareJob:
 
 class _Mirror:
     """The engine's matrices as the window reads them: the engine's own where they are in
-    shared memory (the big ones, :data:`customgrad.jacobian.matrices.SHARED`), else shared
+    shared memory (the big ones: :func:`compare` passes shared storage), else shared
     copies filled as far as they are computed."""
 
     def __init__(self, channel):
@@ -176,7 +176,6 @@ def compare(job: CompareJob, channel) -> Report:
     """The child's work for one "Check Jacobian"."""
     problem = _load(job.problem)
     channel.context(problem.function.__name__)
-    matrices.SHARED = True  # this process is the job's alone: the window reads them as they are
     mirror = _Mirror(channel)
     answer = _Answer(channel, job.hold)
 
@@ -188,7 +187,9 @@ def compare(job: CompareJob, channel) -> Report:
         answer.after(lambda: channel.send(
             ("progress", (dataclasses.replace(p, analytic=None, numerical=None), has))))
 
-    report = problem.compare(job.args, progress=progress, **job.options)
+    # the big matrices in shared memory: the window reads them as they are computed
+    report = problem.compare(job.args, progress=progress, storage=sharing.shared_storage,
+                             **job.options)
     report.seconds = max(0.0, report.seconds - answer.waited)  # the comparison's own time
     return finish(report, problem, job.args, job.pixels)
 
