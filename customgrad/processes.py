@@ -306,12 +306,13 @@ class ProblemRef:
         return cls(problem.target.spec, problem.target.code, problem.specs, problem.settings,
                    problem.args, problem.targets, problem.dtype, problem.device)
 
-    def load(self):
-        """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
+    def load(self, loaded: LoadedTargets | None = None):
+        """The :class:`~customgrad.problem.Problem`, with the Function loaded here (through
+        ``loaded``, a kept child's, where given)."""
         from customgrad.problem import Problem
 
-        return Problem(load_target(self.spec, self.code), self.specs, self.dtype, self.device,
-                       self.args, self.targets, self.settings)
+        return Problem(load_target(self.spec, self.code, loaded), self.specs, self.dtype,
+                       self.device, self.args, self.targets, self.settings)
 
     def descent(self, target=None) -> Descent:
         """The descent of the Function ``target`` (loaded here by its spec if not given):
@@ -324,28 +325,36 @@ class ProblemRef:
                        loss=s.loss, optimizer=s.optimizer)
 
 
-#: True in a child kept between jobs (:mod:`customgrad.kept`): there a Function is loaded
-#: once, not once per job (its module's top level runs once, as in a Python session)
-KEEP_TARGETS = False
-_targets: dict = {}
+class LoadedTargets:
+    """The Functions a child kept between jobs (:mod:`customgrad.kept`) has loaded, by spec
+    and text: there a Function is loaded once, not once per job (its module's top level runs
+    once, as in a Python session). Its jobs find it as ``channel.targets``."""
+
+    def __init__(self) -> None:
+        self._found: dict = {}
+
+    def load(self, spec: str, code: str | None):
+        """The target, loaded the first time; the global random generators are then put
+        where loading it left them the first time (a module that seeds or draws at its top
+        level), as loading it again would."""
+        from customgrad.loader import resolve
+
+        found = self._found.get((spec, code))
+        if found is None:
+            target = resolve(spec, code)
+            self._found[(spec, code)] = (target, random_state())
+            return target
+        target, state = found
+        set_random_state(state)
+        return target
 
 
-def load_target(spec: str, code: str | None):
-    """:func:`customgrad.loader.resolve`, remembered in a kept child: there the global random
-    generators are then put where loading it left them the first time (a module that seeds
-    or draws at its top level), as loading it again would."""
+def load_target(spec: str, code: str | None, loaded: LoadedTargets | None = None):
+    """:func:`customgrad.loader.resolve`; through ``loaded`` (a kept child's
+    ``channel.targets``) where given."""
     from customgrad.loader import resolve
 
-    if not KEEP_TARGETS:
-        return resolve(spec, code)
-    found = _targets.get((spec, code))
-    if found is None:
-        target = resolve(spec, code)
-        _targets[(spec, code)] = (target, random_state())
-        return target
-    target, state = found
-    set_random_state(state)
-    return target
+    return resolve(spec, code) if loaded is None else loaded.load(spec, code)
 
 
 def random_state() -> tuple:

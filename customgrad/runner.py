@@ -369,7 +369,7 @@ class RemoteLoop:
                 self.process.start()
         except BaseException as exc:
             self.conn.close()
-            isolation._read_fault(self.fault_path, remove=True)
+            isolation.read_fault(self.fault_path, remove=True)
             if isinstance(exc, Exception):
                 raise processes.start_failure(exc) from None
             raise
@@ -403,7 +403,7 @@ class RemoteLoop:
             self.process.join(1.0)
         processes.end_group(self.process)
         self.conn.close()
-        isolation._read_fault(self.fault_path, remove=True)
+        isolation.read_fault(self.fault_path, remove=True)
 
     def over_memory(self) -> BaseException | None:
         """The error for a child past its memory limit (it is ended), else None."""
@@ -422,7 +422,7 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        crash = isolation.describe_death(code, isolation._read_fault(self.fault_path),
+        crash = isolation.describe_death(code, isolation.read_fault(self.fault_path),
                                          self.label)
         return isolation.ProcessCrashed(
             f"In the descent loop: {crash} The window is fine: press Play to start the run "

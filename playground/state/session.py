@@ -13,7 +13,7 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from customgrad import kept, loader
+from customgrad import loader
 from customgrad.errors import Cancelled, CustomGradError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target, resolve
@@ -31,6 +31,7 @@ from playground.workers.jobs import (
     start_descent,
     warm_loop_process,
 )
+from playground.workers.warm_worker import WORKER
 
 STUCK_SECONDS = 1.0
 #: how long a run's worker process may take to start and load the Function before Pause
@@ -492,4 +493,4 @@ class Session(QObject):
         self._stop_descent(wait)
         if job is not None:
             job.finish(wait)
-        kept.end()  # the worker process kept for this Function's checks
+        WORKER.end()  # the worker process kept for this Function's checks
