@@ -43,7 +43,7 @@ from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
 from customgrad.frames import user_frame
-from customgrad.memory import ended, machine_memory, psutil_or_none, resident_bytes, stopped
+from customgrad.memory import machine_memory, psutil_or_none, resident_bytes, stopped
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -165,11 +165,11 @@ def _lower_priority() -> None:
             psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
 
 
-def child_setup(conn, fault_path: str, environment: dict | None,
-                targets: processes.LoadedTargets | None = None):
-    """What every child does first (environment, priority, memory files, faulthandler, its
-    prints relayed, "started" to the parent); the channel (with ``targets``) and
-    faulthandler's file."""
+def prepare_child(conn, fault_path: str, environment: dict | None):
+    """What every worker process does first, a job's or the descent loop's: Ctrl+C left to
+    the parent, ended with it (and with the fork server), a session of its own, the parent's
+    environment, a lower priority, faulthandler writing a crash's (or a SIGTERM's) stack to
+    ``fault_path``; faulthandler's file, open for the process's life."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
     processes.die_with_fork_server()
@@ -177,13 +177,22 @@ def child_setup(conn, fault_path: str, environment: dict | None,
     if environment is not None:
         processes.adopt_environment(environment)
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
+    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
+    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
+    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
+        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
+    return fault_file
+
+
+def child_setup(conn, fault_path: str, environment: dict | None,
+                targets: processes.LoadedTargets | None = None):
+    """What a job's child does first (:func:`prepare_child`, memory files, its prints
+    relayed, "started" to the parent); the channel (with ``targets``) and faulthandler's
+    file."""
+    fault_file = prepare_child(conn, fault_path, environment)
     from customgrad import sharing  # torch's reductions: the result's tensors are shared
 
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
-    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
-    faulthandler.enable(file=fault_file, all_threads=True)
-    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
-        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
     channel = Channel(conn, threading.Lock(), targets)
     channel.put(("started", os.getpid()))
     sys.stdout = _Relay(channel, "out", sys.__stdout__)
@@ -337,7 +346,7 @@ def new_child(target: Callable, name: str, *args):
     os.close(fd)
     parent, child = context.Pipe(duplex=True)
     process = context.Process(target=target, daemon=True, name=name,
-                              args=(child, fault_path, *args, dict(os.environ)))
+                              args=(child, fault_path, *args, processes.environment()))
     return process, parent, child, fault_path
 
 
@@ -352,13 +361,6 @@ def start_child(process) -> None:
 #: the exit code multiprocessing gives a child whose fork server went away (it never learns
 #: the child's own)
 LOST_STATUS = 255
-
-
-def _fork_server_ended() -> bool:
-    from multiprocessing import forkserver
-
-    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    return pid is not None and ended(pid)
 
 
 class Stale(Exception):
@@ -470,7 +472,7 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
 
 def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
     process.join(5)
-    if process.exitcode == LOST_STATUS and _fork_server_ended():
+    if process.exitcode == LOST_STATUS and processes.fork_server_ended():
         return CustomGradError(
             "The worker process was lost: the fork server it came from ended (killed from "
             "outside?), so how the worker ended is not known; this is not the Function's "

@@ -190,7 +190,7 @@ class WarmWorker:
         the job works on, say a Function's spec and text) in this environment, if it is idle;
         else, or with keeping off, in a fresh child."""
         limit = isolation.default_memory_limit() if memory_limit is None else memory_limit
-        key = (keep, tuple(sorted(os.environ.items())))
+        key = (keep, tuple(sorted(processes.environment().items())))
         for _attempt in range(3 if self.keep_seconds > 0 else 0):  # a stale one replaced
             kept = self._take(key, name)
             if kept is None:

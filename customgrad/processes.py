@@ -259,10 +259,31 @@ def _new_interpreter() -> bool:
     server (not running yet, or ended)."""
     if not fork_server():
         return True
+    pid = fork_server_pid()
+    return pid is None or ended(pid)
+
+
+def fork_server_pid() -> int | None:
+    """The process id of the fork server this process started (None: none yet)."""
     from multiprocessing import forkserver
 
-    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    return pid is None or ended(pid)
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def fork_server_ended() -> bool:
+    """Whether the fork server this process started has ended (a child then exits with
+    multiprocessing's lost status, never learning its own)."""
+    pid = fork_server_pid()
+    return pid is not None and ended(pid)
+
+
+def environment() -> dict[str, str]:
+    """This process's environment, for a child to adopt: read under the lock that
+    :func:`child_start` holds while it sets the variables a new interpreter starts with (and
+    OpenMP's wait policy), so that a child started meanwhile never takes those for the
+    parent's own."""
+    with _main_lock:
+        return dict(os.environ)
 
 
 @contextlib.contextmanager

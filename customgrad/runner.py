@@ -19,11 +19,9 @@ Only the standard library and torch: no Qt here.
 from __future__ import annotations
 
 import ctypes
-import faulthandler
 import gc
 import os
 import pickle
-import signal
 import tempfile
 import threading
 import time
@@ -36,11 +34,7 @@ from customgrad.memory import resident_bytes
 from customgrad.processes import (
     ProblemRef,
     SetupFailed,
-    adopt_environment,
-    die_with_fork_server,
-    end_with_parent,
     load_target,
-    own_session,
 )
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
@@ -292,14 +286,7 @@ def _send(conn, message) -> None:
 
 def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
-    end_with_parent(conn)
-    die_with_fork_server()
-    own_session()
-    if environment is not None:
-        adopt_environment(environment)
-    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
-    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
+    _fault_file = isolation.prepare_child(conn, fault_path, environment)  # open for its life
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -361,8 +348,9 @@ class RemoteLoop:
         self.label = problem.function.__name__
         fd, self.fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
         os.close(fd)
+        environment = processes.environment()
         self.process = context.Process(target=_child_main, daemon=True,
-                                       args=(child, payload, self.fault_path, dict(os.environ)),
+                                       args=(child, payload, self.fault_path, environment),
                                        name=f"descent {problem.target.spec}")
         try:
             with processes.child_start():

@@ -268,6 +268,44 @@ def _environment_job(name: str, channel) -> str | None:
     return os.environ.get(name)
 
 
+def test_a_child_made_while_another_starts_takes_the_parents_own_environment(monkeypatch):
+    """While a new interpreter starts, PYTHONSAFEPATH and PYTHONPATH are set for it; a child
+    made on another thread meanwhile took them for the parent's own environment (a kept
+    child's key changed with them too). Its snapshot now waits for the start to finish."""
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    monkeypatch.setattr(processes, "_new_interpreter", lambda: True)
+    inside, leave = threading.Event(), threading.Event()
+
+    def starting():
+        with processes.child_start():
+            inside.set()
+            leave.wait(60)
+
+    starter = threading.Thread(target=starting, daemon=True)
+    starter.start()
+    assert inside.wait(60)
+    seen = []
+    maker = threading.Thread(target=lambda: seen.append(
+        isolation.call(_environment_job, "PYTHONSAFEPATH")), daemon=True)
+    maker.start()
+    maker.join(2)  # time to take its snapshot, as it did before waiting for the start
+    leave.set()
+    starter.join(60)
+    maker.join(120)
+    assert seen == [None]
+
+
+def _parent_job(channel) -> int:
+    return os.getppid()
+
+
+@pytest.mark.skipif(not processes.fork_server(), reason="no fork server here")
+def test_the_fork_server_is_known_by_its_process_id():
+    parent = isolation.call(_parent_job)  # a child of the fork server, started if need be
+    assert processes.fork_server_pid() == parent
+    assert not processes.fork_server_ended()
+
+
 def test_a_child_sees_the_environment_as_it_is_now_not_as_the_fork_server_started(
         monkeypatch):
     isolation.call(_environment_job, "PATH")  # the fork server runs from here on
