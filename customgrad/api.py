@@ -16,7 +16,8 @@ from customgrad.display import heatmaps_png, renderer, report_html, report_png
 from customgrad.dtypes import converted, parse_dtype
 from customgrad.errors import SpecError, TooLargeError
 from customgrad.inputs import forward_parameters, with_defaults
-from customgrad.jacobian import ATOL, EPS, RTOL, Report
+from customgrad.jacobian.limits import ATOL, EPS, RTOL
+from customgrad.jacobian.report import Report
 from customgrad.loader import is_function, resolve
 from customgrad.verification import CheckOptions, verify
 

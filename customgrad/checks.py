@@ -19,12 +19,15 @@ from customgrad.contract import normalize_outputs, run_user
 from customgrad.dtypes import converted, differentiable
 from customgrad.errors import FunctionError, SpecError, format_traceback
 from customgrad.inputs import forward_parameters
-from customgrad.jacobian import ATOL, EPS, RTOL
+from customgrad.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.jacobian.probe import differentiated_inputs
 
 
 @dataclass
-class Probe:
+class Direction:
+    """One random direction of the projected check: v^T J u from backward (``analytic``)
+    and from finite differences (``numerical``)."""
+
     analytic: float
     numerical: float
 
@@ -48,7 +51,7 @@ class ProjectedReport:
     """
 
     passed: bool
-    probes: list[Probe]
+    probes: list[Direction]
     eps: float
     atol: float
     rtol: float
@@ -118,7 +121,7 @@ def _nan_last(x: float) -> float:
     return math.inf if math.isnan(x) else x
 
 
-def _ok(p: Probe, atol: float, rtol: float) -> bool:
+def _ok(p: Direction, atol: float, rtol: float) -> bool:
     if math.isnan(p.analytic) and math.isnan(p.numerical):
         return True
     return p.analytic == p.numerical or p.abs_error <= atol + rtol * abs(p.numerical)
@@ -190,7 +193,7 @@ def projected_check(function: type[Function], args: list, probes: int = 8, seed:
             values.append(res)
         numerical = sum(float(((values[0][k].double() - values[1][k].double()).cpu()
                                * v[k]).sum()) for k in diff) / (2 * eps)
-        results.append(Probe(analytic, numerical))
+        results.append(Direction(analytic, numerical))
     if any(values[0][k].dtype != torch.float64 for k in diff):
         notes.append("forward did not return float64 for float64 inputs: the finite "
                      "differences carry its rounding.")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 from torch.autograd import Function
@@ -24,9 +23,11 @@ from customgrad import dtypes
 from customgrad.contract import normalize_outputs
 from customgrad.dtypes import DOUBLE, flat_real, real_view
 from customgrad.errors import Cancelled
+from customgrad.findings import Diagnosis
 from customgrad.fits import FIT_SLACK, BlockFit
-from customgrad.jacobian import Axis, Block, Report, _agree
+from customgrad.jacobian.matrices import agree
 from customgrad.jacobian.probe import same_values
+from customgrad.jacobian.report import Axis, Block, Report
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates",
@@ -52,24 +53,6 @@ PHRASES = {
 _POINT_ENTRIES = 4
 #: finite-difference steps tried for rounding, in multiples of eps
 _STEPS = (1, 10, 100, 1000, 10000)
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """One explanation: the block it is about (None: the Function as a whole), its kind, the
-    evidence in words and how sure it is (0 to 1)."""
-
-    block: str | None
-    kind: str
-    detail: str
-    confidence: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        where = f"{self.block}: " if self.block else ""
-        return f"{where}{self.detail} [{self.kind}]"
 
 
 def diagnose(report: Report, function: type[Function], args: list, *,
@@ -290,7 +273,7 @@ class _Calls:
         a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
         score = (a - n).abs() / (report.atol + report.rtol * n.abs())
-        score[_agree(a, n, report.atol, report.rtol)] = 0
+        score[agree(a, n, report.atol, report.rtol)] = 0
         score = score.nan_to_num(nan=math.inf)
         picked = score.reshape(-1).topk(min(_POINT_ENTRIES, block.mismatches)).indices
         base_outputs = self._flat_outputs(self._copies(report.numerical_dtype))

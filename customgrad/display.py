@@ -2,8 +2,8 @@
 
 The heatmaps are drawn by the playground (Qt, offscreen), found by name at call time
 (:data:`RENDERER`): this package never imports Qt, and without it a report shows as text.
-Nothing here imports the report's module at run time (the report imports this one when a
-notebook asks), so there is no import cycle.
+Nothing here imports the report's module, not even for typing (the report imports this one
+when a notebook asks): what the display reads of a report is :class:`Shown`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,34 @@ from __future__ import annotations
 import base64
 import html
 import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from customgrad.jacobian import Report
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 #: where the heatmaps are drawn (imported by name when first needed: it needs Qt)
 RENDERER = "playground.render"
 
-__all__ = ["RENDERER", "heatmaps_png", "renderer", "report_html", "report_png"]
+__all__ = ["RENDERER", "Shown", "heatmaps_png", "renderer", "report_html", "report_png"]
+
+
+class Shown(Protocol):
+    """What the display reads of a :class:`customgrad.jacobian.report.Report`."""
+
+    @property
+    def _cache(self) -> dict: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def blocks(self) -> Sequence[Any]: ...
+    @property
+    def worst(self) -> object | None: ...
+    @property
+    def diagnoses(self) -> Sequence[object]: ...
+    @property
+    def checks(self) -> Mapping[str, Any]: ...
+    @property
+    def notes(self) -> Sequence[str]: ...
+    def text(self) -> str: ...
+    def worst_line(self) -> str | None: ...
 
 
 def renderer():
@@ -32,7 +51,7 @@ def renderer():
                 f"here ({type(exc).__name__}: {exc})")
 
 
-def heatmaps_png(report: Report) -> tuple[bytes | None, str]:
+def heatmaps_png(report: Shown) -> tuple[bytes | None, str]:
     """The three heatmaps as PNG bytes (drawn once per report, then cached), or None and
     why not."""
     cached = report._cache.get("png")
@@ -50,7 +69,7 @@ def heatmaps_png(report: Report) -> tuple[bytes | None, str]:
     return result
 
 
-def report_png(report: Report) -> bytes | None:
+def report_png(report: Shown) -> bytes | None:
     """``Report._repr_png_``: the heatmaps, or None (the front end then shows the text)."""
     return heatmaps_png(report)[0]
 
@@ -58,7 +77,7 @@ def report_png(report: Report) -> bytes | None:
 _PASS_COLOUR, _FAIL_COLOUR = "#1b7a36", "#c0261c"  # the app's banner colours
 
 
-def report_html(report: Report) -> str:
+def report_html(report: Shown) -> str:
     """``Report._repr_html_``: the verdict line, the block table, the worst entry,
     diagnoses and notes, and the three heatmaps as an inline PNG; without Qt, the CLI's
     text in a ``<pre>`` and the reason the heatmaps are missing."""

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import torch
 
 from customgrad import dtypes
-from customgrad.jacobian import Axis, Block, Report, agree
+from customgrad.jacobian.matrices import agree
+from customgrad.jacobian.report import Axis, Block, Report
 
 #: hypotheses about the matrices are fitted with the report's tolerances widened by this much,
 #: so that finite-difference noise does not hide an exact explanation

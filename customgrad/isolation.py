@@ -43,7 +43,7 @@ from customgrad.errors import Cancelled, CustomGradError, FunctionError, seriali
 from customgrad.frames import FRAME as _FRAME
 from customgrad.frames import library_file as _library_file
 from customgrad.frames import user_frame
-from customgrad.memory import ended, machine_memory, psutil_or_none, resident_bytes, stopped
+from customgrad.memory import machine_memory, psutil_or_none, resident_bytes, stopped
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -92,21 +92,25 @@ def gib(nbytes: float) -> str:
 
 class Channel:
     """The child's side of the pipe: :meth:`send` a message to the caller's ``on_message``,
-    :meth:`context` names what runs now (a crash message says it)."""
+    :meth:`context` names what runs now (a crash message says it). ``targets``: the
+    Functions a kept child has loaded (:class:`customgrad.processes.LoadedTargets`; None in
+    a child for one job)."""
 
-    def __init__(self, conn, lock: threading.Lock):
+    def __init__(self, conn, lock: threading.Lock,
+                 targets: processes.LoadedTargets | None = None):
         self._conn = conn
         self._lock = lock
+        self.targets = targets
 
-    def _put(self, message) -> None:
+    def put(self, message) -> None:
         with self._lock:
             self._conn.send(message)
 
     def send(self, payload) -> None:
-        self._put(("msg", payload))
+        self.put(("msg", payload))
 
     def context(self, text: str) -> None:
-        self._put(("context", text))
+        self.put(("context", text))
 
 
 class _Relay:
@@ -118,7 +122,7 @@ class _Relay:
 
     def write(self, text: str) -> int:
         if text:
-            self._channel._put((self._kind, text))
+            self._channel.put((self._kind, text))
         return len(text)
 
     def flush(self) -> None:
@@ -151,9 +155,11 @@ def _lower_priority() -> None:
             psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
 
 
-def _child_setup(conn, fault_path: str, environment: dict | None):
-    """What every child does first (environment, priority, memory files, faulthandler, its
-    prints relayed, "started" to the parent); the channel and faulthandler's file."""
+def prepare_child(conn, fault_path: str, environment: dict | None):
+    """What every worker process does first, a job's or the descent loop's: Ctrl+C left to
+    the parent, ended with it (and with the fork server), a session of its own, the parent's
+    environment, a lower priority, faulthandler writing a crash's (or a SIGTERM's) stack to
+    ``fault_path``; faulthandler's file, open for the process's life."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
     processes.die_with_fork_server()
@@ -162,21 +168,30 @@ def _child_setup(conn, fault_path: str, environment: dict | None):
         processes.adopt_environment(environment)
     serialise_ast_parse()  # the relay's threads format tracebacks while the job parses
     _lower_priority()  # a window waiting on this child gets the processor when it wants it
+    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
+    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
+    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
+        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
+    return fault_file
+
+
+def child_setup(conn, fault_path: str, environment: dict | None,
+                targets: processes.LoadedTargets | None = None):
+    """What a job's child does first (:func:`prepare_child`, memory files, its prints
+    relayed, "started" to the parent); the channel (with ``targets``) and faulthandler's
+    file."""
+    fault_file = prepare_child(conn, fault_path, environment)
     from customgrad import sharing  # torch's reductions: the result's tensors are shared
 
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
-    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
-    faulthandler.enable(file=fault_file, all_threads=True)
-    if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
-        faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
-    channel = Channel(conn, threading.Lock())
-    channel._put(("started", os.getpid()))
+    channel = Channel(conn, threading.Lock(), targets)
+    channel.put(("started", os.getpid()))
     sys.stdout = _Relay(channel, "out", sys.__stdout__)
     sys.stderr = _Relay(channel, "err", sys.__stderr__)
     return channel, fault_file
 
 
-def _run_job(conn, channel: Channel, job: Callable, args: tuple,
+def run_job(conn, channel: Channel, job: Callable, args: tuple,
              before_reply: Callable[[], None] | None = None) -> None:
     """One job: its result or its error to the parent, then wait until the parent has it
     (shared tensors are handed over meanwhile)."""
@@ -187,7 +202,7 @@ def _run_job(conn, channel: Channel, job: Callable, args: tuple,
         reply = ("error", plain_data.portable_error(exc))
     if before_reply is not None:
         before_reply()
-    channel._put(reply)
+    channel.put(reply)
     conn.recv()
 
 
@@ -195,15 +210,15 @@ def _child_main(conn, fault_path: str, job: Callable, args: tuple,
                 environment: dict | None = None) -> None:
     """A child for one job (see :func:`call`)."""
     try:
-        channel, _fault_file = _child_setup(conn, fault_path, environment)
-        _run_job(conn, channel, job, args)
+        channel, _fault_file = child_setup(conn, fault_path, environment)
+        run_job(conn, channel, job, args)
     except (EOFError, OSError, BrokenPipeError):
         pass  # the parent is gone: nobody to tell
     finally:
-        _child_end(conn)
+        child_end(conn)
 
 
-def _child_end(conn) -> None:
+def child_end(conn) -> None:
     faulthandler.disable()
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # no longer through the pipe
     conn.close()
@@ -222,7 +237,9 @@ def _method_in(stack: str) -> str | None:
 
 
 #: the child's own frames below a job, which a crash's stack leaves out
-_CHILD_FRAMES = ("_run_job", "_child_main", "_kept_main")
+_CHILD_FRAMES = ("run_job", "_child_main", "_kept_main")
+#: the folder of this module and of the kept child's (their frames are the child's own)
+_HERE = Path(__file__).parent.name
 
 
 def _first_thread(stack: str) -> str:
@@ -240,7 +257,7 @@ def _first_thread(stack: str) -> str:
         if text.startswith("Extension modules:"):
             break
         frame = _FRAME.match(text)
-        if frame and Path(frame["file"]).name in ("isolation.py", "kept.py") \
+        if frame and Path(frame["file"]).parent.name == _HERE \
                 and frame["func"] in _CHILD_FRAMES:
             break
         kept.append(text)
@@ -289,16 +306,16 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
     ``should_stop()`` is true. ``on_started()`` is called once the child runs (a timeout
     for the job starts then: a spawned child takes seconds to import torch first).
-    (:func:`customgrad.kept.call`: a child kept between jobs.)
+    (:class:`customgrad.kept.WarmWorker`: a child kept between jobs.)
     """
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
-    process, parent, child, fault_path = _new_child(_child_main, name, job, args)
+    process, parent, child, fault_path = new_child(_child_main, name, job, args)
     try:
-        _start(process)
+        start_child(process)
         child.close()
-        return _serve(process, parent, fault_path, on_message, should_stop, limit, what,
-                      _Watch(on_started=on_started))
+        return serve(process, parent, fault_path, on_message, should_stop, limit, what,
+                      Watch(on_started=on_started))
     finally:
         if process.pid is not None:
             if process.is_alive():
@@ -307,10 +324,10 @@ def call(job: Callable, *args, on_message: Callable | None = None,
             processes.end_group(process)
         child.close()
         parent.close()
-        _read_fault(fault_path, remove=True)
+        read_fault(fault_path, remove=True)
 
 
-def _new_child(target: Callable, name: str, *args):
+def new_child(target: Callable, name: str, *args):
     """A child process not started yet, running ``target(conn, fault_path, *args,
     environment)``: (process, this end of its pipe, its end, faulthandler's file)."""
     if "torch" in sys.modules:  # a caller holding tensors: they are shared, not copied
@@ -320,11 +337,11 @@ def _new_child(target: Callable, name: str, *args):
     os.close(fd)
     parent, child = context.Pipe(duplex=True)
     process = context.Process(target=target, daemon=True, name=name,
-                              args=(child, fault_path, *args, dict(os.environ)))
+                              args=(child, fault_path, *args, processes.environment()))
     return process, parent, child, fault_path
 
 
-def _start(process) -> None:
+def start_child(process) -> None:
     try:
         with processes.child_start():
             process.start()
@@ -337,19 +354,12 @@ def _start(process) -> None:
 LOST_STATUS = 255
 
 
-def _fork_server_ended() -> bool:
-    from multiprocessing import forkserver
-
-    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    return pid is not None and ended(pid)
-
-
 class Stale(Exception):
     """A kept child (:mod:`customgrad.kept`) refused the job (a file it imported changed)."""
 
 
-class _Watch:
-    """What :func:`_serve` learns of a child: whether it has started, has taken its job (a
+class Watch:
+    """What :func:`serve` learns of a child: whether it has started, has taken its job (a
     kept child takes the job's tensors from this process), and can be kept for another."""
 
     #: how long a stop waits for a child to finish taking its job's tensors
@@ -390,8 +400,8 @@ class _Watch:
         return self.taken or time.monotonic() > self.stop_by
 
 
-def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
-           watch: _Watch):
+def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
+           watch: Watch):
     context_text: str | None = None
     while True:
         if should_stop is not None and should_stop() and watch.may_stop():
@@ -454,7 +464,7 @@ def _serve(process, conn, fault_path: str, on_message, should_stop, limit: int, 
 
 def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
     process.join(5)
-    if process.exitcode == LOST_STATUS and _fork_server_ended():
+    if process.exitcode == LOST_STATUS and processes.fork_server_ended():
         return CustomGradError(
             "The worker process was lost: the fork server it came from ended (killed from "
             "outside?), so how the worker ended is not known; this is not the Function's "
@@ -462,7 +472,7 @@ def _died(process, started: bool, fault_path: str, context_text: str | None) -> 
     if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
         return processes.SetupFailed(f"The worker process could not start (exit code "
                                      f"{process.exitcode}); its error is above.")
-    return describe_death(process.exitcode, _read_fault(fault_path), context_text)
+    return describe_death(process.exitcode, read_fault(fault_path), context_text)
 
 
 def _acknowledge(conn) -> None:
@@ -472,7 +482,7 @@ def _acknowledge(conn) -> None:
         pass
 
 
-def _read_fault(path: str, remove: bool = False) -> str:
+def read_fault(path: str, remove: bool = False) -> str:
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -1,4 +1,4 @@
-"""A worker process kept between the jobs of one Function (:func:`call`), where
+"""A worker process kept between the jobs of one Function (:meth:`WarmWorker.call`), where
 :func:`customgrad.isolation.call` starts a fresh one for each job.
 
 A fresh child per job costs a fork and a new load of the Function, and its first comparison
@@ -17,9 +17,11 @@ The child is ended, and the next job gets a fresh one:
   raising), or that imported a module whose file was written while it ran;
 - when a module file it imported has changed on disk (it refuses the next job: "stale");
 - when a job with another ``keep`` comes, or the environment has changed;
-- after :data:`KEEP_SECONDS` idle, and at :func:`end` (a window closing).
+- after ``keep_seconds`` idle (``CUSTOMGRAD_KEEP_SECONDS``, :mod:`customgrad.config`), and at
+  :meth:`WarmWorker.end` (a window closing).
 
-One child is kept at a time; a job that finds it busy gets a child of its own.
+A :class:`WarmWorker` keeps one child at a time; a job that finds it busy gets a child of its
+own. Its owner (the app, a test) makes it and ends it: this module keeps no state.
 
 Only the standard library here, and torch in the child: a caller that holds no tensors yet
 (the app's first second, :mod:`playground.workers.head_start`) starts a job without importing
@@ -37,30 +39,28 @@ from multiprocessing.reduction import ForkingPickler
 
 from customgrad import config, isolation, processes
 
-#: how long a kept child waits for its next job before it ends, unless
-#: ``CUSTOMGRAD_KEEP_SECONDS`` says (a number of seconds; 0: a fresh child for every job)
-KEEP_SECONDS = config.current().keep_seconds
 
 def _kept_main(conn, fault_path: str, environment: dict) -> None:
     """The child: jobs as they come (see the module), until the parent ends it."""
     from customgrad import sharing  # torch: the child's, never the caller's at import
 
     try:
-        channel, fault_file = isolation._child_setup(conn, fault_path, environment)
-        processes.KEEP_TARGETS = True  # a Function is loaded once here, not once per job
+        # a Function is loaded once here, not once per job: the jobs find them on the channel
+        channel, fault_file = isolation.child_setup(conn, fault_path, environment,
+                                                    processes.LoadedTargets())
         fresh = _FreshState()
         while True:
             data = conn.recv_bytes()
             try:
                 job, args = pickle.loads(data)
             except Exception as exc:  # e.g. a job's function this process cannot import
-                channel._put(("error", processes.SetupFailed(
+                channel.put(("error", processes.SetupFailed(
                     f"the worker process could not take the job: {type(exc).__name__}: "
                     f"{exc}")))
                 break
-            channel._put(("taken", None))  # the job's tensors are here: it may be stopped
+            channel.put(("taken", None))  # the job's tensors are here: it may be stopped
             if fresh.stale():
-                channel._put(("stale", None))
+                channel.put(("stale", None))
                 break
             fault_file.seek(0)  # a crash's stack is this job's
             fault_file.truncate()
@@ -69,14 +69,14 @@ def _kept_main(conn, fault_path: str, environment: dict) -> None:
 
             def settle(started=started) -> None:  # whether this child can be kept
                 fresh.note_imports(started)
-                channel._put(("keep", fresh.reusable()))
+                channel.put(("keep", fresh.reusable()))
 
-            isolation._run_job(conn, channel, job, args, settle)
+            isolation.run_job(conn, channel, job, args, settle)
             sharing.release_sent()  # the parent has what was sent: it acknowledged
     except (EOFError, OSError, BrokenPipeError):
         pass  # the parent is gone, or ended this child
     finally:
-        isolation._child_end(conn)
+        isolation.child_end(conn)
 
 
 class _FreshState:
@@ -131,15 +131,16 @@ def _stat(file) -> tuple[int, ...] | None:
 class _Kept:
     """The parent's side of a kept child."""
 
-    def __init__(self, key, process, conn, fault_path: str):
+    def __init__(self, key, process, conn, fault_path: str, lock: threading.RLock):
         self.key, self.process, self.conn, self.fault_path = key, process, conn, fault_path
         self.started = False  # it said so (a child that dies before it did: SetupFailed)
         self.busy = True
         self.timer: threading.Timer | None = None
         self._ended = False
+        self._lock = lock
 
     def end(self) -> None:
-        with _lock:
+        with self._lock:
             if self._ended:
                 return
             self._ended = True
@@ -151,124 +152,135 @@ class _Kept:
             self.process.join(5)
             processes.end_group(self.process)
         self.conn.close()
-        isolation._read_fault(self.fault_path, remove=True)
+        isolation.read_fault(self.fault_path, remove=True)
 
 
-_current: _Kept | None = None
-_lock = threading.RLock()
-#: how many times :func:`end` has run: a child started before the last one is not kept
-_generation = 0
+class WarmWorker:
+    """One worker process kept warm for the jobs of one ``keep`` at a time (see the module).
+    ``keep_seconds``: how long it waits idle for its next job (0: a fresh child for every
+    job; default: the configuration's, ``CUSTOMGRAD_KEEP_SECONDS``, 300)."""
 
+    def __init__(self, keep_seconds: float | None = None):
+        self.keep_seconds = config.current().keep_seconds if keep_seconds is None \
+            else keep_seconds
+        self._current: _Kept | None = None
+        self._lock = threading.RLock()
+        #: how many times :meth:`end` has run: a child started before the last one is not kept
+        self._generation = 0
 
-def call(job, *args, keep, on_message=None, should_stop=None, memory_limit: int | None = None,
-         what: str = "", name: str = "customgrad job"):
-    """:func:`customgrad.isolation.call` in the child kept for ``keep`` (hashable: what the
-    job works on, say a Function's spec and text) in this environment, if it is idle; else,
-    or with keeping off, in a fresh child."""
-    limit = isolation.default_memory_limit() if memory_limit is None else memory_limit
-    key = (keep, tuple(sorted(os.environ.items())))
-    for _attempt in range(3 if KEEP_SECONDS > 0 else 0):  # a stale or vanished one replaced
-        kept = _take(key, name)
-        if kept is None:
-            break  # busy with another job: this one gets a child of its own
+    @property
+    def process(self):
+        """The child kept for the next job (its ``pid``, ``is_alive()``), or None."""
+        current = self._current
+        return None if current is None else current.process
+
+    @property
+    def busy(self) -> bool:
+        """Whether the kept child is running a job now (the next job gets a child of its
+        own)."""
+        current = self._current
+        return current is not None and current.busy
+
+    def call(self, job, *args, keep, on_message=None, should_stop=None,
+             memory_limit: int | None = None, what: str = "", name: str = "customgrad job"):
+        """:func:`customgrad.isolation.call` in the child kept for ``keep`` (hashable: what
+        the job works on, say a Function's spec and text) in this environment, if it is idle;
+        else, or with keeping off, in a fresh child."""
+        limit = isolation.default_memory_limit() if memory_limit is None else memory_limit
+        key = (keep, tuple(sorted(processes.environment().items())))
+        for _attempt in range(3 if self.keep_seconds > 0 else 0):  # a stale one replaced
+            kept = self._take(key, name)
+            if kept is None:
+                break  # busy with another job: this one gets a child of its own
+            try:
+                return self._call(kept, job, args, on_message, should_stop, limit, what)
+            except isolation.Stale:
+                continue
+            except processes.SetupFailed:
+                # the kept child could not take it: a fresh child says whether one can (the
+                # caller runs the job on its own thread only where a fresh child cannot)
+                break
+        return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
+                              memory_limit=limit, what=what, name=name)
+
+    def _take(self, key, name: str) -> _Kept | None:
+        """The kept child for ``key``, now busy: the idle one, or a new one in place of any
+        other; None while the kept child is busy."""
+        with self._lock:
+            old = self._current
+            if old is not None and old.busy:
+                return None
+            if old is not None and old.key == key and old.process.is_alive():
+                if old.timer is not None:
+                    old.timer.cancel()
+                old.busy = True
+                return old
+            self._current = None
+            generation = self._generation
+        if old is not None:
+            old.end()
+        process, parent, child, fault_path = isolation.new_child(_kept_main, name)
+        kept = _Kept(key, process, parent, fault_path, self._lock)
         try:
-            return _call(kept, job, args, on_message, should_stop, limit, what)
-        except isolation.Stale:
-            continue
-        except processes.SetupFailed:
-            # the kept child could not take it: a fresh child says whether one can (the
-            # caller runs the job on its own thread only where a fresh child cannot)
-            break
-    return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
-                          memory_limit=limit, what=what, name=name)
+            isolation.start_child(process)
+        except BaseException:
+            kept.end()
+            raise
+        finally:
+            child.close()
+        with self._lock:
+            if self._current is None and generation == self._generation:
+                self._current = kept  # else it runs this job, and ends after it (_release)
+        return kept
 
-
-def _take(key, name: str) -> _Kept | None:
-    """The kept child for ``key``, now busy: the idle one, or a new one in place of any
-    other; None while the kept child is busy."""
-    global _current
-    with _lock:
-        old = _current
-        if old is not None and old.busy:
-            return None
-        if old is not None and old.key == key and old.process.is_alive():
-            if old.timer is not None:
-                old.timer.cancel()
-            old.busy = True
-            return old
-        _current = None
-        generation = _generation
-    if old is not None:
-        old.end()
-    process, parent, child, fault_path = isolation._new_child(_kept_main, name)
-    kept = _Kept(key, process, parent, fault_path)
-    try:
-        isolation._start(process)
-    except BaseException:
-        kept.end()
-        raise
-    finally:
-        child.close()
-    with _lock:
-        if _current is None and generation == _generation:
-            _current = kept  # else it runs this job, and ends after it (_release)
-    return kept
-
-
-def _call(kept: _Kept, job, args, on_message, should_stop, limit: int, what: str):
-    watch = isolation._Watch(kept.started, taken=False)
-    try:
+    def _call(self, kept: _Kept, job, args, on_message, should_stop, limit: int, what: str):
+        watch = isolation.Watch(kept.started, taken=False)
         try:
-            data = ForkingPickler.dumps((job, args))
-        except Exception as exc:  # the job or its arguments cannot travel (pickle)
-            raise processes.SetupFailed(f"the worker process could not be started: "
-                                        f"{type(exc).__name__}: {exc}") from None
-        try:
-            kept.conn.send_bytes(data)
-        except OSError:  # the child ended while it waited (killed from outside, say)
-            raise isolation.Stale() from None
-        result = isolation._serve(kept.process, kept.conn, kept.fault_path, on_message,
-                                  should_stop, limit, what, watch)
-    except BaseException:
-        _release(kept, False)
-        raise
-    kept.started = True
-    _release(kept, watch.keep)
-    return result
+            try:
+                data = ForkingPickler.dumps((job, args))
+            except Exception as exc:  # the job or its arguments cannot travel (pickle)
+                raise processes.SetupFailed(f"the worker process could not be started: "
+                                            f"{type(exc).__name__}: {exc}") from None
+            try:
+                kept.conn.send_bytes(data)
+            except OSError:  # the child ended while it waited (killed from outside, say)
+                raise isolation.Stale() from None
+            result = isolation.serve(kept.process, kept.conn, kept.fault_path, on_message,
+                                     should_stop, limit, what, watch)
+        except BaseException:
+            self._release(kept, False)
+            raise
+        kept.started = True
+        self._release(kept, watch.keep)
+        return result
 
+    def _release(self, kept: _Kept, keep: bool) -> None:
+        """After a job: ``kept`` waits for the next, or ends."""
+        with self._lock:
+            kept.busy = False
+            keep = keep and self._current is kept
+            if keep:
+                kept.timer = threading.Timer(self.keep_seconds, self._expire, (kept,))
+                kept.timer.daemon = True
+                kept.timer.start()
+            elif self._current is kept:
+                self._current = None
+        if not keep:
+            kept.end()
 
-def _release(kept: _Kept, keep: bool) -> None:
-    """After a job: ``kept`` waits for the next, or ends."""
-    global _current
-    with _lock:
-        kept.busy = False
-        keep = keep and _current is kept
-        if keep:
-            kept.timer = threading.Timer(KEEP_SECONDS, _expire, (kept,))
-            kept.timer.daemon = True
-            kept.timer.start()
-        elif _current is kept:
-            _current = None
-    if not keep:
+    def _expire(self, kept: _Kept) -> None:
+        with self._lock:
+            if self._current is not kept or kept.busy:
+                return
+            self._current = None
         kept.end()
 
-
-def _expire(kept: _Kept) -> None:
-    global _current
-    with _lock:
-        if _current is not kept or kept.busy:
-            return
-        _current = None
-    kept.end()
-
-
-def end() -> None:
-    """End the kept child now (after its job, if it has one), and any child being started
-    for one: a window closing, say."""
-    global _current, _generation
-    with _lock:
-        kept, _current = _current, None
-        _generation += 1
-        idle = kept is not None and not kept.busy
-    if idle and kept is not None:
-        kept.end()
+    def end(self) -> None:
+        """End the kept child now (after its job, if it has one), and any child being
+        started for one: a window closing, say."""
+        with self._lock:
+            kept, self._current = self._current, None
+            self._generation += 1
+            idle = kept is not None and not kept.busy
+        if idle and kept is not None:
+            kept.end()

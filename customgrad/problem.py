@@ -9,7 +9,6 @@ from typing import Any
 import torch
 from torch.autograd import Function
 
-from customgrad import jacobian
 from customgrad.contract import (
     Overtime,
     call_backward,
@@ -33,6 +32,8 @@ from customgrad.inputs import (
     is_integer_init,
     parse_device,
 )
+from customgrad.jacobian.comparison import compare
+from customgrad.jacobian.report import Report
 from customgrad.loader import Target, resolve
 from customgrad.settings import Settings
 from customgrad.verification import CheckOptions
@@ -81,13 +82,13 @@ class Problem:
                                differentiate=dict(s.differentiate))
         return dataclasses.replace(options, **changes)
 
-    def compare(self, args: list | None = None, **kwargs) -> jacobian.Report:
+    def compare(self, args: list | None = None, **kwargs) -> Report:
         """Jacobian comparison at ``args`` (default: the seeded starting point)."""
         s = self.settings
         options: dict[str, Any] = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol,
                                    "memory_cap": s.memory_cap, "differentiate": s.differentiate}
         options.update(kwargs)
-        return jacobian.compare(self.function, self.args if args is None else args, **options)
+        return compare(self.function, self.args if args is None else args, **options)
 
 
 def specs_for(target: Target, settings: Settings) -> list[Spec]:

@@ -278,10 +278,31 @@ def _new_interpreter() -> bool:
     server (not running yet, or ended)."""
     if not fork_server():
         return True
+    pid = fork_server_pid()
+    return pid is None or ended(pid)
+
+
+def fork_server_pid() -> int | None:
+    """The process id of the fork server this process started (None: none yet)."""
     from multiprocessing import forkserver
 
-    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    return pid is None or ended(pid)
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def fork_server_ended() -> bool:
+    """Whether the fork server this process started has ended (a child then exits with
+    multiprocessing's lost status, never learning its own)."""
+    pid = fork_server_pid()
+    return pid is not None and ended(pid)
+
+
+def environment() -> dict[str, str]:
+    """This process's environment, for a child to adopt: read under the lock that
+    :func:`child_start` holds while it sets the variables a new interpreter starts with (and
+    OpenMP's wait policy), so that a child started meanwhile never takes those for the
+    parent's own."""
+    with _main_lock:
+        return dict(os.environ)
 
 
 @contextlib.contextmanager
@@ -325,12 +346,13 @@ class ProblemRef:
         return cls(problem.target.spec, problem.target.code, problem.specs, problem.settings,
                    problem.args, problem.targets, problem.dtype, problem.device)
 
-    def load(self):
-        """The :class:`~customgrad.problem.Problem`, with the Function loaded here."""
+    def load(self, loaded: LoadedTargets | None = None):
+        """The :class:`~customgrad.problem.Problem`, with the Function loaded here (through
+        ``loaded``, a kept child's, where given)."""
         from customgrad.problem import Problem
 
-        return Problem(load_target(self.spec, self.code), self.specs, self.dtype, self.device,
-                       self.args, self.targets, self.settings)
+        return Problem(load_target(self.spec, self.code, loaded), self.specs, self.dtype,
+                       self.device, self.args, self.targets, self.settings)
 
     def descent(self, target=None) -> Descent:
         """The descent of the Function ``target`` (loaded here by its spec if not given):
@@ -343,28 +365,36 @@ class ProblemRef:
                        loss=s.loss, optimizer=s.optimizer)
 
 
-#: True in a child kept between jobs (:mod:`customgrad.kept`): there a Function is loaded
-#: once, not once per job (its module's top level runs once, as in a Python session)
-KEEP_TARGETS = False
-_targets: dict = {}
+class LoadedTargets:
+    """The Functions a child kept between jobs (:mod:`customgrad.kept`) has loaded, by spec
+    and text: there a Function is loaded once, not once per job (its module's top level runs
+    once, as in a Python session). Its jobs find it as ``channel.targets``."""
+
+    def __init__(self) -> None:
+        self._found: dict = {}
+
+    def load(self, spec: str, code: str | None):
+        """The target, loaded the first time; the global random generators are then put
+        where loading it left them the first time (a module that seeds or draws at its top
+        level), as loading it again would."""
+        from customgrad.loader import resolve
+
+        found = self._found.get((spec, code))
+        if found is None:
+            target = resolve(spec, code)
+            self._found[(spec, code)] = (target, random_state())
+            return target
+        target, state = found
+        set_random_state(state)
+        return target
 
 
-def load_target(spec: str, code: str | None):
-    """:func:`customgrad.loader.resolve`, remembered in a kept child: there the global random
-    generators are then put where loading it left them the first time (a module that seeds
-    or draws at its top level), as loading it again would."""
+def load_target(spec: str, code: str | None, loaded: LoadedTargets | None = None):
+    """:func:`customgrad.loader.resolve`; through ``loaded`` (a kept child's
+    ``channel.targets``) where given."""
     from customgrad.loader import resolve
 
-    if not KEEP_TARGETS:
-        return resolve(spec, code)
-    found = _targets.get((spec, code))
-    if found is None:
-        target = resolve(spec, code)
-        _targets[(spec, code)] = (target, random_state())
-        return target
-    target, state = found
-    set_random_state(state)
-    return target
+    return resolve(spec, code) if loaded is None else loaded.load(spec, code)
 
 
 def random_state() -> tuple:

@@ -16,7 +16,8 @@ from torch.autograd import Function
 from customgrad.contract import FakeCtx, normalize_outputs
 from customgrad.errors import Cancelled
 from customgrad.inputs import is_new_style
-from customgrad.jacobian import Report, _agree
+from customgrad.jacobian.matrices import agree
+from customgrad.jacobian.report import Report
 
 #: the reference is computed up to this many entries (it builds the matrix in one piece)
 MAX_ENTRIES = 1 << 22
@@ -39,7 +40,7 @@ def reference_jacobian(function: type[Function], args: list, report: Report) -> 
         return None
     if matrix is None or not bool(matrix.isfinite().all()):
         return None
-    disagree = ~_agree(matrix, report.numerical.double(), report.atol, report.rtol)
+    disagree = ~agree(matrix, report.numerical.double(), report.atol, report.rtol)
     if float(disagree.double().mean()) > MAX_DISAGREEING:
         return None
     return matrix

@@ -19,28 +19,22 @@ Only the standard library and torch: no Qt here.
 
 from __future__ import annotations
 
-import faulthandler
 import gc
 import os
 import pickle
-import signal
 import tempfile
 import threading
 import time
 
 from customgrad import isolation, plain_data, processes
 from customgrad.descent import Batch, Descent, StepRecord
-from customgrad.errors import Cancelled, serialise_ast_parse
+from customgrad.errors import Cancelled
 from customgrad.loop_control import LoopControl, interrupt_thread  # noqa: F401 (the app imports them from here)
 from customgrad.memory import resident_bytes
 from customgrad.processes import (
     ProblemRef,
     SetupFailed,
-    adopt_environment,
-    die_with_fork_server,
-    end_with_parent,
     load_target,
-    own_session,
 )
 
 #: a batch is sent at least this often while the loop runs (the window redraws at its rate)
@@ -162,15 +156,7 @@ def _send(conn, message) -> None:
 
 def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent to handle
-    end_with_parent(conn)
-    die_with_fork_server()
-    own_session()
-    if environment is not None:
-        adopt_environment(environment)
-    serialise_ast_parse()
-    fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
-    faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
+    _fault_file = isolation.prepare_child(conn, fault_path, environment)  # open for its life
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -232,15 +218,16 @@ class RemoteLoop:
         self.label = problem.function.__name__
         fd, self.fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
         os.close(fd)
+        environment = processes.environment()
         self.process = context.Process(target=_child_main, daemon=True,
-                                       args=(child, payload, self.fault_path, dict(os.environ)),
+                                       args=(child, payload, self.fault_path, environment),
                                        name=f"descent {problem.target.spec}")
         try:
             with processes.child_start():
                 self.process.start()
         except BaseException as exc:
             self.conn.close()
-            isolation._read_fault(self.fault_path, remove=True)
+            isolation.read_fault(self.fault_path, remove=True)
             if isinstance(exc, Exception):
                 raise processes.start_failure(exc) from None
             raise
@@ -274,7 +261,7 @@ class RemoteLoop:
             self.process.join(1.0)
         processes.end_group(self.process)
         self.conn.close()
-        isolation._read_fault(self.fault_path, remove=True)
+        isolation.read_fault(self.fault_path, remove=True)
 
     def over_memory(self) -> BaseException | None:
         """The error for a child past its memory limit (it is ended), else None."""
@@ -293,7 +280,7 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        crash = isolation.describe_death(code, isolation._read_fault(self.fault_path),
+        crash = isolation.describe_death(code, isolation.read_fault(self.fault_path),
                                          self.label)
         return isolation.ProcessCrashed(
             f"In the descent loop: {crash} The window is fine: press Play to start the run "

@@ -14,7 +14,7 @@ import torch
 from customgrad.descent import LOSSES, OPTIMIZERS
 from customgrad.dtypes import DTYPES
 from customgrad.errors import SpecError
-from customgrad.jacobian import ATOL, EPS, MEMORY_CAP, RTOL
+from customgrad.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL
 
 
 @dataclass

@@ -47,6 +47,15 @@ def shared_storage(nbytes: int) -> torch.UntypedStorage:
     return storage
 
 
+def shared_zeros(shape: tuple[int, int]) -> torch.Tensor:
+    """A zero matrix for the comparison (``compare(allocate=shared_zeros)``), a big one in
+    shared memory: for a worker process whose caller reads the matrices as they are
+    computed, and gets them back without a copy."""
+    from customgrad.jacobian.matrices import lazy_zeros
+
+    return lazy_zeros(shape, shared_storage)
+
+
 #: the memory-file copies this process has sent, kept until :func:`release_sent`: a file
 #: descriptor is only read when the message goes out (and when a process starts, only then
 #: duplicated)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 
 import torch
 from torch.autograd import Function, forward_ad
@@ -21,7 +20,9 @@ from customgrad.customop import op_of
 from customgrad.defaults import CHECK_NAMES, DEFAULT_CHECKS, parse_checks
 from customgrad.dtypes import DOUBLE, differentiable, real_view, same_kind
 from customgrad.errors import FunctionError, SpecError
-from customgrad.jacobian import ATOL, EPS, FLOAT32_FLOOR, RTOL, compare
+from customgrad.findings import SubCheck
+from customgrad.jacobian.comparison import compare
+from customgrad.jacobian.limits import ATOL, EPS, FLOAT32_FLOOR, RTOL
 
 #: every sub-check, in the order they run; gradcheck's defaults (check_undefined_grad=True)
 NAMES, DEFAULT = CHECK_NAMES, DEFAULT_CHECKS
@@ -31,20 +32,6 @@ parse = parse_checks
 def defaults_for(function: type[Function]) -> tuple[str, ...]:
     """:data:`DEFAULT`, and for a torch.library custom op also ``opcheck``'s own tests."""
     return (*DEFAULT, "opcheck") if op_of(function) is not None else DEFAULT
-
-
-@dataclass(frozen=True)
-class SubCheck:
-    name: str
-    status: str  # passed | failed | skipped
-    detail: str
-
-    @property
-    def passed(self) -> bool:
-        return self.status != "failed"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def run(function: type[Function], args: list, checks: Iterable[str] = DEFAULT, *, eps: float = EPS,

@@ -15,7 +15,7 @@ import torch
 
 from customgrad import display
 from customgrad.api import check
-from customgrad.jacobian import Report
+from customgrad.jacobian.report import Report
 
 __all__ = ["assert_backward"]
 

@@ -32,6 +32,3 @@ from customgrad.jacobian.workspace import estimate_bytes
 __all__ = ["ATOL", "EPS", "FLOAT32_FLOOR", "MEMORY_CAP", "RTOL", "Axis", "Block", "Entry",
            "Overview", "Progress", "Report", "agree", "compare", "estimate_bytes",
            "finite_absmax", "pool_any", "pool_signed"]
-
-#: the agreement rule under its old name (customgrad.diagnosis and .reference import it)
-_agree = agree

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad import sharing
 from customgrad.jacobian import limits
 
 
@@ -113,37 +112,35 @@ def pool_any(mask: torch.Tensor, step: int) -> torch.Tensor:
     return padded.view(rows, step, cols, step).any(3).any(1)
 
 
-#: what makes the comparison's zero matrices: :func:`lazy_zeros` or :func:`shared_zeros`
+#: what makes the comparison's zero matrices: :func:`lazy_zeros`, or a worker's
+#: ``sharing.shared_zeros`` (shared memory its caller reads as the matrices are computed)
 Allocator = Callable[[tuple[int, int]], torch.Tensor]
 
+#: where a big matrix's memory can come from instead: ``storage(nbytes)`` gives zeroed,
+#: lazily mapped bytes (a worker process passes shared memory files, so that its caller reads
+#: the matrices as they are computed and gets them back without a copy)
+Storage = Callable[[int], torch.UntypedStorage]
 
-def lazy_zeros(shape: tuple[int, int], shared: bool = False) -> torch.Tensor:
+
+def lazy_zeros(shape: tuple[int, int], storage: Storage | None = None) -> torch.Tensor:
     """A float64 zero matrix in fresh anonymous memory: the OS maps (and zeroes) a page only
-    when it is first written, so parts never written cost neither time nor memory.
+    when it is first written, so parts never written cost neither time nor memory. A big one
+    comes from ``storage`` where given.
 
     Small pages on purpose: with huge pages (numpy's zeros asks for them) one written entry
     costs 2 MiB of zeroing, and the first allocation can stall on memory compaction.
-    ``shared``: a big matrix goes in shared memory instead, as lazily mapped
-    (:func:`shared_zeros`).
     """
     count = math.prod(shape)
     if count * 8 < limits.LAZY_BYTES:
         return torch.zeros(shape, dtype=torch.float64)
-    if shared:
-        # torch's stub wants a stride, which set_ takes as optional (its docs, the C++ code)
-        return torch.empty(0, dtype=torch.float64).set_(  # type: ignore[call-overload]
-            sharing.shared_storage(count * 8), 0, shape)
+    if storage is not None:
+        return torch.empty(0, dtype=torch.float64).set_(storage(count * 8), 0, shape,
+                                                        (shape[1], 1))
     memory = mmap.mmap(-1, count * 8)
     if hasattr(memory, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
         memory.madvise(mmap.MADV_NOHUGEPAGE)
     # the tensor keeps ``memory`` alive; the mapping goes when the last view of it does
     return torch.frombuffer(memory, dtype=torch.float64, count=count).view(shape)
-
-
-def shared_zeros(shape: tuple[int, int]) -> torch.Tensor:
-    """:func:`lazy_zeros`, a big matrix in shared memory: for a worker process whose caller
-    reads the matrices as they are computed, and gets them back without a copy."""
-    return lazy_zeros(shape, shared=True)
 
 
 def same_to_rounding(got: torch.Tensor, want: torch.Tensor, dtype: torch.dtype) -> bool:

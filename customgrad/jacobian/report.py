@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
+from customgrad.findings import Diagnosis, SubCheck
 from customgrad.inputs import format_shape
 from customgrad.jacobian import matrices
-
-if TYPE_CHECKING:  # both import this module
-    from customgrad.diagnosis import Diagnosis
-    from customgrad.subchecks import SubCheck
 
 
 @dataclass(frozen=True)

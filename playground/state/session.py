@@ -14,7 +14,6 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
-from customgrad import kept
 from customgrad.descent import StepRecord
 from customgrad.loader import RunCode, Target, resolve
 from customgrad.problem import Problem
@@ -25,6 +24,7 @@ from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
+from playground.workers.warm_worker import WORKER
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
 
@@ -249,4 +249,4 @@ class Session(QObject):
         self.loop.stop(wait)
         if job is not None:
             job.finish(wait)
-        kept.end()  # the worker process kept for this Function's checks
+        WORKER.end()  # the worker process kept for this Function's checks

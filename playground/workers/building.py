@@ -68,15 +68,15 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     """build() in a worker process (it calls the user's forward), the tensors shared back;
     this process's own build where the child cannot load the Function. ``stop`` ends the
     child (Cancel; a forward stuck inside C past the time limit)."""
-    from customgrad import kept
     from playground.workers import head_start, remote
+    from playground.workers.warm_worker import WORKER
 
     head_start.wait_for(remote.keep_for(target), stop)
     try:
         return jobs.in_child_or_here(
-            lambda: kept.call(remote.build, target.spec, target.code, settings,
-                              name=f"build {target.spec}", keep=remote.keep_for(target),
-                              should_stop=stop).problem(target),
+            lambda: WORKER.call(remote.build, target.spec, target.code, settings,
+                                name=f"build {target.spec}", keep=remote.keep_for(target),
+                                should_stop=stop).problem(target),
             lambda: build(settings, target), target.function)
     except Cancelled:
         if stop.cancelled.is_set():

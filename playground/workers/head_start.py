@@ -58,7 +58,7 @@ def start(spec: str) -> HeadStart | None:
 def _run(head: HeadStart) -> None:
     import time
 
-    from customgrad import kept
+    from playground.workers.warm_worker import WORKER
 
     deadline = time.monotonic() + SECONDS
 
@@ -66,11 +66,11 @@ def _run(head: HeadStart) -> None:
         return time.monotonic() > deadline
 
     try:
-        head.pid = kept.call(built_here, head.spec, keep=head.keep, should_stop=late,
-                             name=f"build {head.spec}")
+        head.pid = WORKER.call(built_here, head.spec, keep=head.keep, should_stop=late,
+                               name=f"build {head.spec}")
         if not head.wanted.is_set():
-            kept.call(checked_here, keep=head.keep, should_stop=late,
-                      name=f"Jacobian check {head.spec}")
+            WORKER.call(checked_here, keep=head.keep, should_stop=late,
+                        name=f"Jacobian check {head.spec}")
             head.checked = True
     except Exception as exc:  # the window's own build meets the same trouble, and says it
         head.error = exc
@@ -106,7 +106,7 @@ def built_here(spec: str, channel) -> int:
     from customgrad.settings import Settings
 
     channel.context(spec)
-    _problem = build(Settings(target=spec), load_target(spec, None))
+    _problem = build(Settings(target=spec), load_target(spec, None, channel.targets))
     return os.getpid()
 
 

@@ -418,8 +418,8 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     that, so it computes no further while the view paints, as :func:`_compare` waits
     (:class:`remote._Answer`). It returns the child's report. A crash of the child raises
     :class:`customgrad.isolation.ProcessCrashed`; the next check gets a fresh child."""
-    from customgrad import kept
     from playground.workers import remote
+    from playground.workers.warm_worker import WORKER
 
     state.thread_id = threading.get_ident()
     live: dict = {}
@@ -456,10 +456,10 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 
     try:
         return in_child_or_here(
-            lambda: kept.call(remote.compare, job, on_message=on_message,
-                              should_stop=lambda: state.cancelled, what=shapes,
-                              name=f"Jacobian check {problem.target.spec}",
-                              keep=remote.keep_for(problem.target)),
+            lambda: WORKER.call(remote.compare, job, on_message=on_message,
+                                should_stop=lambda: state.cancelled, what=shapes,
+                                name=f"Jacobian check {problem.target.spec}",
+                                keep=remote.keep_for(problem.target)),
             here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None

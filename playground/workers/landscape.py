@@ -10,13 +10,13 @@ from pyqtgraph.functions import isocurve
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from shiboken6 import isValid
 
-from customgrad import kept
 from customgrad.errors import Cancelled
 from customgrad.landscape import compute
 from customgrad.processes import ProblemRef
 from playground.support.contours import prepare
 from playground.workers import remote
 from playground.workers.jobs import create_worker, in_child_or_here, isolated
+from playground.workers.warm_worker import WORKER
 
 
 class LandscapeRunner(QObject):
@@ -100,9 +100,9 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
         # in the child kept for the Function's jobs where it is idle (no fork and no load of
         # the Function for each path update during Play), else in a fresh one
         return drawn(in_child_or_here(
-            lambda: kept.call(remote.landscape, request, on_message=on_message,
-                              should_stop=stop, name="landscape",
-                              keep=remote.keep_for(problem.target)),
+            lambda: WORKER.call(remote.landscape, request, on_message=on_message,
+                                should_stop=stop, name="landscape",
+                                keep=remote.keep_for(problem.target)),
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None

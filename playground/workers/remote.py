@@ -35,7 +35,7 @@ import torch
 from customgrad import loader, sharing
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
-from customgrad.jacobian import Progress, Report, matrices
+from customgrad.jacobian import Progress, Report
 from customgrad.landscape import compute as compute_landscape
 from customgrad.problem import Problem
 from customgrad.problem import build as build_problem
@@ -48,7 +48,7 @@ from playground.support.preview import display_steps
 
 def keep_for(target) -> tuple:
     """The key under which a worker process is kept for ``target``'s jobs (the build and
-    the checks that follow it; see :func:`customgrad.kept.call`): its spec and text."""
+    the checks that follow it; see :meth:`customgrad.kept.WarmWorker.call`): its spec and text."""
     return ("problem", target.spec, target.code)
 
 
@@ -67,7 +67,7 @@ class CompareJob:
 
 class _Mirror:
     """The engine's matrices as the window reads them: the engine's own where they are in
-    shared memory (the big ones, :func:`customgrad.jacobian.matrices.shared_zeros`), else shared
+    shared memory (the big ones, :func:`customgrad.sharing.shared_zeros`), else shared
     copies filled as far as they are computed."""
 
     def __init__(self, channel):
@@ -163,18 +163,19 @@ def _address(tensor) -> int:
     return tensor.data_ptr() if isinstance(tensor, torch.Tensor) else 0
 
 
-def _load(ref: ProblemRef) -> Problem:
-    """The problem again, in the child; :class:`SetupFailed` when the child cannot load it
-    (say, a module the window made at run time): the window then works on a thread."""
+def _load(ref: ProblemRef, channel) -> Problem:
+    """The problem again, in the child (a kept child's Function loaded once:
+    ``channel.targets``); :class:`SetupFailed` when the child cannot load it (say, a module
+    the window made at run time): the window then works on a thread."""
     try:
-        return ref.load()
+        return ref.load(channel.targets)
     except Exception as exc:  # any failure to load means "not here"
         raise SetupFailed(f"the worker process could not load {ref.spec}: {exc}") from None
 
 
 def compare(job: CompareJob, channel) -> Report:
     """The child's work for one "Check Jacobian"."""
-    problem = _load(job.problem)
+    problem = _load(job.problem, channel)
     channel.context(problem.function.__name__)
     mirror = _Mirror(channel)
     answer = _Answer(channel, job.hold)
@@ -190,7 +191,7 @@ def compare(job: CompareJob, channel) -> Report:
     # this process is the job's alone: the window reads the matrices as they are computed
     report = verify(problem.function, problem.args if job.args is None else job.args,
                     problem.check_options(**job.options), progress=progress,
-                    allocate=matrices.shared_zeros, waited=lambda: answer.waited)
+                    allocate=sharing.shared_zeros, waited=lambda: answer.waited)
     return prepared(report, job.pixels)
 
 
@@ -213,7 +214,7 @@ def restore(progress: Progress, has: tuple[bool, bool], live: dict) -> Progress:
 
 def inspect(ref: ProblemRef, args: list, seed: int, channel) -> Inspection:
     """The child's work for the Inspector tab: one forward + backward, laid open."""
-    problem = _load(ref)
+    problem = _load(ref, channel)
     channel.context(problem.function.__name__)
     return inspect_call(problem.function, args, seed=seed)
 
@@ -232,7 +233,7 @@ class LandscapeJob:
 def landscape(job: LandscapeJob, channel):
     """The child's work for the Landscape tab: the run replayed, the gradients, the plane and
     the grid; each partial grid is sent as ``("landscape", Landscape)`` (a few kilobytes)."""
-    problem = _load(job.problem)
+    problem = _load(job.problem, channel)
     channel.context(problem.function.__name__)
     return compute_landscape(problem, job.steps, job.lrs, **job.options,
                              progress=lambda partial: channel.send(("landscape", partial)))
@@ -318,7 +319,7 @@ def build(spec: str, code: str | None, settings, channel) -> Built:
     that finds the outputs' shapes call the user's code. Tensors come back on the CPU (a
     CUDA tensor shared by a process that has ended is not valid)."""
     try:
-        target = load_target(spec, code)
+        target = load_target(spec, code, channel.targets)
     except Exception as exc:
         raise SetupFailed(f"the worker process could not load {spec}: {exc}") from None
     channel.context(target.function.__name__)

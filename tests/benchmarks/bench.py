@@ -86,7 +86,7 @@ compare(KillHead, [small, 2])
 out = {"threads": []}
 best = float("inf")
 for _ in range(repeat):
-    if worker:  # what each job in a worker process does first (isolation._run_job)
+    if worker:  # what each job in a worker process does first (isolation.run_job)
         out["threads"].append(threads.use_free_cores())
     start = time.perf_counter()
     compare(KillHead, [x, 2])
@@ -657,8 +657,8 @@ def bench_isolation(quick: bool) -> dict:
     process's fixed cost shows) and LinearFunction 32x21 -> 64 (2048 x 2080, dense). The
     ways take turns: the best time of each, the median of the freezes. A fourth way, "unheld",
     is the kept child not held while the window paints (as before 2026-11-25, night)."""
-    from customgrad import kept
     from playground.workers import jobs
+    from playground.workers.warm_worker import WORKER
 
     app, window = _window()
     session = window.session
@@ -667,7 +667,7 @@ def bench_isolation(quick: bool) -> dict:
     results = {}
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
-    saved, kept_seconds, hold = jobs.ISOLATE, kept.KEEP_SECONDS or 300.0, jobs.HOLD_CHILD
+    saved, kept_seconds, hold = jobs.ISOLATE, WORKER.keep_seconds or 300.0, jobs.HOLD_CHILD
     # (in a process, kept for, held while the window paints); "unheld": the kept child not
     # held (jobs.HOLD_CHILD off, as before 2026-11-25): what holding it buys
     ways = {"thread": (False, 0, True), "fresh": (True, 0, True),
@@ -688,7 +688,7 @@ def bench_isolation(quick: bool) -> dict:
             late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
                 for way, (isolate, keep, held) in ways.items():
-                    jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = isolate, keep, held
+                    jobs.ISOLATE, WORKER.keep_seconds, jobs.HOLD_CHILD = isolate, keep, held
                     reports.clear()
                     _run_for(0.3)  # the last report's previews are painted
                     with _StallMeter() as meter:
@@ -729,7 +729,7 @@ def bench_isolation(quick: bool) -> dict:
                 f"ui_stall_queued_ms_thread_{label}": statistics.median(queued["thread"]) * 1000,
             })
     finally:
-        jobs.ISOLATE, kept.KEEP_SECONDS, jobs.HOLD_CHILD = saved, kept_seconds, hold
+        jobs.ISOLATE, WORKER.keep_seconds, jobs.HOLD_CHILD = saved, kept_seconds, hold
     session.shutdown(wait=1.0)
     window.close()
     return results

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from customgrad import cli, isolation, memory, processes, sharing
-from customgrad import kept as keeping
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.kept import WarmWorker
 
 #: worker processes started, crashed and killed, spawned ones included
 pytestmark = pytest.mark.slow
@@ -271,6 +271,44 @@ def _environment_job(name: str, channel) -> str | None:
     return os.environ.get(name)
 
 
+def test_a_child_made_while_another_starts_takes_the_parents_own_environment(monkeypatch):
+    """While a new interpreter starts, PYTHONSAFEPATH and PYTHONPATH are set for it; a child
+    made on another thread meanwhile took them for the parent's own environment (a kept
+    child's key changed with them too). Its snapshot now waits for the start to finish."""
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    monkeypatch.setattr(processes, "_new_interpreter", lambda: True)
+    inside, leave = threading.Event(), threading.Event()
+
+    def starting():
+        with processes.child_start():
+            inside.set()
+            leave.wait(60)
+
+    starter = threading.Thread(target=starting, daemon=True)
+    starter.start()
+    assert inside.wait(60)
+    seen = []
+    maker = threading.Thread(target=lambda: seen.append(
+        isolation.call(_environment_job, "PYTHONSAFEPATH")), daemon=True)
+    maker.start()
+    maker.join(2)  # time to take its snapshot, as it did before waiting for the start
+    leave.set()
+    starter.join(60)
+    maker.join(120)
+    assert seen == [None]
+
+
+def _parent_job(channel) -> int:
+    return os.getppid()
+
+
+@pytest.mark.skipif(not processes.fork_server(), reason="no fork server here")
+def test_the_fork_server_is_known_by_its_process_id():
+    parent = isolation.call(_parent_job)  # a child of the fork server, started if need be
+    assert processes.fork_server_pid() == parent
+    assert not processes.fork_server_ended()
+
+
 def test_a_child_sees_the_environment_as_it_is_now_not_as_the_fork_server_started(
         monkeypatch):
     isolation.call(_environment_job, "PATH")  # the fork server runs from here on
@@ -442,34 +480,61 @@ def test_a_cuda_device_side_assert_poisons_only_its_worker(capsys):
 
 # -- a child kept between the jobs of one Function ---------------------------------------
 
-@pytest.fixture(autouse=True)
-def _no_child_kept_after():
-    """A test that fails halfway leaves no kept child to the next."""
-    yield
-    keeping.end()
+@pytest.fixture
+def keeping():
+    """A warm worker of the test's own, ended after it (one that fails halfway leaves no
+    kept child to the next)."""
+    worker = WarmWorker()
+    yield worker
+    worker.end()
 
 
 def _pid_job(channel) -> int:
     return os.getpid()
 
 
-def _kept_pid() -> int:
-    assert keeping._current is not None
-    return keeping._current.process.pid
+def _kept_pid(worker: WarmWorker) -> int:
+    assert worker.process is not None
+    return worker.process.pid
 
 
-def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one():
+def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one(keeping):
     """(A kept child that was spawned: tests/playground/test_crashes.py, without a fork
     server.)"""
     first = keeping.call(_pid_job, keep="test one")
-    process = keeping._current.process
-    assert keeping.call(_pid_job, keep="test one") == first == _kept_pid()
+    process = keeping.process
+    assert keeping.call(_pid_job, keep="test one") == first == _kept_pid(keeping)
     other = keeping.call(_pid_job, keep="test two")
-    assert other != first and other == _kept_pid()
+    assert other != first and other == _kept_pid(keeping)
     assert not process.is_alive()  # one kept child at a time
     assert isolation.call(_pid_job) not in (first, other)  # no keep: a child of its own
     keeping.end()
-    assert keeping._current is None
+    assert keeping.process is None
+
+
+def test_two_warm_workers_keep_children_of_their_own():
+    """A warm worker is an object its owner makes and ends: two keep a child each, and
+    ending one leaves the other's."""
+    one, two = WarmWorker(), WarmWorker()
+    try:
+        first, second = one.call(_pid_job, keep="same"), two.call(_pid_job, keep="same")
+        assert first != second and (_kept_pid(one), _kept_pid(two)) == (first, second)
+        two.end()
+        assert two.process is None and one.call(_pid_job, keep="same") == first
+    finally:
+        one.end()
+        two.end()
+
+
+def _targets_job(channel) -> str:
+    return type(channel.targets).__name__
+
+
+def test_only_a_kept_childs_jobs_find_loaded_targets_on_their_channel(keeping):
+    """A kept child loads a Function once for its jobs (they find it on the channel); a
+    child for one job has nothing to remember it for."""
+    assert keeping.call(_targets_job, keep="test targets") == "LoadedTargets"
+    assert isolation.call(_targets_job) == "NoneType"
 
 
 def _random_job(channel) -> tuple:
@@ -478,7 +543,7 @@ def _random_job(channel) -> tuple:
     return os.getpid(), torch.rand(3).tolist(), torch.randn(2).tolist(), random.random()
 
 
-def test_a_kept_childs_jobs_draw_the_same_random_numbers_as_a_fresh_childs():
+def test_a_kept_childs_jobs_draw_the_same_random_numbers_as_a_fresh_childs(keeping):
     """A Function that draws from torch's global generator (dropout, say) draws the same in
     a check repeated in the kept child as in a fresh child: the check is reproducible."""
     fresh = isolation.call(_random_job)
@@ -497,7 +562,7 @@ def _sent_job(channel) -> tuple:
 
 
 @pytest.mark.skipif(not sharing.available(), reason="no memory files here")
-def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it():
+def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it(keeping):
     assert keeping.call(_sent_job, keep="test sent")[0] == 0
     count, tensor = keeping.call(_sent_job, keep="test sent")
     assert count == 0  # the first job's copy was freed
@@ -505,11 +570,11 @@ def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it():
     keeping.end()
 
 
-def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one():
+def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one(keeping):
     first = keeping.call(_pid_job, keep="test error")
     with pytest.raises(FunctionError, match="ValueError: plain error"):
         keeping.call(_raising_job, keep="test error")
-    assert keeping._current is None
+    assert keeping.process is None
     assert keeping.call(_pid_job, keep="test error") != first
     keeping.end()
 
@@ -520,7 +585,7 @@ def _segfault_job(channel):
     ctypes.string_at(0)
 
 
-def test_a_kept_child_that_crashes_is_replaced():
+def test_a_kept_child_that_crashes_is_replaced(keeping):
     first = keeping.call(_pid_job, keep="test crash")
     with pytest.raises(isolation.ProcessCrashed, match="SIGSEGV") as crash:
         keeping.call(_segfault_job, keep="test crash")
@@ -532,11 +597,11 @@ def test_a_kept_child_that_crashes_is_replaced():
     keeping.end()
 
 
-def test_a_kept_child_that_died_while_idle_is_replaced(monkeypatch):
+def test_a_kept_child_that_died_while_idle_is_replaced(monkeypatch, keeping):
     """Killed from outside between jobs (and not yet seen dead): the next job goes to a fresh
     child, never to the caller's own thread (SetupFailed would send it there)."""
     first = keeping.call(_pid_job, keep="test vanished")
-    process = keeping._current.process
+    process = keeping.process
     os.kill(first, signal.SIGKILL)
     process.join(30)
     monkeypatch.setattr(process, "is_alive", lambda: True)  # as if it had not been noticed
@@ -544,20 +609,20 @@ def test_a_kept_child_that_died_while_idle_is_replaced(monkeypatch):
     keeping.end()
 
 
-def test_a_child_started_as_the_window_closes_is_not_kept(monkeypatch):
+def test_a_child_started_as_the_window_closes_is_not_kept(monkeypatch, keeping):
     """end() while a kept child is being started: that child runs its job, then ends."""
-    start = isolation._start
+    start = isolation.start_child
 
     def closing_meanwhile(process):
         keeping.end()
         start(process)
 
-    monkeypatch.setattr(isolation, "_start", closing_meanwhile)
+    monkeypatch.setattr(isolation, "start_child", closing_meanwhile)
     pid = keeping.call(_pid_job, keep="test closing")
-    assert keeping._current is None and pid != os.getpid()
+    assert keeping.process is None and pid != os.getpid()
 
 
-def test_end_during_a_job_ends_the_child_after_it(tmp_path):
+def test_end_during_a_job_ends_the_child_after_it(tmp_path, keeping):
     flag = tmp_path / "flag"
     results = []
     thread = threading.Thread(target=lambda: results.append(
@@ -565,9 +630,9 @@ def test_end_during_a_job_ends_the_child_after_it(tmp_path):
     thread.start()
     try:
         deadline = time.monotonic() + 30
-        while keeping._current is None and time.monotonic() < deadline:
+        while keeping.process is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        process = keeping._current.process
+        process = keeping.process
         keeping.end()
     finally:
         flag.touch()
@@ -595,11 +660,11 @@ class Twice(torch.autograd.Function):
 
 
 def _loading_job(path: str, channel) -> list:
-    processes.load_target(path, None)
+    processes.load_target(path, None, channel.targets)
     return torch.rand(2).tolist()
 
 
-def test_a_kept_child_draws_after_loading_as_a_fresh_child_does(tmp_path):
+def test_a_kept_child_draws_after_loading_as_a_fresh_child_does(tmp_path, keeping):
     """A module that seeds or draws at its top level runs it once in a kept child; the jobs
     after still draw what a fresh child draws after loading it."""
     path = tmp_path / "seeds.py"
@@ -612,11 +677,11 @@ def test_a_kept_child_draws_after_loading_as_a_fresh_child_does(tmp_path):
     assert fresh == torch.rand(2, generator=seeded).tolist()
     assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
     assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
-    assert keeping._current is not None
+    assert keeping.process is not None
     keeping.end()
 
 
-def test_a_kept_child_is_ended_when_its_job_is_stopped(tmp_path):
+def test_a_kept_child_is_ended_when_its_job_is_stopped(tmp_path, keeping):
     flag = tmp_path / "flag"
     first = keeping.call(_pid_job, keep="test stop")
     with pytest.raises(Cancelled):
@@ -678,7 +743,7 @@ def test_a_jobs_time_limit_starts_once_its_child_runs():
     assert "deadline" in clock
 
 
-def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch):
+def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch, keeping):
     """A kept child takes the job's tensors from this process over a connection each; ended
     in the middle of that, it would break this process's side of the hand-over (a traceback
     from multiprocessing's resource sharer, in the window's process). A stop waits the few
@@ -694,12 +759,12 @@ def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch):
     assert caught == []
 
 
-def test_a_kept_child_is_not_reused_in_another_environment(monkeypatch):
+def test_a_kept_child_is_not_reused_in_another_environment(monkeypatch, keeping):
     first = keeping.call(_pid_job, keep="test environment")
     monkeypatch.setenv("CUSTOMGRAD_TEST_SET_LATER", "yes")
     assert keeping.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER",
                           keep="test environment") == "yes"
-    assert _kept_pid() != first
+    assert _kept_pid(keeping) != first
     keeping.end()
 
 
@@ -719,7 +784,7 @@ def _write_module(folder: Path, value: int, age: float) -> None:
     os.utime(path, (then, then))
 
 
-def test_a_kept_child_whose_imported_file_changed_is_replaced(tmp_path):
+def test_a_kept_child_whose_imported_file_changed_is_replaced(tmp_path, keeping):
     """A Function's file is part of its keep, but not the modules it imports: the child
     notices that one has changed on disk and a fresh child imports it again."""
     _write_module(tmp_path, 1, age=60)
@@ -737,10 +802,10 @@ def _writing_module_job(folder: str, channel) -> tuple:
     return _module_job(folder, channel)
 
 
-def test_a_module_written_while_its_job_ran_is_not_trusted(tmp_path):
+def test_a_module_written_while_its_job_ran_is_not_trusted(tmp_path, keeping):
     """A file changed about when the job imported it may not be what ran: not kept."""
     first, _value = keeping.call(_writing_module_job, str(tmp_path), keep="test new file")
-    assert keeping._current is None
+    assert keeping.process is None
     assert keeping.call(_module_job, str(tmp_path), keep="test new file")[0] != first
     keeping.end()
 
@@ -751,7 +816,7 @@ def _waiting_job(flag: str, channel) -> int:
     return os.getpid()
 
 
-def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path):
+def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path, keeping):
     flag = tmp_path / "flag"
     kept = keeping.call(_pid_job, keep="test busy")
     results = []
@@ -761,9 +826,9 @@ def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path):
     thread.start()
     try:
         deadline = time.monotonic() + 30
-        while not (keeping._current and keeping._current.busy) and time.monotonic() < deadline:
+        while not keeping.busy and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert keeping._current.busy
+        assert keeping.busy
         assert keeping.call(_pid_job, keep="test busy") != kept  # not waiting for it
     finally:
         flag.touch()
@@ -773,15 +838,15 @@ def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path):
     keeping.end()
 
 
-def test_an_idle_kept_child_ends_after_a_while(monkeypatch):
-    monkeypatch.setattr(keeping, "KEEP_SECONDS", 0.2)
+def test_an_idle_kept_child_ends_after_a_while(monkeypatch, keeping):
+    monkeypatch.setattr(keeping, "keep_seconds", 0.2)
     keeping.call(_pid_job, keep="test idle")
-    process = keeping._current.process
+    process = keeping.process
     process.join(30)
-    assert not process.is_alive() and keeping._current is None
+    assert not process.is_alive() and keeping.process is None
 
 
-def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch):
+def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch, keeping):
     """A job the child cannot unpickle (a function of a module it does not have) fails as
     SetupFailed, on which callers work on their own thread, and ends the child."""
     import __main__
@@ -795,10 +860,10 @@ def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch):
     keeping.call(_pid_job, keep="test unpickle")
     with pytest.raises(processes.SetupFailed, match="could not start"):
         keeping.call(job, keep="test unpickle")
-    assert keeping._current is None
+    assert keeping.process is None
 
 
-def test_what_a_kept_child_could_not_take_goes_to_a_fresh_child(monkeypatch):
+def test_what_a_kept_child_could_not_take_goes_to_a_fresh_child(monkeypatch, keeping):
     """Never straight to the caller's thread (SetupFailed): there a Function that crashes
     would take the caller (the window) with it. A fresh child decides."""
     def refused(kept, *args):
@@ -816,10 +881,10 @@ def _cuda_job(channel) -> int:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_a_child_that_used_cuda_is_not_kept():
+def test_a_child_that_used_cuda_is_not_kept(keeping):
     """A device-side error can leave a CUDA context unusable without raising: a child that
     used CUDA is never given another job."""
     first = keeping.call(_cuda_job, keep="test cuda")
-    assert keeping._current is None
+    assert keeping.process is None
     assert keeping.call(_pid_job, keep="test cuda") != first
     keeping.end()

@@ -811,11 +811,31 @@ def test_report_overview_and_peaks_are_cached():
 def test_big_matrices_can_be_made_in_shared_memory():
     """A worker process makes its matrices in shared memory, so the window reads them as they
     are computed and gets them back without a copy: zeros still, and lazily mapped."""
+    from customgrad import sharing
     from customgrad.jacobian import limits, matrices
 
     shape = (512, 1024)
     assert 512 * 1024 * 8 >= limits.LAZY_BYTES  # big enough for the lazily mapped kind
     assert not matrices.lazy_zeros(shape).is_shared()
-    shared = matrices.shared_zeros(shape)
+    shared = matrices.lazy_zeros(shape, sharing.shared_storage)
     assert shared.is_shared() and shared.shape == shape and shared.dtype == torch.float64
     assert shared.is_contiguous() and not shared.any()
+
+
+def test_a_comparison_takes_its_big_matrices_from_the_storage_it_is_given(monkeypatch):
+    """The caller says where big matrices live (a worker: shared memory), by an argument: no
+    module setting that one job leaves behind for the next."""
+    from customgrad.jacobian import limits
+
+    monkeypatch.setattr(limits, "LAZY_BYTES", 64)  # a 12 x 12 matrix is big now
+    asked = []
+
+    def storage(nbytes: int) -> torch.UntypedStorage:
+        asked.append(nbytes)
+        return torch.UntypedStorage(nbytes)
+
+    x = torch.rand(12, dtype=torch.float64)
+    shared = compare(U.Square, [x], storage=storage)
+    assert asked == [12 * 12 * 8, 12 * 12 * 8]  # numerical and analytic
+    assert shared.passed
+    assert compare(U.Square, [x]).passed and len(asked) == 2  # none given: none asked

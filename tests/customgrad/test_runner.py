@@ -84,6 +84,19 @@ def test_remote_steps_equal_the_thread_loop_bit_for_bit(configure, method):
     remote.stop()
 
 
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no POSIX priorities here")
+def test_the_loop_process_starts_as_every_worker_process_does():
+    """The descent loop's child is set up as a job's (isolation.prepare_child): at a lower
+    priority than the window, among others (it had its own copy, without it)."""
+    r = Remote(problem())
+    try:
+        r.steps(1)
+        wanted = min(os.getpriority(os.PRIO_PROCESS, 0) + isolation.NICE, 19)
+        assert os.getpriority(os.PRIO_PROCESS, r.remote.process.pid) == wanted
+    finally:
+        r.stop()
+
+
 def test_pending_steps_then_idle_and_a_snapshot_of_the_current_point():
     prob = problem(seed=1)
     remote = Remote(prob)

@@ -24,7 +24,7 @@ def _file_of(storage: torch.UntypedStorage) -> tuple[str, int]:
 
 @linux_memfd
 def test_shared_matrices_are_memory_files_no_program_inherits():
-    m = matrices.shared_zeros((1024, 1024))  # 8 MiB: the lazily mapped kind
+    m = matrices.lazy_zeros((1024, 1024), sharing.shared_storage)  # 8 MiB: the lazily mapped kind
     assert m.is_shared() and not m.any()
     name, fd = _file_of(m.untyped_storage())
     assert name.startswith("/memfd:customgrad-tensor")

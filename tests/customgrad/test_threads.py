@@ -59,7 +59,7 @@ class _Channel:
     def __init__(self):
         self.sent = []
 
-    def _put(self, message):
+    def put(self, message):
         self.sent.append(message)
 
 
@@ -73,7 +73,7 @@ def test_every_job_in_a_worker_runs_on_the_cores_free_when_it_starts(monkeypatch
     monkeypatch.setattr(threads, "DEFAULT", 2)
     monkeypatch.setattr(threads, "others_running", lambda: 1.0)
     channel = _Channel()
-    isolation._run_job(_Conn(), channel, _threads_now, ())
+    isolation.run_job(_Conn(), channel, _threads_now, ())
     assert channel.sent == [("result", 1)]
 
 

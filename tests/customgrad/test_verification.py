@@ -10,15 +10,15 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli, subchecks
+from customgrad import cli, sharing, subchecks
 from customgrad.cli_args import _parser
+from customgrad.findings import SubCheck
 from customgrad.gallery import KillHead, KillHeadBuggy
 from customgrad.jacobian import compare, limits, matrices
 from customgrad.jacobian.report import Report
 from customgrad.problem import build
 from customgrad.second_order import double_backward_report
 from customgrad.settings import Settings
-from customgrad.subchecks import SubCheck
 from customgrad.verification import CheckOptions, verify
 from tests.customgrad.test_subchecks import SinJvpBug
 from tests.data import second_order_functions as so
@@ -127,7 +127,7 @@ def test_the_comparison_s_matrices_come_from_the_allocator_it_is_given():
 
     def shared(shape):
         made.append(shape)
-        return matrices.shared_zeros(shape)
+        return sharing.shared_zeros(shape)
 
     report = compare(Double, [x], allocate=shared)
     assert made == [(n, n), (n, n)]

@@ -800,15 +800,15 @@ def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, 
     """The build and the checks of one Function run in one worker process kept between them
     (the Function loaded once, the process's caches warm), with the same results as a fresh
     one's; the Function's new text gets a fresh process."""
-    from customgrad import kept as keeping
+    from playground.workers.warm_worker import WORKER
 
     first = open_target(qtbot, window, "killhead_bug")  # built, then checked
     assert window.session.job.isolated
-    pid = keeping._current.process.pid
+    pid = WORKER.process.pid
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
         window.session.check_now()
     again = blocker.args[0]
-    assert keeping._current.process.pid == pid
+    assert WORKER.process.pid == pid
     assert again.mismatches == first.mismatches == 6
     assert torch.equal(again.mismatch_mask(), first.mismatch_mask())
     # the same computation in the same kind of process, but not promised to the bit
@@ -822,8 +822,8 @@ def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, 
         os.utime(path, (then, then))
         report = open_target(qtbot, window, str(path))
         assert report.passed and window.session.job.isolated
-        assert keeping._current.process.pid != pid  # new text: a fresh process
-        pid = keeping._current.process.pid
+        assert WORKER.process.pid != pid  # new text: a fresh process
+        pid = WORKER.process.pid
         torch.testing.assert_close(torch.diagonal(report.analytic),
                                    torch.full((report.shape[0],), float(factor),
                                               dtype=report.analytic.dtype))

@@ -176,14 +176,14 @@ def test_without_a_fork_server_every_call_still_runs_in_a_spawned_process(
     interpreter, seconds to start). Chosen here by the variable: the window never imports
     the user's file, the loop runs in a process of its own, and a segfault leaves the window
     as it does with a fork server."""
-    from customgrad import kept
     from customgrad.shadow import description_of
+    from playground.workers.warm_worker import WORKER
 
     configure(spawn=True, loop="process")
     flag, path, before = _open_flaky(qtbot, window, tmp_path)
     s = window.session
     assert type(s.ctrl.remote.process).__name__ == "SpawnProcess"  # the loop's
-    assert type(kept._current.process).__name__ == "SpawnProcess"  # the build's and checks'
+    assert type(WORKER.process).__name__ == "SpawnProcess"  # the build's and checks'
     loaded = [m for m in list(sys.modules.values())
               if getattr(m, "__file__", None) == str(path)]
     # the window's module for the file holds a shadow of Flaky: a worker ran the file

@@ -121,9 +121,9 @@ def test_the_applications_end_stops_the_landscape_and_leaves_the_wait_to_the_poo
 
 
 def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch):
-    from customgrad import kept
+    from playground.workers.warm_worker import WORKER
 
-    monkeypatch.setattr(kept, "KEEP_SECONDS", 60.0)
+    monkeypatch.setattr(WORKER, "keep_seconds", 60.0)
     problem, log = logged(tmp_path)
     old = os.path.getmtime(tmp_path / "logged.py") - 3600  # (a file written as a job starts
     os.utime(tmp_path / "logged.py", (old, old))  # may not be what ran: no child is kept)
@@ -136,7 +136,7 @@ def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch
             pids.append(set(log.read_text().split()))
             log.write_text("")
     finally:
-        kept.end()
+        WORKER.end()
     assert len(pids[0]) == 1 and pids[0] == pids[1]  # (a fresh child each: two pids)
     assert str(os.getpid()) not in pids[0]
 

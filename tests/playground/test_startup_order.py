@@ -83,13 +83,13 @@ HEAD_START = """
 import os, sys
 os.getloadavg = lambda: (0.0, 0.0, 0.0)
 import playground.app as app
-from customgrad import kept
 from playground.workers import head_start
+from playground.workers.warm_worker import WORKER
 seen = {}
 start = head_start.start
 
 def probe(spec):
-    import customgrad.kept  # what the head start's thread calls
+    import playground.workers.warm_worker  # what the head start's thread calls
     seen["torch"] = "torch" in sys.modules
     return start(spec)
 
@@ -99,7 +99,7 @@ release = app.release_after_show
 def watched(session, window, settle=True):
     def ready(_report):
         head = head_start._current
-        same = head is not None and head.done.wait(60) and head.pid == kept._current.process.pid
+        same = head is not None and head.done.wait(60) and head.pid == WORKER.process.pid
         print("torch", seen.get("torch"), "error", head and head.error, "same", same, flush=True)
         os._exit(0)
     session.jacobianReady.connect(ready)
