@@ -214,7 +214,7 @@ class DoubleBackwardReport:
     message: str
 
 
-def _once_differentiable(function: type) -> bool:
+def once_differentiable(function: type) -> bool:
     """True when backward is wrapped by torch's @once_differentiable."""
     backward = function.backward
     code = getattr(backward, "__code__", None)
@@ -227,7 +227,7 @@ def double_backward_check(function: type, args: list, eps: float = EPS, atol: fl
                           ) -> DoubleBackwardReport:
     """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words;
     ``positions``: the arguments to differentiate (default: every floating-point tensor)."""
-    if _once_differentiable(function):
+    if once_differentiable(function):
         return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
                                     "@once_differentiable: double backward is not supported.")
     pos = positions if positions is not None else [

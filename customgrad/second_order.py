@@ -11,16 +11,24 @@ own (:func:`backward_as_function`) whose forward is the user's backward, run wit
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import torch
 
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import forward_parameters, with_defaults
 
+if TYPE_CHECKING:
+    from customgrad.jacobian.report import Report
+
 #: the seed of the random grad_outputs (gradgradcheck draws them at random too)
 SEED = 0
+#: the most entries of a second-order matrix :func:`beside` draws without being asked (the
+#: app checks it after every first-order check: a few hundred backward calls at most)
+DRAWN_ENTRIES = 250_000
 
 
 def _grad_output_names(count: int) -> list[str]:
@@ -121,7 +129,10 @@ def double_backward_report(function: type, args: list, *, positions: list[int] |
     try:
         report = jacobian.compare(wrapper, wrapper_args, differentiate=which, **options)
         if diagnose and not report.passed and report.analytic is not None:
-            report.diagnoses = diagnoses_of(report, wrapper, wrapper_args)
+            # the wrapper's backward is the double backward: said so, not "F.backward.backward"
+            report.diagnoses = [dataclasses.replace(d, detail=d.detail.replace(
+                f"{wrapper.__name__}.backward", f"{function.__name__}'s double backward"))
+                for d in diagnoses_of(report, wrapper, wrapper_args)]
     except FunctionError as exc:
         raise FunctionError(f"{function.__name__}'s backward could not be differentiated "
                             f"(double backward): {exc}", details=exc.details,
@@ -148,3 +159,33 @@ def double_backward_json(problem, checks: Mapping) -> dict:
                                         differentiate=s.differentiate)
         data.update((k, v) for k, v in report.to_dict().items() if k != "passed")
     return {"double_backward": data}
+
+
+def beside(report: Report, function: type, args: list, *,
+           asked: bool = False) -> tuple[Report | None, str]:
+    """The second-order report that goes with the first-order ``report`` (checked at
+    ``args``, with its inputs and tolerances), and ""; or None and why it is not drawn: a
+    backward marked @once_differentiable (gradgradcheck refuses it too), more than
+    :data:`DRAWN_ENTRIES` entries unless ``asked``, or the double backward raised. A
+    backward autograd cannot differentiate (it leaves torch) fails, as in gradgradcheck."""
+    from customgrad.checks import once_differentiable
+
+    positions = [a.position for a in report.inputs]
+    if not positions:
+        return None, "nothing is differentiated: no backward to differentiate."
+    rows = sum(a.size for a in report.inputs)
+    entries = rows * (rows + sum(a.size for a in report.outputs))
+    if once_differentiable(function):
+        return None, f"{function.__name__}.backward is marked @once_differentiable: no " \
+            "double backward."
+    if entries > DRAWN_ENTRIES and not asked:
+        return None, (f"not computed: {entries:,} entries (over {DRAWN_ENTRIES:,}); "
+                      "check with second order shown to compute it.")
+    try:
+        second = double_backward_report(function, args, positions=positions, eps=report.eps,
+                                        atol=report.atol, rtol=report.rtol)
+    except (FunctionError, SpecError) as exc:
+        return None, str(exc)
+    except Exception as exc:  # the user's forward or backward, outside the checked calls
+        return None, f"double backward could not run: {type(exc).__name__}: {exc}"
+    return second, ""

@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tab", choices=("code", "step", "landscape"),
                    help="which side tab to show (the code, the step explainer, or the loss "
                         "landscape: --screenshot then waits for it)")
+    p.add_argument("--order", choices=("first", "second"), default="first",
+                   help="the heatmaps of the first order (your backward) or the second (your "
+                        "double backward; D in the window)")
     p.add_argument("--screenshot", metavar="PATH",
                    help="open the window offscreen, compute the Jacobians, run a short descent, "
                         "save the window as PNG and exit: 0 if the check passed, 1 if it "
@@ -129,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             room.preferences.set_zoom(args.zoom, remember=not shot)
         if args.target or not (args.session or room.restored):
             session.set_target(args.target or "killhead")
+        if args.order == "second":
+            window.jacobian.set_order(2)
         if args.tab == "step":
             room.show_explainer()
         elif args.tab == "landscape":
@@ -349,7 +354,8 @@ def _screenshot(app, window, session, args, start) -> int:
         app.exit(0)
 
     def report(report):
-        state["passed"] = report.passed
+        shown = report.second_order if args.order == "second" else report
+        state["passed"] = report.passed and (shown is None or shown.passed)
         if not state["stepping"]:
             state["stepping"] = True
             if args.steps > 0:

@@ -14,8 +14,6 @@ LIMITS = {"module": 500, "class": 400, "function": 60}
 EXCEPTIONS: dict[str, str] = {
     "playground/state/session.py:Session": "five jobs in one class (target, build, run, checks, "
     "shutdown) until issue 31 splits it into those parts behind a facade",
-    "playground/views/jacobian/view.py:JacobianView": "its compatibility front (names copied "
-    "from its parts) goes with issue 31, when the tests address the parts",
 }
 
 

@@ -168,6 +168,10 @@ class Report:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     #: the sub-checks that ran beside the Jacobian (customgrad.subchecks), by name
     checks: dict[str, SubCheck] = field(default_factory=dict)
+    #: the double backward's report (customgrad.second_order.beside), where the app drew it;
+    #: else why not, in words ("" where it was not sought)
+    second_order: Report | None = None
+    second_order_reason: str = ""
 
     @property
     def mismatches(self) -> int:

@@ -129,6 +129,8 @@ class Session(QObject):
         #: the number of the latest comparison: what an earlier one still sends is dropped (a
         #: signal queued before it was disconnected is still delivered)
         self._job_serial = 0
+        #: the pane shows the second order: checks compute it however big (ask_second_order)
+        self.second_order_asked = False
         self._build_worker = None
         self._build_stop = BuildStop()
         self._build_serial = 0
@@ -437,7 +439,8 @@ class Session(QObject):
         self._cancel_job()
         s = self.settings
         options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": dict(s.differentiate)}
+                   "differentiate": dict(s.differentiate),
+                   "second_order": self.second_order_asked}
         where = "the start" if args is None else f"step {self.step}"
         self.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
         problem = self.problem

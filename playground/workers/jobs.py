@@ -315,6 +315,8 @@ class JacobianJob:
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         self.state.isolated = isolated(problem.target, problem.function, isolate)
+        options = dict(options)  # the second order asked for: drawn however big
+        self.state.second = bool(options.pop("second_order", False))
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
@@ -367,6 +369,7 @@ class _JobState:
         self.done = False
         self.thread_id: int | None = None
         self.isolated = False
+        self.second = False
 
 
 def _await_paint(state: _JobState, prepared, first: bool) -> float:
@@ -450,7 +453,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options):
             answer.handled()
 
     job = remote.CompareJob(processes.ProblemRef.of(problem), args, options,
-                            preview.DISPLAY["pixels"], hold=HOLD_CHILD)
+                            preview.DISPLAY["pixels"], hold=HOLD_CHILD, second=state.second)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():
@@ -494,6 +497,6 @@ def _compare(state: _JobState, problem: Problem, args, options):
         report = problem.compare(args, progress=progress, should_stop=lambda: state.cancelled,
                                  **options)
         report.seconds = max(0.0, report.seconds - sum(waited))  # the comparison's own time
-        return remote.finish(report, problem, args)
+        return remote.finish(report, problem, args, second=state.second)
     finally:
         state.done = True

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad import loader, sharing, subchecks
+from customgrad import loader, second_order, sharing, subchecks
 from customgrad.diagnosis import diagnose
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
@@ -63,6 +63,8 @@ class CompareJob:
     #: wait after each progress for the window's answer (:class:`_Answer`): the window's
     #: Jacobian worker answers; a caller that does not leaves it off
     hold: bool = False
+    #: the second-order report however big (the pane shows the second order)
+    second: bool = False
 
 
 class _Mirror:
@@ -190,15 +192,16 @@ def compare(job: CompareJob, channel) -> Report:
 
     report = problem.compare(job.args, progress=progress, **job.options)
     report.seconds = max(0.0, report.seconds - answer.waited)  # the comparison's own time
-    return finish(report, problem, job.args, job.pixels)
+    return finish(report, problem, job.args, job.pixels, job.second)
 
 
 def finish(report: Report, problem: Problem, args: list | None,
-           pixels: int | None = None) -> Report:
+           pixels: int | None = None, second: bool = False) -> Report:
     """What follows a comparison, wherever it ran: the diagnosis of a failure (a few more
     calls), gradcheck's other default checks (and opcheck's, for a torch.library op), and
     what the view reads whole (difference, mask, peaks, pooled overviews for heatmaps of
-    ``pixels``), prepared here rather than on the GUI thread."""
+    ``pixels``), prepared here rather than on the GUI thread; and the second-order report
+    beside it (a big one only where ``second`` asks for it)."""
     at = problem.args if args is None else args
     if not report.passed:
         report.diagnoses = diagnose(report, problem.function, at)
@@ -206,8 +209,12 @@ def finish(report: Report, problem: Problem, args: list | None,
                                   eps=report.eps, atol=report.atol, rtol=report.rtol,
                                   report=report)
     report.passed = all(c.passed for c in report.checks.values())
-    for step in display_steps(report.shape, pixels):
-        report.prepare_display(step)
+    # the second report: the double backward's, drawn when the pane shows second order
+    report.second_order, report.second_order_reason = second_order.beside(
+        report, problem.function, at, asked=second)
+    for shown in (report, report.second_order):
+        for step in display_steps(shown.shape, pixels) if shown is not None else ():
+            shown.prepare_display(step)
     return report
 
 
