@@ -95,6 +95,7 @@ class ProjectedReport:
         for k, p in enumerate(self.probes):
             ok = _ok(p, self.atol, self.rtol)
             blocks.append({**self._row(k), "output_shape": None, "input_shape": None,
+                           "output_complex": False, "input_complex": False,  # real only
                            "passed": ok, "mismatches": int(not ok),
                            "max_abs_error": _finite(p.abs_error),
                            "max_rel_error": _finite(p.rel_error(self.atol))})

@@ -343,6 +343,9 @@ class Report:
             "blocks": [{"output": b.output.position, "input": b.input.position,
                         "output_name": b.output.name, "input_name": b.input.name,
                         "output_shape": list(b.output.shape), "input_shape": list(b.input.shape),
+                        # a complex tensor's entries are its real, then imaginary parts
+                        "output_complex": b.output.parts == 2,
+                        "input_complex": b.input.parts == 2,
                         "passed": b.passed, "mismatches": b.mismatches,
                         "max_abs_error": _num(b.max_abs_error),
                         "max_rel_error": _num(b.max_rel_error)} for b in self.blocks],
