@@ -20,7 +20,7 @@ from customgrad.settings import Settings
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
-from PySide6.QtGui import QFont, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication
 
 from playground.support import preview
@@ -1176,3 +1176,32 @@ def test_second_order_shown_without_one_says_why(view):
     view.set_order(1)
     assert view.banner.verdict_label.text().startswith("✔ PASSED")
     assert "second order: not drawn: " in view.banner.worst_label.text()
+
+
+def test_second_order_titles_give_way_to_the_panels_names_where_they_do_not_fit(view, qtbot):
+    """'Finite diff. of backward' over a narrow view overlapped its neighbour's title."""
+    def titles():
+        return [panel.plot.titleLabel.text for panel in view.heatmaps.panels]
+
+    view.set_order(2)
+    view.resize(1400, 560)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(with_second_order("killhead"))
+    qtbot.waitUntil(lambda: titles()[1] == "Finite diff. of backward", timeout=2000)
+    assert titles() == ["Double backward: analytic", "Finite diff. of backward",
+                        "Difference (a − n)"]
+    metrics = QFontMetrics(view.labels.title_font)
+    seen = []
+    for width in range(1400, 399, -50):
+        view.resize(width, 560)
+        qtbot.wait(20)
+        if titles() not in seen:
+            seen.append(titles())
+        for panel in view.heatmaps.panels:  # each fits over its view, while one can
+            assert metrics.horizontalAdvance(panel.shown_title) <= \
+                view.heatmaps.view_box.width() or panel.shown_title == panel.key.capitalize()
+    assert seen == [["Double backward: analytic", "Finite diff. of backward",
+                     "Difference (a − n)"],
+                    ["Double backward", "Finite diff. of backward", "Difference"],
+                    ["Analytic", "Numerical", "Difference"]]

@@ -84,16 +84,18 @@ class BlockLabels:
             axis.setWidth(width)
 
     def fit_titles(self) -> None:
-        """Full titles where they all fit over their views, else the first words only
-        ("Analytic", "Numerical", "Difference"; "Double backward", "Finite diff. of
-        backward", "Difference" for the second order)."""
+        """The longest titles that all fit over their views: full, else the words before
+        ":" or " (" ("Double backward", "Finite diff. of backward" for the second order),
+        else the panel's name ("Analytic", "Numerical", "Difference")."""
         metrics = QFontMetrics(self.title_font)
         panels = self._heatmaps.panels
         width = self._heatmaps.view_box.width()  # the same for all three
-        short = width >= 2 and any(metrics.horizontalAdvance(panel.title) > width
-                                   for panel in panels)
-        for panel in panels:
-            title = panel.title.split(":")[0].split(" (")[0] if short else panel.title
+        levels = [[p.title for p in panels],
+                  [p.title.split(":")[0].split(" (")[0] for p in panels],
+                  [p.key.capitalize() for p in panels]]
+        titles = next((level for level in levels if width < 2 or all(
+            metrics.horizontalAdvance(t) <= width for t in level)), levels[-1])
+        for panel, title in zip(panels, titles):
             if title != panel.shown_title:
                 panel.shown_title = title
                 panel.plot.setTitle(title, **self._title_style)
