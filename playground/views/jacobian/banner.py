@@ -10,7 +10,6 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
-    QButtonGroup,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -112,8 +111,7 @@ class VerdictBanner(QFrame):
         self._head.addWidget(self.verdict_label, 3)
         self._head.addWidget(self.progress_bar, 2)
         self._head.addWidget(self.cancel_button)
-        for button in self.order_buttons:
-            self._head.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        self._head.addWidget(self.order_button, 0, Qt.AlignmentFlag.AlignTop)
         self._head.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         # the row as tall as the progress bar and Cancel while they are hidden too: showing
         # them must not make it taller (see restyle)
@@ -122,24 +120,23 @@ class VerdictBanner(QFrame):
         self._head.addItem(self._row_strut)
 
     def _build_order_switch(self) -> None:
-        """First order / second order: which Jacobian the heatmaps show (D switches too)."""
-        self.order_buttons = (QToolButton(), QToolButton())
-        self._order_group = QButtonGroup(self)
-        tips = ("First order: your backward against finite differences of forward",
-                "Second order (D): your backward differentiated by autograd (double "
-                "backward) against finite differences of backward")
-        for order, (button, tip) in enumerate(zip(self.order_buttons, tips), start=1):
-            button.setObjectName(f"JacobianOrder{order}")
-            button.setCheckable(True)
-            button.setToolTip(tip)
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay the window's
-            self._order_group.addButton(button, order)
-        self.order_buttons[0].setChecked(True)
-        self._order_group.idClicked.connect(self.orderRequested)
+        """The first order / second order switch: pressed, the heatmaps show the second
+        order (D too). One button: two took the room of the verdict's line in presentation
+        mode at 150 %, and the heatmaps' height with it."""
+        self.order_button = QToolButton()
+        self.order_button.setObjectName("JacobianOrder")
+        self.order_button.setCheckable(True)
+        self.order_button.setToolTip("Second order (D): your backward differentiated by "
+                                     "autograd (double backward) against finite differences "
+                                     "of backward; again for the first order")
+        self.order_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay the window's
+        self.order_button.toggled.connect(lambda on: self.orderRequested.emit(2 if on else 1))
 
     def set_order(self, order: int) -> None:
         """Show ``order`` (1 or 2) as the chosen one (emits nothing)."""
-        self.order_buttons[order - 1].setChecked(True)
+        self.order_button.blockSignals(True)
+        self.order_button.setChecked(order == 2)
+        self.order_button.blockSignals(False)
 
     # ------------------------------------------------------------------ details
 
@@ -198,8 +195,6 @@ class VerdictBanner(QFrame):
         self.progress_bar.setValue(0)
         self.progress_bar.setFormat(f"{message}  %p%")
         self.progress_bar.show()
-        for button in self.order_buttons:  # the bar and Cancel take their room meanwhile
-            button.hide()
         self.offer_cancel()
 
     def offer_cancel(self) -> None:
@@ -215,8 +210,6 @@ class VerdictBanner(QFrame):
         self.verdict_label.setWordWrap(True)
         self.progress_bar.hide()
         self.cancel_button.hide()
-        for button in self.order_buttons:
-            button.show()
 
     # ------------------------------------------------------------------ fonts, colours
 
@@ -224,10 +217,8 @@ class VerdictBanner(QFrame):
         """Fonts from ``base``, the verdict ``verdict_scale`` times its usual size."""
         self.verdict_label.setFont(scaled(base, 1.4 * verdict_scale, bold=True))
         self.details_button.setFont(scaled(base, 1.0))
-        for button, words in zip(self.order_buttons, (("1st order", "1st"),
-                                                      ("2nd order", "2nd"))):
-            button.setFont(scaled(base, 1.0))
-            button.setText(words[0] if verdict_scale == 1.0 else words[1])
+        self.order_button.setFont(scaled(base, 1.0))
+        self.order_button.setText("2nd order" if verdict_scale == 1.0 else "2nd")
         # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
         self.details_button.setText("Details" if verdict_scale == 1.0 else "")
         self.details_button.setToolButtonStyle(
