@@ -34,10 +34,10 @@ _HALO = QColor(255, 255, 255, 190)
 _TITLES = (("analytic", "Analytic (backward)"),
            ("numerical", "Numerical (finite diff.)"),
            ("difference", "Difference (a − n)"))
-#: the second order's: backward differentiated by autograd, and by finite differences;
-#: where they do not fit, the words before ":" (the first order's: before " (")
-_SECOND_TITLES = (("analytic", "Double backward: analytic"),
-                  ("numerical", "Finite diff. of backward"),
+#: the second order's: backward differentiated by autograd, and by finite differences
+#: (where they do not fit, the words before " (": "Double backward", "Numerical")
+_SECOND_TITLES = (("analytic", "Double backward (analytic)"),
+                  ("numerical", "Numerical (finite diff. of backward)"),
                   ("difference", "Difference (a − n)"))
 _COLUMNS = {"analytic": 1, "numerical": 2, "difference": 4}
 
