@@ -439,8 +439,7 @@ class Session(QObject):
         self._cancel_job()
         s = self.settings
         options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": dict(s.differentiate),
-                   "second_order": self.second_order_asked}
+                   "differentiate": dict(s.differentiate)}
         where = "the start" if args is None else f"step {self.step}"
         self.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
         problem = self.problem
@@ -449,7 +448,8 @@ class Session(QObject):
         self.job = JacobianJob(problem, args, options,
                                lambda progress: self._on_progress(serial, progress),
                                lambda report: self._on_report(serial, problem, report),
-                               lambda exc: self._on_job_error(serial, exc))
+                               lambda exc: self._on_job_error(serial, exc),
+                               second=self.second_order_asked)
 
     def _on_progress(self, serial: int, progress) -> None:
         if serial == self._job_serial:

@@ -82,8 +82,10 @@ class InputsForm(QWidget):
 
     def _sync_settings(self, settings) -> None:
         # the dtype the inputs are drawn in: a complex gallery entry's complex one
-        target = getattr(self.session, "target", None)
-        dtype = str(drawn_dtype(settings.dtype, target)).replace("torch.", "")
+        dtype = settings.dtype  # one not supported (a session's float16) stays as it is
+        if dtype in DTYPES:
+            target = getattr(self.session, "target", None)
+            dtype = str(drawn_dtype(dtype, target)).replace("torch.", "")
         for combo, value in ((self.dtype, dtype), (self.device, settings.device)):
             if combo.currentText() != value and combo.findText(value) >= 0:
                 combo.blockSignals(True)

@@ -310,13 +310,11 @@ class JacobianJob:
     (and the problem) alive until a cyclic collection, which may run on any thread."""
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
-                 on_report, on_error, isolate: bool | None = None):
-        self.state = _JobState(ProgressBridge())
+                 on_report, on_error, isolate: bool | None = None, second: bool = False):
+        self.state = _JobState(ProgressBridge(), second)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         self.state.isolated = isolated(problem.target, problem.function, isolate)
-        options = dict(options)  # the second order asked for: drawn however big
-        self.state.second = bool(options.pop("second_order", False))
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options,
                                     _start_thread=False, _ignore_errors=True)
@@ -363,13 +361,13 @@ class JacobianJob:
 class _JobState:
     """What a Jacobian job's worker thread and the GUI thread share."""
 
-    def __init__(self, bridge: ProgressBridge):
+    def __init__(self, bridge: ProgressBridge, second: bool = False):
         self.bridge = bridge
+        self.second = second  # the second order asked for: drawn however big
         self.cancelled = False
         self.done = False
         self.thread_id: int | None = None
         self.isolated = False
-        self.second = False
 
 
 def _await_paint(state: _JobState, prepared, first: bool) -> float:
