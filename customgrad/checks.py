@@ -99,6 +99,7 @@ class ProjectedReport:
         for k, p in enumerate(self.probes):
             ok = _ok(p, self.atol, self.rtol)
             blocks.append({**self._row(k), "output_shape": None, "input_shape": None,
+                           "output_complex": False, "input_complex": False,  # real only
                            "passed": ok, "mismatches": int(not ok),
                            "max_abs_error": _finite(p.abs_error),
                            "max_rel_error": _finite(p.rel_error(self.atol))})
@@ -218,7 +219,7 @@ class DoubleBackwardReport:
     message: str
 
 
-def _once_differentiable(function: type[Function]) -> bool:
+def once_differentiable(function: type[Function]) -> bool:
     """True when backward is wrapped by torch's @once_differentiable."""
     backward = function.backward
     code = getattr(backward, "__code__", None)
@@ -231,7 +232,7 @@ def double_backward_check(function: type[Function], args: list, eps: float = EPS
                           ) -> DoubleBackwardReport:
     """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words;
     ``positions``: the arguments to differentiate (default: every floating-point tensor)."""
-    if _once_differentiable(function):
+    if once_differentiable(function):
         return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
                                     "@once_differentiable: double backward is not supported.")
     pos = positions if positions is not None else [

@@ -122,12 +122,19 @@ def cmd_check(args, announce: Announce | None = None) -> int:
 
 def _projected(args, problem: Problem) -> int:
     from customgrad.checks import double_backward_check, projected_check
+    from customgrad.inputs import forward_parameters
+    from customgrad.jacobian.probe import differentiated_inputs
 
     report = projected_check(problem.function, problem.args, probes=args.projected,
                              seed=problem.settings.seed, eps=args.eps, atol=args.atol,
                              rtol=args.rtol, differentiate=problem.settings.differentiate)
-    double = double_backward_check(problem.function, problem.args, eps=args.eps,
-                                   atol=args.atol, rtol=args.rtol) if args.double else None
+    double = None
+    if args.double:  # the inputs the projected check chose (--grad / --no-grad), as gradcheck
+        names = [p.name for p in forward_parameters(problem.function)]
+        positions, _ = differentiated_inputs(problem.function, problem.args, names, [],
+                                             problem.settings.differentiate)
+        double = double_backward_check(problem.function, problem.args, eps=args.eps,
+                                       atol=args.atol, rtol=args.rtol, positions=positions)
     passed = report.passed and (double is None or not double.supported or double.passed)
     if args.json:
         data = _names(problem)  # first, and kept: the report may carry names of its own

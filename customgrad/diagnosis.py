@@ -31,7 +31,7 @@ from customgrad.jacobian.report import Axis, Block, Report
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates",
-         "conjugate")
+         "conjugate", "no_gradient")
 
 #: each kind in a few words, for a one-line verdict
 PHRASES = {
@@ -47,6 +47,7 @@ PHRASES = {
     "nondeterministic": "backward is not deterministic",
     "mutates": "backward changes what it saved, or forward its input",
     "conjugate": "a missing or extra conj() in a complex backward",
+    "no_gradient": "backward returns None for an input that is differentiated",
 }
 
 #: entries of a block examined for a kink or rounding (the worst ones)
@@ -69,8 +70,12 @@ def diagnose(report: Report, function: type[Function], args: list, *,
     whole = calls.whole_function()
     if whole or calls.forward_random or report.analytic is None or report.numerical is None:
         return found + whole  # a backward not a function of grad_output explains any matrix
+    none = calls.returns_none()  # such an input's blocks need no other explanation
+    found += none
+    unexplained = {d.block for d in none}
+    left_out = {b.input.position for b in report.blocks if b.name in unexplained}
     for block in report.blocks:
-        if block.passed:
+        if block.passed or block.input.position in left_out:
             continue
         point = calls.point(block)
         if point is not None:
@@ -185,6 +190,29 @@ class _Calls:
             f"{self.function.__name__}.forward changes {', '.join(changed)} in place and "
             "returns something else: the caller's tensor changes under it. Compute on a copy "
             "(x = x.clone()), or return the changed tensor marked with ctx.mark_dirty"), 0.85)]
+
+    def returns_none(self) -> list[Diagnosis]:
+        """An input that is differentiated (chosen: requires_grad, --grad, the grad box) whose
+        gradient backward returns None: autograd counts it as zero. One diagnosis on its
+        first failing block."""
+        try:
+            with torch.enable_grad():
+                grads, _, _ = self._grads(self._random_grads())
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        found = []
+        for axis, grad in zip(self.report.inputs, grads):
+            failing = [b for b in self.report.blocks
+                       if b.input.position == axis.position and not b.passed]
+            if grad is None and failing:
+                found.append(Diagnosis(failing[0].name, "no_gradient", (
+                    f"{self.function.__name__}.backward returns None for {axis.name}, which "
+                    "is differentiated, so its gradient counts as zero: return it, or leave "
+                    f"{axis.name} out (requires_grad=False, --no-grad {axis.name}, or its grad "
+                    "box unticked)"), 0.95))
+        return found
 
     def whole_function(self) -> list[Diagnosis]:
         try:

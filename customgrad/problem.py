@@ -283,13 +283,19 @@ def drawn_text(specs: list[Spec], dtype: torch.dtype) -> str:
     return ", ".join(parts)
 
 
+def drawn_dtype(dtype: str, target: Target | None) -> torch.dtype:
+    """The dtype the inputs are drawn in: ``dtype``, but its complex kind for a complex
+    gallery entry (complex64 where float32 is chosen)."""
+    chosen = parse_dtype(dtype)
+    entry = None if target is None else target.entry
+    return in_kind(chosen, True) if entry is not None and entry.complex else chosen
+
+
 def build(settings: Settings, target: Target | None = None) -> Problem:
     """Resolve, validate and draw: raises CustomGradError subclasses with clear messages."""
     settings.validate()
     target = target or resolve(settings.target)
-    dtype, device = parse_dtype(settings.dtype), parse_device(settings.device)
-    if target.entry is not None and target.entry.complex and not dtype.is_complex:
-        dtype = in_kind(dtype, True)
+    dtype, device = drawn_dtype(settings.dtype, target), parse_device(settings.device)
     specs = specs_for(target, settings)
     candidates, guesses = guesses_for(target, settings, specs)
     floats = [g.name for g in guesses if g.reason == "annotated float, without a default"]

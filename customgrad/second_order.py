@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import torch
 from torch.autograd import Function
@@ -21,8 +22,16 @@ from torch.autograd import Function
 from customgrad.errors import FunctionError, SpecError
 from customgrad.inputs import forward_parameters, with_defaults
 
+if TYPE_CHECKING:
+    from customgrad.jacobian.report import Report
+
 #: the seed of the random grad_outputs (gradgradcheck draws them at random too)
 SEED = 0
+#: the most entries of a second-order matrix :func:`beside` draws without being asked: the
+#: app computes it after every first-order check, before that verdict is shown (20,000
+#: entries, about 100 inputs: 0.2-0.8 s on a shared 2-core machine; the gallery's are 1,000
+#: to 3,500, 0.1-0.3 s)
+DRAWN_ENTRIES = 20_000
 
 
 def _grad_output_names(count: int) -> list[str]:
@@ -129,9 +138,13 @@ def double_backward_report(function: type[Function], args: list, *,
         raise FunctionError(f"{function.__name__}'s backward could not be differentiated "
                             f"(double backward): {exc}", details=exc.details,
                             phase="backward") from None
-    # the notes speak of the Function checked, whose backward is the double backward
-    return dataclasses.replace(report, notes=[f"double {n}" if n.startswith("backward ") else n
-                                              for n in report.notes])
+    # the notes speak of the Function checked, whose backward is the double backward; so do
+    # the diagnoses (not "F.backward.backward")
+    return dataclasses.replace(
+        report, notes=[f"double {n}" if n.startswith("backward ") else n for n in report.notes],
+        diagnoses=[dataclasses.replace(d, detail=d.detail.replace(
+            f"{wrapper.__name__}.backward", f"{function.__name__}'s double backward"))
+            for d in report.diagnoses])
 
 
 def double_backward_json(problem, checks: Mapping) -> dict:
@@ -150,3 +163,33 @@ def double_backward_json(problem, checks: Mapping) -> dict:
                                         differentiate=s.differentiate)
         data.update((k, v) for k, v in report.to_dict().items() if k != "passed")
     return {"double_backward": data}
+
+
+def beside(report: Report, function: type, args: list, *,
+           asked: bool = False) -> tuple[Report | None, str]:
+    """The second-order report that goes with the first-order ``report`` (checked at
+    ``args``, with its inputs and tolerances), and ""; or None and why it is not drawn: a
+    backward marked @once_differentiable (gradgradcheck refuses it too), more than
+    :data:`DRAWN_ENTRIES` entries unless ``asked``, or the double backward raised. A
+    backward autograd cannot differentiate (it leaves torch) fails, as in gradgradcheck."""
+    from customgrad.checks import once_differentiable
+
+    positions = [a.position for a in report.inputs]
+    if not positions:
+        return None, "nothing is differentiated: no backward to differentiate."
+    rows = sum(a.size for a in report.inputs)
+    entries = rows * (rows + sum(a.size for a in report.outputs))
+    if once_differentiable(function):
+        return None, f"{function.__name__}.backward is marked @once_differentiable: no " \
+            "double backward."
+    if entries > DRAWN_ENTRIES and not asked:
+        return None, (f"not computed: {entries:,} entries (over {DRAWN_ENTRIES:,}); "
+                      "check with second order shown to compute it.")
+    try:
+        second = double_backward_report(function, args, positions=positions, eps=report.eps,
+                                        atol=report.atol, rtol=report.rtol)
+    except (FunctionError, SpecError) as exc:
+        return None, str(exc)
+    except Exception as exc:  # the user's forward or backward, outside the checked calls
+        return None, f"double backward could not run: {type(exc).__name__}: {exc}"
+    return second, ""

@@ -67,7 +67,9 @@ def _copy(value: object) -> object:
 
 
 def _close(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> bool:
-    x, y = x.detach().double().cpu(), y.detach().double().cpu()
+    """Within gradcheck's rule, entry by entry; a complex entry by its real and imaginary
+    parts."""
+    x, y = real_view(x.detach()).double().cpu(), real_view(y.detach()).double().cpu()
     return bool(((x - y).abs() <= atol + rtol * y.abs()).all())
 
 
@@ -123,15 +125,12 @@ class _Context:
         return SubCheck("double_backward", "passed" if db.passed else "failed", db.message)
 
     def forward_ad(self) -> SubCheck:
-        """jvp against a central directional difference, per input, in float64."""
+        """jvp against a central directional difference, per input, in float64 (a complex
+        input along a random complex direction u: the tangent of f(x + t u), t real, as
+        gradcheck's check_forward_ad compares it)."""
         if not self._has("jvp"):
             return SubCheck("forward_ad", "skipped", f"{self.name} defines no jvp staticmethod: "
                             "it does not support forward-mode AD.")
-        outs, diff = self._forward(self._leaves()[1])
-        if any(self.args[i].is_complex() for i in self.pos) or any(
-                outs[k].is_complex() for k in diff):
-            return SubCheck("forward_ad", "skipped", "complex inputs or outputs: jvp is not "
-                            "compared here (gradcheck's check_forward_ad compares it).")
         try:
             return self._forward_ad(torch.float64, self.eps, self.atol, self.rtol)
         except FunctionError:  # a Function that refuses float64: the float32 rule
@@ -141,8 +140,8 @@ class _Context:
                                     max(self.rtol, floor["rtol"]))
 
     def _forward_ad(self, dtype, eps, atol, rtol) -> SubCheck:
-        base = [a.detach().to(dtype or a.dtype).clone() if i in self.pos else a
-                for i, a in enumerate(self.args)]
+        base = [a.detach().to(same_kind(dtype, a) if dtype else a.dtype).clone()
+                if i in self.pos else a for i, a in enumerate(self.args)]
         for i in self.pos:
             u = self._randn_like(base[i])
             with forward_ad.dual_level():  # copies: forward may work in place on its input
@@ -158,12 +157,13 @@ class _Context:
                     self.function, "forward", lambda c=c: self.function.apply(*c)))
                     for c in shifted)
             for k, (t, p, m) in enumerate(zip(tangents, plus, minus)):
-                if not p.is_floating_point():
+                if not differentiable(p):
                     continue
-                numerical = (p.double() - m.double()) / (2 * eps)
+                double = DOUBLE[p.is_complex()]
+                numerical = (p.to(double) - m.to(double)) / (2 * eps)
                 analytic = torch.zeros_like(numerical) if t is None else t
                 if not _close(analytic, numerical, atol, rtol):
-                    worst = float((analytic.double() - numerical).abs().max())
+                    worst = float((analytic.to(double) - numerical).abs().max())
                     return SubCheck("forward_ad", "failed", (
                         f"jvp disagrees with finite differences for output {k} along a random "
                         f"direction of input {i} (max abs error {worst:.3g})"))

@@ -237,7 +237,7 @@ class MainWindow(QMainWindow):
             editor=self.editor, inspector=self.inspector, restore_offer=self.restore_offer)
         self._open_tab_from_env()
         panels = {"picker": [self.left], "code": [self.side_tabs], "loss": [self.loss_plot],
-                  "heatmaps": [self.jacobian.graphics, self.jacobian.hover_label],
+                  "heatmaps": [self.jacobian.heatmaps.graphics, self.jacobian.hover_label],
                   "status": [self.status]}
         self.classroom = Classroom(
             self.session, self.preferences, commands=self.commands, menus=self.menus,
@@ -249,6 +249,14 @@ class MainWindow(QMainWindow):
         self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
         self.commands.add("landscape", "Show the loss landscape", ["L"], self.show_landscape,
                           self.menus["view"])
+        second = self.commands.add(
+            "second_order", "Second-order heatmaps (double backward)", ["D"],
+            lambda on: self.jacobian.set_order(2 if on else 1), self.menus["view"],
+            checkable=True, tip="The heatmaps of your backward differentiated (double "
+            "backward) against finite differences of backward; again for the first order")
+        self.jacobian.orderChanged.connect(lambda order: second.setChecked(order == 2))
+        self.jacobian.orderChanged.connect(
+            lambda order: setattr(self.session, "second_order_asked", order == 2))
 
     def show_landscape(self) -> None:
         """The Landscape tab shown (L), with room beside the loss plot (in presentation

@@ -62,7 +62,7 @@ def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SI
     view = JacobianView()
     try:
         view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-        view.graphics.setBackground("w")
+        view.heatmaps.graphics.setBackground("w")
         view.set_tolerances(report.eps, report.atol, report.rtol)
         view.resize(*size)
         view.show()
@@ -70,7 +70,7 @@ def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SI
         release_all()  # a repaint held for a moment would be drawn blank
         QApplication.processEvents()
         view.fit()
-        return export_item(view.graphics.ci, path, scale=scale)
+        return export_item(view.heatmaps.graphics.ci, path, scale=scale)
     finally:
         view.clear()  # lets go of the report's matrices
         view.hide()

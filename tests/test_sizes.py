@@ -12,8 +12,6 @@ LIMITS = {"module": 500, "class": 400, "function": 60}
 
 #: "path" or "path:Qualified.name" -> why it must be bigger than its limit
 EXCEPTIONS: dict[str, str] = {
-    "playground/views/jacobian/view.py:JacobianView": "its compatibility front (names copied "
-    "from its parts) goes with issue 31, when the tests address the parts",
 }
 
 

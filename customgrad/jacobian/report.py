@@ -174,6 +174,10 @@ class Report:
     def __post_init__(self) -> None:
         object.__setattr__(self, "passed", all(b.passed for b in self.blocks)
                            and all(c.passed for c in self.checks.values()))
+    #: the double backward's report (customgrad.second_order.beside), where the app drew it;
+    #: else why not, in words ("" where it was not sought)
+    second_order: Report | None = None
+    second_order_reason: str = ""
 
     @property
     def mismatches(self) -> int:
@@ -345,6 +349,9 @@ class Report:
             "blocks": [{"output": b.output.position, "input": b.input.position,
                         "output_name": b.output.name, "input_name": b.input.name,
                         "output_shape": list(b.output.shape), "input_shape": list(b.input.shape),
+                        # a complex tensor's entries are its real, then imaginary parts
+                        "output_complex": b.output.parts == 2,
+                        "input_complex": b.input.parts == 2,
                         "passed": b.passed, "mismatches": b.mismatches,
                         "max_abs_error": _num(b.max_abs_error),
                         "max_rel_error": _num(b.max_rel_error)} for b in self.blocks],

@@ -72,6 +72,8 @@ class Session(QObject):
         self.builder = TargetBuilder(self, partial(resolve, run_code=run_code), held=held)
         self.loop = Loop(self)
         self.checks = Checks(self)
+        #: the pane shows the second order: checks compute it however big
+        self.second_order_asked = False
         # the fork server imports torch in a process of its own (the other core): at once,
         # since the first build and check already run in its children
         warm_loop_process()

@@ -34,6 +34,7 @@ from customgrad.inputs import (
     parse_init,
     parse_shape,
 )
+from customgrad.problem import drawn_dtype
 from playground.state.session_files import FORM_RANGES
 from playground.views.fields import CheckedField, setting_number
 
@@ -80,7 +81,12 @@ class InputsForm(QWidget):
         self._sync_settings(session.settings)
 
     def _sync_settings(self, settings) -> None:
-        for combo, value in ((self.dtype, settings.dtype), (self.device, settings.device)):
+        # the dtype the inputs are drawn in: a complex gallery entry's complex one
+        dtype = settings.dtype  # one not supported (a session's float16) stays as it is
+        if dtype in DTYPES:
+            target = getattr(self.session, "target", None)
+            dtype = str(drawn_dtype(dtype, target)).replace("torch.", "")
+        for combo, value in ((self.dtype, dtype), (self.device, settings.device)):
             if combo.currentText() != value and combo.findText(value) >= 0:
                 combo.blockSignals(True)
                 combo.setCurrentText(value)

@@ -307,8 +307,9 @@ class JacobianJob:
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
                  on_report, on_error, isolate: bool | None = None,
-                 pixels: int = preview.PREVIEW_PIXELS):  # (the heatmaps' size on screen)
-        self.state = _JobState(ProgressBridge())
+                 pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
+                 second: bool = False):  # the second order asked for: drawn however big
+        self.state = _JobState(ProgressBridge(), second)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         self.state.isolated = isolated(problem.target, problem.function, isolate)
@@ -358,8 +359,9 @@ class JacobianJob:
 class _JobState:
     """What a Jacobian job's worker thread and the GUI thread share."""
 
-    def __init__(self, bridge: ProgressBridge):
+    def __init__(self, bridge: ProgressBridge, second: bool = False):
         self.bridge = bridge
+        self.second = second  # the second order asked for: drawn however big
         self.cancelled = False
         self.done = False
         self.thread_id: int | None = None
@@ -447,7 +449,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
             answer.handled()
 
     job = remote.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
-                            hold=HOLD_CHILD)
+                            hold=HOLD_CHILD, second=state.second)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():
@@ -491,6 +493,7 @@ def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
         report = verify(problem.function, problem.args if args is None else args,
                         problem.check_options(**options), progress=progress,
                         should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
-        return remote.prepared(report, pixels)
+        return remote.prepared(report, pixels, problem.function,
+                               problem.args if args is None else args, second=state.second)
     finally:
         state.done = True

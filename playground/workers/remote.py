@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from customgrad import loader, sharing
+from customgrad import loader, second_order, sharing
 from customgrad.errors import TargetError
 from customgrad.inspector import Inspection, inspect_call
 from customgrad.jacobian import Progress, Report
@@ -63,6 +63,8 @@ class CompareJob:
     #: wait after each progress for the window's answer (:class:`_Answer`): the window's
     #: Jacobian worker answers; a caller that does not leaves it off
     hold: bool = False
+    #: the second-order report however big (the pane shows the second order)
+    second: bool = False
 
 
 class _Mirror:
@@ -192,15 +194,22 @@ def compare(job: CompareJob, channel) -> Report:
     report = verify(problem.function, problem.args if job.args is None else job.args,
                     problem.check_options(**job.options), progress=progress,
                     allocate=sharing.shared_zeros, waited=lambda: answer.waited)
-    return prepared(report, job.pixels)
+    return prepared(report, job.pixels, problem.function,
+                    problem.args if job.args is None else job.args, second=job.second)
 
 
-def prepared(report: Report, pixels: int | None = None) -> Report:
+def prepared(report: Report, pixels: int | None = None, function: type | None = None,
+             args: list | None = None, *, second: bool = False) -> Report:
     """``report`` with what the view reads whole (difference, mask, peaks, pooled overviews
-    for heatmaps of ``pixels``) computed into its cache here, rather than on the GUI
-    thread."""
-    for step in display_steps(report.shape, pixels):
-        report.prepare_display(step)
+    for heatmaps of ``pixels``) computed into its cache here, rather than on the GUI thread;
+    given the ``function`` and ``args`` it checked, with the second-order report beside it
+    (the double backward's; a big one only where ``second`` asks for it)."""
+    if function is not None and args is not None:
+        beside, reason = second_order.beside(report, function, args, asked=second)
+        report = dataclasses.replace(report, second_order=beside, second_order_reason=reason)
+    for shown in (report, report.second_order):
+        for step in display_steps(shown.shape, pixels) if shown is not None else ():
+            shown.prepare_display(step)
     return report
 
 

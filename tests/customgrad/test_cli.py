@@ -291,3 +291,37 @@ def test_sub_checks_are_chosen_by_name_and_each_has_a_verdict(capsys):
     assert checks["undefined_grad"]["status"] == "failed"
     code, _, err = run_cli(capsys, "check", "killhead", "--checks", "jacobian,gradients")
     assert code == 2 and "unknown check 'gradients'" in err
+
+
+def test_projected_double_differentiates_the_chosen_inputs_as_gradgradcheck(capsys):
+    """--double with --projected ran gradgradcheck on every float tensor, --no-grad or not:
+    a filter bank whose double backward is wrong for its fixed taps only FAILED."""
+    import torch
+
+    from tests.data import parity_functions as pf
+
+    gen = torch.Generator().manual_seed(0)
+    x, taps = (torch.randn(*s, dtype=torch.float64, generator=gen) for s in ((2, 8), (3, 3)))
+    expected = {
+        grad: torch.autograd.gradgradcheck(pf.FilterBankTapsDetached.apply,
+                                           (x.requires_grad_(), taps.requires_grad_(grad)),
+                                           raise_exception=False)
+        for grad in (False, True)}
+    assert expected == {False: True, True: False}
+    spec = "tests/data/parity_functions.py:FilterBankTapsDetached"
+    for flags, passed in ((["--no-grad", "taps"], True), ([], False)):
+        code, out, _ = run_cli(capsys, "check", spec, "--shape", "x=2x8", "--shape",
+                               "taps=3x3", "--projected", "4", "--double", "--json", *flags)
+        assert json.loads(out)["double_backward"]["passed"] is passed, flags
+        assert code == (0 if passed else 1)
+
+
+def test_the_json_marks_complex_axes_and_keeps_the_old_keys(capsys):
+    """A complex tensor's block counts its real and imaginary parts as entries: the JSON
+    said nothing of that; each block now says which of its axes are complex."""
+    _code, out, _ = run_cli(capsys, "check", "complex_mul", "--json")
+    blocks = json.loads(out)["blocks"]
+    assert blocks and all(b["input_complex"] and b["output_complex"] for b in blocks)
+    assert {"output_shape", "input_shape", "passed"} <= set(blocks[0])
+    _code, out, _ = run_cli(capsys, "check", "killhead", "--json")
+    assert not any(b["input_complex"] or b["output_complex"] for b in json.loads(out)["blocks"])

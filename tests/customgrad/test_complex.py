@@ -263,3 +263,18 @@ def test_a_complex_entry_is_compared_whole_as_gradcheck_does(monkeypatch, offset
     assert torch.equal(mask, diagonal & (not expected))
     if offset.imag == 0:  # the worst entry is named by its worse part
         assert report.worst.input_name == "z.real"
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("function, right", [
+    (cf.SquareJvp, True), (cf.SquareJvpConj, False),
+    (cf.AbsSquaredJvp, True), (cf.AbsSquaredJvpNoConj, False)],
+    ids=lambda x: getattr(x, "__name__", ""))
+def test_forward_ad_checks_a_complex_jvp_as_gradcheck(function, right):
+    """forward_ad was skipped for complex inputs and outputs; it now compares the jvp along
+    a random complex direction, with gradcheck's check_forward_ad verdict (C -> C, C -> R)."""
+    z = _c(3, 4)
+    found = subchecks.run(function, [z], ["forward_ad"])["forward_ad"]
+    assert found.status == ("passed" if right else "failed"), found.detail
+    assert torch.autograd.gradcheck(function.apply, (z.clone().requires_grad_(),),
+                                    check_forward_ad=True, raise_exception=False) == right

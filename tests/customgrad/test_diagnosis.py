@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from customgrad import diagnosis
+from customgrad.inputs import forward_parameters
 from customgrad.jacobian import compare
 from tests.data.diagnosis_functions import CASES, TWIN_ARGS
 
@@ -15,8 +16,12 @@ GOAL = 0.9
 
 
 def _diagnose(function, make_args, seed=0):
+    """As customgrad.check: where tensors require grad, exactly those are differentiated."""
     args = make_args(torch.Generator().manual_seed(seed))
-    report = compare(function, args)
+    params = [p.name for p in forward_parameters(function)]
+    chosen = {n: True for n, a in zip(params, args)
+              if isinstance(a, torch.Tensor) and a.requires_grad}
+    report = compare(function, args, differentiate=chosen or None)
     return report, diagnosis.diagnose(report, function, args)
 
 
@@ -253,3 +258,18 @@ def test_a_hypothesis_answers_with_a_named_finding(kind):
     found = getattr(BlockFit(report, block, args[block.input.position]), kind)()
     assert isinstance(found, Found) and found.kind == kind
     assert found.detail and 0 < found.confidence <= 1
+@pytest.mark.parametrize("label, buggy, correct, make_args",
+                         [c for c in CASES if c[0] == "no_gradient"],
+                         ids=lambda x: getattr(x, "__name__", ""))
+def test_a_chosen_input_backward_gives_none_fails_as_in_gradcheck_and_is_named(
+        label, buggy, correct, make_args):
+    """A tensor that requires grad, whose gradient backward returns None: gradcheck fails it,
+    and the diagnosis had no kind for it."""
+    args = make_args(torch.Generator().manual_seed(0))
+    assert not torch.autograd.gradcheck(buggy.apply, args, raise_exception=False)
+    assert torch.autograd.gradcheck(correct.apply, args, raise_exception=False)
+    report, found = _diagnose(buggy, make_args)
+    name = report.inputs[1].name
+    assert [d.kind for d in found] == ["no_gradient"]
+    assert f"returns None for {name}, which is differentiated" in found[0].detail
+    assert f"--no-grad {name}" in found[0].detail

@@ -81,3 +81,40 @@ def test_cli_double_json_of_a_once_differentiable_backward_says_so(capsys):
     assert code == 0  # first order right; double backward not supported is no failure
     assert double["supported"] is False and "once_differentiable" in double["message"]
     assert "blocks" not in double
+
+
+BESIDE = [(so.Cube, True), (so.CubeDetached, False), (so.CubeHalfSecond, False),
+          (so.MultiplyDetachedCross, False), (so.CubeOnce, None), (so.CubeNumpy, False)]
+
+
+@pytest.mark.parametrize("function,verdict", BESIDE, ids=[c[0].__name__ for c in BESIDE])
+def test_the_apps_second_report_has_gradgradchecks_verdict(function, verdict):
+    """The report the app's worker sends beside the first order's (second_order.beside):
+    gradgradcheck's verdict, or none where gradgradcheck finds no double backward (None)."""
+    from customgrad.checks import double_backward_check
+    from customgrad.jacobian import compare
+    from customgrad.second_order import beside
+
+    args = [_x(2, 3)] if function.forward.__code__.co_argcount == 2 else [_x(3), _x(3, seed=1)]
+    first = compare(function, args)
+    second, why = beside(first, function, args)
+    db = double_backward_check(function, args)
+    assert db.supported == (verdict is not None)
+    if verdict is None:
+        assert second is None and "double backward" in why
+        return
+    assert why == "" and second.passed == db.passed == verdict
+    assert second.function == f"{function.__name__}.backward"
+
+
+def test_a_big_second_order_waits_to_be_asked(monkeypatch):
+    from customgrad import second_order
+    from customgrad.jacobian import compare
+
+    args = [_x(2, 3)]
+    first = compare(so.Cube, args)
+    monkeypatch.setattr(second_order, "DRAWN_ENTRIES", 6 * 12 - 1)  # rows 6, columns 6 + 6
+    second, why = second_order.beside(first, so.Cube, args)
+    assert second is None and "72 entries" in why
+    second, why = second_order.beside(first, so.Cube, args, asked=True)
+    assert second is not None and second.passed and why == ""

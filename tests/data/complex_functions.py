@@ -155,3 +155,52 @@ class AbsSquaredOffset(AbsSquared):
     def backward(ctx, g):
         (z,) = ctx.saved_tensors
         return g * (2 * z + AbsSquaredOffset.OFFSET)
+
+
+class SquareJvp(Square):
+    """C -> C, z * z with a forward-mode rule: the tangent of z^2 is 2 z t."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        ctx.save_for_forward(z)
+        return z * z
+
+    @staticmethod
+    def jvp(ctx, t):
+        (z,) = ctx.saved_tensors
+        return 2 * z * t
+
+
+class SquareJvpConj(SquareJvp):
+    """Bug: the backward habit carried to jvp, 2 conj(z) t (forward mode takes no conj)."""
+
+    @staticmethod
+    def jvp(ctx, t):
+        (z,) = ctx.saved_tensors
+        return 2 * z.conj() * t
+
+
+class AbsSquaredJvp(AbsSquared):
+    """C -> R, |z|^2 with a forward-mode rule: the tangent is 2 Re(conj(z) t)."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        ctx.save_for_forward(z)
+        # a copy: torch's forward AD refuses a custom Function's output that is a view
+        return (z * z.conj()).real.clone()
+
+    @staticmethod
+    def jvp(ctx, t):
+        (z,) = ctx.saved_tensors
+        return 2 * (z.conj() * t).real
+
+
+class AbsSquaredJvpNoConj(AbsSquaredJvp):
+    """Bug: 2 Re(z t), a conj() missing."""
+
+    @staticmethod
+    def jvp(ctx, t):
+        (z,) = ctx.saved_tensors
+        return 2 * (z * t).real

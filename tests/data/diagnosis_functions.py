@@ -420,6 +420,24 @@ class TransposeForgot(Transpose):
         return g
 
 
+class MulNoneForY(Mul):
+    """y is differentiated (it requires grad), but backward returns None for it."""
+
+    @staticmethod
+    def backward(ctx, g):
+        _x, y = ctx.saved_tensors
+        return g * y, None
+
+
+class MatMulNoneForWeight(MatMul):
+    """The weight, chosen to be differentiated, gets None (a layer whose weight was fixed)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        _x, w = ctx.saved_tensors
+        return g @ w.T, None
+
+
 class MulSwapped(Mul):
     @staticmethod
     def backward(ctx, g):
@@ -796,6 +814,11 @@ CASES = [
     ("conjugate", cf.MultiplyConjGrad, cf.Multiply, lambda g: [crand(g, 2, 3), crand(g, 2, 3)]),
     ("conjugate", cf.ScaleNoConj, cf.Scale, lambda g: [rand(g, 2, 3), crand(g, 2, 3)]),
     ("factor", cf.MultiplyTwice, cf.Multiply, lambda g: [crand(g, 3), crand(g, 3)]),
+    # chosen (requires_grad), as gradcheck differentiates them: None is a failure there
+    ("no_gradient", MulNoneForY, Mul,
+     lambda g: [rand(g, 3, 4).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
+    ("no_gradient", MatMulNoneForWeight, MatMul,
+     lambda g: [rand(g, 2, 3).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
 ]
 
 #: the correct twins' points: the kink cases' twin is the same Function at a smooth point

@@ -254,3 +254,14 @@ class RowScaleBatchBlind(Function):
     def backward(ctx, g):
         scale = torch.arange(1, g.shape[0] + 1, dtype=g.dtype).unsqueeze(1)
         return g * scale
+
+
+class FilterBankTapsDetached(FilterBank):
+    """Right first order, taps detached in backward: its double backward is wrong for the
+    taps only, which a filter bank never differentiates (--no-grad taps)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (taps,) = ctx.saved_tensors
+        gx = F.conv_transpose1d(g, taps.detach().unsqueeze(1), padding=taps.shape[-1] // 2)
+        return gx.squeeze(1), None

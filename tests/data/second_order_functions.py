@@ -92,3 +92,13 @@ class CubeOnce(Cube):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * 3 * x ** 2
+
+
+class CubeNumpy(Cube):
+    """Right first order; backward leaves torch (no @once_differentiable): autograd sees
+    constant gradients, and gradgradcheck fails it."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.from_numpy(3 * x.detach().numpy() ** 2 * g.detach().numpy())

@@ -68,16 +68,16 @@ def test_a_failed_check_says_what_looks_wrong(qtbot, window):
     report = open_target(qtbot, window, "linear_bug")
     assert [d.kind for d in report.diagnoses] == ["transposed"]
     view = window.jacobian
-    assert view.verdict_label.text().endswith("— a transposed gradient?")
+    assert view.banner.verdict_label.text().endswith("— a transposed gradient?")
     # the first line Details shows
-    assert view.details_label.text().startswith("diagnosis: d output [3x4] / d weight [4x4]")
-    words = [i for i in view._diagnosis_items if isinstance(i, pg.TextItem)]
+    assert view.banner.details_label.text().startswith("diagnosis: d output [3x4] / d weight [4x4]")
+    words = [i for i in view.marks.diagnosis_items if isinstance(i, pg.TextItem)]
     assert [w.textItem.toPlainText() for w in words] == ["transposed"]
     weight = next(a for a in report.inputs if a.name == "weight")
     assert words[0].pos().x() == weight.offset - 0.5
-    assert "checks: ✘ jacobian   ✔ undefined_grad" in view.worst_label.text()
+    assert "checks: ✘ jacobian   ✔ undefined_grad" in view.banner.worst_label.text()
     open_target(qtbot, window, "linear")
-    assert view._diagnosis_items == [] and "—" not in view.verdict_label.text()
+    assert view.marks.diagnosis_items == [] and "—" not in view.banner.verdict_label.text()
 
 
 NO_NONE = '''
@@ -103,19 +103,43 @@ def test_a_sub_check_that_fails_fails_the_verdict(qtbot, window, tmp_path):
     assert report.mismatches == 0 and not report.passed
     assert report.checks["undefined_grad"].status == "failed"
     view = window.jacobian
-    assert view.verdict_label.text() == "✘ FAILED: undefined_grad (the Jacobian agrees)"
+    assert view.banner.verdict_label.text() == "✘ FAILED: undefined_grad (the Jacobian agrees)"
     assert "undefined_grad: backward fails when a grad_output is undefined" in \
-        view.worst_label.text()
+        view.banner.worst_label.text()
+
+
+def test_the_worker_sends_the_second_order_and_d_shows_it(qtbot, window):
+    """Keyboard only: D switches the heatmaps to the double backward's (the View menu's
+    action, listed in F1's table); a check then computes it however big (asked)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from playground.views.shortcuts import shortcut_rows
+
+    report = open_target(qtbot, window, "sigmoid_bug")
+    second = report.second_order
+    assert second is not None and not second.passed and report.second_order_reason == ""
+    assert ("D", "Second-order heatmaps (double backward)") in [
+        row[:2] for row in shortcut_rows(window)]
+    QTest.keyClick(window, Qt.Key.Key_D)
+    view = window.jacobian
+    assert view.order == 2 and window.session.second_order_asked
+    assert window.actions_by_name["second_order"].isChecked()
+    assert view.banner.verdict_label.text().startswith("✘ FAILED (double backward)")
+    assert view.heatmaps.analytic_image.image.shape == second.shape
+    QTest.keyClick(window, Qt.Key.Key_D)
+    assert view.order == 1 and not window.session.second_order_asked
 
 
 def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
     report = open_target(qtbot, window, "killhead_bug")
     engine = build(Settings(target="killhead_bug")).compare()
-    np.testing.assert_allclose(window.jacobian.analytic_image.image, engine.analytic.numpy())
-    np.testing.assert_allclose(window.jacobian.numerical_image.image,
+    np.testing.assert_allclose(window.jacobian.heatmaps.analytic_image.image,
+                               engine.analytic.numpy())
+    np.testing.assert_allclose(window.jacobian.heatmaps.numerical_image.image,
                                engine.numerical.numpy(), atol=1e-9)
     assert report.mismatches == engine.mismatches == 6
-    text = window.jacobian.verdict_label.text()
+    text = window.jacobian.banner.verdict_label.text()
     assert "FAILED" in text and "6" in text
 
 
@@ -678,8 +702,8 @@ def test_a_replaced_big_report_is_freed_off_the_gui_thread(qtbot):
     qtbot.waitUntil(lambda: len(freed_on) == 4, timeout=5000)
     assert freed_on == ["discard"] * 4
     # the second report is still shown, whole
-    assert window.jacobian._report is window.classroom.exports.last_report
-    assert window.jacobian._analytic.shape == (2048, 2048)
+    assert window.jacobian.shown.report is window.classroom.exports.last_report
+    assert window.jacobian.shown.analytic.shape == (2048, 2048)
 
 
 def test_a_held_session_starts_its_work_only_once_released(qtbot):
@@ -691,7 +715,7 @@ def test_a_held_session_starts_its_work_only_once_released(qtbot):
     session.busyChanged.connect(busy.append)
     session.set_target("killhead")
     assert session.builder.build_worker is None and busy == [True]  # waiting, and it says so
-    assert window.jacobian.verdict_label.text() == "Preparing inputs…"
+    assert window.jacobian.banner.verdict_label.text() == "Preparing inputs…"
     session.update(seed=3)  # a change while held: one build, with the latest settings
     assert session.builder.build_worker is None
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
@@ -750,8 +774,8 @@ def test_a_rebuild_during_a_comparison_says_preparing_not_computing(qtbot):
     qtbot.waitUntil(lambda: bool(started) and window.jacobian.is_computing(), timeout=TIMEOUT)
     session.update(seed=5)  # cancels it, and draws new inputs
     assert not window.jacobian.is_computing()
-    assert window.jacobian.verdict_label.text() == "Preparing inputs…"
-    assert window.jacobian.progress_bar.isHidden()
+    assert window.jacobian.banner.verdict_label.text() == "Preparing inputs…"
+    assert window.jacobian.banner.progress_bar.isHidden()
     with qtbot.waitSignal(session.jacobianReady, timeout=60_000):
         pass
 
@@ -776,7 +800,7 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
     assert window.session.job.isolated == isolate
     assert report.shape == (2048, 2048) and report.has_overview(fit)
     fitted = math.ceil(2048 / fit)
-    image = window.jacobian.analytic_image.image
+    image = window.jacobian.heatmaps.analytic_image.image
     assert image.shape == (fitted, fitted)
     assert fitted <= pixels  # nothing left for pyqtgraph to average down
 

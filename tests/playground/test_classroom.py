@@ -108,7 +108,7 @@ def pane_sizes(win) -> dict[str, float]:
         "errors": point_size(win.errors.message.font()),
         "plot ticks": point_size(win.loss_plot.plot_item.getAxis("bottom").style["tickFont"]),
         "heatmap ticks": point_size(heatmap.getAxis("left").style["tickFont"]),
-        "verdict": point_size(win.jacobian.verdict_label.font()),
+        "verdict": point_size(win.jacobian.banner.verdict_label.font()),
         "hover label": point_size(win.jacobian.hover_label.font()),
         "readout": point_size(win.controls.loss_label.font()),
         "step readout": point_size(win.controls.step_label.font()),
@@ -184,7 +184,7 @@ def test_remembered_zoom_and_theme_apply_at_start(qtbot, window):
 
 def backgrounds(win) -> tuple[str, ...]:
     return (win.loss_plot.plot_widget.backgroundBrush().color().name(),
-            win.jacobian.graphics.backgroundBrush().color().name(),
+            win.jacobian.heatmaps.graphics.backgroundBrush().color().name(),
             win.explainer.graphics.backgroundBrush().color().name(),
             win.code.editor.palette().color(QPalette.ColorRole.Base).name(),
             win.palette().color(QPalette.ColorRole.Window).name())
@@ -212,7 +212,7 @@ def test_f2_cycles_themes_and_recolours_plots(qtbot, window):
     room.preferences.set_theme("high-contrast")
     axis = window.loss_plot.plot_item.getAxis("left")
     assert axis.textPen().color().lightnessF() > 0.9  # white ticks on black
-    verdict = window.jacobian.verdict_label.text()
+    verdict = window.jacobian.banner.verdict_label.text()
     assert "✘" in verdict and "FAILED" in verdict  # symbol and word, not colour alone
     assert window.preferences.store.value("view/theme") == "high-contrast"
 
@@ -222,7 +222,7 @@ def _banner_and_pane_fonts(win) -> dict[str, float]:
     banner = {name: point_size(widget.font()) for name, widget in (
         ("details", j.banner.details_label), ("worst", j.banner.worst_label),
         ("notes", j.banner.notes_label), ("details button", j.banner.details_button),
-        ("tolerance", j.eps_edit))}
+        ("tolerance", j.tolerance_row.eps_edit))}
     return {**pane_sizes(win), **banner}
 
 
@@ -277,14 +277,14 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     room = window.classroom
     left = window.picker.parentWidget()
     readout = point_size(window.controls.loss_label.font())
-    verdict = point_size(window.jacobian.verdict_label.font())
+    verdict = point_size(window.jacobian.banner.verdict_label.font())
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert room.preferences.presenting and window.isFullScreen()
     assert left.isHidden() and window.status.isHidden()
     assert window.side_tabs.isHidden()  # the side panel too: the heatmaps get the room
-    assert not window.loss_plot.isHidden() and not window.jacobian.graphics.isHidden()
+    assert not window.loss_plot.isHidden() and not window.jacobian.heatmaps.graphics.isHidden()
     assert point_size(window.controls.loss_label.font()) > 1.5 * readout
-    assert point_size(window.jacobian.verdict_label.font()) > 1.2 * verdict
+    assert point_size(window.jacobian.banner.verdict_label.font()) > 1.2 * verdict
     room.actions["hide_loss"].trigger()  # the menu of panels applies at once
     assert window.loss_plot.isHidden()
     assert window.loss_plot.parentWidget().isHidden()  # nothing left above: no empty pane
@@ -293,7 +293,7 @@ def test_presentation_mode_hides_panels_and_enlarges_readout(qtbot, window):
     assert not left.isHidden() and not window.loss_plot.isHidden()
     assert not window.side_tabs.isHidden() and not window.status.isHidden()
     assert point_size(window.controls.loss_label.font()) == pytest.approx(readout)
-    assert point_size(window.jacobian.verdict_label.font()) == pytest.approx(verdict)
+    assert point_size(window.jacobian.banner.verdict_label.font()) == pytest.approx(verdict)
     assert window.preferences.store.value("presentation/hidden") == "code,loss,picker,status"
     QTest.keyClick(window, Qt.Key.Key_F5)
     assert window.loss_plot.isHidden()  # remembered choice
@@ -682,7 +682,7 @@ def test_export_menus(qtbot, window, tmp_path, monkeypatch):
     plot_menu = [a.text() for a in window.loss_plot.plot_item.vb.menu.actions()]
     assert "Loss plot as SVG…" in plot_menu and "Loss history as CSV…" in plot_menu
     open_target(qtbot, window, "killhead")
-    graphics = window.jacobian.graphics
+    graphics = window.jacobian.heatmaps.graphics
     analytic = room.exports.heatmap_plots()["analytic"]
     pos = graphics.mapFromScene(analytic.sceneBoundingRect().center())
     menu = room.exports.heatmap_menu(pos)
@@ -760,7 +760,7 @@ def test_step_heatmap_is_built_when_first_needed_in_the_current_zoom_and_theme(q
                                                                               window):
     explainer = window.explainer
     assert explainer._graphics is None  # not built with the window (start-up time)
-    tick_before = point_size(window.jacobian.colorbar.axis.style["tickFont"])
+    tick_before = point_size(window.jacobian.heatmaps.colorbar.axis.style["tickFont"])
     window.preferences.set_zoom(150)
     window.preferences.set_theme("dark", remember=False)
     window.classroom.show_explainer()

@@ -70,6 +70,31 @@ def test_the_form_offers_complex_dtypes(qtbot):
         session.shutdown(wait=0.5)
 
 
+def test_the_form_shows_a_complex_gallery_entrys_dtype(qtbot):
+    """complex_mul draws complex64 inputs at float32's precision: the box said float32."""
+    pytest.importorskip("pytestqt")
+    from playground.state.session import Session
+    from playground.views.form import InputsForm
+
+    session = Session()
+    try:
+        form = InputsForm(session)
+        qtbot.addWidget(form)
+        with qtbot.waitSignal(session.problemReady, timeout=20_000) as ready:
+            session.set_target("complex_mul")
+        assert session.settings.dtype == "float32" and form.dtype.currentText() == "complex64"
+        assert str(ready.args[0].dtype) == "torch.complex64"
+        with qtbot.waitSignal(session.problemReady, timeout=20_000) as ready:
+            form.dtype.setCurrentText("float64")  # the precision: complex128 drawn
+        assert form.dtype.currentText() == "complex128"
+        assert str(ready.args[0].dtype) == "torch.complex128"
+        with qtbot.waitSignal(session.problemReady, timeout=20_000):
+            session.set_target("killhead")
+        assert form.dtype.currentText() == "float64"
+    finally:
+        session.shutdown(wait=0.5)
+
+
 def test_the_step_tab_works_a_complex_update_through_whole():
     """It cast complex gradients to real (a ComplexWarning): the imaginary parts were lost."""
     from playground.views import explainer

@@ -20,7 +20,7 @@ from customgrad.settings import Settings
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
-from PySide6.QtGui import QFont, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication
 
 from playground.support import preview
@@ -53,42 +53,43 @@ def _ticks(axis_item) -> list[tuple[float, str]]:
 def test_images_hold_the_report_matrices(view):
     report = report_for("killhead_bug")
     view.show_report(report)
-    np.testing.assert_array_equal(view.analytic_image.image, report.analytic.numpy())
-    np.testing.assert_array_equal(view.numerical_image.image, report.numerical.numpy())
-    np.testing.assert_array_equal(view.difference_image.image, report.difference().numpy())
-    assert view.analytic_image.axisOrder == "row-major"
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image, report.analytic.numpy())
+    np.testing.assert_array_equal(view.heatmaps.numerical_image.image, report.numerical.numpy())
+    np.testing.assert_array_equal(view.heatmaps.difference_image.image, report.difference().numpy())
+    assert view.heatmaps.analytic_image.axisOrder == "row-major"
     # cell (r, c) is centred on (c, r): the images are shifted by half a cell
-    assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(0.0)
-    assert view.analytic_image.mapToParent(0.5, 0.5).y() == pytest.approx(0.0)
+    assert view.heatmaps.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(0.0)
+    assert view.heatmaps.analytic_image.mapToParent(0.5, 0.5).y() == pytest.approx(0.0)
 
 
 def test_analytic_and_numerical_share_one_symmetric_scale(view):
     report = report_for("linear")
     view.show_report(report)
-    controlled = [ref() for ref in view.colorbar.img_list]
-    assert view.analytic_image in controlled and view.numerical_image in controlled
-    low, high = view.colorbar.levels()
+    controlled = [ref() for ref in view.heatmaps.colorbar.img_list]
+    maps = view.heatmaps
+    assert maps.analytic_image in controlled and maps.numerical_image in controlled
+    low, high = view.heatmaps.colorbar.levels()
     assert low == -high
     assert high == pytest.approx(_absmax(report.analytic, report.numerical))
-    for image in (view.analytic_image, view.numerical_image):
+    for image in (view.heatmaps.analytic_image, view.heatmaps.numerical_image):
         np.testing.assert_allclose(image.getLevels(), (low, high))
     # the difference has its own symmetric scale, never smaller than atol
-    d_low, d_high = view.difference_colorbar.levels()
+    d_low, d_high = view.heatmaps.difference_colorbar.levels()
     assert d_low == -d_high
     assert d_high == pytest.approx(max(_absmax(report.difference()), report.atol))
-    assert view.difference_image in [ref() for ref in view.difference_colorbar.img_list]
+    assert maps.difference_image in [ref() for ref in maps.difference_colorbar.img_list]
 
 
 def test_failing_difference_scale_is_the_largest_error(view):
     report = report_for("killhead_bug")
     view.show_report(report)
-    assert view.difference_colorbar.levels() == pytest.approx((-1.0, 1.0))
+    assert view.heatmaps.difference_colorbar.levels() == pytest.approx((-1.0, 1.0))
 
 
 def test_verdict_passed(view):
     report = report_for("linear")
     view.show_report(report)
-    text = view.verdict_label.text()
+    text = view.banner.verdict_label.text()
     assert "PASSED" in text and "✔" in text and "FAILED" not in text
     assert f"{report.total:,}" in text
 
@@ -96,18 +97,18 @@ def test_verdict_passed(view):
 def test_verdict_failed_with_count_worst_entry_and_notes(view):
     report = report_for("killhead_bug")
     view.show_report(report)
-    text = view.verdict_label.text()
+    text = view.banner.verdict_label.text()
     assert "FAILED" in text and "✘" in text
     assert f"{report.mismatches} of {report.total}" in text
-    assert "max abs error 1" in view.details_label.text()
+    assert "max abs error 1" in view.banner.details_label.text()
     assert "worst: d output[0, 0] / d input[0, 0]: analytic 1, numerical 0" in \
-        view.worst_label.text()
-    assert "float32 rule" in view.notes_label.text()
+        view.banner.worst_label.text()
+    assert "float32 rule" in view.banner.notes_label.text()
 
 
 def test_shape_surprise_notes_are_listed(view):
     view.show_report(report_for("functional_linear"))
-    assert view.notes_label.text().count("shape surprise") == 2
+    assert view.banner.notes_label.text().count("shape surprise") == 2
 
 
 def test_failing_blocks_are_named(view):
@@ -115,7 +116,7 @@ def test_failing_blocks_are_named(view):
     view.show_report(report)
     failing = [b for b in report.blocks if not b.passed]
     assert failing
-    assert f"failing blocks: {failing[0].name}" in view.worst_label.text()
+    assert f"failing blocks: {failing[0].name}" in view.banner.worst_label.text()
 
 
 def test_hover_text_names_indices_and_values(view):
@@ -186,7 +187,8 @@ def test_mouse_over_a_heatmap_updates_the_hover_label(view, qtbot):
         view.show()
     view.show_report(report_for("killhead_bug"))
     qtbot.wait(50)
-    for image in (view.analytic_image, view.numerical_image, view.difference_image):
+    maps = view.heatmaps
+    for image in (maps.analytic_image, maps.numerical_image, maps.difference_image):
         vb = image.getViewBox()
         scene_pos = vb.mapViewToScene(QPointF(5, 2))  # column 5, row 2
         view._mouse_moved(scene_pos)
@@ -199,13 +201,13 @@ def test_mismatches_are_outlined_and_worst_is_ringed(view):
     report = report_for("killhead_bug")
     view.show_report(report)
     mask = report.mismatch_mask().numpy()
-    x, y = view.mismatch_markers.getData()
+    x, y = view.marks.mismatch_markers.getData()
     assert len(x) == report.mismatches == int(mask.sum())
     assert all(mask[int(r), int(c)] for r, c in zip(y, x))
-    for panel in view._panels:
+    for panel in view.heatmaps.panels:
         wx, wy = panel.worst.getData()
         assert (wx[0], wy[0]) == (report.worst.col, report.worst.row)
-    assert view.mismatch_overlay.image is None
+    assert view.marks.mismatch_overlay.image is None
 
 
 class _CountingReport(Report):
@@ -238,11 +240,11 @@ def test_the_report_s_difference_and_mask_are_shown(view, target):
     view.show_report(report)
     assert report.calls["mismatch_mask"] <= (1 if report.mismatches else 0)
     # shown as they are: no copies on the GUI thread
-    assert np.shares_memory(view.difference_image.image, report.difference().numpy())
-    assert np.shares_memory(view.analytic_image.image, report.analytic.numpy())
-    assert np.shares_memory(view.numerical_image.image, report.numerical.numpy())
+    assert np.shares_memory(view.heatmaps.difference_image.image, report.difference().numpy())
+    assert np.shares_memory(view.heatmaps.analytic_image.image, report.analytic.numpy())
+    assert np.shares_memory(view.heatmaps.numerical_image.image, report.numerical.numpy())
     mask = report.mismatch_mask().numpy()
-    x, y = view.mismatch_markers.getData()
+    x, y = view.marks.mismatch_markers.getData()
     assert len(x) == report.mismatches
     marked = np.zeros_like(mask)
     marked[y.astype(int), x.astype(int)] = True
@@ -269,20 +271,20 @@ def _fake_report(rows: int, cols: int, bad: int) -> Report:
 def test_many_mismatches_become_a_mask_image(view):
     report = _fake_report(100, 120, jacobian_view.SCATTER_LIMIT + 1)
     view.show_report(report)
-    assert view.mismatch_overlay.image is not None
-    np.testing.assert_array_equal(view.mismatch_overlay.image.astype(bool),
+    assert view.marks.mismatch_overlay.image is not None
+    np.testing.assert_array_equal(view.marks.mismatch_overlay.image.astype(bool),
                                   report.mismatch_mask().numpy())
-    assert len(view.mismatch_markers.getData()[0]) == 0
-    assert "FAILED" in view.verdict_label.text()
+    assert len(view.marks.mismatch_markers.getData()[0]) == 0
+    assert "FAILED" in view.banner.verdict_label.text()
 
 
 def test_tick_labels_name_the_output_blocks(view):
     report = report_for("sincos")
     view.show_report(report)
     # the rows are labelled once, in a column of their own left of the analytic view
-    assert _ticks(view.row_axis) == [(11.5, "output0 [3x8]"), (35.5, "output1 [3x8]")]
-    assert view.block_ticks()[1] == _ticks(view.row_axis)
-    for panel in view._panels:
+    assert _ticks(view.heatmaps.row_axis) == [(11.5, "output0 [3x8]"), (35.5, "output1 [3x8]")]
+    assert view.labels.tick_labels[1] == _ticks(view.heatmaps.row_axis)
+    for panel in view.heatmaps.panels:
         assert _ticks(panel.plot.getAxis("bottom")) == [(11.5, "x [3x8]")]
         _, gy = panel.grid.getData()
         horizontal = {float(y) for y0, y in zip(gy[::2], gy[1::2]) if y0 == y}
@@ -291,10 +293,10 @@ def test_tick_labels_name_the_output_blocks(view):
 
 def test_tick_labels_name_the_input_blocks(view):
     view.show_report(report_for("functional_linear"))
-    assert view.block_ticks()[0] == [(5.5, "input [3x4]"), (21.5, "weight [5x4]"),
+    assert view.labels.tick_labels[0] == [(5.5, "input [3x4]"), (21.5, "weight [5x4]"),
                                      (34.0, "bias [5]")]
-    for panel in view._panels:
-        assert _ticks(panel.plot.getAxis("bottom")) == view.block_ticks()[0]
+    for panel in view.heatmaps.panels:
+        assert _ticks(panel.plot.getAxis("bottom")) == view.labels.tick_labels[0]
         gx, _ = panel.grid.getData()
         vertical = {float(x) for x0, x in zip(gx[::2], gx[1::2]) if x0 == x}
         assert vertical == {-0.5, 11.5, 31.5, 36.5}
@@ -305,19 +307,19 @@ def test_views_are_linked(view, qtbot):
         view.show()
     view.show_report(report_for("linear"))
     qtbot.wait(50)
-    sizes = {round(panel.plot.vb.width()) for panel in view._panels}
+    sizes = {round(panel.plot.vb.width()) for panel in view.heatmaps.panels}
     assert max(sizes) - min(sizes) <= 1  # equal widths, so linked ranges look the same
-    first = view._panels[0].plot.vb
+    first = view.heatmaps.panels[0].plot.vb
     first.setRange(xRange=(2, 8), yRange=(1, 4), padding=0)
-    view._panels[2].plot.vb.scaleBy((0.5, 0.5))
+    view.heatmaps.panels[2].plot.vb.scaleBy((0.5, 0.5))
     qtbot.wait(20)
-    for panel in view._panels:
+    for panel in view.heatmaps.panels:
         for got, want in zip(panel.plot.vb.viewRange(), first.viewRange()):
             assert got == pytest.approx(want)
         assert panel.plot.vb.state["yInverted"]
         assert panel.plot.vb.state["aspectLocked"] == first.state["aspectLocked"]
     # the row labels follow the rows
-    assert view.rows_plot.vb.viewRange()[1] == pytest.approx(first.viewRange()[1])
+    assert view.heatmaps.rows_plot.vb.viewRange()[1] == pytest.approx(first.viewRange()[1])
 
 
 def _type(qtbot, edit, text):
@@ -330,58 +332,60 @@ def _type(qtbot, edit, text):
 def test_invalid_tolerance_is_marked_and_not_emitted(view, qtbot):
     view.set_tolerances(1e-6, 1e-5, 1e-3)
     with qtbot.assertNotEmitted(view.tolerancesChanged):
-        _type(qtbot, view.atol_edit, "abc")
-    assert view.atol_edit.property("invalid") is True
-    assert "not a number" in view.atol_edit.toolTip()
-    assert "atol" in view.tolerance_message.text()
+        _type(qtbot, view.tolerance_row.atol_edit, "abc")
+    assert view.tolerance_row.atol_edit.property("invalid") is True
+    assert "not a number" in view.tolerance_row.atol_edit.toolTip()
+    assert "atol" in view.tolerance_row.message.text()
     with qtbot.assertNotEmitted(view.tolerancesChanged):
-        _type(qtbot, view.eps_edit, "0")
-    assert view.eps_edit.property("invalid") is True
-    assert "greater than 0" in view.tolerance_message.text()
+        _type(qtbot, view.tolerance_row.eps_edit, "0")
+    assert view.tolerance_row.eps_edit.property("invalid") is True
+    assert "greater than 0" in view.tolerance_row.message.text()
 
 
 def test_tolerance_editors_say_what_the_settings_rule_says(view, qtbot):
     """One rule per field: the editors show Settings.check_field's words."""
-    for edit, name, text in ((view.eps_edit, "eps", "-1e-6"), (view.atol_edit, "atol", "-1"),
-                             (view.rtol_edit, "rtol", "inf")):
+    row = view.tolerance_row
+    for edit, name, text in ((row.eps_edit, "eps", "-1e-6"), (row.atol_edit, "atol", "-1"),
+                             (row.rtol_edit, "rtol", "inf")):
         with qtbot.assertNotEmitted(view.tolerancesChanged):
             _type(qtbot, edit, text)
         assert edit.toolTip() == Settings.check_field(name, float(text))
-        assert edit.toolTip() in view.tolerance_message.text()
+        assert edit.toolTip() in view.tolerance_row.message.text()
 
 
 def test_negative_tolerance_is_invalid(view, qtbot):
     with qtbot.assertNotEmitted(view.tolerancesChanged):
-        _type(qtbot, view.rtol_edit, "-1e-3")
-    assert view.rtol_edit.property("invalid") is True
+        _type(qtbot, view.tolerance_row.rtol_edit, "-1e-3")
+    assert view.tolerance_row.rtol_edit.property("invalid") is True
 
 
 def test_valid_tolerance_emits_once(view, qtbot):
     view.set_tolerances(1e-6, 1e-5, 1e-3)
     with qtbot.waitSignal(view.tolerancesChanged, timeout=1000) as blocker:
-        _type(qtbot, view.rtol_edit, "2e-3")
+        _type(qtbot, view.tolerance_row.rtol_edit, "2e-3")
     assert blocker.args == [1e-6, 1e-5, 2e-3]
-    assert view.rtol_edit.property("invalid") is False
+    assert view.tolerance_row.rtol_edit.property("invalid") is False
     assert view.tolerances() == (1e-6, 1e-5, 2e-3)
     with qtbot.assertNotEmitted(view.tolerancesChanged):  # unchanged: nothing to emit
-        view.rtol_edit.editingFinished.emit()
+        view.tolerance_row.rtol_edit.editingFinished.emit()
 
 
 def test_fixing_an_invalid_tolerance_clears_the_mark(view, qtbot):
     view.set_tolerances(1e-6, 1e-5, 1e-3)
-    _type(qtbot, view.eps_edit, "1e-")
-    assert view.eps_edit.property("invalid") is True
+    _type(qtbot, view.tolerance_row.eps_edit, "1e-")
+    assert view.tolerance_row.eps_edit.property("invalid") is True
     with qtbot.waitSignal(view.tolerancesChanged, timeout=1000) as blocker:
-        _type(qtbot, view.eps_edit, "1e-7")
+        _type(qtbot, view.tolerance_row.eps_edit, "1e-7")
     assert blocker.args[0] == 1e-7
-    assert view.eps_edit.property("invalid") is False
-    assert view.tolerance_message.text() == ""
+    assert view.tolerance_row.eps_edit.property("invalid") is False
+    assert view.tolerance_row.message.text() == ""
 
 
 def test_set_tolerances_shows_values_without_emitting(view, qtbot):
     with qtbot.assertNotEmitted(view.tolerancesChanged):
         view.set_tolerances(1e-4, 1e-3, 1e-2)
-    assert (view.eps_edit.text(), view.atol_edit.text(), view.rtol_edit.text()) == \
+    row = view.tolerance_row
+    assert (row.eps_edit.text(), row.atol_edit.text(), row.rtol_edit.text()) == \
         ("0.0001", "0.001", "0.01")
 
 
@@ -398,22 +402,22 @@ def _snapshots(target: str) -> tuple[list[Progress], Report]:
 
 
 def test_progress_ui_during_computation(view, qtbot):
-    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
+    assert view.banner.progress_bar.isHidden() and view.banner.cancel_button.isHidden()
     view.start("Comparing Jacobians…")
-    assert not view.progress_bar.isHidden() and not view.cancel_button.isHidden()
-    assert view.progress_bar.value() == 0
-    assert not view.check_button.isEnabled()
-    assert "Comparing Jacobians" in view.verdict_label.text()
+    assert not view.banner.progress_bar.isHidden() and not view.banner.cancel_button.isHidden()
+    assert view.banner.progress_bar.value() == 0
+    assert not view.tolerance_row.check_button.isEnabled()
+    assert "Comparing Jacobians" in view.banner.verdict_label.text()
     seen, report = _snapshots("killhead_bug")
     assert seen
     for p in seen:
         view.show_progress(p)
-        assert not view.progress_bar.isHidden()
-        assert view.progress_bar.value() == round(p.fraction * 1000)
+        assert not view.banner.progress_bar.isHidden()
+        assert view.banner.progress_bar.value() == round(p.fraction * 1000)
     view.show_report(report)
-    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
-    assert view.check_button.isEnabled()
-    assert "FAILED" in view.verdict_label.text()
+    assert view.banner.progress_bar.isHidden() and view.banner.cancel_button.isHidden()
+    assert view.tolerance_row.check_button.isEnabled()
+    assert "FAILED" in view.banner.verdict_label.text()
 
 
 class _Resizes(QObject):
@@ -446,7 +450,7 @@ def test_a_check_leaves_the_heatmaps_as_they_were(view, qtbot, width, details, p
     _shown(view, qtbot, "killhead_bug", width)
     QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the report's layout
     resizes = _Resizes()
-    view.graphics.installEventFilter(resizes)
+    view.heatmaps.graphics.installEventFilter(resizes)
     view.start("Comparing Jacobians at the starting point of a long run…")  # one line
     qtbot.wait(50)
     assert resizes.sizes == []
@@ -474,7 +478,7 @@ def test_the_banner_wears_the_verdict_s_colours(view, qtbot, target, colours):
     middle = image.width() // 2
     assert image.pixelColor(middle, 0).name() == colours[1]  # the border
     assert image.pixelColor(middle, 4).name() == colours[0]  # inside it, above the text
-    assert view.verdict_label.palette().color(QPalette.ColorRole.WindowText).name() \
+    assert view.banner.verdict_label.palette().color(QPalette.ColorRole.WindowText).name() \
         == colours[2]
     for label in view.banner._detail_labels():
         assert label.palette().color(QPalette.ColorRole.WindowText) == \
@@ -494,7 +498,7 @@ def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
     assert numerical_steps and analytic_steps
     for p in numerical_steps:
         view.show_progress(p)
-        shown = view.numerical_image.image
+        shown = view.heatmaps.numerical_image.image
         c = p.columns_done
         np.testing.assert_array_equal(shown[:, :c], report.numerical[:, :c].numpy())
         assert np.isnan(shown[:, c:]).all()
@@ -502,14 +506,14 @@ def test_engine_progress_blanks_what_is_not_computed_yet(view, monkeypatch):
         assert "numerical not computed yet" not in view.hover_text(0, c - 1)
     for p in analytic_steps:
         view.show_progress(p)
-        shown = view.analytic_image.image
+        shown = view.heatmaps.analytic_image.image
         r = p.rows_done
         np.testing.assert_array_equal(shown[:r], report.analytic[:r].numpy())
         assert np.isnan(shown[r:]).all()
-        assert np.isnan(view.difference_image.image[r:]).all()
+        assert np.isnan(view.heatmaps.difference_image.image[r:]).all()
         assert "analytic not computed yet" in view.hover_text(r, 0)
     view.show_report(report)
-    np.testing.assert_array_equal(view.analytic_image.image, report.analytic.numpy())
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image, report.analytic.numpy())
 
 
 def _half_done(report: Report, fraction: float) -> Progress:
@@ -531,23 +535,25 @@ def test_progress_fills_the_heatmaps_in(view):
     view.start()
     numerical_phase = _half_done(report, 0.25)
     view.show_progress(numerical_phase)
-    np.testing.assert_array_equal(view.numerical_image.image, numerical_phase.numerical.numpy())
-    assert np.isnan(view.numerical_image.image[:, 12:]).all()
-    assert view.analytic_image.image is None  # nothing of the analytic Jacobian yet
-    assert view.difference_image.image is None
+    np.testing.assert_array_equal(view.heatmaps.numerical_image.image,
+                                  numerical_phase.numerical.numpy())
+    assert np.isnan(view.heatmaps.numerical_image.image[:, 12:]).all()
+    assert view.heatmaps.analytic_image.image is None  # nothing of the analytic Jacobian yet
+    assert view.heatmaps.difference_image.image is None
     assert "column" in view.hover_label.text()
     assert "not computed yet" in view.hover_text(0, 20)
     analytic_phase = _half_done(report, 0.75)
     view.show_progress(analytic_phase)
-    np.testing.assert_array_equal(view.analytic_image.image, analytic_phase.analytic.numpy())
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image,
+                                  analytic_phase.analytic.numpy())
     expected = report.difference().numpy().copy()
     expected[12:] = math.nan  # rows whose analytic entries are not computed yet
-    np.testing.assert_array_equal(view.difference_image.image, expected)
-    low, high = view.colorbar.levels()
+    np.testing.assert_array_equal(view.heatmaps.difference_image.image, expected)
+    low, high = view.heatmaps.colorbar.levels()
     assert low == -high and high >= 1.0
     assert "not computed yet" in view.hover_text(20, 3)
     view.show_report(report)
-    np.testing.assert_array_equal(view.difference_image.image, report.difference().numpy())
+    np.testing.assert_array_equal(view.heatmaps.difference_image.image, report.difference().numpy())
 
 
 def test_big_progress_is_previewed_and_redrawn_by_timer(view, qtbot):
@@ -557,38 +563,39 @@ def test_big_progress_is_previewed_and_redrawn_by_timer(view, qtbot):
     numerical[:, :4] = 2.0
     view.start()
     view.show_progress(Progress(0.001, "numerical", None, numerical, *axes))
-    assert view.numerical_image.image.shape == (n // 2, n // 2)
-    assert view.colorbar.levels() == (-2.0, 2.0)
+    assert view.heatmaps.numerical_image.image.shape == (n // 2, n // 2)
+    assert view.heatmaps.colorbar.levels() == (-2.0, 2.0)
     numerical[:, 4:8] = -3.0
     view.show_progress(Progress(0.002, "numerical", None, numerical, *axes))
-    assert view._refresh_timer.isActive()  # too soon for a second redraw of this size
-    qtbot.waitUntil(lambda: view.colorbar.levels() == (-3.0, 3.0), timeout=2000)
+    assert view.live.refresh_timer.isActive()  # too soon for a second redraw of this size
+    qtbot.waitUntil(lambda: view.heatmaps.colorbar.levels() == (-3.0, 3.0), timeout=2000)
 
 
 def test_cancel_and_check_buttons_emit(view, qtbot):
     view.start()
     with qtbot.waitSignal(view.cancelRequested, timeout=1000):
-        qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(view.banner.cancel_button, Qt.MouseButton.LeftButton)
     view.show_failure("cancelled")
     with qtbot.waitSignal(view.checkRequested, timeout=1000):
-        qtbot.mouseClick(view.check_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(view.tolerance_row.check_button, Qt.MouseButton.LeftButton)
 
 
 def test_failure_is_shown_in_the_banner(view):
     view.start()
     view.show_failure("forward raised ValueError")
-    assert view.verdict_label.text() == "Jacobian not computed: forward raised ValueError"
-    assert view.progress_bar.isHidden() and view.cancel_button.isHidden()
-    assert view.check_button.isEnabled()
+    assert view.banner.verdict_label.text() == "Jacobian not computed: forward raised ValueError"
+    assert view.banner.progress_bar.isHidden() and view.banner.cancel_button.isHidden()
+    assert view.tolerance_row.check_button.isEnabled()
 
 
 def test_report_without_matrices_shows_the_verdict_only(view):
     report = report_for("killhead_bug", keep=False)
     assert report.analytic is None
     view.show_report(report)
-    assert "FAILED" in view.verdict_label.text()
-    assert f"{report.mismatches} of {report.total}" in view.verdict_label.text()
-    assert view.analytic_image.image is None and view.difference_image.image is None
+    assert "FAILED" in view.banner.verdict_label.text()
+    assert f"{report.mismatches} of {report.total}" in view.banner.verdict_label.text()
+    maps = view.heatmaps
+    assert maps.analytic_image.image is None and maps.difference_image.image is None
     assert "not kept" in view.hover_label.text()
     assert view.hover_text(0, 0) == "output[0, 0]  /  input[0, 0]"
 
@@ -596,30 +603,30 @@ def test_report_without_matrices_shows_the_verdict_only(view):
 def test_clear_resets_everything(view):
     view.show_report(report_for("killhead_bug"))
     view.clear()
-    assert view.analytic_image.image is None
-    assert len(view.mismatch_markers.getData()[0]) == 0
-    assert "No Jacobian yet" in view.verdict_label.text()
+    assert view.heatmaps.analytic_image.image is None
+    assert len(view.marks.mismatch_markers.getData()[0]) == 0
+    assert "No Jacobian yet" in view.banner.verdict_label.text()
 
 
 def test_apply_font_scales_banner_and_axes(view):
     base = QFont(view.font())
     base.setPointSizeF(20)
     view.apply_font(base)
-    assert view.verdict_label.font().pointSizeF() == pytest.approx(28)
-    axis = view._panels[0].plot.getAxis("bottom")
+    assert view.banner.verdict_label.font().pointSizeF() == pytest.approx(28)
+    axis = view.heatmaps.panels[0].plot.getAxis("bottom")
     assert axis.style["tickFont"].pointSizeF() == pytest.approx(20)
-    assert view.colorbar.axis.style["tickFont"].pointSizeF() == pytest.approx(20)
-    assert view._panels[0].plot.titleLabel.opts["size"] == "23.0pt"
+    assert view.heatmaps.colorbar.axis.style["tickFont"].pointSizeF() == pytest.approx(20)
+    assert view.heatmaps.panels[0].plot.titleLabel.opts["size"] == "23.0pt"
 
 
 def test_pixel_sized_fonts_work(view):
     font = QFont(view.font())
     font.setPixelSize(20)
     view.apply_font(font)
-    assert view.verdict_label.font().pixelSize() == 28
-    assert view._panels[0].plot.titleLabel.opts["size"] == "23px"
+    assert view.banner.verdict_label.font().pixelSize() == 28
+    assert view.heatmaps.panels[0].plot.titleLabel.opts["size"] == "23px"
     view.show_report(report_for("linear"))
-    assert "PASSED" in view.verdict_label.text()
+    assert "PASSED" in view.banner.verdict_label.text()
 
 
 def test_renders_without_errors(view, qtbot):
@@ -648,31 +655,31 @@ def _scene_rect(item):
 
 def test_the_three_views_share_the_width(view, qtbot):
     _shown(view, qtbot, "linear_bug")
-    vbs = [panel.plot.vb for panel in view._panels]
+    vbs = [panel.plot.vb for panel in view.heatmaps.panels]
     widths = [vb.width() for vb in vbs]
     assert max(widths) - min(widths) <= 1
     # no reserved space for row labels on the views that do not show them
-    for panel in view._panels:
+    for panel in view.heatmaps.panels:
         assert not panel.plot.getAxis("left").isVisible()
-    assert view.row_axis.isVisible()
+    assert view.heatmaps.row_axis.isVisible()
     # together the views take most of the width: labels and colour bars are all the rest
-    assert sum(widths) >= 0.65 * view.graphics.width()
+    assert sum(widths) >= 0.65 * view.heatmaps.graphics.width()
     # the row labels line up with the views' rows
-    rows = _scene_rect(view.rows_plot.vb)
+    rows = _scene_rect(view.heatmaps.rows_plot.vb)
     for vb in vbs:
         assert _scene_rect(vb).top() == pytest.approx(rows.top(), abs=1)
         assert _scene_rect(vb).bottom() == pytest.approx(rows.bottom(), abs=1)
     # compact colour bars, right next to the view they belong to
     line = view.fontMetrics().height()
-    for bar, vb in ((view.colorbar, vbs[1]), (view.difference_colorbar, vbs[2])):
+    for bar, vb in ((view.heatmaps.colorbar, vbs[1]), (view.heatmaps.difference_colorbar, vbs[2])):
         assert bar.vb.width() <= 2 * line
         assert 0 <= _scene_rect(bar).left() - _scene_rect(vb).right() <= 12
 
 
 def test_wide_matrices_fill_the_view(view, qtbot):
     _shown(view, qtbot, "linear_bug")  # 12 x 32
-    vb = view._panels[0].plot.vb
-    rows, cols = view._shape
+    vb = view.heatmaps.panels[0].plot.vb
+    rows, cols = view.heatmaps.shape
     (x0, x1), (y0, y1) = vb.viewRange()
     drawn_width = vb.width() * cols / (x1 - x0)
     drawn_height = vb.height() * rows / (y1 - y0)
@@ -747,27 +754,27 @@ def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
 
 def test_block_ticks_fall_back_to_names_in_a_narrow_window(view, qtbot):
     def titles():
-        return [panel.plot.titleLabel.text for panel in view._panels]
+        return [panel.plot.titleLabel.text for panel in view.heatmaps.panels]
 
     _shown(view, qtbot, "functional_linear", width=1400)
-    wide = view.block_ticks()[0]
+    wide = view.labels.tick_labels[0]
     assert [t for _, t in wide] == ["input [3x4]", "weight [5x4]", "bias [5]"]
     assert "Columns:" not in view.hover_label.text()
     assert titles() == ["Analytic (backward)", "Numerical (finite diff.)",
                         "Difference (a − n)"]
     view.resize(640, 560)
-    qtbot.waitUntil(lambda: view.block_ticks()[0] != wide, timeout=2000)
-    texts = [t for _, t in view.block_ticks()[0]]
+    qtbot.waitUntil(lambda: view.labels.tick_labels[0] != wide, timeout=2000)
+    texts = [t for _, t in view.labels.tick_labels[0]]
     assert "weight" in texts and "weight [5x4]" not in texts
     assert titles() == ["Analytic", "Numerical", "Difference"]  # short, but all alike
-    for panel in view._panels:  # what block_ticks says is what the axes show
-        assert _ticks(panel.plot.getAxis("bottom")) == view.block_ticks()[0]
+    for panel in view.heatmaps.panels:  # what tick_labels says is what the axes show
+        assert _ticks(panel.plot.getAxis("bottom")) == view.labels.tick_labels[0]
     # what the axes no longer say in full, the hint line spells out
     hint = view.hover_label.text()
     assert "Columns: input [3x4], weight [5x4], bias [5]." in hint
     assert "Rows: output [3x5]." in hint
     view.resize(1400, 560)
-    qtbot.waitUntil(lambda: view.block_ticks()[0] == wide, timeout=2000)
+    qtbot.waitUntil(lambda: view.labels.tick_labels[0] == wide, timeout=2000)
     assert "Columns:" not in view.hover_label.text()
     assert titles()[0] == "Analytic (backward)"
 
@@ -813,15 +820,16 @@ def test_big_report_reads_no_whole_matrix(view, monkeypatch):
     view.show_report(report)
     assert sizes == []  # nothing left to read whole on the GUI thread
     # levels: the ringed worst entry's values, and the largest |a - n|
-    assert view.colorbar.levels() == (-1.0, 1.0)
-    assert view.difference_colorbar.levels() == (-1.0, 1.0)
+    assert view.heatmaps.colorbar.levels() == (-1.0, 1.0)
+    assert view.heatmaps.difference_colorbar.levels() == (-1.0, 1.0)
     # drawn pooled 2 x 2, keeping the largest magnitude of each cell
-    assert view.analytic_image.image.shape == (550, 500)
-    np.testing.assert_array_equal(view.analytic_image.image[0, :20], np.ones(20))
-    assert not view.analytic_image.image[0, 20:].any() and not view.analytic_image.image[1:].any()
+    assert view.heatmaps.analytic_image.image.shape == (550, 500)
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image[0, :20], np.ones(20))
+    image = view.heatmaps.analytic_image.image
+    assert not image[0, 20:].any() and not image[1:].any()
     # finding 40 mismatches in 1.1M entries would mean a scan: the mask is drawn instead
-    assert len(view.mismatch_markers.getData()[0]) == 0
-    wash = view.mismatch_overlay.image
+    assert len(view.marks.mismatch_markers.getData()[0]) == 0
+    wash = view.marks.mismatch_overlay.image
     assert wash.shape == (550, 500) and wash[0, :20].all() and wash.sum() == 20
     assert "Amber cells" in view.hover_label.text()
     assert "outside tolerance" in view.hover_text(0, 0)
@@ -834,9 +842,9 @@ def test_big_report_outlines_mismatches_of_a_small_failing_block(view, monkeypat
     sizes = _record_scans(monkeypatch)
     view.show_report(report)
     assert sizes == []
-    x, y = view.mismatch_markers.getData()
+    x, y = view.marks.mismatch_markers.getData()
     assert sorted(zip(y.astype(int), x.astype(int))) == [(0, 600 + k) for k in range(30)]
-    assert view.mismatch_overlay.image is None
+    assert view.marks.mismatch_overlay.image is None
     assert "Outlined cells" in view.hover_label.text()
 
 
@@ -873,20 +881,20 @@ def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
         report.prepare_display(step)  # what the worker thread does
     sizes = _record_scans(monkeypatch)
     view.show_report(report)
-    assert view.analytic_image.image.shape == (fitted, fitted)
-    np.testing.assert_array_equal(view.difference_image.image,
+    assert view.heatmaps.analytic_image.image.shape == (fitted, fitted)
+    np.testing.assert_array_equal(view.heatmaps.difference_image.image,
                                   report.overview(fit).difference.numpy())
     # a pooled cell of many entries still shows the bad entries in full strength
-    assert view.analytic_image.image[0, 0] == 1.0
+    assert view.heatmaps.analytic_image.image[0, 0] == 1.0
     view._user_zoomed()  # what zooming with the wheel or dragging calls
-    assert view.analytic_image.image.shape == (683, 683)
-    assert view.mismatch_overlay.image.shape == (683, 683)
+    assert view.heatmaps.analytic_image.image.shape == (683, 683)
+    assert view.marks.mismatch_overlay.image.shape == (683, 683)
     view.fit()
-    assert view.analytic_image.image.shape == (fitted, fitted)
-    assert view.mismatch_overlay.image.shape == (fitted, fitted)
+    assert view.heatmaps.analytic_image.image.shape == (fitted, fitted)
+    assert view.marks.mismatch_overlay.image.shape == (fitted, fitted)
     assert sizes == []  # every pooling was the worker's: nothing read whole here
     # the pooled image still lines up with the entries: cell (r, c) centred on (c, r)
-    assert view.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(fit / 2 - 0.5)
+    assert view.heatmaps.analytic_image.mapToParent(0.5, 0.5).x() == pytest.approx(fit / 2 - 0.5)
 
 
 def test_prepared_progress_needs_no_reduction_on_the_gui_thread(view, monkeypatch):
@@ -905,23 +913,23 @@ def test_prepared_progress_needs_no_reduction_on_the_gui_thread(view, monkeypatc
     assert calls == []
     expected = report.difference().numpy().copy()
     expected[12:] = math.nan
-    np.testing.assert_array_equal(view.difference_image.image, expected)
+    np.testing.assert_array_equal(view.heatmaps.difference_image.image, expected)
     peak = float(np.nanmax(np.abs(expected)))
     assert prepared.difference_peak == peak
-    assert view.difference_colorbar.levels()[1] >= peak
+    assert view.heatmaps.difference_colorbar.levels()[1] >= peak
 
 
 def test_new_colour_levels_do_not_re_typeset_the_bars_hidden_labels(view, monkeypatch):
     """A colour bar has no unit label: a change of levels (a few a second while computing)
     must not re-typeset one, which cost about 4 ms a bar on the GUI thread."""
     typeset = []
-    for bar in (view.colorbar, view.difference_colorbar):
+    for bar in (view.heatmaps.colorbar, view.heatmaps.difference_colorbar):
         monkeypatch.setattr(bar.axis.label, "setHtml", typeset.append)
-    view._set_levels(view.colorbar, 3e-7)
-    view._set_levels(view.difference_colorbar, 250.0)
+    view.heatmaps.set_levels(view.heatmaps.colorbar, 3e-7)
+    view.heatmaps.set_levels(view.heatmaps.difference_colorbar, 250.0)
     assert typeset == []
-    assert view.colorbar.levels() == (-3e-7, 3e-7)
-    assert view.colorbar.axis.autoSIPrefixScale == 1.0  # tick values are shown unscaled
+    assert view.heatmaps.colorbar.levels() == (-3e-7, 3e-7)
+    assert view.heatmaps.colorbar.axis.autoSIPrefixScale == 1.0  # tick values are shown unscaled
 
 
 def _first_progress(report: Report):
@@ -941,7 +949,8 @@ def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
     progress = _first_progress(report_for("killhead"))
     painted = []  # at each repaint: the layout shown, and whether the worker was let go
     spy = _PaintSpy(painted, lambda: (view._layout_key, progress.painted.is_set()))
-    view.graphics.viewport().installEventFilter(spy)  # kept: Qt does not keep a filter alive
+    # kept: Qt does not keep a filter alive
+    view.heatmaps.graphics.viewport().installEventFilter(spy)
     view.show_progress(progress)
     assert not progress.painted.is_set()  # not before the repaint
     qtbot.waitUntil(progress.painted.is_set, timeout=2000)
@@ -962,7 +971,7 @@ def test_the_worker_waits_for_the_new_matrix_to_be_painted(view, qtbot):
 
 def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
     progress = _first_progress(report_for("killhead"))
-    assert not view.graphics.isVisible()
+    assert not view.heatmaps.graphics.isVisible()
     view.show_progress(progress)
     assert progress.painted.is_set()
     # shown, but squeezed to nothing (a splitter dragged shut): no paint is coming either
@@ -978,8 +987,8 @@ def test_a_hidden_or_collapsed_view_does_not_hold_the_worker(view, qtbot):
         splitter.show()
     splitter.setSizes([600, 0])
     qtbot.wait(50)
-    viewport = squeezed.graphics.viewport()
-    assert squeezed.graphics.isVisible() and viewport.visibleRegion().isEmpty()
+    viewport = squeezed.heatmaps.graphics.viewport()
+    assert squeezed.heatmaps.graphics.isVisible() and viewport.visibleRegion().isEmpty()
     collapsed = _first_progress(report_for("linear"))
     squeezed.show_progress(collapsed)
     assert collapsed.painted.is_set()
@@ -1023,8 +1032,8 @@ def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
     events = []
     spies = [_EventSpy(QEvent.Type.LayoutRequest, events, "layout"),
              _EventSpy(QEvent.Type.Paint, events, "paint")]
-    view.graphics.ci.installEventFilter(spies[0])
-    view.graphics.viewport().installEventFilter(spies[1])
+    view.heatmaps.graphics.ci.installEventFilter(spies[0])
+    view.heatmaps.graphics.viewport().installEventFilter(spies[1])
     view.show_report(report_for("killhead"))
     qtbot.waitUntil(lambda: "paint" in events, timeout=2000)
     qtbot.wait(50)
@@ -1042,12 +1051,12 @@ def test_a_new_matrix_is_laid_out_in_a_pass_of_its_own(view, qtbot):
     # a comparison that ends (or another that starts) first lets the waiting worker go
     for end, target in ((view.clear, "killhead"), (view.start, "linear")):
         other = _first_progress(report_for(target))
-        shape = view._shape
+        shape = view.heatmaps.shape
         view.show_progress(other)
         end()
         assert other.painted.is_set()
         qtbot.wait(20)
-        assert view._shape == shape  # and it is not drawn afterwards
+        assert view.heatmaps.shape == shape  # and it is not drawn afterwards
 
 
 def test_a_newer_progress_replaces_one_held_for_its_layout(view, qtbot):
@@ -1059,19 +1068,19 @@ def test_a_newer_progress_replaces_one_held_for_its_layout(view, qtbot):
     report = report_for("killhead")
     first = _first_progress(report)
     view.show_progress(first)
-    assert view._deferred is first
+    assert view.gate.deferred is first
     numerical = report.numerical.clone()
     numerical[:, 4:] = float("nan")
     newer = preview.PreparedProgress(0.5, "numerical", None, numerical, report.outputs,
                                            report.inputs, 4, 0)
     newer.numerical_preview = numerical.numpy().copy()
     view.show_progress(newer)
-    assert first.painted.is_set() and view._deferred is None
-    bar, shown = view.progress_bar.value(), view.numerical_image.image.copy()
+    assert first.painted.is_set() and view.gate.deferred is None
+    bar, shown = view.banner.progress_bar.value(), view.heatmaps.numerical_image.image.copy()
     assert bar == 500
     qtbot.wait(30)
-    assert view.progress_bar.value() == bar
-    np.testing.assert_array_equal(view.numerical_image.image, shown)
+    assert view.banner.progress_bar.value() == bar
+    np.testing.assert_array_equal(view.heatmaps.numerical_image.image, shown)
 
 
 def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):
@@ -1082,11 +1091,11 @@ def test_a_report_is_repainted_a_turn_of_the_event_loop_later(view, qtbot):
     with qtbot.waitExposed(view):
         view.show()
     view.show_report(report_for("killhead"))
-    qtbot.waitUntil(view.graphics.updatesEnabled, timeout=2000)
+    qtbot.waitUntil(view.heatmaps.graphics.updatesEnabled, timeout=2000)
     qtbot.wait(50)
     painted, at_next_turn = [], []
     spy = _EventSpy(QEvent.Type.Paint, painted)
-    view.graphics.viewport().installEventFilter(spy)
+    view.heatmaps.graphics.viewport().installEventFilter(spy)
     view.show_report(report_for("sigmoid_bug"))
     QTimer.singleShot(0, lambda: at_next_turn.append(len(painted)))
     qtbot.waitUntil(lambda: bool(painted), timeout=2000)
@@ -1098,7 +1107,7 @@ def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
         view.show()
     report = report_for("killhead")
     view.show_progress(_first_progress(report))
-    qtbot.waitUntil(lambda: view._layout_key is not None and not view._deferred, timeout=2000)
+    qtbot.waitUntil(lambda: view._layout_key is not None and not view.gate.deferred, timeout=2000)
     qtbot.wait(50)
     numerical = report.numerical.clone()
     numerical[:, 4:] = 0.0
@@ -1133,3 +1142,80 @@ def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
     assert tag_place(block, (11.0, 0.0), (9.0, 1.5), reach)[0] == (0, 1)
     # no corner clear (a small block): the one farthest from the ring
     assert tag_place((3.5, -0.5, 6.0, 2.0), (5.0, 0.5), (5.0, 1.0), reach)[0] == (1, 0)
+
+
+@functools.cache
+def with_second_order(target: str) -> Report:
+    """The report the app's worker sends: the first order's, the second order's beside it."""
+    from customgrad.second_order import beside
+
+    problem = build(Settings(target=target))
+    report = problem.compare()
+    report.second_order, report.second_order_reason = beside(report, problem.function,
+                                                             problem.args)
+    return report
+
+
+def test_the_order_switch_draws_the_double_backward_and_back(view, qtbot):
+    report = with_second_order("sigmoid_bug")
+    second = report.second_order
+    view.show_report(report)
+    assert "(double backward)" not in view.banner.verdict_label.text()
+    assert "second order (double backward): ✘" in view.banner.worst_label.text()
+    with qtbot.waitSignal(view.orderChanged) as changed:
+        qtbot.mouseClick(view.banner.order_button, Qt.MouseButton.LeftButton)
+    assert changed.args == [2] and view.order == 2
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image, second.analytic.numpy())
+    np.testing.assert_array_equal(view.heatmaps.numerical_image.image, second.numerical.numpy())
+    verdict = view.banner.verdict_label.text()
+    assert verdict.startswith(f"✘ FAILED (double backward): {second.mismatches:,} of")
+    assert verdict.endswith(f"{words.PHRASES[second.diagnoses[0].kind]}?")
+    assert view.banner.details_label.text().startswith(
+        "diagnosis: SigmoidBuggy's double backward returns the same gradients whatever")
+    assert view.banner.worst_label.text().startswith("worst: d grad_x")
+    assert [p.title for p in view.heatmaps.panels][:2] == [
+        "Double backward (analytic)", "Numerical (finite diff. of backward)"]
+    assert view.hover_text(0, 0).startswith("grad_x[0, 0]  /  x[0, 0]")
+    view.toggle_order()  # the D key's
+    assert view.order == 1 and not view.banner.order_button.isChecked()
+    np.testing.assert_array_equal(view.heatmaps.analytic_image.image, report.analytic.numpy())
+    assert view.heatmaps.panels[0].title == "Analytic (backward)"
+
+
+def test_second_order_shown_without_one_says_why(view):
+    report = with_second_order("numpy_tanh")  # backward is @once_differentiable
+    view.set_order(2)
+    view.show_report(report)
+    assert view.banner.verdict_label.text() == "Second order not drawn"
+    assert "@once_differentiable" in view.banner.details_label.text()
+    assert view.heatmaps.analytic_image.image is None
+    view.set_order(1)
+    assert view.banner.verdict_label.text().startswith("✔ PASSED")
+    assert "second order: not drawn: " in view.banner.worst_label.text()
+
+
+def test_second_order_titles_give_way_to_the_panels_names_where_they_do_not_fit(view, qtbot):
+    """The second order's short titles over narrow views overlapped their neighbours'."""
+    def titles():
+        return [panel.plot.titleLabel.text for panel in view.heatmaps.panels]
+
+    view.set_order(2)
+    view.resize(1400, 560)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_report(with_second_order("killhead"))
+    qtbot.waitUntil(lambda: titles()[0] == "Double backward (analytic)", timeout=2000)
+    metrics = QFontMetrics(view.labels.title_font)
+    seen = []
+    for width in range(1400, 399, -50):
+        view.resize(width, 560)
+        qtbot.wait(20)
+        if titles() not in seen:
+            seen.append(titles())
+        for panel in view.heatmaps.panels:  # each fits over its view, while one can
+            assert metrics.horizontalAdvance(panel.shown_title) <= \
+                view.heatmaps.view_box.width() or panel.shown_title == panel.key.capitalize()
+    assert seen == [["Double backward (analytic)", "Numerical (finite diff. of backward)",
+                     "Difference (a − n)"],
+                    ["Double backward", "Numerical", "Difference"],
+                    ["Analytic", "Numerical", "Difference"]]

@@ -82,7 +82,7 @@ def _settle(qtbot, win) -> None:
 
 def _cell_pixels(win) -> float:
     """The on-screen size of one heatmap cell (the smaller side)."""
-    vb = win.jacobian._panels[0].plot.vb
+    vb = win.jacobian.heatmaps.panels[0].plot.vb
     (x0, x1), (y0, y1) = vb.viewRange()
     return min(vb.width() / (x1 - x0), vb.height() / (y1 - y0))
 
@@ -144,14 +144,14 @@ def _problems(win) -> list[str]:
             if wide > rect.width() + 1 and not label.toolTip():
                 found.append(f"cut without a tooltip: {label.text()[:40]!r}")
     j = win.jacobian
-    for bar in (j.colorbar, j.difference_colorbar):
+    for bar in (j.heatmaps.colorbar, j.heatmaps.difference_colorbar):
         texts = _tick_texts(bar.axis)
         if not texts:
             found.append("a colour bar without tick labels")
         for (ra, ta), (rb, tb) in itertools.combinations(texts, 2):
             if ra.intersects(rb):
                 found.append(f"tick labels overlap: {ta!r} / {tb!r}")
-    for axis in [j.row_axis, *(p.plot.getAxis("bottom") for p in j._panels)]:
+    for axis in [j.heatmaps.row_axis, *(p.plot.getAxis("bottom") for p in j.heatmaps.panels)]:
         for (ra, ta), (rb, tb) in itertools.combinations(_tick_texts(axis), 2):
             if ra.intersects(rb):
                 found.append(f"block labels overlap: {ta!r} / {tb!r}")
@@ -167,17 +167,17 @@ def test_window_fits_and_the_heatmaps_are_readable(qtbot, mode, width, height, p
         need = win.minimumSizeHint()
         assert need.width() <= width and need.height() <= height, need
         assert (win.width(), win.height()) == (width, height)
-        assert win.jacobian.graphics.isVisible() and win.loss_plot.isVisible()
+        assert win.jacobian.heatmaps.graphics.isVisible() and win.loss_plot.isVisible()
         assert _cell_pixels(win) >= least
         # the heatmaps are the tallest thing in the main area; the loss plot keeps some room
         assert win.loss_plot.plot_widget.height() >= 4 * win.fontMetrics().height()
         assert _problems(win) == []
         # the banner is one line while folded, and stays readable when unfolded
         j = win.jacobian
-        assert j.banner.height() <= 2.2 * j.verdict_label.fontMetrics().height() + 16
+        assert j.banner.height() <= 2.2 * j.banner.verdict_label.fontMetrics().height() + 16
         j.set_details_shown(True)
         _settle(qtbot, win)
-        assert not j.details_label.isHidden()
+        assert not j.banner.details_label.isHidden()
         assert _problems(win) == []
     finally:
         win.session.shutdown(wait=0.5)
@@ -223,11 +223,11 @@ def test_a_failed_verdict_at_150_percent_on_a_projector_overlaps_nothing(qtbot):
             assert _problems(win) == []
             # where there is no room for it under the heatmaps, it gives way
             assert j.hover_label.isHidden() \
-                or j.hover_label.geometry().top() > j.graphics.geometry().bottom()
+                or j.hover_label.geometry().top() > j.heatmaps.graphics.geometry().bottom()
         win.resize(1440, 900)
         _settle(qtbot, win)
         assert not j.hover_label.isHidden()
-        assert j.hover_label.geometry().top() > j.graphics.geometry().bottom()
+        assert j.hover_label.geometry().top() > j.heatmaps.graphics.geometry().bottom()
     finally:
         win.session.shutdown(wait=0.5)
         app.setFont(saved)
@@ -410,7 +410,7 @@ def test_a_command_waits_for_a_field_typed_wrong(qtbot, field):
             "shape": (win.inputs.fields["input"].edit, "3x", "3x8"),
             "init": (win.inputs.fields["input.init"].lineEdit(), "uniform(1", "normal"),
             "lr": (win.loop_form.lr.edit, "abc", "0.5"),
-            "eps": (win.jacobian.eps_edit, "-1", "1e-6")}[field]
+            "eps": (win.jacobian.tolerance_row.eps_edit, "-1", "1e-6")}[field]
         win.activateWindow()
         qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
         edit.setFocus()
@@ -500,7 +500,7 @@ def _layout_now(win):
     return ({name: splitter.sizes() for name, splitter in win.splitters.items()
              if name != "area"},
             [not w.isHidden() for w in (win.left, win.side_tabs, win.loss_plot, win.status,
-                                        win.jacobian.graphics, win.readout_holder)],
+                                        win.jacobian.heatmaps.graphics, win.readout_holder)],
             win.preferences.zoom, win.geometry(), win.isFullScreen(),
             win.menuBar().isHidden(), win.controls.height())
 
@@ -607,9 +607,9 @@ def test_reset_layout_has_a_key_that_works_in_presentation_mode(qtbot):
 
 def _drawn_height(win) -> float:
     """How tall the matrix is drawn in each heatmap, in pixels."""
-    vb = win.jacobian._panels[0].plot.vb
+    vb = win.jacobian.heatmaps.panels[0].plot.vb
     (_y0, _y1) = vb.viewRange()[1]
-    return vb.height() * win.jacobian._shape[0] / (_y1 - _y0)
+    return vb.height() * win.jacobian.heatmaps.shape[0] / (_y1 - _y0)
 
 
 @pytest.mark.parametrize(("present", "percent", "least"), [(False, 100, 200), (True, 150, 250)])
@@ -622,9 +622,9 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         assert not win.jacobian.shown.report.passed
         assert _drawn_height(win) >= least
         assert win.loss_plot.height() >= 6 * win.fontMetrics().height()
-        texts = [t for _, t in win.jacobian.block_ticks()[0]]
+        texts = [t for _, t in win.jacobian.labels.tick_labels[0]]
         assert [t.split(" ")[0] for t in texts] == ["input", "weight", "bias"]
-        graphics = win.jacobian.graphics
+        graphics = win.jacobian.heatmaps.graphics
         assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
         assert _problems(win) == []
         # Details opens in a drawer over the heatmaps, the diagnosis first: it took their
@@ -633,10 +633,10 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         _settle(qtbot, win)
         assert _drawn_height(win) >= least
         drawer = win.jacobian.drawer
-        assert drawer.isVisible() and win.jacobian.details_label.isVisible()
-        assert win.jacobian.details_label.text().startswith("diagnosis:")
+        assert drawer.isVisible() and win.jacobian.banner.details_label.isVisible()
+        assert win.jacobian.banner.details_label.text().startswith("diagnosis:")
         assert drawer.geometry().bottom() < win.jacobian.height()
-        assert win.jacobian.eps_edit.isVisible()
+        assert win.jacobian.tolerance_row.eps_edit.isVisible()
     finally:
         win.session.shutdown(wait=0.5)
 
@@ -798,7 +798,7 @@ def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
         room = win.classroom
         room.presentation.set_presentation(True, fullscreen=False)
         _settle(qtbot, win)
-        panes = [win.left, win.side_tabs, win.loss_plot, win.jacobian.graphics, win.status,
+        panes = [win.left, win.side_tabs, win.loss_plot, win.jacobian.heatmaps.graphics, win.status,
                  win.splitters["side"]]  # (the hover line and the readout: their views' own)
         calls = []
         for widget in panes:

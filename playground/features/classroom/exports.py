@@ -49,7 +49,7 @@ class Exports(QObject):
             menu.addSeparator()
             for name in LOSS_MENU:
                 menu.addAction(self.actions[name])
-        graphics = self.panes.jacobian.graphics
+        graphics = self.panes.jacobian.heatmaps.graphics
         graphics.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         graphics.customContextMenuRequested.connect(
             lambda pos: self.heatmap_menu(pos).popup(graphics.mapToGlobal(pos)))
@@ -58,8 +58,10 @@ class Exports(QObject):
         """title -> PlotItem of each heatmap."""
         j = self.panes.jacobian
         plots = {}
-        for key, image in (("analytic", j.analytic_image), ("numerical", j.numerical_image),
-                           ("difference", j.difference_image)):
+        maps = j.heatmaps
+        for key, image in (("analytic", maps.analytic_image),
+                           ("numerical", maps.numerical_image),
+                           ("difference", maps.difference_image)):
             item = image.getViewBox()
             while item is not None and not hasattr(item, "getAxis"):
                 item = item.parentItem()
@@ -70,7 +72,7 @@ class Exports(QObject):
     def heatmap_menu(self, pos=None) -> QMenu:
         """The right-click menu of the heatmaps (the one under ``pos`` first)."""
         menu = QMenu(self.panes.window)
-        graphics = self.panes.jacobian.graphics
+        graphics = self.panes.jacobian.heatmaps.graphics
         if pos is not None:
             scene_pos = graphics.mapToScene(pos)
             for key, plot in self.heatmap_plots().items():
@@ -106,7 +108,7 @@ class Exports(QObject):
                                             path)
         if not path:
             return None
-        item = self.heatmap_plots()[which] if which else self.panes.jacobian.graphics.ci
+        item = self.heatmap_plots()[which] if which else self.panes.jacobian.heatmaps.graphics.ci
         return self._try(lambda: [export.export_item(item, path)])
 
     def export_jacobians(self, fmt: str, path=None):

@@ -1,5 +1,6 @@
 """The Jacobian pane's verdict banner: one line with the verdict (progress and Cancel while
-computing) and a Details toggle that unfolds the numbers, the worst entry and the notes.
+computing) and a Details toggle that unfolds the numbers, the worst entry and the notes in a
+drawer over the heatmaps (:class:`DetailsDrawer`).
 
 Verdicts are spelled out with a symbol too, so nothing depends on telling green from red.
 """
@@ -35,21 +36,22 @@ _ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
 
 class VerdictBanner(QFrame):
     """The banner; ``pane`` is the widget whose colours it takes while neutral, and a share
-    of whose height the details may take.
+    of whose height the details may take. The details (:attr:`details_scroll`) are laid out
+    by a :class:`DetailsDrawer`, not in the banner.
 
     Signals: ``cancelRequested()`` from Cancel, ``detailsToggled(shown)`` when the details
     are unfolded or folded."""
 
     cancelRequested = Signal()
     detailsToggled = Signal(bool)
+    #: the first order (1) or the second (2) asked for with the switch
+    orderRequested = Signal(int)
 
     def __init__(self, pane: QWidget):
         super().__init__()
         self.setObjectName("JacobianBanner")
         self._pane = pane
         self._state = "neutral"
-        #: the details are in a DetailsDrawer (its colours, not the state's)
-        self._in_drawer = False
         self.verdict_label = QLabel()
         self.verdict_label.setObjectName("JacobianVerdict")
         self.details_label = QLabel()
@@ -76,9 +78,9 @@ class VerdictBanner(QFrame):
         box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
         box.addLayout(self._head)
-        # a few lines (the diagnosis first), scrolled: the heatmaps below keep their room
-        self.details_scroll = FitScroll(self.details_box, pane, share=0.15)
-        box.addWidget(self.details_scroll)
+        # the diagnosis first; scrolled past 0.6 of the pane's height: the drawer covers the
+        # heatmaps, it takes no room from them
+        self.details_scroll = FitScroll(self.details_box, pane, share=0.6)
         self.progress_bar.hide()
         self.cancel_button.hide()
 
@@ -103,17 +105,38 @@ class VerdictBanner(QFrame):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the comparison")
         self.cancel_button.clicked.connect(self.cancelRequested)
+        self._build_order_switch()
         self._head = QHBoxLayout()
         self._head.setSpacing(8)
         self._head.addWidget(self.verdict_label, 3)
         self._head.addWidget(self.progress_bar, 2)
         self._head.addWidget(self.cancel_button)
+        self._head.addWidget(self.order_button, 0, Qt.AlignmentFlag.AlignTop)
         self._head.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         # the row as tall as the progress bar and Cancel while they are hidden too: showing
         # them must not make it taller (see restyle)
         self._row_strut = QSpacerItem(0, 0, QSizePolicy.Policy.Fixed,
                                       QSizePolicy.Policy.Fixed)
         self._head.addItem(self._row_strut)
+
+    def _build_order_switch(self) -> None:
+        """The first order / second order switch: pressed, the heatmaps show the second
+        order (D too). One button: two took the room of the verdict's line in presentation
+        mode at 150 %, and the heatmaps' height with it."""
+        self.order_button = QToolButton()
+        self.order_button.setObjectName("JacobianOrder")
+        self.order_button.setCheckable(True)
+        self.order_button.setToolTip("Second order (D): your backward differentiated by "
+                                     "autograd (double backward) against finite differences "
+                                     "of backward; again for the first order")
+        self.order_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay the window's
+        self.order_button.toggled.connect(lambda on: self.orderRequested.emit(2 if on else 1))
+
+    def set_order(self, order: int) -> None:
+        """Show ``order`` (1 or 2) as the chosen one (emits nothing)."""
+        self.order_button.blockSignals(True)
+        self.order_button.setChecked(order == 2)
+        self.order_button.blockSignals(False)
 
     # ------------------------------------------------------------------ details
 
@@ -194,6 +217,8 @@ class VerdictBanner(QFrame):
         """Fonts from ``base``, the verdict ``verdict_scale`` times its usual size."""
         self.verdict_label.setFont(scaled(base, 1.4 * verdict_scale, bold=True))
         self.details_button.setFont(scaled(base, 1.0))
+        self.order_button.setFont(scaled(base, 1.0))
+        self.order_button.setText("2nd order" if verdict_scale == 1.0 else "2nd")
         # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
         self.details_button.setText("Details" if verdict_scale == 1.0 else "")
         self.details_button.setToolButtonStyle(
@@ -215,13 +240,11 @@ class VerdictBanner(QFrame):
         widget in the banner, a few milliseconds of the GUI thread at each check's start
         and verdict, when the view has the heatmaps to lay out and paint."""
         fg = QColor(self._colors()[2])
-        labels = (self.verdict_label,) if self._in_drawer \
-            else (self.verdict_label, *self._detail_labels())
-        for label in labels:
-            if label.palette().color(QPalette.ColorRole.WindowText) != fg:
-                palette = QPalette()  # this role set, the others the banner's
-                palette.setColor(QPalette.ColorRole.WindowText, fg)
-                label.setPalette(palette)
+        label = self.verdict_label  # the details are in the drawer, in the pane's colours
+        if label.palette().color(QPalette.ColorRole.WindowText) != fg:
+            palette = QPalette()  # this role set, the others the banner's
+            palette.setColor(QPalette.ColorRole.WindowText, fg)
+            label.setPalette(palette)
         self.update()
 
     def _colors(self) -> tuple[str, str, str]:
@@ -262,16 +285,10 @@ class DetailsDrawer(QFrame):
         self.setFrameShape(QFrame.Shape.Box)
         self.setLineWidth(2)
         self.setAutoFillBackground(True)
-        scroll = banner.details_scroll
-        banner.layout().removeWidget(scroll)
-        scroll._share = 0.6  # of the pane's height: the drawer covers, it takes no room
-        banner._in_drawer = True
-        for label in banner._detail_labels():  # the pane's text colour on its background
-            label.setPalette(QPalette())
         box = QVBoxLayout(self)
         box.setContentsMargins(8, 6, 8, 6)
         box.setSpacing(4)
-        box.addWidget(scroll)
+        box.addWidget(banner.details_scroll)
         box.addWidget(tolerances)
         self.setVisible(banner.details_shown())
         banner.detailsToggled.connect(self._toggled)

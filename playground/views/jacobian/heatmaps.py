@@ -34,6 +34,11 @@ _HALO = QColor(255, 255, 255, 190)
 _TITLES = (("analytic", "Analytic (backward)"),
            ("numerical", "Numerical (finite diff.)"),
            ("difference", "Difference (a − n)"))
+#: the second order's: backward differentiated by autograd, and by finite differences
+#: (where they do not fit, the words before " (": "Double backward", "Numerical")
+_SECOND_TITLES = (("analytic", "Double backward (analytic)"),
+                  ("numerical", "Numerical (finite diff. of backward)"),
+                  ("difference", "Difference (a − n)"))
 _COLUMNS = {"analytic": 1, "numerical": 2, "difference": 4}
 
 
@@ -85,6 +90,13 @@ class Heatmaps:
         self.text_color = "#000000"
         self._bar_width = 16
         self._tick_offset = 3
+
+    def set_order(self, order: int) -> None:
+        """The panels' titles for the first order (1) or the second (2, double backward);
+        :meth:`BlockLabels.fit_titles` shows them."""
+        for panel, (_key, title) in zip(self.panels, _SECOND_TITLES if order == 2
+                                        else _TITLES):
+            panel.title = title
 
     @property
     def view_box(self) -> pg.ViewBox:

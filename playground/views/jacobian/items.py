@@ -50,5 +50,5 @@ def fit_hint(view) -> None:
     layout = view.layout()
     margins, spacing = layout.contentsMargins(), layout.spacing()
     used = margins.top() + margins.bottom() + view.banner.height() + spacing \
-        + view.graphics.minimumHeight() + spacing + view.hover_label.sizeHint().height()
+        + view.heatmaps.graphics.minimumHeight() + spacing + view.hover_label.sizeHint().height()
     view.hover_label.setVisible(used <= view.height())

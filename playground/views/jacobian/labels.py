@@ -28,6 +28,10 @@ class BlockLabels:
     def __init__(self, heatmaps: Heatmaps, owner: QWidget):
         self._heatmaps = heatmaps
         self._owner = owner
+        #: the (column, row) block labels the axes show: [(position, text), ...]. A label
+        #: reads "name [shape]" where the block is wide (or tall) enough on screen, else just
+        #: "name"; a block too small even for that gets no label (the hint line below the
+        #: views then lists every block)
         self.tick_labels: tuple[list, list] = ([], [])
         self.full = True  # every block label shows "name [shape]"
         self._row_text_width = 0
@@ -80,15 +84,18 @@ class BlockLabels:
             axis.setWidth(width)
 
     def fit_titles(self) -> None:
-        """Full titles where they all fit over their views, else the first words only
-        ("Analytic", "Numerical", "Difference")."""
+        """The longest titles that all fit over their views: full, else the words before
+        " (" ("Double backward", "Numerical", "Difference" for the second order), else the
+        panel's name ("Analytic", "Numerical", "Difference")."""
         metrics = QFontMetrics(self.title_font)
         panels = self._heatmaps.panels
         width = self._heatmaps.view_box.width()  # the same for all three
-        short = width >= 2 and any(metrics.horizontalAdvance(panel.title) > width
-                                   for panel in panels)
-        for panel in panels:
-            title = panel.title.split(" (")[0] if short else panel.title
+        levels = [[p.title for p in panels],
+                  [p.title.split(" (")[0] for p in panels],
+                  [p.key.capitalize() for p in panels]]
+        titles = next((level for level in levels if width < 2 or all(
+            metrics.horizontalAdvance(t) <= width for t in level)), levels[-1])
+        for panel, title in zip(panels, titles):
             if title != panel.shown_title:
                 panel.shown_title = title
                 panel.plot.setTitle(title, **self._title_style)
@@ -98,7 +105,7 @@ class BlockLabels:
 
     def update_ticks(self) -> bool:
         """Lay the block labels out for the current zoom and size (see
-        JacobianView.block_ticks); True where whether they are all in full changed."""
+        :attr:`tick_labels`); True where whether they are all in full changed."""
         heatmaps = self._heatmaps
         inputs, outputs = heatmaps.inputs, heatmaps.outputs
         vb = heatmaps.view_box

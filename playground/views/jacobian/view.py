@@ -1,18 +1,14 @@
 """The Jacobian pane: :class:`JacobianView` puts the verdict banner, the tolerance bar, the
 heatmaps and the hover line together, takes a comparison's progress and report into its data
 (:class:`~.shown.Shown`), and has them drawn (:mod:`.drawing`), pacing the worker
-(:mod:`.paint`).
-
-:class:`JacobianView` is over the 400-line limit of a class (tests/test_sizes.py lists it): its
-compatibility front, the names it copies from its parts, goes once the tests address the parts
-(issue 31)."""
+(:mod:`.paint`). Its widgets are its parts' (``view.banner.verdict_label``,
+``view.heatmaps.graphics``, ``view.tolerance_row.eps_edit``): one name each."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
@@ -34,17 +30,6 @@ from playground.views.jacobian.tolerances import ToleranceBar
 
 __all__ = ["JacobianView"]
 
-# the parts' widgets and items, under the names the window, the classroom and tests use
-_SHARED = {
-    "banner": ("verdict_label", "details_label", "worst_label", "notes_label",
-               "details_button", "progress_bar", "cancel_button", "details_box",
-               "details_scroll"),
-    "tolerance_row": ("check_button", "eps_edit", "atol_edit", "rtol_edit"),
-    "heatmaps": ("graphics", "analytic_image", "numerical_image", "difference_image",
-                 "colorbar", "difference_colorbar", "rows_plot", "row_axis"),
-    "marks": ("mismatch_markers", "mismatch_overlay"),
-}
-
 
 class JacobianView(QWidget):
     """Verdict banner, tolerance editors, and the three linked heatmaps.
@@ -52,7 +37,8 @@ class JacobianView(QWidget):
     Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid tolerances,
     ``checkRequested()`` and ``cancelRequested()`` from the buttons, ``detailsToggled(shown)``
     when the banner is expanded or folded, ``idealHeightChanged()`` when
-    :meth:`ideal_height` may have changed (a new matrix, another size).
+    :meth:`ideal_height` may have changed (a new matrix, another size), ``orderChanged(order)``
+    when the heatmaps switch between the first order (1) and the second (2).
     """
 
     tolerancesChanged = Signal(float, float, float)
@@ -61,10 +47,14 @@ class JacobianView(QWidget):
     detailsToggled = Signal(bool)
     idealHeightChanged = Signal()
     pixelsChanged = Signal(int)  # the heatmaps' size on screen, in device pixels
+    orderChanged = Signal(int)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.shown = Shown()
+        #: the first-order report last shown (its second order beside it), and which is drawn
+        self.checked: Report | None = None
+        self.order = 1
         self._styling = False
         self._verdict_scale = 1.0
         self._layout_key: tuple | None = None
@@ -87,11 +77,6 @@ class JacobianView(QWidget):
         self.live = LiveDrawing(self.heatmaps, self.shown, lambda: self.tolerances()[1], self)
         self.drawing = ReportDrawing(self.heatmaps, self.marks, self.shown)
         self.gate = PaintGate(self.heatmaps.graphics, self._show_progress_now, self)
-        self._panels = self.heatmaps.panels
-        for part, names in _SHARED.items():
-            for name in names:
-                setattr(self, name, getattr(getattr(self, part), name))
-        self.tolerance_message = self.tolerance_row.message
         self.hover_label = ElidedLabel()
         self.hover_label.setObjectName("JacobianHover")
         self.hover_label.setMinimumWidth(10)
@@ -100,48 +85,26 @@ class JacobianView(QWidget):
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(4)
         layout.addWidget(self.banner)
-        layout.addWidget(self.graphics, 1)
+        layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
         self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
+        self.banner.orderRequested.connect(self.set_order)
         self.tolerance_row.checkRequested.connect(self.checkRequested)
         self.tolerance_row.tolerancesChanged.connect(self.tolerancesChanged)
         vb = self.heatmaps.view_box
         vb.sigResized.connect(self._view_resized)
         vb.sigRangeChanged.connect(self._update_ticks)
         vb.sigTransformChanged.connect(self.marks.fit_size)
-        for panel in self._panels:
+        for panel in self.heatmaps.panels:
             panel.plot.vb.sigRangeChangedManually.connect(self._user_zoomed)
-        self.graphics.scene().sigMouseClicked.connect(self._mouse_clicked)
-        self.graphics.scene().sigMouseMoved.connect(self._mouse_moved)
-        for watched in (self.graphics.viewport(), self.graphics, self, self.banner):
+        self.heatmaps.graphics.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.heatmaps.graphics.scene().sigMouseMoved.connect(self._mouse_moved)
+        graphics = self.heatmaps.graphics
+        for watched in (graphics.viewport(), graphics, self, self.banner):
             watched.installEventFilter(self)
-
-    @property
-    def _shape(self) -> tuple[int, int]:
-        return self.heatmaps.shape
-
-    @property
-    def _report(self) -> Report | None:
-        return self.shown.report
-
-    @property
-    def _analytic(self) -> np.ndarray | None:
-        return self.shown.analytic
-
-    @property
-    def _diagnosis_items(self) -> list:
-        return self.marks.diagnosis_items
-
-    @property
-    def _deferred(self) -> Progress | None:
-        return self.gate.deferred
-
-    @property
-    def _refresh_timer(self) -> QTimer:
-        return self.live.refresh_timer
 
     # ------------------------------------------------------------------ public API
 
@@ -171,9 +134,9 @@ class JacobianView(QWidget):
         self.gate.drop()
         self.gate.paint_next_pass()  # often from the slot that starts a run: the plot paints first
         self.shown.computing = True
-        self.shown.report = None  # its verdict is about other matrices
+        self.shown.report = self.checked = None  # its verdict is about other matrices
         self._clear_data()
-        self.check_button.setEnabled(False)
+        self.tolerance_row.check_button.setEnabled(False)
         # the banner keeps its height while computing: the heatmaps below it must not jump
         # (nor be laid out again, which costs the GUI thread tens of milliseconds). The
         # message first: the progress bar narrows the verdict's line, where the last verdict
@@ -201,13 +164,44 @@ class JacobianView(QWidget):
         self.gate.drop()
         self._show_progress_now(progress)
 
+    def set_order(self, order: int) -> None:
+        """Show the first order's heatmaps (1) or the second's (2: the double backward's,
+        the report's ``second_order``); ``orderChanged`` says so."""
+        order = 2 if order == 2 else 1
+        self.banner.set_order(order)
+        if order == self.order:
+            return
+        self.order = order
+        self.heatmaps.set_order(order)
+        self.labels.fit_titles()
+        if self.checked is not None and not self.shown.computing:
+            self._draw(self.checked)
+        self.orderChanged.emit(order)
+
+    def toggle_order(self) -> None:
+        """First order to second, or back (the D key)."""
+        self.set_order(3 - self.order)
+
     def show_report(self, report: Report) -> None:
-        """The final verdict, heatmaps, mismatches and worst entry; hides the progress UI."""
+        """The final verdict, heatmaps, mismatches and worst entry (of the order shown: the
+        report's own, or its ``second_order``); hides the progress UI."""
         self.gate.paint_next_pass()
         self._end_computing()
+        self.checked = report
+        self._draw(report)
+
+    def _draw(self, checked: Report) -> None:
+        report = checked if self.order == 1 else checked.second_order
+        if report is None:
+            self.shown.report = None
+            self._clear_data()
+            verdict = words.no_second_order(checked)
+            self._say(verdict.state, verdict.head, verdict.details)
+            self.hover_label.setText(self._hover_hint())
+            return
         self.shown.report = report
         self._set_axes(report.outputs, report.inputs)
-        verdict = words.verdict(report)
+        verdict = words.verdict(report, self.order)
         self._say(verdict.state, verdict.head, verdict.details, verdict.worst, verdict.notes)
         self.marks.clear()
         if not self.drawing.show(report):
@@ -217,7 +211,7 @@ class JacobianView(QWidget):
                                      "verdict only.")
             return
         cell, self._hover_cell = self._hover_cell, None
-        rows, cols = self._shape
+        rows, cols = self.heatmaps.shape
         if cell is not None and cell[0] < rows and cell[1] < cols:
             self._set_hover(cell)  # the mouse still rests there: show the new values
         else:
@@ -227,13 +221,13 @@ class JacobianView(QWidget):
     def show_failure(self, message: str) -> None:
         """No verdict: hide the progress UI and say why in the banner."""
         self._end_computing()
-        self.shown.report = None
+        self.shown.report = self.checked = None
         self._say("neutral", f"Jacobian not computed: {message}")
 
     def clear(self) -> None:
         """Back to the empty state."""
         self._end_computing()
-        self.shown.report = None
+        self.shown.report = self.checked = None
         self._clear_data()
         self._say("neutral", "No Jacobian yet",
                   "Press “Check at current point” to compare your backward with "
@@ -255,14 +249,6 @@ class JacobianView(QWidget):
         """What hovering over entry (row, col) shows; empty outside the matrix."""
         return self.shown.hover_text(self.heatmaps.outputs, self.heatmaps.inputs, row, col)
 
-    def block_ticks(self) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
-        """The (column, row) block labels the axes show: [(position, text), ...].
-
-        A label reads "name [shape]" where the block is wide (or tall) enough on screen,
-        else just "name"; a block too small even for that gets no label (the hint line
-        below the views then lists every block)."""
-        return self.labels.tick_labels
-
     def fit(self) -> None:
         """Show the whole matrix (and keep it fitted while the view is resized)."""
         self.drawing.fit()
@@ -272,10 +258,10 @@ class JacobianView(QWidget):
         width they have (:func:`~.geometry.view_height`): what the window gives the pane
         first. Before a matrix arrives, that of a square one (most are, and the pane need
         not move when it comes)."""
-        rows, cols = self._shape if all(self._shape) else (1, 1)
+        rows, cols = self.heatmaps.shape if all(self.heatmaps.shape) else (1, 1)
         vb = self.heatmaps.view_box
         width = vb.width()
-        if width < 2 or not self.graphics.isVisible():
+        if width < 2 or not self.heatmaps.graphics.isVisible():
             return self.sizeHint().height()
         return math.ceil(self.height() - vb.height() + view_height(rows, cols, width))
 
@@ -294,9 +280,9 @@ class JacobianView(QWidget):
         super().changeEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.graphics.viewport() and event.type() == QEvent.Type.Leave:
+        if watched is self.heatmaps.graphics.viewport() and event.type() == QEvent.Type.Leave:
             self._set_hover(None)
-        elif watched is self.graphics and event.type() == QEvent.Type.Resize:
+        elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
         if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
@@ -332,9 +318,9 @@ class JacobianView(QWidget):
         self._set_axes(progress.outputs, progress.inputs)
         analytic = preview.as_array(progress.analytic)
         numerical = preview.as_array(progress.numerical)
-        if numerical is None or numerical.shape != self._shape:
+        if numerical is None or numerical.shape != self.heatmaps.shape:
             return
-        if analytic is not None and analytic.shape != self._shape:
+        if analytic is not None and analytic.shape != self.heatmaps.shape:
             analytic = None
         self.live.take(progress, fraction, analytic, numerical)
 
@@ -344,7 +330,7 @@ class JacobianView(QWidget):
         self.shown.computing = False
         self.live.stop()
         self.banner.end_progress()
-        self.check_button.setEnabled(True)
+        self.tolerance_row.check_button.setEnabled(True)
 
     # ------------------------------------------------------------------ report, matrices
 
@@ -354,9 +340,6 @@ class JacobianView(QWidget):
         self.heatmaps.clear()
         self.marks.clear()
         self._set_hover(None)
-
-    def _set_levels(self, bar, peak: float, grow_only: bool = False) -> None:
-        self.heatmaps.set_levels(bar, peak, grow_only, computing=self.shown.computing)
 
     def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
              keep_space: bool = False) -> None:
@@ -393,7 +376,7 @@ class JacobianView(QWidget):
         self._update_ticks()
 
     def _update_ticks(self, *_args) -> None:
-        """Lay the block labels out for the current zoom and size (see block_ticks)."""
+        """Lay the block labels out for the current zoom and size (see BlockLabels.tick_labels)."""
         if self.labels.update_ticks() and self._hover_cell is None and not self.shown.computing:
             self.hover_label.setText(self._hover_hint())
 

@@ -11,8 +11,8 @@ from customgrad.diagnosis import PHRASES
 from customgrad.jacobian import Axis, Report
 from playground.views.jacobian.geometry import block_ticks
 
-__all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "number", "phase_text",
-           "verdict"]
+__all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "no_second_order",
+           "number", "phase_text", "second_order_line", "verdict"]
 
 _PHASES = {
     "numerical": "Finite differences (numerical)",
@@ -130,13 +130,16 @@ class Verdict:
     notes: str
 
 
-def verdict(report: Report) -> Verdict:
-    """The banner's words for ``report``."""
+def verdict(report: Report, order: int = 1) -> Verdict:
+    """The banner's words for ``report``; ``order`` 2: it is the second order's (the
+    double backward's, :attr:`Report.second_order` of the first)."""
     total, bad = report.total, report.mismatches
+    which = "Jacobian entries" if order == 1 else "entries"
+    second = "" if order == 1 else " (double backward)"
     if report.passed:
-        head = f"✔ PASSED: all {total:,} Jacobian entries within tolerance"
+        head = f"✔ PASSED{second}: all {total:,} {which} within tolerance"
     else:
-        head = f"✘ FAILED: {bad:,} of {total:,} Jacobian entries outside tolerance"
+        head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
     details = (f"max abs error {number(report.max_abs_error, 3)}   ·   max rel error "
                f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
                f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
@@ -152,8 +155,10 @@ def verdict(report: Report) -> Verdict:
         failed = [c.name for c in report.checks.values() if c.status == "failed"]
         if not bad and failed:
             head = f"✘ FAILED: {', '.join(failed)} (the Jacobian agrees)"
+    if order == 1 and (report.second_order is not None or report.second_order_reason):
+        lines.append(second_order_line(report))
     if report.diagnoses:  # shorter words, so the line keeps to one line
-        head = (f"✘ FAILED: {bad:,} of {total:,} entries outside tolerance — "
+        head = (f"✘ FAILED{second}: {bad:,} of {total:,} entries outside tolerance — "
                 f"{PHRASES[report.diagnoses[0].kind]}?")
         # the most useful line: the first thing Details shows
         details = "\n".join([*(f"diagnosis: {d}" for d in report.diagnoses), details])
@@ -176,3 +181,22 @@ def _worst_lines(report: Report) -> list[str]:
         more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
         lines.append(f"failing blocks: {shown}{more}")
     return lines
+
+
+def second_order_line(report: Report) -> str:
+    """The first order's line about the second: its verdict (D shows it), or why none."""
+    second = report.second_order
+    if second is None:
+        return f"second order: not drawn: {report.second_order_reason}"
+    if second.passed:
+        return (f"second order (double backward): ✔ all {second.total:,} entries within "
+                "tolerance (D shows it)")
+    return (f"second order (double backward): ✘ {second.mismatches:,} of {second.total:,} "
+            "entries outside tolerance (D shows it)")
+
+
+def no_second_order(report: Report) -> Verdict:
+    """The banner's words where second order is asked for and ``report`` (the first
+    order's) has none: why."""
+    reason = report.second_order_reason or "this check did not compute it."
+    return Verdict("neutral", "Second order not drawn", reason, "", "")
