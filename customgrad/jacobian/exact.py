@@ -29,13 +29,15 @@ from customgrad.contract import FakeCtx
 from customgrad.errors import Cancelled
 from customgrad.jacobian import limits
 from customgrad.jacobian.colouring import group_columns, group_sets
-from customgrad.jacobian.probe import Probe
+from customgrad.jacobian.probe import Probe, same_values
 from customgrad.jacobian.report import REFERENCE, Method
 from customgrad.jacobian.workspace import Pacer, Workspace
 
 #: the verification's tolerances, as a share of the check's: the reference may move a
 #: compared entry by at most this much of the tolerance
 VERIFY_SHARE = 0.1
+#: a Jacobian this small takes the reference even where its rows do not compress
+SMALL = 1 << 16
 #: the most non-zero entries the reference keeps (a denser Jacobian takes finite differences)
 MAX_ENTRIES = 1 << 22
 
@@ -45,7 +47,8 @@ class Fallback(Exception):
 
 
 def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, atol: float,
-                   rtol: float, base: list, forward, direct: bool) -> Method:
+                   rtol: float, base: list, forward, direct: bool,
+                   notes: list[str] | None = None) -> Method:
     """Write the verified reference into ``space`` (``num_t``, ``num_nonzero``) and say so;
     or write nothing and give the reason (the caller then takes finite differences)."""
     try:
@@ -64,6 +67,9 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     except Fallback as why:
         return Method(reason=str(why))
     _write(space, pacer, rows, cols, values)
+    if checker.scribbled and notes is not None:
+        notes.append("forward modifies its input in place at some points: finite "
+                     "differences use copies.")
     return Method(REFERENCE, colours, checker.forwards, products)
 
 
@@ -147,7 +153,7 @@ class Traced:
             if seeded <= n_rows // 4 or size <= 8:
                 break
             size //= 8
-        if seeded > n_rows // 2:
+        if seeded > n_rows // 2 and n_rows * self.space.cols > SMALL:
             raise Fallback("the Jacobian is nearly dense: compression saves nothing")
         rows, cols, values = self._rows(groups, starts, size, reach, pacer)
         return rows, cols, values, self.products
@@ -160,14 +166,14 @@ class Traced:
         weights = torch.rand(n_rows, generator=gen, dtype=torch.float64).add_(1.0)
         group_of = torch.arange(n_rows) // size
         reach = torch.empty((len(starts), cols), dtype=torch.bool)
-        step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, cols))
+        step = _batch(n_rows, cols)
         for g0 in range(0, len(starts), step):
             g1 = min(len(starts), g0 + step)
             grads = torch.zeros((g1 - g0, n_rows), dtype=torch.float64)
             lo, hi = g0 * size, min(n_rows, g1 * size)
             grads[group_of[lo:hi] - g0, torch.arange(lo, hi)] = weights[lo:hi]
             product = self.vjp(grads)
-            reach[g0:g1] = product.ne(0) | product.isnan()
+            torch.ne(product, 0, out=reach[g0:g1])  # NaN != 0 too
             pacer.check_stop()
         return reach
 
@@ -178,7 +184,7 @@ class Traced:
         n_rows, cols = self.space.rows, self.space.cols
         found_r, found_c, found_v = [], [], []
         count = 0
-        step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, cols))
+        step = _batch(n_rows, cols)
         for members in groups:
             owner = torch.full((cols,), -1, dtype=torch.int64)  # the group reaching a column
             for g in members:
@@ -191,7 +197,7 @@ class Traced:
                 grads = torch.zeros((len(js), n_rows), dtype=torch.float64)
                 grads[torch.arange(len(js)).unsqueeze(1).expand_as(rows)[valid], rows[valid]] = 1
                 product = self.vjp(grads)
-                hit = product.ne(0) | product.isnan()
+                hit = product.ne(0)  # NaN != 0 too
                 p, c = hit.nonzero(as_tuple=True)
                 if bool((owner[c] < 0).any()):
                     raise Fallback("a column no group was seen to reach holds an entry")
@@ -206,6 +212,12 @@ class Traced:
             empty = torch.zeros(0, dtype=torch.int64)
             return empty, empty, torch.zeros(0, dtype=torch.float64)
         return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+
+
+def _batch(n_rows: int, cols: int) -> int:
+    """Products per batch: a quarter of a tile's entries, so the reference's temporaries stay
+    below the analytic pass's (the check's peak memory is the analytic pass's)."""
+    return max(1, limits.CHUNK_ELEMENTS // 4 // max(n_rows, cols))
 
 
 def _distinct_columns(reach: torch.Tensor) -> torch.Tensor:
@@ -226,6 +238,7 @@ class Verifier:
         self.probe, self.space, self.base, self.forward = probe, space, base, forward
         self.eps, self.atol, self.rtol = eps, atol, rtol
         self.forwards = 0
+        self.scribbled = False  # forward wrote into an input (each call has its own copies)
 
     def run(self, pacer: Pacer, rows, cols, values, colour, colours: int) -> None:
         gen = torch.Generator().manual_seed(1)
@@ -254,6 +267,7 @@ class Verifier:
             for axis in self.space.inputs:
                 step = direction[axis.offset:axis.offset + axis.size].view(axis.shape)
                 call[axis.position] = self.base[axis.position] + (sign * self.eps) * step
+            sent = [(call[a.position], call[a.position].clone()) for a in self.space.inputs]
             try:
                 outs = self.forward(call)
             except Cancelled:
@@ -262,6 +276,7 @@ class Verifier:
                 raise Fallback(f"forward raised at a perturbed point ({type(exc).__name__})") \
                     from None
             self.forwards += 1
+            self.scribbled = self.scribbled or not all(same_values(t, c) for t, c in sent)
             picked = []
             for axis in self.space.outputs:
                 out = outs[axis.position] if axis.position < len(outs) else None
