@@ -259,3 +259,36 @@ def double_backward_check(function: type[Function], args: list, eps: float = EPS
                             phase="backward") from None
     return DoubleBackwardReport(True, bool(ok), "double backward agrees with finite "
                                 "differences of backward (gradgradcheck).")
+
+
+def verified_double_backward(function: type, args: list, eps: float = EPS, atol: float = ATOL,
+                             rtol: float = RTOL, positions: list[int] | None = None
+                             ) -> DoubleBackwardReport | None:
+    """gradgradcheck's verdict without its 2n calls of backward, where that is sure: the
+    Jacobian of backward (customgrad.second_order) by the verified reference (autograd
+    through backward, checked by compressed finite differences of backward). None where the
+    reference does not hold (a backward autograd cannot follow, complex numbers, float32
+    only, a dense Jacobian) or cannot run: :func:`double_backward_check` then decides."""
+    from customgrad.jacobian.report import REFERENCE
+    from customgrad.second_order import double_backward_report
+
+    if once_differentiable(function):
+        return None
+    pos = positions if positions is not None else [
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
+    if not pos or any(args[i].is_complex() for i in pos):
+        return None
+    call = [converted(a.detach(), torch.float64) if i in pos else a for i, a in enumerate(args)]
+    try:
+        report = double_backward_report(function, call, positions=pos, diagnose=False,
+                                        eps=eps, atol=atol, rtol=rtol, keep=False)
+    except Exception:
+        return None
+    if report.method.name != REFERENCE:
+        return None
+    if report.passed:
+        return DoubleBackwardReport(True, True, "double backward agrees with finite "
+                                    "differences of backward (autograd through backward, "
+                                    "verified).")
+    return DoubleBackwardReport(True, False, "double backward disagrees: "
+                                + report.summary())

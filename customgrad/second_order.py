@@ -73,10 +73,14 @@ def backward_as_function(function: type[Function], args: list,
 
     def forward(ctx, *values):
         inputs, gos = list(values[:count]), values[count:]
+        # called directly under autograd (customgrad.jacobian.exact's reference): the
+        # gradients stay on the graph of the values given, so autograd differentiates them
+        traced = torch.is_grad_enabled()
         with torch.enable_grad():
-            leaves = [a.detach().requires_grad_() if i in positions else a
-                      for i, a in enumerate(inputs)]
-            go_leaves = [g.detach().requires_grad_() for g in gos]
+            leaves = [(a if traced and a.requires_grad else a.detach().requires_grad_())
+                      if i in positions else a for i, a in enumerate(inputs)]
+            go_leaves = [g if traced and g.requires_grad else g.detach().requires_grad_()
+                         for g in gos]
             out = function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
                                    for a in leaves])
             out = _on_graph(out)
@@ -85,7 +89,7 @@ def backward_as_function(function: type[Function], args: list,
                                         allow_unused=True)
         filled = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
         ctx.graph = (filled, [leaves[i] for i in positions] + go_leaves)
-        return tuple(g.detach() for g in filled)
+        return tuple(filled) if traced else tuple(g.detach() for g in filled)
 
     def backward(ctx, *ggs):
         grads, wrt = ctx.graph

@@ -96,13 +96,18 @@ class Tally:
         block.max_abs_error = max(block.max_abs_error, float(diff.max()))
         rel = diff.div_(absn.clamp_min_(max(atol, 1e-300))).nan_to_num_(math.inf, math.inf)
         block.max_rel_error = max(block.max_rel_error, float(rel.max()))
-        if best > block.worst_score:
+        if best > block.worst_score or (best == block.worst_score and not paired):
             width = score.shape[1]
             if paired and flat // width % 2 == 0 and (
                     part_diff.view(-1)[flat + width] > part_diff.view(-1)[flat]):
                 flat += width  # the worse part of the entry: its imaginary part
-            block.worst_score = best
-            block.worst = (row0 + flat % width, col0 + flat // width)
+            elif not paired:  # of equal scores, the first in row-major order, whatever the
+                # tile grid (an exact reference makes ties: a symmetric Jacobian's twins)
+                flat = _first_row_major(score, best)
+            entry = (row0 + flat % width, col0 + flat // width)
+            if best > block.worst_score or entry < block.worst:
+                block.worst_score = best
+                block.worst = entry
 
     def finish(self) -> None:
         """A block whose every entry agreed exactly names its first entry as the worst."""
@@ -121,3 +126,14 @@ class Tally:
         return Entry(o.position, i.position, o.element_name(r - o.offset),
                      i.element_name(c - i.offset), o.index(r - o.offset),
                      i.index(c - i.offset), r, c, a_val, float(self.space.num_t[c, r]))
+
+
+def _first_row_major(score: torch.Tensor, best: float) -> int:
+    """The flat index (input-major, as ``score``) of the entry scoring ``best`` with the
+    lowest output row, then the lowest input column."""
+    width = score.shape[1]
+    at = (score.view(-1) == best).nonzero(as_tuple=True)[0]
+    if at.numel() <= 1:
+        return int(at[0]) if at.numel() else 0
+    key = (at % width) * score.shape[0] + at // width  # row first, then column
+    return int(at[int(key.argmin())])

@@ -49,7 +49,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
-    numerical_dtype, tol = numerical_pass(probe, space, pacer, tol, notes)
+    numerical_dtype, tol, method = numerical_pass(probe, space, pacer, tol, notes)
     backward = Backward(probe, space.rows, space.cols, notes)
     tally = Tally(space, tol.atol, tol.rtol)
     analytic_pass(space, pacer, backward, tally)
@@ -58,4 +58,4 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
         worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
         numerical_dtype=numerical_dtype, analytic_path=backward.path,
         notes=notes, analytic=space.ana, numerical=space.num_t.T if keep else None,
-        seconds=time.perf_counter() - started)
+        seconds=time.perf_counter() - started, method=method)

@@ -18,21 +18,28 @@ from customgrad.dtypes import DOUBLE, flat_real
 from customgrad.errors import FunctionError
 from customgrad.inputs import format_shape
 from customgrad.jacobian import matrices
+from customgrad.jacobian.exact import reference_pass
 from customgrad.jacobian.limits import Tolerances
 from customgrad.jacobian.probe import Probe, chooses_direct, mutates, same_values
-from customgrad.jacobian.report import Axis
+from customgrad.jacobian.report import REFERENCE, Axis, Method
 from customgrad.jacobian.tiles import TileScan, axis_at, runs
 from customgrad.jacobian.workspace import Pacer, Workspace
 
 
 def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances,
-                   notes: list[str]) -> tuple[torch.dtype, Tolerances]:
+                   notes: list[str]) -> tuple[torch.dtype, Tolerances, Method]:
     """Fill ``space.num_t`` and ``space.num_nonzero``; return the dtype the differences were
-    taken in and the tolerances (floored when that is float32)."""
+    taken in, the tolerances (floored when that is float32) and the method: the verified
+    reference (customgrad.jacobian.exact) where it holds, else finite differences."""
     base, dtype, tol = _base_point(probe, tol, notes)
     direct = chooses_direct(probe, base)
     forward = probe.forward_direct if direct else probe.forward_plain
     clone_each = mutates(probe, forward, base, notes)
+    method = reference_pass(probe, space, pacer, tol.eps, tol.atol, tol.rtol, base, forward,
+                            direct, notes)
+    if method.name == REFERENCE:
+        pacer.emit(0.5, "numerical", force=True, columns_done=space.cols)
+        return dtype, tol, method
     tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
     kept = None if clone_each else [base[i].clone() for i in tensors]
     # vmap batches real tensors only: a complex axis goes element by element
@@ -49,7 +56,7 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
         FiniteDifferences(probe, space, pacer, tol.eps, base, forward, True, vmap=False).run()
-    return dtype, tol
+    return dtype, tol, method
 
 
 def _base_point(probe: Probe, tol: Tolerances,

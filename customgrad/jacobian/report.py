@@ -106,6 +106,38 @@ class Block:
                 f"d {self.input.name} [{format_shape(self.input.shape)}]")
 
 
+REFERENCE = "reference+compressed"
+FINITE_DIFFERENCES = "finite-differences"
+
+
+@dataclass(frozen=True)
+class Method:
+    """How the numerical Jacobian was made: ``REFERENCE`` (``colours`` colours verified with
+    ``forwards`` forward calls after ``products`` vector-Jacobian products) or
+    ``FINITE_DIFFERENCES`` (two forward calls per column), with ``reason`` why not the first."""
+
+    name: str = FINITE_DIFFERENCES
+    colours: int = 0
+    forwards: int = 0
+    products: int = 0
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        if self.name == REFERENCE:
+            return {"name": self.name, "colours": self.colours, "forwards": self.forwards,
+                    "products": self.products}
+        return {"name": self.name, "reason": self.reason}
+
+    def line(self) -> str:
+        """One line for the text report."""
+        if self.name == REFERENCE:
+            return (f"numerical Jacobian by autograd through forward, verified by finite "
+                    f"differences in {self.colours:,} compressed directions "
+                    f"({self.forwards:,} forward calls)")
+        return f"numerical Jacobian by finite differences, two forward calls per column " \
+               f"({self.reason})"
+
+
 @dataclass
 class Progress:
     """Handed to the progress callback: fraction done and the partially filled matrices.
@@ -168,16 +200,18 @@ class Report:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     #: the sub-checks that ran beside the Jacobian (customgrad.subchecks), by name
     checks: dict[str, SubCheck] = field(default_factory=dict)
+    #: how the numerical Jacobian was made (the verified reference, or finite differences)
+    method: Method = field(default_factory=Method)
+    #: the double backward's report (customgrad.second_order.beside), where the app drew it;
+    #: else why not, in words ("" where it was not sought)
+    second_order: Report | None = None
+    second_order_reason: str = ""
     #: the verdict: no Jacobian entry outside tolerance and no sub-check failed
     passed: bool = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "passed", all(b.passed for b in self.blocks)
                            and all(c.passed for c in self.checks.values()))
-    #: the double backward's report (customgrad.second_order.beside), where the app drew it;
-    #: else why not, in words ("" where it was not sought)
-    second_order: Report | None = None
-    second_order_reason: str = ""
 
     @property
     def mismatches(self) -> int:
@@ -312,6 +346,7 @@ class Report:
             lines += [f"check {c.name}: {c.status}: {c.detail}" for c in self.checks.values()
                       if c.name != "jacobian" and c.status != "passed"]
         lines += [f"note: {note}" for note in self.notes]
+        lines.append(f"method: {self.method.line()}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -358,6 +393,7 @@ class Report:
             "eps": self.eps, "atol": self.atol, "rtol": self.rtol,
             "numerical_dtype": str(self.numerical_dtype).replace("torch.", ""),
             "notes": list(self.notes),
+            "method": self.method.to_dict(),
             "seconds": round(self.seconds, 4),
             "diagnoses": [d.to_dict() for d in self.diagnoses],
         }

@@ -845,12 +845,111 @@ def bench_landscape_grid(quick: bool) -> dict:
     return out
 
 
+_ENGINE = """
+import json, sys, time
+from unittest import mock
+import torch
+from customgrad.api import check
+from customgrad.gallery.classic import Exp, NumpyTanh
+from customgrad.gallery.seeds import KillHead, LinearFunction
+from customgrad.jacobian import compare, numerical
+from customgrad.jacobian.report import Method
+
+from customgrad import threads
+
+repeat = int(sys.argv[1])
+g = torch.Generator().manual_seed(0)
+x = torch.randn(64, 128, dtype=torch.float64, generator=g)
+w = torch.randn(64, 128, dtype=torch.float64, generator=g)
+e = torch.randn(16, 32, dtype=torch.float64, generator=g)
+full = mock.patch.object(numerical, "reference_pass", lambda *a: Method(reason="benchmark"))
+
+
+def best(fn):
+    out = float("inf")
+    for _ in range(repeat):
+        threads.use_free_cores()  # what each job in a worker process does first
+        start = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - start)
+    return out
+
+
+def gradcheck(fn, *args):
+    leaves = [a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+    threads.use_free_cores()
+    start = time.perf_counter()
+    torch.autograd.gradcheck(fn.apply, tuple(leaves))
+    return time.perf_counter() - start
+
+
+compare(KillHead, [x[:4, :8].clone(), 2])  # warm up (vmap, allocator)
+with full:
+    compare(KillHead, [x[:4, :8].clone(), 2])
+out = {}
+for name, fn, args in (("killhead", KillHead, [x, 2]), ("linear", LinearFunction, [x, w]),
+                       ("numpy_tanh", NumpyTanh, [x])):
+    out[f"{name}_s"] = best(lambda: compare(fn, args))
+    with full:
+        out[f"{name}_full_s"] = best(lambda: compare(fn, args))
+    if name != "numpy_tanh":
+        out[f"{name}_gradcheck_s"] = gradcheck(fn, *args)
+out["exp_double_s"] = best(lambda: check(Exp, e, checks=["jacobian", "double_backward"]))
+ee = e.clone().requires_grad_()
+out["exp_gradgradcheck_s"] = best(lambda: torch.autograd.gradgradcheck(Exp.apply, (ee,)))
+out["threads"] = torch.get_num_threads()
+print(json.dumps(out))
+"""
+
+
+def bench_engine(quick: bool) -> dict:
+    """Issue 32's four ratios, idle and with one core held by a busy process, each in a fresh
+    interpreter set up as a worker process (passive OpenMP waiting, threads from the cores
+    free before each run), everything of one condition in that one process: KillHead 64x128 and
+    LinearFunction (input 64x128, weight 64x128) against gradcheck, as now (the verified
+    reference where it holds) and with the full finite-difference method forced (as before);
+    the NumPy Tanh 64x128 (untraceable) now against the full method; double backward of Exp
+    16x32 against gradgradcheck. Best of the repeats, gradcheck once."""
+    repeat = 2 if quick else 3
+    out = {}
+    for condition in ("idle", "busy"):
+        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # as in a worker process
+            done = subprocess.run([sys.executable, "-c", _ENGINE, str(repeat)], cwd=ROOT,
+                                  env=env, capture_output=True, text=True, check=True)
+        t = json.loads(done.stdout.splitlines()[-1])
+        c = condition
+        out[f"engine_{c}_load_1min"] = load
+        out[f"engine_{c}_threads"] = t["threads"]
+        for name in ("killhead", "linear"):
+            out[f"engine_{c}_{name}_s"] = t[f"{name}_s"]
+            out[f"engine_{c}_{name}_full_s"] = t[f"{name}_full_s"]
+            out[f"engine_{c}_{name}_gradcheck_s"] = t[f"{name}_gradcheck_s"]
+            out[f"engine_{c}_{name}_vs_gradcheck"] = t[f"{name}_gradcheck_s"] / t[f"{name}_s"]
+            out[f"engine_{c}_{name}_full_vs_gradcheck"] = (t[f"{name}_gradcheck_s"]
+                                                           / t[f"{name}_full_s"])
+        out[f"engine_{c}_numpy_tanh_vs_full"] = t["numpy_tanh_s"] / t["numpy_tanh_full_s"]
+        out[f"engine_{c}_exp_double_s"] = t["exp_double_s"]
+        out[f"engine_{c}_exp_gradgradcheck_s"] = t["exp_gradgradcheck_s"]
+        out[f"engine_{c}_exp_double_vs_gradgradcheck"] = (t["exp_gradgradcheck_s"]
+                                                          / t["exp_double_s"])
+    return out
+
+
 BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
            "isolation": bench_isolation, "display": bench_display, "busy": bench_busy,
-           "landscape": bench_landscape, "landscape_grid": bench_landscape_grid}
+           "landscape": bench_landscape, "landscape_grid": bench_landscape_grid,
+           "engine": bench_engine}
 DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup")
 GOALS = {
+    **{f"engine_{c}_killhead_vs_gradcheck": ">= 100" if c == "idle" else ">= 50"
+       for c in ("idle", "busy")},
+    **{f"engine_{c}_linear_vs_gradcheck": ">= 50" for c in ("idle", "busy")},
+    **{f"engine_{c}_numpy_tanh_vs_full": "<= 1.1: untraceable, now / the full method"
+       for c in ("idle", "busy")},
+    **{f"engine_{c}_exp_double_vs_gradgradcheck": ">= 10" for c in ("idle", "busy")},
     "jacobian_speedup_vs_gradcheck": ">= 50 (floor 20)",
     "jacobian_vs_lower_bound": "ours / 2n bare apply() calls",
     "busy_speedup_vs_gradcheck_worker": ">= 50: one core held by a busy process",
