@@ -1147,13 +1147,10 @@ def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
 @functools.cache
 def with_second_order(target: str) -> Report:
     """The report the app's worker sends: the first order's, the second order's beside it."""
-    from customgrad.second_order import beside
+    from playground.workers.remote import prepared
 
     problem = build(Settings(target=target))
-    report = problem.compare()
-    report.second_order, report.second_order_reason = beside(report, problem.function,
-                                                             problem.args)
-    return report
+    return prepared(problem.compare(), None, problem.function, problem.args)
 
 
 def test_the_order_switch_draws_the_double_backward_and_back(view, qtbot):
