@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.autograd import Function
 
+from customgrad.backward_function import backward_as_function, once_differentiable
 from customgrad.contract import normalize_outputs, run_user
 from customgrad.dtypes import converted, differentiable
 from customgrad.errors import FunctionError, SpecError, format_traceback
@@ -219,14 +220,6 @@ class DoubleBackwardReport:
     message: str
 
 
-def once_differentiable(function: type[Function]) -> bool:
-    """True when backward is wrapped by torch's @once_differentiable."""
-    backward = function.backward
-    code = getattr(backward, "__code__", None)
-    return (getattr(backward, "__wrapped__", None) is not None and code is not None
-            and code.co_filename.replace("\\", "/").endswith("torch/autograd/function.py"))
-
-
 def double_backward_check(function: type[Function], args: list, eps: float = EPS,
                           atol: float = ATOL, rtol: float = RTOL, positions: list[int] | None = None
                           ) -> DoubleBackwardReport:
@@ -269,8 +262,9 @@ def verified_double_backward(function: type, args: list, eps: float = EPS, atol:
     through backward, checked by compressed finite differences of backward). None where the
     reference does not hold (a backward autograd cannot follow, complex numbers, float32
     only, a dense Jacobian) or cannot run: :func:`double_backward_check` then decides."""
+    from customgrad.inputs import with_defaults
+    from customgrad.jacobian.comparison import compare
     from customgrad.jacobian.report import REFERENCE
-    from customgrad.second_order import double_backward_report
 
     if once_differentiable(function):
         return None
@@ -279,9 +273,11 @@ def verified_double_backward(function: type, args: list, eps: float = EPS, atol:
     if not pos or any(args[i].is_complex() for i in pos):
         return None
     call = [converted(a.detach(), torch.float64) if i in pos else a for i, a in enumerate(args)]
-    try:
-        report = double_backward_report(function, call, positions=pos, diagnose=False,
-                                        eps=eps, atol=atol, rtol=rtol, keep=False)
+    try:  # the second order's report (customgrad.second_order), its verdict only
+        wrapper, wrapper_args, which = backward_as_function(
+            function, with_defaults(function, call), pos)
+        report = compare(wrapper, wrapper_args, differentiate=which, eps=eps, atol=atol,
+                         rtol=rtol, keep=False)
     except Exception:
         return None
     if report.method.name != REFERENCE:

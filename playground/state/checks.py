@@ -4,17 +4,13 @@ one still sends is dropped by its serial number."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QTimer
 
 from customgrad.errors import Cancelled
 from playground.state.loop import disconnect_all
+from playground.state.owner import Owner
 from playground.support.discard import discard
 from playground.workers.jobs import JacobianJob
-
-if TYPE_CHECKING:
-    from playground.state.session import Session
 
 
 class Checks:
@@ -22,7 +18,7 @@ class Checks:
     (``jacobianStarted``, ``jacobianProgress``, ``jacobianReady``, ``jacobianFailed``,
     ``errorRaised``)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Owner) -> None:
         self.session = session
         self.job: JacobianJob | None = None
         #: the number of the latest comparison: what an earlier one still sends is dropped (a

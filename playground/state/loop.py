@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 
@@ -17,10 +16,8 @@ from customgrad.problem import Problem
 from customgrad.processes import SetupFailed
 from customgrad.runner import Batch, LoopControl
 from customgrad.shadow import description_of
+from playground.state.owner import Owner
 from playground.workers.jobs import start_descent
-
-if TYPE_CHECKING:
-    from playground.state.session import Session
 
 STUCK_SECONDS = 1.0
 #: how long a run's worker process may take to start and load the Function before Pause
@@ -60,7 +57,7 @@ class Loop:
     ``runningChanged``, ``loopStarted``, ``runNotice``, ``notice``, ``errorRaised``) and
     hands each snapshot to the session's checks."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Owner) -> None:
         self.session = session
         self.ctrl = LoopControl(lr=session.settings.lr)
         self.worker: object | None = None

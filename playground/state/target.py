@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from customgrad.errors import Cancelled, CustomGradError
 from customgrad.inputs import forward_parameters
 from customgrad.loader import Target
 from customgrad.problem import Problem, specs_for
 from customgrad.settings import Settings
+from playground.state.owner import Owner
 from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import shadowing
-
-if TYPE_CHECKING:
-    from playground.state.session import Session
 
 #: turns a TARGET string into a Target (the app's asks which Function of a file)
 Resolver = Callable[[str], Target]
@@ -44,7 +41,7 @@ class TargetBuilder:
     ``busyChanged``, ``errorRaised``) and hands a built Problem to
     :meth:`Session.problem_built <playground.state.session.Session.problem_built>`."""
 
-    def __init__(self, session: Session, resolver: Resolver, *, held: bool = False) -> None:
+    def __init__(self, session: Owner, resolver: Resolver, *, held: bool = False) -> None:
         self.session = session
         self.resolver = resolver
         self.target: Target | None = None
