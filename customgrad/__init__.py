@@ -22,8 +22,8 @@ from customgrad.errors import (
 if TYPE_CHECKING:
     from customgrad import testing
     from customgrad.api import check
-    from customgrad.findings import Diagnosis
-    from customgrad.jacobian.report import Block, Entry, Report
+    from customgrad.checking.findings import Diagnosis
+    from customgrad.checking.jacobian.report import Block, Entry, Report
 
 __all__ = ["Block", "Cancelled", "CustomGradError", "Diagnosis", "Entry", "FunctionError",
            "Report", "SpecError", "TargetError", "TooLargeError", "__version__", "check",
@@ -31,9 +31,10 @@ __all__ = ["Block", "Cancelled", "CustomGradError", "Diagnosis", "Entry", "Funct
 __version__ = "0.1.0"
 
 #: public names imported on first use (each pulls in torch)
-_LAZY = {"check": "customgrad.api", "Report": "customgrad.jacobian.report",
-         "Block": "customgrad.jacobian.report", "Entry": "customgrad.jacobian.report",
-         "Diagnosis": "customgrad.findings", "testing": None}
+_LAZY = {"check": "customgrad.api", "Report": "customgrad.checking.jacobian.report",
+         "Block": "customgrad.checking.jacobian.report",
+         "Entry": "customgrad.checking.jacobian.report",
+         "Diagnosis": "customgrad.checking.findings", "testing": None}
 
 
 def __getattr__(name: str):

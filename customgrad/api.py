@@ -1,8 +1,8 @@
 """The Python API: :func:`check` a Function at your own tensors.
 
 ``check`` takes forward's actual arguments, exactly as ``apply`` takes them, and returns the
-:class:`~customgrad.jacobian.Report` the CLI prints (its notebook display is
-:mod:`customgrad.display`'s).
+:class:`~customgrad.checking.jacobian.Report` the CLI prints (its notebook display is
+:mod:`customgrad.checking.notebook`'s).
 """
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ from collections.abc import Iterable
 
 import torch
 
-from customgrad import catalog, subchecks
-from customgrad.display import heatmaps_png, renderer, report_html, report_png
-from customgrad.dtypes import converted, parse_dtype
+from customgrad.checking import subchecks
+from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
+from customgrad.checking.jacobian.report import Report
+from customgrad.checking.notebook import heatmaps_png, renderer, report_html, report_png
+from customgrad.checking.verification import CheckOptions, verify
 from customgrad.errors import SpecError, TooLargeError
-from customgrad.inputs import forward_parameters, with_defaults
-from customgrad.jacobian.limits import ATOL, EPS, RTOL
-from customgrad.jacobian.report import Report
-from customgrad.loader import is_function, resolve
-from customgrad.verification import CheckOptions, verify
+from customgrad.function.dtypes import converted, parse_dtype
+from customgrad.function.inputs import forward_parameters, with_defaults
+from customgrad.targets import catalog
+from customgrad.targets.loader import is_function, resolve
 
-#: the checks :func:`check` can run (customgrad.subchecks: the full Jacobian, always, double
-#: backward, forward AD, batched gradients, undefined gradients, gradient dtypes and
+#: the checks :func:`check` can run (customgrad.checking.subchecks: the full Jacobian, always,
+#: double backward, forward AD, batched gradients, undefined gradients, gradient dtypes and
 #: nondeterminism); by default gradcheck's: the Jacobian and undefined gradients
 CHECKS = subchecks.NAMES
 
@@ -62,7 +63,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     except TooLargeError as exc:
         raise exc.advised(
             "Here, only the tensors that require grad are differentiated (where any does); "
-            "customgrad.jacobian.compare(fn, args, memory_cap=BYTES) takes another cap.") \
+            "customgrad.checking.jacobian.compare(fn, args, memory_cap=BYTES) takes another cap.") \
             from None
 
 

@@ -5,10 +5,10 @@ Exit codes: 0 the backward agrees (or the command succeeded), 1 it does not, 2 a
 141 when the reader of stdout went away (``customgrad run ... | head -1``), as for any Unix
 tool a SIGPIPE ends, silently.
 
-``check`` and ``run`` execute the user's code in a child process (:mod:`customgrad.isolation`):
-a Function that segfaults, aborts or calls ``os._exit`` gives exit 2 and a paragraph naming
-the signal and the line, with faulthandler's stack below it, instead of killing the CLI.
-``--in-process`` runs it in this process instead (for pdb and profilers).
+``check`` and ``run`` execute the user's code in a child process
+(:mod:`customgrad.workers.isolation`): a Function that segfaults, aborts or calls ``os._exit`` gives
+exit 2 and a paragraph naming the signal and the line, with faulthandler's stack below it, instead
+of killing the CLI. ``--in-process`` runs it in this process instead (for pdb and profilers).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from customgrad import catalog
 from customgrad.cli_args import _parser, _settings
 from customgrad.defaults import format_shape
 from customgrad.errors import Cancelled, CustomGradError, FunctionError, TargetError, TooLargeError
+from customgrad.targets import catalog
 
 if TYPE_CHECKING:  # they import torch: the commands that need them import them
-    from customgrad.problem import Problem
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import Problem
+    from customgrad.problems.settings import Settings
 
 #: the exit status of a process that SIGPIPE ended (128 + 13), what a shell shows for
 #: ``yes | head -1``: distinct from 1, which here means "the backward disagrees"
@@ -73,7 +73,7 @@ Announce = Callable[[str], None]
 
 
 def _built(settings: Settings, announce: Announce | None = None) -> Problem:
-    from customgrad.problem import build
+    from customgrad.problems.problem import build
 
     try:
         problem = build(settings)
@@ -90,8 +90,8 @@ def _built(settings: Settings, announce: Announce | None = None) -> Problem:
 
 
 def cmd_check(args, announce: Announce | None = None) -> int:
-    from customgrad import subchecks
-    from customgrad.verification import verify
+    from customgrad.checking import subchecks
+    from customgrad.checking.verification import verify
 
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
@@ -112,7 +112,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
         data = _names(problem)  # first, and kept: the report may carry names of its own
         data.update((k, v) for k, v in report.to_dict().items() if k not in data)
         data["guessed_constants"] = [g.to_dict() for g in problem.guesses]
-        from customgrad.second_order import double_backward_json  # with --double
+        from customgrad.checking.second_order import double_backward_json  # with --double
         data.update(double_backward_json(problem, report.checks))
         print(json.dumps(data, indent=2, allow_nan=False))
     else:
@@ -121,9 +121,9 @@ def cmd_check(args, announce: Announce | None = None) -> int:
 
 
 def _projected(args, problem: Problem) -> int:
-    from customgrad.checks import double_backward_check, projected_check
-    from customgrad.inputs import forward_parameters
-    from customgrad.jacobian.probe import differentiated_inputs
+    from customgrad.checking.beyond_jacobian import double_backward_check, projected_check
+    from customgrad.checking.jacobian.probe import differentiated_inputs
+    from customgrad.function.inputs import forward_parameters
 
     report = projected_check(problem.function, problem.args, probes=args.projected,
                              seed=problem.settings.seed, eps=args.eps, atol=args.atol,
@@ -190,7 +190,7 @@ def _message(exc: Exception) -> str:
     where = ""
     if isinstance(exc, (FunctionError, TargetError)) and exc.file:
         where = f" ({exc.file}{f':{exc.line}' if exc.line else ''})"
-        from customgrad.isolation import ProcessCrashed
+        from customgrad.workers.isolation import ProcessCrashed
 
         if isinstance(exc, ProcessCrashed):
             where = f" ({exc.file})"  # the message names the line already
@@ -224,7 +224,7 @@ def _in_child(args, channel) -> int:
 def _isolated(args) -> int:
     limit = None if args.memory_limit is None else int(args.memory_limit * 2**30)
     what = ", ".join(args.shape or []) or args.target
-    from customgrad import isolation
+    from customgrad.workers import isolation
 
     job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
     timeout: float = getattr(args, "timeout", None) or 0.0  # 0: none

@@ -1,5 +1,5 @@
 """The CLI's arguments: the parser (its options, their checked values, their help) and the
-:class:`~customgrad.settings.Settings` they make. Only the standard library and torch-free
+:class:`~customgrad.problems.settings.Settings` they make. Only the standard library and torch-free
 data here: ``--help`` and ``--version`` answer without torch."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from customgrad.defaults import (
 from customgrad.errors import CustomGradError
 
 if TYPE_CHECKING:
-    from customgrad.settings import Settings
+    from customgrad.problems.settings import Settings
 
 DESCRIPTION = ("The engine from the command line: list the gallery, check a Function's "
                "backward against finite differences, run gradient descent.")
@@ -192,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args) -> Settings:
-    from customgrad.settings import Settings
+    from customgrad.problems.settings import Settings
 
     settings = Settings(target=args.target, shapes=_pairs(args.shape, "--shape"),
                         constants=dict(_pairs(args.const, "--const")),  # (dict[str, object])

@@ -10,7 +10,7 @@ from customgrad.errors import SpecError
 #: gradcheck's finite-difference step and tolerances, |a - n| <= atol + rtol * |n|
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 DEFAULT_SHAPE = (3, 8)
-#: the dtypes an input can be drawn in (customgrad.dtypes.DTYPES maps them to torch's)
+#: the dtypes an input can be drawn in (customgrad.function.dtypes.DTYPES maps them to torch's)
 DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
 #: how a shape of no dimensions is written and read
 SCALAR = "scalar"

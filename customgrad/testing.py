@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 import torch
 
-from customgrad import display
 from customgrad.api import check
-from customgrad.jacobian.report import Report
+from customgrad.checking import notebook
+from customgrad.checking.jacobian.report import Report
 
 __all__ = ["assert_backward"]
 
@@ -56,7 +56,7 @@ def failure_message(report: Report, save: str | os.PathLike | None = None) -> st
 
 
 def _save(report: Report, path: str | os.PathLike) -> str:
-    renderer = display.renderer()
+    renderer = notebook.renderer()
     if isinstance(renderer, str):
         return f"heatmaps not saved to {os.fspath(path)}: {renderer}."
     try:

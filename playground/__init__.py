@@ -3,8 +3,8 @@
 
 def show(function, *args, **options):
     """Open the desktop app on ``function`` at these arguments (see
-    :func:`playground.shown.show`)."""
-    from playground.shown import show as _show
+    :func:`playground.python_entry.show`)."""
+    from playground.python_entry import show as _show
 
     return _show(function, *args, **options)
 

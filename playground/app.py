@@ -97,9 +97,9 @@ def _refusal(args) -> str | None:
             return (f"autograd-playground: cannot write the screenshot {args.screenshot}: "
                     f"the folder {folder} does not exist or is not writable\n")
         return None
-    from playground.support import display
+    from playground.support import window_check
 
-    return display.problem()
+    return window_check.problem()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,7 +242,7 @@ def start_fork_server() -> None:
     torch itself). A failure is left to the first job, which starts it again and says why."""
     import threading
 
-    from customgrad import processes
+    from customgrad.workers import processes
     from playground.workers import WORKER_MODULES
 
     if not processes.fork_server():
@@ -263,7 +263,7 @@ def give_head_start(args) -> None:
     variables of the environment (``QT_API``), which is part of the worker process's key:
     set later, the window's own jobs would not find the head start's process. None where
     children are spawned (untried there: each imports torch itself)."""
-    from customgrad import processes
+    from customgrad.workers import processes
 
     if not processes.fork_server():
         return

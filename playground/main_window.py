@@ -14,10 +14,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from customgrad import config, processes
+from customgrad import config
 from customgrad.errors import TargetError
-from customgrad.loader import functions_in, split_target
-from customgrad.shadow import source_lines
+from customgrad.function.shadow import source_lines
+from customgrad.targets.loader import functions_in, split_target
+from customgrad.workers import processes
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
 from playground.features.commands import Commands

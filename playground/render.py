@@ -40,10 +40,10 @@ def _application():
         if not isinstance(app, QApplication):
             raise RuntimeError("a Qt core application without widgets is running here")
         return app
-    from playground.support import display
+    from playground.support import window_check
 
     argv = [sys.argv[0] if sys.argv and sys.argv[0] else "customgrad"]
-    if display.problem() is not None:
+    if window_check.problem() is not None:
         argv += ["-platform", "offscreen"]
     return QApplication(argv)
 

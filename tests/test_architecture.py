@@ -88,6 +88,26 @@ def test_panes_stay_independent_and_helpers_never_import_a_pane(tmp_path, module
     assert message in " ".join(proc.stdout.split())
 
 
+@pytest.mark.parametrize("module, statement, messages", [
+    ("checking/fits.py", "import customgrad.workers.memory  # noqa",
+     ["customgrad.checking is not allowed to import customgrad.workers"]),
+    ("training/descent.py", "import multiprocessing  # noqa",
+     ["customgrad.training is not allowed to import multiprocessing"]),
+    ("function/inputs.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+     "    import customgrad.checking.findings  # noqa",
+     ["customgrad.function is not allowed to import customgrad.checking"]),
+], ids=["numerics-import-a-worker", "numerics-import-multiprocessing", "typing-only-upward"])
+def test_customgrad_keeps_its_layers_and_its_numerics_start_no_process(tmp_path, module,
+                                                                       statement, messages):
+    copy = _copy_tree(tmp_path)
+    _add_import(copy / "customgrad" / module, statement)
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    output = " ".join(proc.stdout.split())
+    for message in messages:
+        assert message in output
+
+
 def test_worker_process_code_importing_qt_breaks_its_contract(tmp_path):
     copy = _copy_tree(tmp_path)
     _add_import(copy / "playground" / "support" / "preview.py", "import PySide6.QtCore  # noqa")
@@ -98,7 +118,8 @@ def test_worker_process_code_importing_qt_breaks_its_contract(tmp_path):
 
 @pytest.mark.slow
 def test_engine_imports_without_qt_modules():
-    code = ("import sys, customgrad.cli, customgrad.problem, customgrad.jacobian; "
+    code = ("import sys, customgrad.cli, customgrad.problems.problem, "
+            "customgrad.checking.jacobian; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
             "('PySide6', 'pyqtgraph', 'superqt', 'qtpy', 'playground')]; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -110,10 +131,10 @@ def test_engine_imports_without_qt_modules():
 def test_the_numerics_import_no_worker_modules():
     """Checking a Function never loads the worker modules (torch itself imports
     multiprocessing; a contract in pyproject keeps customgrad's numerics from importing it)."""
-    code = ("import sys, customgrad.jacobian, customgrad.subchecks, customgrad.diagnosis, "
-            "customgrad.descent; bad = [m for m in sys.modules if m in ("
-            "'customgrad.sharing', 'customgrad.processes', 'customgrad.isolation', "
-            "'customgrad.kept', 'customgrad.runner')]; print(bad); sys.exit(1 if bad else 0)")
+    code = ("import sys, customgrad.checking.jacobian, customgrad.checking.subchecks, "
+            "customgrad.checking.diagnosis, customgrad.training.descent; bad = [m for m in "
+            "sys.modules if m.startswith('customgrad.workers')]; print(bad); "
+            "sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

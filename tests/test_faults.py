@@ -23,7 +23,7 @@ import torch
 pytest.importorskip("pytestqt")
 
 from customgrad import cli
-from customgrad.settings import Settings
+from customgrad.problems.settings import Settings
 from playground.state import session_files
 
 #: every fault against the CLI and the window: worker processes crash by the dozen

@@ -6,10 +6,10 @@ iterates projected on it, and two arrows: the negative gradient the user's backw
 (the step descent actually takes) and the negative true gradient (central differences of the
 loss).
 
-:func:`compute` works on a :class:`~customgrad.problem.Problem` in this process (the app runs
-it in a worker process: ``playground.workers.remote.landscape``); :func:`landscape` is the
+:func:`compute` works on a :class:`~customgrad.problems.problem.Problem` in this process (the app
+runs it in a worker process: ``playground.workers.child_jobs.landscape``); :func:`landscape` is the
 notebook's entry point. No Qt here: a :class:`Landscape` draws itself in a notebook with the
-playground's renderer where it can be imported (:mod:`customgrad.display`).
+playground's renderer where it can be imported (:mod:`customgrad.checking.notebook`).
 """
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ class Landscape:
         return out.getvalue()
 
     def _repr_png_(self) -> bytes | None:
-        from customgrad import display
+        from customgrad.checking import notebook
 
-        drawer = display.renderer()
+        drawer = notebook.renderer()
         draw = getattr(drawer, "landscape_png", None)
         return None if draw is None else draw(self)
 
@@ -196,10 +196,10 @@ def landscape(target: str, steps: int = 0, *, mode: str = "gradients", size: int
     """The landscape of a Function (a CLI target: gallery name, ``file.py:Class``,
     ``module:Class``) after ``steps`` steps of its run, e.g. in a notebook:
     ``customgrad.landscape.landscape("sigmoid_bug", 20)``. ``settings`` (a
-    :class:`~customgrad.settings.Settings`) or its fields by name (``lr=0.5``, ``seed=3``)
+    :class:`~customgrad.problems.settings.Settings`) or its fields by name (``lr=0.5``, ``seed=3``)
     set up the run as the CLI's ``run`` does. Runs the Function in this process."""
-    from customgrad.problem import build
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
 
     settings = settings or Settings(target=target, **fields)
     settings.target = target

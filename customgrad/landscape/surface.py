@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from customgrad import batching
-from customgrad.descent import Descent
-from customgrad.dtypes import differentiable, real_view
 from customgrad.errors import Cancelled
+from customgrad.function.dtypes import differentiable, real_view
+from customgrad.landscape import batching
+from customgrad.training.descent import Descent
 
 #: at most this many iterates of the path are kept (evenly spaced, the last always)
 PATH_POINTS = 1000
@@ -67,7 +67,7 @@ class LossSurface:
     def values(self, points: torch.Tensor) -> list[float]:
         """The loss at each row of ``points``: one call of forward per point, or per batch
         of points where a probe on the first of them found forward batchable
-        (:mod:`customgrad.batching`; a probe that fails costs one call)."""
+        (:mod:`customgrad.landscape.batching`; a probe that fails costs one call)."""
         known: dict[int, float] = {}
         if self.batched is None and len(points) >= 2:
             picks = batching.spread(len(points), PROBE_POINTS)
@@ -160,7 +160,7 @@ class LossSurface:
 
 def _per_point(loss: str, diff: torch.Tensor) -> torch.Tensor:
     """The loss of each row of ``diff`` (output minus target, flattened): the criterion
-    :class:`~customgrad.descent.Descent` uses, one row at a time."""
+    :class:`~customgrad.training.descent.Descent` uses, one row at a time."""
     if loss == "mse":
         return (diff * diff).mean(dim=1)
     if loss == "l1":

@@ -3,11 +3,11 @@ saved session) will load it again.
 
 - A class in an importable module is named ``module:Class``, like any import target.
 - A class from a ``__main__`` script or a notebook cell has no module to import again: its
-  source is captured (:func:`customgrad.capture.capture`: the class, the imports and helpers
-  it uses) into the editor's folder, so workers run that text and a session keeps it.
+  source is captured (:func:`customgrad.problems.capture.capture`: the class, the imports and
+  helpers it uses) into the editor's folder, so workers run that text and a session keeps it.
 - Where the capture is incomplete (the class uses an object that cannot be written out), the
   Function stays in this process: every job runs on a thread here, and a session cannot
-  restore it (:data:`customgrad.loader.PROCESS_LOCAL`).
+  restore it (:data:`customgrad.targets.loader.PROCESS_LOCAL`).
 
 In every case the window holds the caller's own class object.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 
-from customgrad.capture import capture, importable
-from customgrad.loader import PROCESS_LOCAL, Target, import_target
+from customgrad.problems.capture import capture, importable
+from customgrad.targets.loader import PROCESS_LOCAL, Target, import_target
 from playground.state import paths
 from playground.state.session_files import FunctionRef, write_editor_source
 

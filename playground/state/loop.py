@@ -1,6 +1,6 @@
 """The session's run: the gradient-descent loop on the built Problem, in a worker process
 (on a thread where none can load the Function), steered by commands to its
-:class:`~customgrad.runner.LoopControl`; a loop stuck in user code is ended a second after
+:class:`~customgrad.workers.runner.LoopControl`; a loop stuck in user code is ended a second after
 Pause, and the user told why."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QTimer
 
-from customgrad.descent import StepRecord
 from customgrad.errors import Cancelled
-from customgrad.problem import Problem
-from customgrad.processes import SetupFailed
-from customgrad.runner import Batch, LoopControl
-from customgrad.shadow import description_of
+from customgrad.function.shadow import description_of
+from customgrad.problems.problem import Problem
+from customgrad.training.descent import StepRecord
+from customgrad.workers.processes import SetupFailed
+from customgrad.workers.runner import Batch, LoopControl
 from playground.state.owner import Owner
 from playground.workers.jobs import start_descent
 
@@ -154,7 +154,8 @@ class Loop:
         ctrl.end()
         worker = self.worker
         if worker is not None:
-            disconnect_all(worker.yielded, worker.errored, worker.finished)  # type: ignore[attr-defined]
+            disconnect_all(worker.yielded, worker.errored,  # type: ignore[attr-defined]
+                           worker.finished)  # type: ignore[attr-defined]
             if wait:
                 wait_or_interrupt(ctrl, lambda: ctrl.exited or not ctrl.started, wait)
             else:  # a process still starting ends now (nothing to finish); a step, after

@@ -9,8 +9,8 @@ from typing import Protocol
 
 from PySide6.QtCore import SignalInstance
 
-from customgrad.problem import Problem
-from customgrad.settings import Settings
+from customgrad.problems.problem import Problem
+from customgrad.problems.settings import Settings
 
 
 class Checking(Protocol):

@@ -14,11 +14,11 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
-from customgrad.descent import StepRecord
-from customgrad.loader import RunCode, Target, resolve
-from customgrad.problem import Problem
-from customgrad.runner import LoopControl
-from customgrad.settings import Settings
+from customgrad.problems.problem import Problem
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import RunCode, Target, resolve
+from customgrad.training.descent import StepRecord
+from customgrad.workers.runner import LoopControl
 from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
@@ -61,7 +61,7 @@ class Session(QObject):
         """``held``: start as :meth:`hold` leaves it (builds and checks wait for
         :meth:`release`; the fork server, a process of its own, starts at once).
         ``run_code``: how a user module's top level runs where this process loads a target
-        (:data:`customgrad.loader.run_module_code`): the app's runs it in a worker process
+        (:data:`customgrad.targets.loader.run_module_code`): the app's runs it in a worker process
         first, off the GUI thread, and stops it if endless."""
         super().__init__(parent)
         self.settings = settings or Settings()

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from customgrad import catalog
 from customgrad.errors import SpecError, TargetError
-from customgrad.inputs import GIVEN, format_shape, parse_shape
-from customgrad.loader import PROCESS_LOCAL, is_file_target, split_target
-from customgrad.settings import Settings
+from customgrad.function.inputs import GIVEN, format_shape, parse_shape
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.targets.loader import PROCESS_LOCAL, is_file_target, split_target
 from playground.state import paths, preferences
 from playground.state.paths import last_session_path
 from playground.state.stored import write_atomically
@@ -36,7 +36,8 @@ FORM_RANGES = {"seed": (0, 2**31 - 1), "steps": (0, 10_000_000), "check_every": 
 
 
 def is_file_spec(spec: str) -> bool:
-    """True for ``path/to/file.py[:Class]`` (as :func:`customgrad.loader.resolve` decides)."""
+    """True for ``path/to/file.py[:Class]`` (as :func:`customgrad.targets.loader.resolve`
+    decides)."""
     return is_file_target(split_target(spec)[0])
 
 
@@ -202,7 +203,7 @@ def _valid_text(value, problems: list[str]):
 
 def upgrade_shape(value: str) -> str:
     """A shape as sessions write it now: text in the one grammar (``3x8``, see
-    :func:`customgrad.inputs.parse_shape`). Older versions also took ``3,8``, ``[3, 8]``,
+    :func:`customgrad.function.inputs.parse_shape`). Older versions also took ``3,8``, ``[3, 8]``,
     ``3*8`` or ``3×8``: such a shape is rewritten as ``3x8``. Anything else is kept as it is,
     for the form to show with its reason."""
     try:

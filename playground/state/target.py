@@ -8,10 +8,10 @@ import copy
 from collections.abc import Callable
 
 from customgrad.errors import Cancelled, CustomGradError
-from customgrad.inputs import forward_parameters
-from customgrad.loader import Target
-from customgrad.problem import Problem, specs_for
-from customgrad.settings import Settings
+from customgrad.function.inputs import forward_parameters
+from customgrad.problems.problem import Problem, specs_for
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import Target
 from playground.state.owner import Owner
 from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import shadowing

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from customgrad.jacobian import Progress, finite_absmax
+from customgrad.checking.jacobian import Progress, finite_absmax
 
 #: While computing, matrices wider or taller than this are previewed through a strided view.
 PREVIEW_PIXELS = 768

@@ -11,7 +11,7 @@ from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from customgrad.errors import SpecError
-from customgrad.settings import Settings
+from customgrad.problems.settings import Settings
 
 __all__ = ["CheckedField", "ElidedLabel", "setting_number"]
 

@@ -21,10 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.descent import LOSSES, OPTIMIZERS
-from customgrad.dtypes import DTYPES
 from customgrad.errors import SpecError
-from customgrad.inputs import (
+from customgrad.function.dtypes import DTYPES
+from customgrad.function.inputs import (
     GIVEN,
     ConstSpec,
     TensorSpec,
@@ -34,7 +33,8 @@ from customgrad.inputs import (
     parse_init,
     parse_shape,
 )
-from customgrad.problem import drawn_dtype
+from customgrad.problems.problem import drawn_dtype
+from customgrad.training.descent import LOSSES, OPTIMIZERS
 from playground.state.session_files import FORM_RANGES
 from playground.views.fields import CheckedField, setting_number
 

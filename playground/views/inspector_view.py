@@ -1,7 +1,7 @@
 """The Inspector tab: one forward + backward of the current Function, laid open.
 
 The call runs in :class:`playground.workers.inspector.InspectorRunner` (user code may hang);
-:class:`InspectorView` draws the :class:`~customgrad.inspector.Inspection`: what backward
+:class:`InspectorView` draws the :class:`~customgrad.checking.inspector.Inspection`: what backward
 received, what forward saved on ctx, what backward returned, and the surprises.
 """
 
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.inspector import ERROR, WARNING, Inspection, Value, shape_text
+from customgrad.checking.inspector import ERROR, WARNING, Inspection, Value, shape_text
 from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
 

@@ -4,4 +4,4 @@ signals; imports no view."""
 
 #: what the window's worker processes run, for the fork server to import once when it starts
 #: (the app's entry point and the session's warm-up ask for it; nothing does on import)
-WORKER_MODULES = ("playground.workers.remote",)
+WORKER_MODULES = ("playground.workers.child_jobs",)

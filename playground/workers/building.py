@@ -1,7 +1,7 @@
 """Building a problem off the GUI thread: resolve the target, validate the specs, draw the
 inputs (the probes that guess constants and the forward that finds the outputs' shapes
 call the user's code, so in a worker process where the Function can be loaded again: the
-one kept for its checks, :mod:`customgrad.kept`)."""
+one kept for its checks, :mod:`customgrad.workers.warm`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import time
 import torch
 
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.problem import Problem, build
-from customgrad.settings import Settings
+from customgrad.problems.problem import Problem, build
+from customgrad.problems.settings import Settings
 from playground.workers import jobs
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
@@ -68,14 +68,14 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     """build() in a worker process (it calls the user's forward), the tensors shared back;
     this process's own build where the child cannot load the Function. ``stop`` ends the
     child (Cancel; a forward stuck inside C past the time limit)."""
-    from playground.workers import head_start, remote
+    from playground.workers import child_jobs, head_start
     from playground.workers.warm_worker import WORKER
 
-    head_start.wait_for(remote.keep_for(target), stop)
+    head_start.wait_for(child_jobs.keep_for(target), stop)
     try:
         return jobs.in_child_or_here(
-            lambda: WORKER.call(remote.build, target.spec, target.code, settings,
-                                name=f"build {target.spec}", keep=remote.keep_for(target),
+            lambda: WORKER.call(child_jobs.build, target.spec, target.code, settings,
+                                name=f"build {target.spec}", keep=child_jobs.keep_for(target),
                                 should_stop=stop).problem(target),
             lambda: build(settings, target), target.function)
     except Cancelled:

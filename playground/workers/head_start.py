@@ -27,7 +27,7 @@ class HeadStart:
 
     def __init__(self, spec: str):
         self.spec = spec
-        #: the worker process's key (:func:`playground.workers.remote.keep_for` of its Target)
+        #: the worker process's key (:func:`playground.workers.child_jobs.keep_for` of its Target)
         self.keep = ("problem", spec, None)
         self.done = threading.Event()
         #: the window's build asked for the process: the head start's check is skipped
@@ -44,7 +44,7 @@ def start(spec: str) -> HeadStart | None:
     """Build and check gallery Function ``spec`` in the kept worker process, on a thread of
     its own; None (nothing started) for anything but a gallery name."""
     global _current
-    from customgrad import catalog
+    from customgrad.targets import catalog
 
     spec = spec.strip()
     if spec.lower() not in {entry.name for entry in catalog.listing()}:
@@ -98,12 +98,12 @@ _problem = None
 
 def built_here(spec: str, channel) -> int:
     """In the worker process: load and build ``spec`` with default settings, as
-    :func:`playground.workers.remote.build` does (the Function stays loaded there); this
+    :func:`playground.workers.child_jobs.build` does (the Function stays loaded there); this
     process's id."""
     global _problem
-    from customgrad.problem import build
-    from customgrad.processes import load_target
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
+    from customgrad.workers.processes import load_target
 
     channel.context(spec)
     _problem = build(Settings(target=spec), load_target(spec, None, channel.targets))
@@ -112,11 +112,11 @@ def built_here(spec: str, channel) -> int:
 
 def checked_here(channel) -> None:
     """In the worker process: the Jacobian check of the problem :func:`built_here` made,
-    and what follows it in the window's check (:func:`playground.workers.remote.compare`)."""
+    and what follows it in the window's check (:func:`playground.workers.child_jobs.compare`)."""
     global _problem
-    from customgrad.verification import verify
-    from playground.workers import remote
+    from customgrad.checking.verification import verify
+    from playground.workers import child_jobs
 
     problem, _problem = _problem, None
     if problem is not None:
-        remote.prepared(verify(problem.function, problem.args, problem.check_options()))
+        child_jobs.prepared(verify(problem.function, problem.args, problem.check_options()))

@@ -1,4 +1,5 @@
-"""The inspector's worker: :func:`customgrad.inspector.inspect_call` off the GUI thread, one
+"""The inspector's worker: :func:`customgrad.checking.inspector.inspect_call` off the GUI thread,
+one
 call at a time, in a worker process when the problem is given (a crash there spares the
 window); a call still running after ``timeout`` seconds (user code stuck in a loop, or in C)
 is stopped."""
@@ -10,9 +11,9 @@ import threading
 from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
+from customgrad.checking.inspector import Inspection, inspect_call
 from customgrad.errors import Cancelled
-from customgrad.inspector import Inspection, inspect_call
-from customgrad.processes import ProblemRef, portable
+from customgrad.workers.processes import ProblemRef, portable
 from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here, interrupt_thread
 
 
@@ -73,8 +74,8 @@ class InspectorRunner(QObject):
     @staticmethod
     def _work_isolated(job: dict, ref: ProblemRef, function: type, args: list,
                        seed: int) -> Inspection:
-        from customgrad import isolation
-        from playground.workers import remote
+        from customgrad.workers import isolation
+        from playground.workers import child_jobs
 
         job["thread"] = threading.get_ident()
         # stopped by ending the child, never by interrupting here
@@ -86,7 +87,7 @@ class InspectorRunner(QObject):
 
         try:
             return in_child_or_here(
-                lambda: isolation.call(remote.inspect, ref, args, seed,
+                lambda: isolation.call(child_jobs.inspect, ref, args, seed,
                                        should_stop=lambda: job["stop"], name="inspector",
                                        on_started=lambda: _start_timer(job)),
                 here, function)

@@ -1,7 +1,7 @@
 """Off-GUI-thread work: building a problem, the descent loop and the Jacobian comparison.
 
 Workers are superqt workers; they report through Qt signals only. The descent loop
-(:mod:`customgrad.runner`) runs in a child process where it can, so that it and the window
+(:mod:`customgrad.workers.runner`) runs in a child process where it can, so that it and the window
 each have a core and neither waits for the other's interpreter lock; it batches step records
 about 30 times a second, so views redraw at screen rate.
 """
@@ -17,16 +17,18 @@ import time
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
-from customgrad import config, processes, runner
+from customgrad import config
+from customgrad.checking.verification import verify
 from customgrad.errors import Cancelled, TargetError
-from customgrad.problem import Problem
-from customgrad.runner import LoopControl, interrupt_thread
-from customgrad.shadow import Shadowed, description_of
-from customgrad.verification import verify
+from customgrad.function.shadow import Shadowed, description_of
+from customgrad.problems.problem import Problem
+from customgrad.workers import processes, runner
+from customgrad.workers.runner import LoopControl, interrupt_thread
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import WORKER_MODULES, in_window, remote
-from playground.workers.remote import TopLevelTooSlow
+from playground.workers import WORKER_MODULES, in_window
+from playground.workers import child_jobs as remote
+from playground.workers.child_jobs import TopLevelTooSlow
 
 #: worker threads the window may run at once. They mostly wait on worker processes (the
 #: loop's, a check's, the inspector's, a build's); Qt's default, one per core, let a stuck
@@ -66,10 +68,10 @@ PAINT_WAIT_SECONDS = 0.1
 ISOLATE = True
 
 def guarded_module_code(run, label: str, origin: tuple | None = None):
-    """:data:`customgrad.loader.run_module_code` for the app: a user module's top-level code
+    """:data:`customgrad.targets.loader.run_module_code` for the app: a user module's top-level code
     runs in a worker process (:func:`try_import_in_child`) while the window keeps painting;
     for the session (:func:`shadowing`) the window then holds shadows of its Functions
-    (:mod:`customgrad.shadow`) and never runs the module itself. Where it must (no worker
+    (:mod:`customgrad.function.shadow`) and never runs the module itself. Where it must (no worker
     process could start; a torch.library op's module; the loop set to run on a thread here;
     a load that is not the session's) it runs it after the child did, on a helper
     thread (input waits); after ``IMPORT_TIMEOUT`` seconds it is stopped, and the error
@@ -134,14 +136,14 @@ def shadowing():
 def try_import_in_child(origin: tuple | None, label: str,
                         shadows: bool = False) -> Shadowed | None:
     """Run a user module's top level in a worker process: a module that segfaults, aborts
-    or exits there raises :class:`~customgrad.isolation.ProcessCrashed` (signal, file and
+    or exits there raises :class:`~customgrad.workers.isolation.ProcessCrashed` (signal, file and
     line); one that runs too long, TopLevelTooSlow; a Python error, the loader's TargetError
     for it. Else, with ``shadows``, its Functions described; None where this process is to
     import it too (no shadows wanted, a torch.library op). Where no worker process could
     start, a TargetError says so: the module is not imported here instead."""
     if origin is None or not ISOLATE:
         return None
-    from customgrad import isolation
+    from customgrad.workers import isolation
 
     clock: dict = {}
 
@@ -419,8 +421,8 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     thread relays the child's progress, and answers each once handled: the child waits for
     that, so it computes no further while the view paints, as :func:`_compare` waits
     (:class:`remote._Answer`). It returns the child's report. A crash of the child raises
-    :class:`customgrad.isolation.ProcessCrashed`; the next check gets a fresh child."""
-    from playground.workers import remote
+    :class:`customgrad.workers.isolation.ProcessCrashed`; the next check gets a fresh child."""
+    from playground.workers import child_jobs as remote
     from playground.workers.warm_worker import WORKER
 
     state.thread_id = threading.get_ident()

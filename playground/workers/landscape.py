@@ -1,6 +1,6 @@
 """The loss landscape's worker: :func:`customgrad.landscape.compute` in a worker process (a
 crash or a hang there spares the window; the one kept for the Function's jobs where it is
-idle: :mod:`customgrad.kept`), one at a time; each partial grid comes back as it
+idle: :mod:`customgrad.workers.warm`), one at a time; each partial grid comes back as it
 is made, with its colours and contour lines traced on this worker thread (not where the
 window paints). A Function no child can load again is computed on a thread here instead."""
 
@@ -12,9 +12,9 @@ from shiboken6 import isValid
 
 from customgrad.errors import Cancelled
 from customgrad.landscape import compute
-from customgrad.processes import ProblemRef
+from customgrad.workers.processes import ProblemRef
 from playground.support.contours import prepare
-from playground.workers import remote
+from playground.workers import child_jobs
 from playground.workers.jobs import create_worker, in_child_or_here, isolated
 from playground.workers.warm_worker import WORKER
 
@@ -96,13 +96,13 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
     try:
         if not isolated(problem.target, problem.function):  # (the window says so)
             return drawn(here())
-        request = remote.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
+        request = child_jobs.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
         # in the child kept for the Function's jobs where it is idle (no fork and no load of
         # the Function for each path update during Play), else in a fresh one
         return drawn(in_child_or_here(
-            lambda: WORKER.call(remote.landscape, request, on_message=on_message,
+            lambda: WORKER.call(child_jobs.landscape, request, on_message=on_message,
                                 should_stop=stop, name="landscape",
-                                keep=remote.keep_for(problem.target)),
+                                keep=child_jobs.keep_for(problem.target)),
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None

@@ -30,8 +30,8 @@ os.environ.setdefault("AUTOGRAD_PLAYGROUND_HOME", tempfile.mkdtemp(prefix="playg
 
 import torch  # noqa: E402
 
-from customgrad.gallery.seeds import KillHead  # noqa: E402
-from customgrad.jacobian import compare  # noqa: E402
+from customgrad.checking.jacobian import compare  # noqa: E402
+from customgrad.targets.gallery.seeds import KillHead  # noqa: E402
 
 
 def _time(fn, repeat: int = 1) -> float:
@@ -76,8 +76,8 @@ _WORKER_JACOBIAN = """
 import json, sys, time
 import torch
 from customgrad import threads
-from customgrad.gallery.seeds import KillHead
-from customgrad.jacobian import compare
+from customgrad.targets.gallery.seeds import KillHead
+from customgrad.checking.jacobian import compare
 
 worker, repeat, with_gradcheck = sys.argv[1] == "worker", int(sys.argv[2]), sys.argv[3] == "1"
 x = torch.randn(64, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -157,9 +157,9 @@ def bench_checks(quick: bool) -> dict:
     """Each sub-check, and the diagnosis of a failed check, as a multiple of the full Jacobian
     comparison's time at the same point (KillHead 16x32 float64, a 512 x 512 Jacobian;
     double backward is torch's gradgradcheck, so it is timed, not held to the goal)."""
-    from customgrad import subchecks
-    from customgrad.diagnosis import diagnose
-    from customgrad.gallery.bugs import KillHeadBuggy
+    from customgrad.checking import subchecks
+    from customgrad.checking.diagnosis import diagnose
+    from customgrad.targets.gallery.bugs import KillHeadBuggy
 
     x = torch.randn(16, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     repeat = 2 if quick else 5
@@ -179,7 +179,7 @@ def bench_checks(quick: bool) -> dict:
 _BARE_LOOP = """
 import sys, time
 import torch
-from customgrad.gallery.seeds import KillHead
+from customgrad.targets.gallery.seeds import KillHead
 
 torch.manual_seed(0)
 y = torch.empty(3, 8).normal_()
@@ -622,8 +622,8 @@ def bench_display(quick: bool) -> dict:
     """What a worker prepares for the view after a 2048-row comparison (difference, mask,
     peaks, the two pooled overviews: Report.prepare_display), as a multiple of the
     comparison's own time; for a passing KillHead 32x64 and a dense LinearFunction."""
-    from customgrad.problem import build
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
     from playground.support.preview import display_steps
 
     cases = {"killhead": ("killhead", {"input": "32x64"}),
@@ -812,12 +812,11 @@ def bench_landscape_grid(quick: bool) -> dict:
     matrix product does not (KillHead: the probe's one call, then point by point)."""
     from unittest import mock
 
-    from customgrad import batching
-    from customgrad.landscape import SIZE
+    from customgrad.landscape import SIZE, batching
     from customgrad.landscape.plane import random_plane
     from customgrad.landscape.surface import LossSurface, axes, grid
-    from customgrad.problem import build
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
 
     def timed(target: str, batched: bool) -> float:
         surface = LossSurface(build(Settings(target=target)).descent())
@@ -850,10 +849,10 @@ import json, sys, time
 from unittest import mock
 import torch
 from customgrad.api import check
-from customgrad.gallery.classic import Exp, NumpyTanh
-from customgrad.gallery.seeds import KillHead, LinearFunction
-from customgrad.jacobian import compare, numerical
-from customgrad.jacobian.report import Method
+from customgrad.targets.gallery.classic import Exp, NumpyTanh
+from customgrad.targets.gallery.seeds import KillHead, LinearFunction
+from customgrad.checking.jacobian import compare, numerical
+from customgrad.checking.jacobian.report import Method
 
 from customgrad import threads
 

@@ -8,7 +8,7 @@ For KillHead 64x128 (elementwise: a diagonal 8192 x 8192 Jacobian) and LinearFun
 numerical pass, to the progress event that ends it), the reference Jacobian by autograd through
 forward (rows by batched vjp, or columns by batched jvp, chunked), the Curtis-Powell-Reid
 colours of its sparsity pattern (greedy, largest first), and the compressed differences
-(two forwards per colour). Threads as a worker chooses them (customgrad.threads).
+(two forwards per colour). Threads as a worker chooses them (customgrad.workers.threads).
 Not part of the test suite, and not the engine: a measurement of a design.
 """
 
@@ -25,10 +25,10 @@ from torch.func import jvp, vjp, vmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from customgrad import threads
-from customgrad.contract import FakeCtx
-from customgrad.gallery.seeds import KillHead, LinearFunction
-from customgrad.jacobian import compare
+from customgrad.checking.jacobian import compare
+from customgrad.function.contract import FakeCtx
+from customgrad.targets.gallery.seeds import KillHead, LinearFunction
+from customgrad.workers import threads
 
 CHUNK = 1024
 

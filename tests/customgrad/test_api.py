@@ -16,12 +16,13 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli, display, subchecks
+from customgrad import cli
+from customgrad.checking import notebook, subchecks
+from customgrad.checking.jacobian import Report, compare
 from customgrad.errors import SpecError
-from customgrad.gallery import LinearFunctionBuggy, MulConstant, ReluInplace
-from customgrad.jacobian import Report, compare
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.gallery import LinearFunctionBuggy, MulConstant, ReluInplace
 from customgrad.testing import assert_backward
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +177,7 @@ def test_assert_backward_passes_quietly_and_returns_the_report():
 
 
 def test_without_qt_the_message_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
+    monkeypatch.setattr(notebook, "RENDERER", "playground.no_such_renderer")
     p = _problem("linear_bug")
     path = tmp_path / "never.png"
     with pytest.raises(AssertionError) as failure:
@@ -191,7 +192,7 @@ def test_without_qt_the_message_says_so(monkeypatch, tmp_path):
 
 
 def test_without_qt_html_is_the_escaped_text(monkeypatch):
-    monkeypatch.setattr(display, "RENDERER", "playground.no_such_renderer")
+    monkeypatch.setattr(notebook, "RENDERER", "playground.no_such_renderer")
     x = torch.randn(2, 2, dtype=torch.float64)
     report = customgrad.check(MulConstant, x, 2.0)
     page = report._repr_html_()
@@ -207,7 +208,7 @@ def test_the_engine_displays_a_report_without_qt():
         "import sys\n"
         "for name in ('PySide6', 'shiboken6', 'pyqtgraph'): sys.modules[name] = None\n"
         "import torch, customgrad\n"
-        "from customgrad.gallery import MulConstant\n"
+        "from customgrad.targets.gallery import MulConstant\n"
         "r = customgrad.check(MulConstant, torch.ones(2, dtype=torch.float64), 2.0)\n"
         "page = r._repr_html_(); assert '<pre>MulConstant: PASSED' in page, page\n"
         "assert r._repr_png_() is None\n"

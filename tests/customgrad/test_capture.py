@@ -9,14 +9,14 @@ import json
 import pytest
 import torch
 
-from customgrad import capture
+from customgrad.checking.jacobian import compare
 from customgrad.errors import FunctionError, SpecError, TargetError
-from customgrad.inputs import GIVEN, TensorSpec, apply_overrides, draw, parse_init
-from customgrad.jacobian import compare
-from customgrad.loader import PROCESS_LOCAL, Target, resolve
-from customgrad.problem import build
-from customgrad.processes import ProblemRef, portable
-from customgrad.settings import Settings
+from customgrad.function.inputs import GIVEN, TensorSpec, apply_overrides, draw, parse_init
+from customgrad.problems import capture
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import PROCESS_LOCAL, Target, resolve
+from customgrad.workers.processes import ProblemRef, portable
 from tests.data.notebook import PREFIX, SCALE, as_in_jupyter, forget_cells, run_cell
 
 #: a "notebook": the class in one cell, its helper and constant in an earlier one
@@ -224,7 +224,7 @@ def test_a_class_using_what_cannot_be_written_out_is_not_complete(notebook):
 
 
 def test_a_class_in_an_importable_module_is_named_not_captured():
-    from customgrad.gallery import MulConstant
+    from customgrad.targets.gallery import MulConstant
 
     spec = capture.importable(MulConstant)
     assert spec == f"{MulConstant.__module__}:MulConstant"

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from customgrad import catalog
-from customgrad.checks import double_backward_check, projected_check
+from customgrad.checking.beyond_jacobian import double_backward_check, projected_check
 from customgrad.cli import main
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
 
 
 @pytest.mark.parametrize("name", ["killhead", "linear", "softmax", "sincos", "sort"])

@@ -12,8 +12,9 @@ import textwrap
 
 import pytest
 
-from customgrad import catalog, cli
-from customgrad.jacobian import ATOL, EPS, RTOL
+from customgrad import cli
+from customgrad.checking.jacobian import ATOL, EPS, RTOL
+from customgrad.targets import catalog
 
 
 def run_cli(capsys, *argv):
@@ -130,8 +131,9 @@ def test_projected_text_names_the_worst_probe(capsys):
 
 # ---- constants of Functions loaded by import path --------------------------------------------
 @pytest.mark.parametrize(("target", "name", "value", "reason"), [
-    ("customgrad.gallery.seeds:MulConstant", "constant", 2.0, "backward returns None for it"),
-    ("customgrad.gallery.seeds:KillHead", "n", 2, "forward does not take a tensor there"),
+    ("customgrad.targets.gallery.seeds:MulConstant", "constant", 2.0,
+     "backward returns None for it"),
+    ("customgrad.targets.gallery.seeds:KillHead", "n", 2, "forward does not take a tensor there"),
 ])
 def test_plain_numbers_by_import_path_are_constants(capsys, target, name, value, reason):
     code, out, err = run_cli(capsys, "check", target)
@@ -148,20 +150,21 @@ def test_plain_numbers_by_import_path_are_constants(capsys, target, name, value,
 
 
 def test_a_given_constant_is_not_a_guess(capsys):
-    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.seeds:KillHead", "--const",
+    code, out, _ = run_cli(capsys, "check", "customgrad.targets.gallery.seeds:KillHead", "--const",
                            "n=3", "--json")
     data = json.loads(out)
     assert code == 0 and data["guessed_constants"] == []
-    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.seeds:MulConstant", "--const",
+    code, out, _ = run_cli(capsys, "check", "customgrad.targets.gallery.seeds:MulConstant",
+                           "--const",
                            "constant=2.5")
     assert code == 0 and "taken as the constant" not in out
 
 
 def test_guessed_constants_still_catch_a_bug(capsys):
     """2, not 1: a backward that forgets to scale by the constant still disagrees."""
-    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.bugs:MulConstantBuggy")
+    code, out, _ = run_cli(capsys, "check", "customgrad.targets.gallery.bugs:MulConstantBuggy")
     assert code == 1 and "FAILED" in out and "taken as the constant 2.0" in out
-    code, out, _ = run_cli(capsys, "check", "customgrad.gallery.bugs:KillHeadBuggy")
+    code, out, _ = run_cli(capsys, "check", "customgrad.targets.gallery.bugs:KillHeadBuggy")
     assert code == 1 and "FAILED" in out
 
 
@@ -201,11 +204,13 @@ def test_a_users_copy_of_the_docs_mulconstant_passes(capsys, tmp_path):
 
 
 def test_run_says_which_constants_it_guessed(capsys):
-    code, out, err = run_cli(capsys, "run", "customgrad.gallery.seeds:KillHead", "--steps", "2")
+    code, out, err = run_cli(capsys, "run", "customgrad.targets.gallery.seeds:KillHead",
+                             "--steps", "2")
     assert code == 0
     assert len(out.splitlines()) == 2  # stdout stays the losses only
     assert "customgrad: note: n was taken as the constant 2" in err
-    code, out, _ = run_cli(capsys, "run", "customgrad.gallery.seeds:KillHead", "--steps", "1",
+    code, out, _ = run_cli(capsys, "run", "customgrad.targets.gallery.seeds:KillHead",
+                           "--steps", "1",
                            "--json")
     assert json.loads(out)["guessed_constants"][0]["name"] == "n"
 

@@ -74,6 +74,6 @@ def test_check_imports_torch_once_in_the_child_only():
 def test_the_dtype_names_the_cli_offers_are_the_engine_s():
     """``--dtype``'s choices are data (no torch for ``--help``): the same as the engine's."""
     from customgrad.defaults import DTYPE_NAMES
-    from customgrad.dtypes import DTYPES
+    from customgrad.function.dtypes import DTYPES
 
     assert DTYPE_NAMES == tuple(DTYPES)

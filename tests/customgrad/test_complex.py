@@ -12,14 +12,16 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import capture, cli, subchecks
-from customgrad.checks import projected_check
-from customgrad.dtypes import in_kind
+from customgrad import cli
+from customgrad.checking import subchecks
+from customgrad.checking.beyond_jacobian import projected_check
+from customgrad.checking.jacobian import analytic, limits
 from customgrad.errors import SpecError
-from customgrad.jacobian import analytic, limits
-from customgrad.loader import Target
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.function.dtypes import in_kind
+from customgrad.problems import capture
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import Target
 from tests.data import complex_functions as cf
 
 

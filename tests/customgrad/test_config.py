@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from customgrad import config, isolation, processes
+from customgrad import config
 from customgrad.config import Config
 from customgrad.errors import CustomGradError
+from customgrad.workers import isolation, processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,11 +9,12 @@ import uuid
 import pytest
 import torch
 
-from customgrad import cli, subchecks
-from customgrad.diagnosis import diagnose
-from customgrad.loader import resolve
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad import cli
+from customgrad.checking import subchecks
+from customgrad.checking.diagnosis import diagnose
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import resolve
 
 #: torch.library ops registered and checked with opcheck (torch 2.4 has custom_op)
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not hasattr(torch.library, "custom_op"),

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import catalog
-from customgrad.descent import Descent
 from customgrad.errors import Cancelled, FunctionError, SpecError
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.training.descent import Descent
 
 KillHead = catalog.get("killhead").function
 killhead = KillHead.apply
@@ -133,7 +133,7 @@ def test_other_losses_match_their_formula(loss, criterion):
 def test_losses_called_as_kernels_equal_torch_modules_bit_for_bit(loss, module, dtype):
     """The loop calls the loss kernels directly (half the cost of the module); values and
     gradients must stay exactly those of torch.nn's modules."""
-    from customgrad.descent import _loss
+    from customgrad.training.descent import _loss
 
     generator = torch.Generator().manual_seed(5)
     for shape in [(3, 8), (17,), (4, 5, 6)]:
@@ -145,7 +145,7 @@ def test_losses_called_as_kernels_equal_torch_modules_bit_for_bit(loss, module, 
 
 
 def test_losses_fall_back_to_the_modules_without_the_kernels(monkeypatch):
-    from customgrad.descent import _loss
+    from customgrad.training.descent import _loss
 
     monkeypatch.delattr(torch._C._nn, "mse_loss")
     assert isinstance(_loss("mse"), torch.nn.MSELoss)

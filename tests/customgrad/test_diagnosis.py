@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from customgrad import diagnosis
-from customgrad.inputs import forward_parameters
-from customgrad.jacobian import compare
+from customgrad.checking import diagnosis
+from customgrad.checking.jacobian import compare
+from customgrad.function.inputs import forward_parameters
 from tests.data.diagnosis_functions import CASES, TWIN_ARGS
 
 #: the share of buggy Functions whose first diagnosis names their bug must be at least this
@@ -249,7 +249,7 @@ def test_nan_and_inf_gradients_are_not_called_nondeterministic():
 def test_a_hypothesis_answers_with_a_named_finding(kind):
     """BlockFit's hypotheses answer with a Found (kind, detail, confidence), the diagnosis
     read by name (a helper returned its three arguments as a bare tuple)."""
-    from customgrad.fits import BlockFit, Found
+    from customgrad.checking.fits import BlockFit, Found
 
     _label, buggy, _correct, make_args = next(c for c in CASES if c[0] == kind)
     args = make_args(torch.Generator().manual_seed(0))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import catalog, jacobian
-from customgrad import problem as problem_module
-from customgrad.contract import (
+from customgrad.checking import jacobian
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
+from customgrad.function.contract import (
     Overtime,
     method_line,
     mutation_line,
@@ -20,12 +20,13 @@ from customgrad.contract import (
     run_user,
     run_user_within,
 )
-from customgrad.descent import Descent
-from customgrad.errors import Cancelled, CustomGradError, FunctionError
-from customgrad.inputs import ConstSpec, TensorSpec
-from customgrad.loader import load_file
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.function.inputs import ConstSpec, TensorSpec
+from customgrad.problems import problem as problem_module
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.targets.loader import load_file
+from customgrad.training.descent import Descent
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FILE = str((DATA / "user_functions.py").resolve())

@@ -1,4 +1,4 @@
-"""The verified reference (customgrad.jacobian.exact): autograd through forward, checked by
+"""The verified reference (customgrad.checking.jacobian.exact): autograd through forward, checked by
 compressed finite differences; where forward hides something from autograd, the full method
 runs and says why, and the verdict is gradcheck's either way."""
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch.autograd import Function
 
-from customgrad.gallery.seeds import KillHead, LinearFunction
-from customgrad.jacobian import colouring, compare
-from customgrad.jacobian.report import FINITE_DIFFERENCES, REFERENCE
+from customgrad.checking.jacobian import colouring, compare
+from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
+from customgrad.targets.gallery.seeds import KillHead, LinearFunction
 
 
 def _gradcheck(function, args, differentiate=None) -> bool:
@@ -263,7 +263,7 @@ def _second_order_cases():
 
 @pytest.mark.parametrize("case", range(6))
 def test_double_backward_by_the_reference_keeps_gradgradchecks_verdict(case):
-    from customgrad.checks import double_backward_check, verified_double_backward
+    from customgrad.checking.beyond_jacobian import double_backward_check, verified_double_backward
 
     function, args, traceable = _second_order_cases()[case]
     expected = torch.autograd.gradgradcheck(
@@ -277,7 +277,7 @@ def test_double_backward_by_the_reference_keeps_gradgradchecks_verdict(case):
 
 def test_double_backward_of_exp_takes_the_reference():
     from customgrad.api import check
-    from customgrad.gallery.classic import Exp
+    from customgrad.targets.gallery.classic import Exp
 
     report = check(Exp, _x(16, 32), checks=["jacobian", "double_backward"])
     double = report.checks["double_backward"]

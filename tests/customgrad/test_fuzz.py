@@ -14,12 +14,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from customgrad import catalog, jacobian
+from customgrad.checking import jacobian
 from customgrad.errors import CustomGradError
-from customgrad.inputs import TensorSpec, parse_const, parse_init, parse_shape
-from customgrad.loader import functions_in, load_file, resolve
-from customgrad.problem import build, specs_for
-from customgrad.settings import Settings
+from customgrad.function.inputs import TensorSpec, parse_const, parse_init, parse_shape
+from customgrad.problems.problem import build, specs_for
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.targets.loader import functions_in, load_file, resolve
 
 #: hypothesis: many examples per test
 pytestmark = pytest.mark.slow

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as nnf
 from torch.autograd.gradcheck import GradcheckError
 
-from customgrad.catalog import CATEGORIES, GalleryEntry
-from customgrad.gallery import ENTRIES, MyOwnLayer
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.catalog import CATEGORIES, GalleryEntry
+from customgrad.targets.gallery import ENTRIES, MyOwnLayer
 
 BY_NAME = {e.name: e for e in ENTRIES}
 
@@ -96,7 +96,7 @@ def test_entries_are_well_formed():
 
 
 def test_every_category_has_one_display_title():
-    from customgrad.catalog import CATEGORY_TITLES
+    from customgrad.targets.catalog import CATEGORY_TITLES
 
     assert list(CATEGORY_TITLES) == list(CATEGORIES)
     titles = list(CATEGORY_TITLES.values())
@@ -110,10 +110,10 @@ def test_the_gallery_never_imports_the_catalog():
     import grimp  # import-linter's graph builder, in the test extra
 
     graph = grimp.build_graph("customgrad", cache_dir=None)
-    assert graph.find_shortest_chains(importer="customgrad.gallery",
-                                      imported="customgrad.catalog") == set()
-    assert graph.find_shortest_chain(importer="customgrad.catalog",
-                                     imported="customgrad.gallery") is not None
+    assert graph.find_shortest_chains(importer="customgrad.targets.gallery",
+                                      imported="customgrad.targets.catalog") == set()
+    assert graph.find_shortest_chain(importer="customgrad.targets.catalog",
+                                     imported="customgrad.targets.gallery") is not None
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
@@ -138,7 +138,7 @@ def test_defaults_match_signature(entry: GalleryEntry):
 
 
 def test_catalog_lookup():
-    from customgrad import catalog
+    from customgrad.targets import catalog
 
     ordered = catalog.entries()
     assert sorted(e.name for e in ordered) == sorted(BY_NAME)
@@ -343,7 +343,7 @@ def test_linear_seed_gradcheck_as_in_the_notes():
 
 def test_catalog_listing_is_the_gallery():
     """The names and titles that ``customgrad list`` shows without torch are the gallery's."""
-    from customgrad import catalog
+    from customgrad.targets import catalog
 
     real = [(e.name, e.title, e.category, e.function.__name__, e.correct, e.twin_of)
             for e in catalog.entries()]
@@ -356,7 +356,7 @@ def test_catalog_listing_is_the_gallery():
 
 
 def test_a_misspelled_gallery_name_gets_the_closest():
-    from customgrad import catalog
+    from customgrad.targets import catalog
 
     with pytest.raises(catalog.TargetError, match="Did you mean killhead\\?"):
         catalog.get("killhed")

@@ -11,10 +11,10 @@ from typing import Optional
 import pytest
 import torch
 
-from customgrad import catalog
-from customgrad.dtypes import parse_dtype
+from customgrad.checking.jacobian import compare
 from customgrad.errors import Cancelled, FunctionError, SpecError
-from customgrad.inputs import (
+from customgrad.function.dtypes import parse_dtype
+from customgrad.function.inputs import (
     DEFAULT_SHAPE,
     MAX_ELEMENTS,
     UNANNOTATED,
@@ -33,10 +33,10 @@ from customgrad.inputs import (
     parse_init,
     parse_shape,
 )
-from customgrad.jacobian import compare
-from customgrad.loader import load_file
-from customgrad.problem import Problem, build, infer_constants
-from customgrad.settings import Settings
+from customgrad.problems.problem import Problem, build, infer_constants
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.targets.loader import load_file
 
 U = load_file(Path(__file__).resolve().parents[1] / "data" / "user_functions.py")
 

@@ -8,10 +8,17 @@ import math
 import pytest
 import torch
 
+from customgrad.checking.inspector import (
+    ERROR,
+    NOTE,
+    WARNING,
+    describe_value,
+    inspect_call,
+    shape_text,
+)
 from customgrad.errors import FunctionError
-from customgrad.inspector import ERROR, NOTE, WARNING, describe_value, inspect_call, shape_text
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 from tests.data import byof_errors as bad
 from tests.data import user_functions as uf
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import cli, isolation, memory, processes, sharing
+from customgrad import cli
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
-from customgrad.kept import WarmWorker
+from customgrad.workers import isolation, memory, processes, sharing
+from customgrad.workers.warm import WarmWorker
 
 #: worker processes started, crashed and killed, spawned ones included
 pytestmark = pytest.mark.slow
@@ -114,7 +115,7 @@ def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
 #: KillHead from a file that writes down which process started the one loading it
 _WHO_STARTED_ME = """
 import os
-from customgrad.gallery.seeds import KillHead
+from customgrad.targets.gallery.seeds import KillHead
 
 with open({log!r}, "a") as log:
     log.write(open(f"/proc/{{os.getppid()}}/cmdline").read().replace("\\0", " ") + "\\n")
@@ -556,7 +557,7 @@ def test_a_kept_childs_jobs_draw_the_same_random_numbers_as_a_fresh_childs(keepi
 
 
 def _sent_job(channel) -> tuple:
-    from customgrad import sharing
+    from customgrad.workers import sharing
 
     return len(sharing._SENT), torch.ones(64)  # a tensor the child copies to send
 

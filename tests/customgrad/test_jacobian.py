@@ -1,4 +1,5 @@
-"""The Jacobian comparison (customgrad.jacobian.compare): verdicts, matrices, layout, worst entry,
+"""The Jacobian comparison (customgrad.checking.jacobian.compare): verdicts, matrices, layout, worst
+entry,
 the float32 rule, NaN awareness, zero blocks, memory cap, progress, cancellation, to_dict."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import catalog, jacobian
+from customgrad.checking import jacobian
+from customgrad.checking.jacobian import Axis, compare, estimate_bytes, limits
 from customgrad.errors import (
     Cancelled,
     CustomGradError,
@@ -21,10 +23,10 @@ from customgrad.errors import (
     SpecError,
     TooLargeError,
 )
-from customgrad.jacobian import Axis, compare, estimate_bytes, limits
-from customgrad.loader import load_file
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
+from customgrad.targets.loader import load_file
 
 U = load_file(Path(__file__).resolve().parents[1] / "data" / "user_functions.py")
 ENTRIES = catalog.entries()
@@ -813,8 +815,8 @@ def test_report_overview_and_peaks_are_cached():
 def test_big_matrices_can_be_made_in_shared_memory():
     """A worker process makes its matrices in shared memory, so the window reads them as they
     are computed and gets them back without a copy: zeros still, and lazily mapped."""
-    from customgrad import sharing
-    from customgrad.jacobian import limits, matrices
+    from customgrad.checking.jacobian import limits, matrices
+    from customgrad.workers import sharing
 
     shape = (512, 1024)
     assert 512 * 1024 * 8 >= limits.LAZY_BYTES  # big enough for the lazily mapped kind
@@ -827,7 +829,7 @@ def test_big_matrices_can_be_made_in_shared_memory():
 def test_a_comparison_takes_its_big_matrices_from_the_storage_it_is_given(monkeypatch):
     """The caller says where big matrices live (a worker: shared memory), by an argument: no
     module setting that one job leaves behind for the next."""
-    from customgrad.jacobian import limits
+    from customgrad.checking.jacobian import limits
 
     monkeypatch.setattr(limits, "LAZY_BYTES", 64)  # a 12 x 12 matrix is big now
     asked = []

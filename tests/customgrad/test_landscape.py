@@ -20,8 +20,8 @@ from customgrad.landscape.plane import (
     random_plane,
 )
 from customgrad.landscape.surface import LossSurface, replay
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "landscape_functions.py"
 SHAPES = [(3, 4), (5,)]

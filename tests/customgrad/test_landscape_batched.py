@@ -1,5 +1,6 @@
 """The landscape's grid in batches where forward takes a stack of points (the probe of
-:mod:`customgrad.batching`), and one point at a time, exactly as before, where it does not."""
+:mod:`customgrad.landscape.batching`), and one point at a time, exactly as before, where it does
+not."""
 
 from pathlib import Path
 
@@ -7,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import batching
+from customgrad.landscape import batching
 from customgrad.landscape.plane import random_plane
 from customgrad.landscape.surface import LossSurface, axes, grid
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "landscape_functions.py"
 SIZE = 21

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad import catalog, loader, shadow
 from customgrad.errors import TargetError
-from customgrad.loader import (
+from customgrad.function import shadow
+from customgrad.targets import catalog, loader
+from customgrad.targets.loader import (
     functions_in,
     is_file_target,
     is_function,
@@ -263,7 +264,7 @@ def test_user_file_can_import_a_module_next_to_it(tmp_path):
         "class Triple(torch.autograd.Function):\n"
         "    @staticmethod\n    def forward(ctx, x):\n        return x * factor()\n\n"
         "    @staticmethod\n    def backward(ctx, g):\n        return g * factor()\n")
-    from customgrad.loader import resolve
+    from customgrad.targets.loader import resolve
 
     target = resolve(str(tmp_path / "uses_sibling.py"))
     assert target.function.__name__ == "Triple"
@@ -309,7 +310,8 @@ def test_split_target_agrees_with_resolve(monkeypatch):
     cases = [(f"{USER}:Square", True, "Square"), ("tests.data.user_functions:Square", False,
                                                   "Square"), ("killhead", False, None)]
     if hasattr(torch.library, "custom_op"):
-        cases.append(("customgrad.gallery.op_sin:customgrad::sin", False, "customgrad::sin"))
+        cases.append(("customgrad.targets.gallery.op_sin:customgrad::sin", False,
+                      "customgrad::sin"))
     for spec, is_file, name in cases:
         where, class_name = split_target(spec)
         assert (is_file_target(where), class_name) == (is_file, name)

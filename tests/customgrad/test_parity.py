@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli, subchecks
+from customgrad import cli
+from customgrad.checking import subchecks
 from customgrad.errors import SpecError
 from tests.data import parity_functions as pf
 
@@ -145,7 +146,7 @@ def test_an_integer_tensor_cannot_be_chosen():
             return torch.zeros(ctx.n, dtype=g.dtype).index_add_(0, idx, g), None
 
     with pytest.raises(SpecError, match="idx cannot be differentiated: it is int64"):
-        customgrad.jacobian.compare(Gather, [_rand(5), torch.tensor([0, 2])],
+        customgrad.checking.jacobian.compare(Gather, [_rand(5), torch.tensor([0, 2])],
                                     differentiate={"idx": True})
 
 
@@ -184,7 +185,7 @@ def test_the_base_point_survives_a_forward_that_writes_at_some_points_only():
             return g * 2
 
     x = torch.tensor([-1e-7, 1.0, 2.0], dtype=torch.float64)
-    report = customgrad.jacobian.compare(SometimesInPlace, [x])
+    report = customgrad.checking.jacobian.compare(SometimesInPlace, [x])
     assert report.passed, report.text()
     assert any("at some points" in n for n in report.notes)
     torch.testing.assert_close(x, torch.tensor([-1e-7, 1.0, 2.0], dtype=torch.float64),
@@ -211,7 +212,7 @@ def test_forwards_defaults_are_filled_as_apply_fills_them(function):
     assert customgrad.check(function, X).passed == expected
     assert customgrad.check(function, X, 0).passed == _gradcheck(
         lambda t: function.apply(t, 0), (X.clone().requires_grad_(),))
-    report = customgrad.jacobian.compare(function, [X])
+    report = customgrad.checking.jacobian.compare(function, [X])
     assert report.passed == expected and [a.name for a in report.inputs] == ["X"]
 
 
@@ -272,8 +273,8 @@ def test_a_function_refusing_a_drawn_argument_is_told_what_was_drawn(capsys):
 
 def test_the_drawn_arguments_are_named_where_the_window_builds_too():
     from customgrad.errors import FunctionError
-    from customgrad.problem import build
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
 
     with pytest.raises(FunctionError, match=r"forward was given weight: a float32 tensor") as e:
         build(Settings(target=f"{FILE}:EmbeddingBag", shapes={"idx": "4"}))
@@ -281,7 +282,7 @@ def test_the_drawn_arguments_are_named_where_the_window_builds_too():
 
 
 def test_randint_is_an_int64_init():
-    from customgrad.inputs import TensorSpec, draw, parse_init
+    from customgrad.function.inputs import TensorSpec, draw, parse_init
 
     assert parse_init("randint(0, 8)") == "randint(0,8)"
     with pytest.raises(SpecError, match="randint"):
@@ -302,7 +303,7 @@ def test_tuple_constants_from_a_default_and_from_the_command_line(capsys):
 
 
 def test_a_tuple_constant_survives_a_session_file():
-    from customgrad.inputs import ConstSpec, apply_overrides
+    from customgrad.function.inputs import ConstSpec, apply_overrides
 
     specs = apply_overrides([ConstSpec("dims", (1,))], constants={"dims": [0, 1]})
     assert specs == [ConstSpec("dims", (0, 1))]
@@ -380,7 +381,7 @@ def test_a_forward_scribbling_on_an_input_nobody_differentiates_gets_copies():
 
 
 def test_a_constant_keeps_forwards_default_beside_its_value():
-    from customgrad.inputs import ConstSpec, apply_overrides, derive_specs
+    from customgrad.function.inputs import ConstSpec, apply_overrides, derive_specs
 
     specs = apply_overrides(derive_specs(pf.Sparsemaxish), constants={"dim": "0"})
     dim = next(s for s in specs if s.name == "dim")

@@ -7,14 +7,14 @@ import pytest
 import torch
 from torch.autograd import Function
 
-from customgrad.jacobian import compare
-from customgrad.reference import reference_jacobian
+from customgrad.checking.jacobian import compare
+from customgrad.checking.reference import reference_jacobian
 from tests.data.diagnosis_functions import Linear, LinearBiasNoSum, SinInFloat32
 
 
 def _problem_args(name):
-    from customgrad.problem import build
-    from customgrad.settings import Settings
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
 
     problem = build(Settings(target=name, dtype="float64"))
     return problem.function, problem.args

@@ -1,4 +1,4 @@
-"""The descent loop in a child process (customgrad.runner), without Qt: same numbers as on a
+"""The descent loop in a child process (customgrad.workers.runner), without Qt: same numbers as on a
 thread, steered by messages, and a Function stuck or crashing there never takes the caller."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import isolation, processes, runner
-from customgrad.descent import StepRecord, pack_records, unpack_records
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.loader import resolve
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.loader import resolve
+from customgrad.training.descent import StepRecord, pack_records, unpack_records
+from customgrad.workers import isolation, processes, runner
 
 
 def problem(target="killhead", **changes):
@@ -353,9 +353,9 @@ def test_without_a_fork_server_children_are_spawned(monkeypatch):
 
 def test_portable_targets():
     assert processes.portable(resolve("killhead"))
-    assert processes.portable(resolve("customgrad.gallery.seeds:KillHead"))
+    assert processes.portable(resolve("customgrad.targets.gallery.seeds:KillHead"))
     target = resolve("killhead")
-    from customgrad.loader import Target
+    from customgrad.targets.loader import Target
 
     assert not processes.portable(Target("made up", target.function, "made up"))
 

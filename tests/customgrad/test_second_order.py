@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from customgrad import cli
-from customgrad.second_order import double_backward_report
+from customgrad.checking.second_order import double_backward_report
 from tests.data import second_order_functions as so
 
 
@@ -91,9 +91,9 @@ BESIDE = [(so.Cube, True), (so.CubeDetached, False), (so.CubeHalfSecond, False),
 def test_the_apps_second_report_has_gradgradchecks_verdict(function, verdict):
     """The report the app's worker sends beside the first order's (second_order.beside):
     gradgradcheck's verdict, or none where gradgradcheck finds no double backward (None)."""
-    from customgrad.checks import double_backward_check
-    from customgrad.jacobian import compare
-    from customgrad.second_order import beside
+    from customgrad.checking.beyond_jacobian import double_backward_check
+    from customgrad.checking.jacobian import compare
+    from customgrad.checking.second_order import beside
 
     args = [_x(2, 3)] if function.forward.__code__.co_argcount == 2 else [_x(3), _x(3, seed=1)]
     first = compare(function, args)
@@ -108,8 +108,8 @@ def test_the_apps_second_report_has_gradgradchecks_verdict(function, verdict):
 
 
 def test_a_big_second_order_waits_to_be_asked(monkeypatch):
-    from customgrad import second_order
-    from customgrad.jacobian import compare
+    from customgrad.checking import second_order
+    from customgrad.checking.jacobian import compare
 
     args = [_x(2, 3)]
     first = compare(so.Cube, args)

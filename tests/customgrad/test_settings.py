@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from customgrad import jacobian
+from customgrad.checking import jacobian
 from customgrad.errors import SpecError
-from customgrad.settings import Settings
+from customgrad.problems.settings import Settings
 
 
 def test_defaults_are_the_seed_setup():

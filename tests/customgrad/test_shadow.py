@@ -11,10 +11,9 @@ import types
 import pytest
 import torch
 
-from customgrad import catalog, loader
 from customgrad.errors import FunctionError
-from customgrad.inputs import derive_specs, guessed_parameters, is_new_style
-from customgrad.shadow import (
+from customgrad.function.inputs import derive_specs, guessed_parameters, is_new_style
+from customgrad.function.shadow import (
     Shadowed,
     describe,
     describe_module,
@@ -22,6 +21,7 @@ from customgrad.shadow import (
     shadow,
     source_lines,
 )
+from customgrad.targets import catalog, loader
 from tests.data.notebook import forget_cells, run_cell
 
 ODD = '''

@@ -1,5 +1,5 @@
 """Tensors a worker process shares with its caller go through memory files, not /dev/shm
-(customgrad.sharing); where there are none, torch's own sharing is used."""
+(customgrad.workers.sharing); where there are none, torch's own sharing is used."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from multiprocessing.reduction import ForkingPickler
 import pytest
 import torch
 
-from customgrad import processes, sharing
-from customgrad.jacobian import matrices
+from customgrad.checking.jacobian import matrices
+from customgrad.workers import processes, sharing
 
 linux_memfd = pytest.mark.skipif(not sharing.available(), reason="needs Linux memory files")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.autograd import Function
 
-from customgrad import subchecks
+from customgrad.checking import subchecks
 from customgrad.errors import SpecError
 
 

@@ -1,4 +1,4 @@
-"""A worker's torch threads: the cores free now (customgrad.threads), and passive OpenMP
+"""A worker's torch threads: the cores free now (customgrad.workers.threads), and passive OpenMP
 waiting in the children started."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from customgrad import isolation, processes, threads
+from customgrad.workers import isolation, processes, threads
 
 
 @pytest.mark.parametrize(("cores", "others", "most", "expected"), [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from customgrad import processes
 from customgrad.errors import TargetError
+from customgrad.workers import processes
 
 #: worker processes and the CLI as programs: launch folders, signals, forks
 pytestmark = pytest.mark.slow
@@ -70,7 +70,8 @@ def test_the_child_path_leaves_out_the_current_folder_but_keeps_the_checkout(tmp
 def test_a_file_run_in_a_worker_leaves_the_callers_path_as_it_was(tmp_path, monkeypatch):
     """The window's sys.path once got the user's folder: torch later imported triton.py or
     tabulate.py from there (and a crashing one ended the window)."""
-    from customgrad import loader, shadow
+    from customgrad.function import shadow
+    from customgrad.targets import loader
 
     monkeypatch.setattr(loader, "run_module_code",
                         lambda run, label, origin: shadow.Shadowed([], {}))
@@ -158,7 +159,7 @@ def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
 def test_a_file_is_read_as_python_reads_it(tmp_path, data, text):
     """A UTF-8 file with a BOM and a PEP 263 latin-1 file were refused, though Python runs
     them."""
-    from customgrad import loader
+    from customgrad.targets import loader
 
     path = tmp_path / "encoded.py"
     path.write_bytes(data)
@@ -180,8 +181,8 @@ def test_a_killed_fork_server_is_not_blamed_on_the_function():
     import threading
     from multiprocessing import forkserver
 
-    from customgrad import isolation
     from customgrad.errors import CustomGradError, FunctionError
+    from customgrad.workers import isolation
 
     def kill_the_server():
         os.kill(forkserver._forkserver._forkserver_pid, signal.SIGKILL)
@@ -246,7 +247,7 @@ def test_a_spawned_worker_starts_without_the_current_folder_on_its_path(tmp_path
                                                                         monkeypatch, configure):
     """spawn hands its children the parent's sys.path ('' made the current folder): a
     random.py in the launch folder shadowed the standard library in each spawned worker."""
-    from customgrad import isolation
+    from customgrad.workers import isolation
 
     configure(spawn=True)
     monkeypatch.chdir(tmp_path)

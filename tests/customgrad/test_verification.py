@@ -1,4 +1,4 @@
-"""One check pipeline (customgrad.verification.verify) behind every front end, and its
+"""One check pipeline (customgrad.checking.verification.verify) behind every front end, and its
 frozen report whose verdict is computed from its parts."""
 
 from __future__ import annotations
@@ -10,16 +10,18 @@ import pytest
 import torch
 
 import customgrad
-from customgrad import cli, sharing, subchecks
+from customgrad import cli
+from customgrad.checking import subchecks
+from customgrad.checking.findings import SubCheck
+from customgrad.checking.jacobian import compare, limits, matrices
+from customgrad.checking.jacobian.report import Report
+from customgrad.checking.second_order import double_backward_report
+from customgrad.checking.verification import CheckOptions, verify
 from customgrad.cli_args import _parser
-from customgrad.findings import SubCheck
-from customgrad.gallery import KillHead, KillHeadBuggy
-from customgrad.jacobian import compare, limits, matrices
-from customgrad.jacobian.report import Report
-from customgrad.problem import build
-from customgrad.second_order import double_backward_report
-from customgrad.settings import Settings
-from customgrad.verification import CheckOptions, verify
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.gallery import KillHead, KillHeadBuggy
+from customgrad.workers import sharing
 from tests.customgrad.test_subchecks import SinJvpBug
 from tests.data import second_order_functions as so
 from tests.data.byof_functions import Double
@@ -140,7 +142,7 @@ def test_the_comparison_s_matrices_come_from_the_allocator_it_is_given():
 def test_backward_s_notes_say_their_kind_and_parameter():
     """The comparison leaves out the "returns None" note of an input it drops by the note's
     kind and parameter, not by matching its text."""
-    from customgrad.contract import GradientNote, check_gradients
+    from customgrad.function.contract import GradientNote, check_gradients
 
     x, w = _x(3), _x(1)
     notes = check_gradients(Double, ["x", "w"], [x, w], (None, torch.ones(3).double()))

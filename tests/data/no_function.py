@@ -1,6 +1,6 @@
 """A file without any custom autograd Function of its own."""
 
-from customgrad.gallery.classic import Exp  # noqa: F401  (imported, not defined here)
+from customgrad.targets.gallery.classic import Exp  # noqa: F401  (imported, not defined here)
 
 VALUE = 42
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import catalog
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets import catalog
 
 pytest.importorskip("pytestqt")
 
@@ -183,7 +183,7 @@ def test_play_pause_step_reset(qtbot, loop_mode, window):
 def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypatch, configure):
     """Up to a second after start-up, a new loop process waits for the fork server to import
     torch: Play returns at once all the same, and the steps follow."""
-    from customgrad import runner
+    from customgrad.workers import runner
 
     configure(loop="process")
 
@@ -321,7 +321,7 @@ def test_losses_equal_the_seed_script(qtbot, loop_mode, window):
     s.batchReady.connect(lambda b: losses.extend(r.loss for r in b.records))
     s.run_steps(5)
     qtbot.waitUntil(lambda: len(losses) == 5, timeout=TIMEOUT)
-    from customgrad.gallery.seeds import KillHead
+    from customgrad.targets.gallery.seeds import KillHead
 
     torch.manual_seed(0)
     y = torch.empty(3, 8).normal_()
@@ -909,8 +909,8 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
     """As a comparison on a thread waits while the view lays out a new matrix, a worker
     process's waits until the window has handled each progress (the paint then has the
     cores to itself): the matrices it shares with the window do not change meanwhile."""
+    from playground.workers import child_jobs as remote
     from playground.workers import jobs as workers
-    from playground.workers import remote
 
     assert workers.ISOLATE and workers.HOLD_CHILD
     # the window waits for the layout almost as long as the child waits for the window
@@ -937,7 +937,7 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
 def test_a_window_that_does_not_answer_is_waited_for_once(monkeypatch):
     """The worker process's side: it waits for the window's answer to each progress, and
     after one wait that ran out, no more in that comparison."""
-    from playground.workers import remote
+    from playground.workers import child_jobs as remote
 
     monkeypatch.setattr(remote._Answer, "WAIT_SECONDS", 60.0)  # while answered
     sent = []

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QApplication
 
 import customgrad
 from customgrad.errors import FunctionError, TargetError
-from customgrad.shadow import description_of
+from customgrad.function.shadow import description_of
 from playground.features import byof
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -724,7 +724,7 @@ def test_default_chooser_without_a_screen_returns_none():
 def test_the_window_holds_shadows_only_of_what_the_session_loads(qtbot, window):
     """customgrad.check on a file target from the same program (a notebook that also shows
     the app) still gets the real class: shadows are the session's alone."""
-    from customgrad import loader
+    from customgrad.targets import loader
 
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         window.session.set_target(f"{FUNCTIONS}:Double")

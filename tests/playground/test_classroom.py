@@ -20,9 +20,9 @@ from PySide6.QtGui import QAction, QFont, QImage, QKeySequence, QPalette, QWheel
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from customgrad.descent import StepRecord
-from customgrad.runner import Batch
-from customgrad.settings import Settings
+from customgrad.problems.settings import Settings
+from customgrad.training.descent import StepRecord
+from customgrad.workers.runner import Batch
 from playground.main_window import MainWindow
 from playground.state import paths, session_files
 from playground.state.session import Session

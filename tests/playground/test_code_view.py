@@ -149,7 +149,7 @@ def test_set_style_switches_to_a_dark_theme(view):
 
 
 def test_real_gallery_source(view):
-    from customgrad import catalog
+    from customgrad.targets import catalog
 
     entry = catalog.get("killhead")
     file, first = entry.location

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import customgrad
-from customgrad.jacobian import Axis
+from customgrad.checking.jacobian import Axis
 from playground.views.jacobian import words
+from playground.views.jacobian.contents import Shown
 from playground.views.jacobian.geometry import block_label
-from playground.views.jacobian.shown import Shown
 from tests.data import complex_functions as cf
 
 

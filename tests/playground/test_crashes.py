@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from customgrad import isolation
+from customgrad.workers import isolation
 from playground.workers import jobs
 
 #: Functions that crash, hang or blow up worker processes, in the window
@@ -176,7 +176,7 @@ def test_without_a_fork_server_every_call_still_runs_in_a_spawned_process(
     interpreter, seconds to start). Chosen here by the variable: the window never imports
     the user's file, the loop runs in a process of its own, and a segfault leaves the window
     as it does with a fork server."""
-    from customgrad.shadow import description_of
+    from customgrad.function.shadow import description_of
     from playground.workers.warm_worker import WORKER
 
     configure(spawn=True, loop="process")
@@ -290,8 +290,8 @@ def test_a_function_that_crashes_as_it_loads_leaves_the_window(qtbot, window, tm
 
 _SMALL_SHM = """
 from customgrad import isolation, processes
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 from playground.workers import remote
 
 problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
@@ -305,7 +305,7 @@ def test_a_big_check_needs_no_room_in_dev_shm():
     """A container's /dev/shm is often 64 MiB, and a 4096-row check's matrices are 128 MiB
     each: torch's own sharing reserved them there and the worker died ("No space left on
     device"). The worker's matrices, and what it sends back, go through memory files
-    (customgrad.sharing): here a 2048-row check (32 MiB a matrix) works with a 16 MiB
+    (customgrad.workers.sharing): here a 2048-row check (32 MiB a matrix) works with a 16 MiB
     /dev/shm. Needs a mount namespace (unshare, as root or in a user namespace): skipped
     where there is none."""
     if not hasattr(os, "memfd_create") or shutil.which("unshare") is None:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from playground.support import display
+from playground.support import window_check
 
 LINUX_X11 = {"DISPLAY": ":7"}
 
@@ -38,54 +38,55 @@ def x_server(tmp_path):
 
 
 def test_a_reachable_display_with_every_library_is_fine(x_server):
-    assert display.problem(LINUX_X11, platform="linux", load=_loads_all,
+    assert window_check.problem(LINUX_X11, platform="linux", load=_loads_all,
                            sockets=x_server) is None
 
 
 def test_no_display_at_all():
-    message = display.problem({}, platform="linux", load=_loads_all)
+    message = window_check.problem({}, platform="linux", load=_loads_all)
     assert "neither DISPLAY nor WAYLAND_DISPLAY" in message
     for alternative in ("xvfb-run", "--screenshot", "QT_QPA_PLATFORM=offscreen"):
         assert alternative in message
 
 
 def test_a_display_nobody_answers_is_named(tmp_path):
-    message = display.problem({"DISPLAY": ":7"}, platform="linux", load=_loads_all,
+    message = window_check.problem({"DISPLAY": ":7"}, platform="linux", load=_loads_all,
                               sockets=str(tmp_path))
     assert "':7'" in message and str(tmp_path / "X7") in message
     assert "xvfb-run" in message and "--screenshot" in message
 
 
 def test_a_display_name_that_is_no_display_name():
-    message = display.problem({"DISPLAY": "nonsense"}, platform="linux", load=_loads_all)
+    message = window_check.problem({"DISPLAY": "nonsense"}, platform="linux", load=_loads_all)
     assert "'nonsense' is not a display name" in message
 
 
 def test_missing_xcb_libraries_are_named_with_their_packages(x_server):
     load = _lacks("libxcb-cursor.so.0", "libxcb-icccm.so.4")
-    message = display.problem(LINUX_X11, platform="linux", load=load, sockets=x_server)
+    message = window_check.problem(LINUX_X11, platform="linux", load=load, sockets=x_server)
     assert "libxcb-cursor.so.0 (libxcb-cursor0)" in message
     assert "libxcb-icccm.so.4 (libxcb-icccm4)" in message
     install = next(line for line in message.splitlines() if "sudo apt install" in line)
-    assert set(display.XCB_LIBRARIES.values()) <= set(install.split())  # the full list
+    assert set(window_check.XCB_LIBRARIES.values()) <= set(install.split())  # the full list
     assert "--screenshot" in message
 
 
 def test_missing_libraries_lists_only_what_the_loader_cannot_find():
-    assert display.missing_libraries(_loads_all) == []
-    assert display.missing_libraries(_lacks("libGL.so.1")) == ["libGL.so.1"]
+    assert window_check.missing_libraries(_loads_all) == []
+    assert window_check.missing_libraries(_lacks("libGL.so.1")) == ["libGL.so.1"]
 
 
 @pytest.mark.parametrize("env", [{"QT_QPA_PLATFORM": "offscreen"}, {"DISPLAY": ":7"}])
 def test_other_platforms_or_a_chosen_qt_platform_are_left_to_qt(env):
     platform = "linux" if "QT_QPA_PLATFORM" in env else "darwin"
-    assert display.problem(env, platform=platform, load=_lacks(*display.XCB_LIBRARIES)) is None
+    assert window_check.problem(env, platform=platform,
+                                load=_lacks(*window_check.XCB_LIBRARIES)) is None
 
 
 def test_a_wayland_session_needs_no_x_server(tmp_path):
     (tmp_path / "wayland-0").touch()
     env = {"WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": str(tmp_path)}
-    assert display.problem(env, platform="linux", load=_lacks("libxcb.so.1")) is None
+    assert window_check.problem(env, platform="linux", load=_lacks("libxcb.so.1")) is None
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11 displays are Linux's")

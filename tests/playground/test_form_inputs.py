@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from customgrad.inputs import TensorSpec
+from customgrad.function.inputs import TensorSpec
 
 
 def test_grad_unchecked_makes_an_input_a_constant_of_the_check(qtbot):
@@ -31,7 +31,7 @@ def test_grad_unchecked_makes_an_input_a_constant_of_the_check(qtbot):
 
 
 def test_the_choice_is_kept_for_a_function_taking_the_same_input():
-    from customgrad.settings import Settings
+    from customgrad.problems.settings import Settings
     from playground.state.target import carried_over
 
     old = Settings(differentiate={"taps": False, "gone": False})
@@ -42,7 +42,7 @@ def test_the_choice_is_kept_for_a_function_taking_the_same_input():
 def test_a_constant_defaulting_to_none_takes_any_value(qtbot):
     """forward's ``k=None``: an editable constant labelled as taking any value."""
     pytest.importorskip("pytestqt")
-    from customgrad.inputs import ConstSpec
+    from customgrad.function.inputs import ConstSpec
     from playground.state.session import Session
     from playground.views.form import InputsForm
 
@@ -63,7 +63,7 @@ def test_a_constant_defaulting_to_none_takes_any_value(qtbot):
 
 def test_a_tuple_constant_is_edited_as_a_tuple(qtbot):
     pytest.importorskip("pytestqt")
-    from customgrad.inputs import ConstSpec
+    from customgrad.function.inputs import ConstSpec
     from playground.state.session import Session
     from playground.views.form import InputsForm
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad import jacobian
-from customgrad.jacobian import Axis, Block, Entry, Progress, Report
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.checking import jacobian
+from customgrad.checking.jacobian import Axis, Block, Entry, Progress, Report
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 
 pytest.importorskip("pytestqt")
 
@@ -1147,7 +1147,7 @@ def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
 @functools.cache
 def with_second_order(target: str) -> Report:
     """The report the app's worker sends: the first order's, the second order's beside it."""
-    from playground.workers.remote import prepared
+    from playground.workers.child_jobs import prepared
 
     problem = build(Settings(target=target))
     return prepared(problem.compare(), None, problem.function, problem.args)

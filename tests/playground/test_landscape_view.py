@@ -17,8 +17,8 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QObject, Qt, Signal
 
 from customgrad.landscape import Landscape, Plane
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
 from playground.state.landscape import LandscapeModel
 from playground.support.contours import shown_values
 from playground.views.landscape.geometry import arrow_ends, head_angle
@@ -180,7 +180,7 @@ class Batch:
     """``count`` steps at learning rate 1."""
 
     def __init__(self, count):
-        from customgrad.descent import StepRecord
+        from customgrad.training.descent import StepRecord
 
         self.records = [StepRecord(k, 1.0, {}, 1.0) for k in range(count)]
         self.last = self.records[-1]
@@ -267,7 +267,7 @@ def test_the_tab_draws_the_run_and_exports_it(qtbot, window, tmp_path):
 
 
 def test_the_step_tab_names_the_arrow_in_its_colour():
-    from customgrad.descent import StepRecord
+    from customgrad.training.descent import StepRecord
     from playground.views.arrows import ARROW_COLOURS
     from playground.views.explainer import explain
 
@@ -280,7 +280,7 @@ def test_the_step_tab_names_the_arrow_in_its_colour():
 
 
 def test_the_model_keeps_each_steps_learning_rate_for_the_replay(qtbot):
-    from customgrad.descent import StepRecord
+    from customgrad.training.descent import StepRecord
 
     session = FakeSession()
     model = LandscapeModel(session, FakeRunner())

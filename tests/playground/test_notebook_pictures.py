@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import customgrad
-from customgrad.gallery import LinearFunctionBuggy, MulConstant
-from customgrad.jacobian import compare
-from customgrad.problem import build
-from customgrad.settings import Settings
+from customgrad.checking.jacobian import compare
+from customgrad.problems.problem import build
+from customgrad.problems.settings import Settings
+from customgrad.targets.gallery import LinearFunctionBuggy, MulConstant
 from customgrad.testing import assert_backward
 
 pytest.importorskip("pytestqt")

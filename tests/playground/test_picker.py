@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from customgrad import catalog
+from customgrad.targets import catalog
 from playground.views.picker import FunctionPicker
 
 

@@ -39,7 +39,7 @@ def test_a_notebook_picture_prints_no_qt_noise():
     """A report's picture in a fresh process (as a notebook's first one): the offscreen
     platform's noise stays off stderr (it printed twice)."""
     code = ("import customgrad, torch\n"
-            "from customgrad.gallery import MulConstant\n"
+            "from customgrad.targets.gallery import MulConstant\n"
             "report = customgrad.check(MulConstant, torch.randn(3, 4, dtype=torch.float64), 2.0)\n"
             "assert report._repr_png_()[:4] == b'\\x89PNG'\n")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from customgrad import loader
+from customgrad.targets import loader
 from playground.state.session import Session
 
 TIMEOUT = 20_000
@@ -16,7 +16,7 @@ TIMEOUT = 20_000
 
 def test_a_session_changes_no_global_and_loads_with_the_runner_it_was_given(qtbot, tmp_path):
     """How a user module's top level runs is the session's ``run_code``; making a session
-    no longer replaces customgrad.loader.run_module_code for the whole process."""
+    no longer replaces customgrad.targets.loader.run_module_code for the whole process."""
     before = loader.run_module_code
     ran = []
 

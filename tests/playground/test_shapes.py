@@ -1,5 +1,5 @@
 """One shape grammar, ``N(xN)*``, in every front end: the CLI's --shape, the app's form and
-session files all go through customgrad.inputs.parse_shape, and a bad shape is the field's
+session files all go through customgrad.function.inputs.parse_shape, and a bad shape is the field's
 fault (a SpecError naming it), never the Function's."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from customgrad import cli
 from customgrad.errors import SpecError
-from customgrad.inputs import TensorSpec, parse_shape
-from customgrad.problem import build
+from customgrad.function.inputs import TensorSpec, parse_shape
+from customgrad.problems.problem import build
 from playground.state import session_files
 
 BAD = ["3x", "x3", "3xx8", "0x3", "-3", "", "3,8", "3.5x2", "abc", "3 8"]

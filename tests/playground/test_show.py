@@ -18,10 +18,10 @@ pytest.importorskip("pytestqt")
 
 import playground
 from customgrad.errors import SpecError
-from customgrad.inputs import GIVEN
-from customgrad.loader import PROCESS_LOCAL
-from customgrad.processes import portable
-from playground import shown
+from customgrad.function.inputs import GIVEN
+from customgrad.targets.loader import PROCESS_LOCAL
+from customgrad.workers.processes import portable
+from playground import python_entry
 from playground.state import paths, session_files
 from tests.data.notebook import SCALE, SCALE_BUGGY, as_in_jupyter, run_cell
 
@@ -44,11 +44,11 @@ def jupyter_main(monkeypatch):
 @pytest.fixture
 def open_windows(qtbot):
     """show() windows opened during the test, closed (and their work stopped) after it."""
-    yield shown._open
-    for window in list(shown._open):
+    yield python_entry._open
+    for window in list(python_entry._open):
         window.session.shutdown(wait=0.5)
         window.close()
-    qtbot.waitUntil(lambda: not shown._open, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not python_entry._open, timeout=TIMEOUT)
 
 
 def _show(qtbot, *args, **options):
@@ -152,7 +152,7 @@ def test_a_function_that_cannot_be_captured_runs_here_and_its_session_says_so(
 
 
 def test_an_importable_function_is_named_by_its_module(qtbot, open_windows):
-    from customgrad.gallery import MulConstant
+    from customgrad.targets.gallery import MulConstant
 
     window, reports = _show(qtbot, MulConstant, torch.randn(3, 2, dtype=torch.float64), 4.0)
     assert window.session.target.spec == f"{MulConstant.__module__}:MulConstant"
@@ -218,7 +218,7 @@ def test_the_readme_example_of_show_runs(qtbot, open_windows, monkeypatch):
     blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
     showing = [b for b in blocks if "playground.show(" in b]
     assert len(showing) == 1
-    monkeypatch.setattr(shown, "loop_running", lambda app: True)
+    monkeypatch.setattr(python_entry, "loop_running", lambda app: True)
     namespace: dict = {"__name__": "__main__"}
     _notebook_class(blocks[0], "Scale", 17, namespace)  # the first cell defines Scale
     exec(compile(showing[0], "README.md (show block)", "exec"), namespace)
@@ -232,7 +232,7 @@ def test_the_readme_example_of_show_runs(qtbot, open_windows, monkeypatch):
 def test_the_signature_is_pinned():
     import inspect
 
-    assert str(inspect.signature(shown.show)) == (
+    assert str(inspect.signature(python_entry.show)) == (
         "(function: 'type', *args: 'object', block: 'bool | None' = None, seed: 'int' = 0, "
         "steps: 'int | None' = None, lr: 'float | None' = None)")
     assert playground.__all__ == ["show"]

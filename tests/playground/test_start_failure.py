@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from customgrad.settings import Settings
+from customgrad.problems.settings import Settings
 from playground import app
 from playground.state import session_files
 from playground.state.session import Session

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from customgrad import processes
+from customgrad.workers import processes
 
 #: starts the app as a process
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ import playground.app as app
 
 @contextlib.contextmanager
 def imports():
-    remote = "playground.workers.remote" in seen.get("preload", [])
+    remote = "playground.workers.child_jobs" in seen.get("preload", [])
     print("asked", asked.wait(float(sys.argv[3])), "torch", seen.get("torch"), "remote", remote,
           flush=True)
     raise SystemExit(0)

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from customgrad import isolation, processes
 from customgrad.errors import TargetError
+from customgrad.workers import isolation, processes
 from playground.workers import jobs
 
 #: the app as a process: signals, stuck builds, workers that cannot start
@@ -205,7 +205,7 @@ def _no_worker_starts(monkeypatch):
 def test_no_worker_process_is_a_start_failure_never_a_run_here(monkeypatch):
     """A start failure was a SetupFailed, on which every caller ran the code on a thread of
     its own process instead: a segfaulting Function then ended the window."""
-    from customgrad import gallery
+    from customgrad.targets import gallery
 
     _no_worker_starts(monkeypatch)
     ran = []
@@ -291,7 +291,7 @@ def test_each_kind_of_work_says_when_it_runs_in_the_window(monkeypatch):
     """Build, check and landscape ask one place (jobs.isolated) whether they run in a worker
     process; where a child cannot load the Function it says so (the landscape ran here
     silently)."""
-    from customgrad import processes
+    from customgrad.workers import processes
     from playground.workers import in_window, jobs
 
     said = []

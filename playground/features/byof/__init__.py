@@ -27,7 +27,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QMenu
 
 from customgrad.errors import TargetError
-from customgrad.loader import Target, functions_in, import_target, is_function, resolve
+from customgrad.targets.loader import Target, functions_in, import_target, is_function, resolve
 from playground.features.byof.dialogs import ask_import_path, ask_open_file, choose_function
 from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
@@ -152,7 +152,7 @@ class Byof(QObject):
 
     # ---- opening ----------------------------------------------------------------------------
     def resolve(self, spec: str) -> Target:
-        """:func:`customgrad.loader.resolve`, plus: a file with several Functions asks which
+        """:func:`customgrad.targets.loader.resolve`, plus: a file with several Functions asks which
         (``chooser``), and a failing import path names the file and line that broke."""
         try:
             return resolve(spec, run_code=self.session.run_code)

@@ -11,8 +11,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from customgrad.errors import CustomGradError
-from customgrad.inputs import TensorSpec, format_shape
-from customgrad.problem import specs_for
+from customgrad.function.inputs import TensorSpec, format_shape
+from customgrad.problems.problem import specs_for
 from playground.features.byof.targets import gallery_source, same_file
 
 __all__ = ["EditorLink"]

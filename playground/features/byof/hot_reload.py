@@ -10,8 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer
 
 from customgrad.errors import TargetError
-from customgrad.loader import Target
-from customgrad.shadow import description_of
+from customgrad.function.shadow import description_of
+from customgrad.targets.loader import Target
 from playground.features.byof.targets import import_module, is_file_spec, same_file
 
 __all__ = ["RELOAD_DEBOUNCE_MS", "HotReload"]

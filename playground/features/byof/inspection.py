@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject
 
-from customgrad.inspector import ERROR, WARNING, Inspection
+from customgrad.checking.inspector import ERROR, WARNING, Inspection
 from playground.workers.inspector import InspectorRunner
 
 __all__ = ["InspectorLink"]

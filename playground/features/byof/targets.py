@@ -9,9 +9,9 @@ import inspect
 import os
 import sys
 
-from customgrad import loader
-from customgrad.loader import Target, split_target
-from customgrad.shadow import source_lines
+from customgrad.function.shadow import source_lines
+from customgrad.targets import loader
+from customgrad.targets.loader import Target, split_target
 from playground.state.session_files import is_file_spec
 
 __all__ = ["class_line", "gallery_source", "import_module", "is_file_spec", "same_file",

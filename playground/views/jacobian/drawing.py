@@ -21,12 +21,12 @@ from collections.abc import Callable
 import numpy as np
 from PySide6.QtCore import QObject, QTimer
 
-from customgrad.jacobian import Progress, Report
+from customgrad.checking.jacobian import Progress, Report
 from playground.support import preview
+from playground.views.jacobian.contents import Shown
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.progress import Live, scan
-from playground.views.jacobian.shown import Shown
 
 __all__ = ["LiveDrawing", "ReportDrawing"]
 

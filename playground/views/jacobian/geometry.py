@@ -2,7 +2,7 @@
 the block lines, the block labels that fit an axis, and the colour bars' tick strings.
 
 A matrix's rows are its outputs' elements and its columns its inputs' elements; each output
-and input is one block (a :class:`~customgrad.jacobian.Axis`: name, shape, offset, size).
+and input is one block (a :class:`~customgrad.checking.jacobian.Axis`: name, shape, offset, size).
 Cell (r, c) is centred on (c, r), so block edges lie at half-integers.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from customgrad.jacobian import Axis
+from customgrad.checking.jacobian import Axis
 
 __all__ = ["ELONGATED", "FILL_TARGET", "MAX_CELL_STRETCH", "MIN_FILL", "block_label",
            "block_ticks", "boundaries", "cell_aspect", "compact_tick_strings", "elongated",

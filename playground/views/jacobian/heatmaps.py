@@ -19,7 +19,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-from customgrad.jacobian import Axis, Report
+from customgrad.checking.jacobian import Axis, Report
 from playground.support import preview
 from playground.views.fitting import FittedTickSpacing
 from playground.views.fonts import point_size, scaled

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-from customgrad.jacobian import Report
+from customgrad.checking.jacobian import Report
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.items import Image, Scatter
 

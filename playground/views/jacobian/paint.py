@@ -9,7 +9,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 from PySide6.QtWidgets import QWidget
 
-from customgrad.jacobian import Progress
+from customgrad.checking.jacobian import Progress
 from playground.views.pacing import paint_later
 
 __all__ = ["PaintGate"]

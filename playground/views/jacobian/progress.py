@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from customgrad.jacobian import Progress
+from customgrad.checking.jacobian import Progress
 from playground.support import preview
 
 __all__ = ["Live", "scan"]

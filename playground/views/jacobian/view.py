@@ -12,12 +12,13 @@ from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
-from customgrad.jacobian import Axis, Progress, Report
+from customgrad.checking.jacobian import Axis, Progress, Report
 from playground.support import preview
 from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
 from playground.views.jacobian import words
 from playground.views.jacobian.banner import DetailsDrawer, VerdictBanner
+from playground.views.jacobian.contents import Shown
 from playground.views.jacobian.drawing import LiveDrawing, ReportDrawing
 from playground.views.jacobian.geometry import layout_key, view_height
 from playground.views.jacobian.heatmaps import Heatmaps
@@ -25,7 +26,6 @@ from playground.views.jacobian.items import fit_hint
 from playground.views.jacobian.labels import BlockLabels
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.paint import PaintGate
-from playground.views.jacobian.shown import Shown
 from playground.views.jacobian.tolerances import ToleranceBar
 
 __all__ = ["JacobianView"]

@@ -7,8 +7,8 @@ import bisect
 import math
 from dataclasses import dataclass
 
-from customgrad.diagnosis import PHRASES
-from customgrad.jacobian import Axis, Report
+from customgrad.checking.diagnosis import PHRASES
+from customgrad.checking.jacobian import Axis, Report
 from playground.views.jacobian.geometry import block_ticks
 
 __all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "no_second_order",

@@ -1,0 +1,290 @@
+"""Checks beyond the full Jacobian: projected (v^T J u) for big inputs, and double backward.
+
+The projected check compares one number per probe instead of whole matrices: for random unit
+directions u (inputs) and v (outputs), ``v^T J u`` from backward (one call) against the
+directional finite difference ``v . (f(x + eps u) - f(x - eps u)) / (2 eps)`` (two calls).
+It costs three calls per probe whatever the size, so it works where full matrices cannot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+from torch.autograd import Function
+
+from customgrad.checking.backward_function import backward_as_function, once_differentiable
+from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
+from customgrad.checking.jacobian.probe import differentiated_inputs
+from customgrad.errors import FunctionError, SpecError, format_traceback
+from customgrad.function.contract import normalize_outputs, run_user
+from customgrad.function.dtypes import converted, differentiable
+from customgrad.function.inputs import forward_parameters
+
+
+@dataclass
+class Direction:
+    """One random direction of the projected check: v^T J u from backward (``analytic``)
+    and from finite differences (``numerical``)."""
+
+    analytic: float
+    numerical: float
+
+    @property
+    def abs_error(self) -> float:
+        return abs(self.analytic - self.numerical)
+
+    def rel_error(self, atol: float) -> float:
+        """``|a - n| / max(|n|, atol)``, as the full check reports it."""
+        return self.abs_error / max(abs(self.numerical), atol, 1e-300)
+
+
+@dataclass
+class ProjectedReport:
+    """Verdict of the projected check, by gradcheck's rule applied to each probe.
+
+    Its JSON has the keys of the full check's: a probe stands where an entry stands there
+    (``entries`` counts the probes, ``mismatches`` those outside tolerance), ``blocks`` has one
+    row per probe, and ``worst`` is the probe with the largest error. A probe mixes every
+    output and input, so the positions and names there are null.
+    """
+
+    passed: bool
+    probes: list[Direction]
+    eps: float
+    atol: float
+    rtol: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((p.abs_error for p in self.probes), default=0.0)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((_nan_last(p.rel_error(self.atol)) for p in self.probes), default=0.0)
+
+    @property
+    def mismatches(self) -> int:
+        return sum(not _ok(p, self.atol, self.rtol) for p in self.probes)
+
+    @property
+    def worst(self) -> int | None:
+        """The index of the probe farthest outside tolerance (the largest error if none is)."""
+        if not self.probes:
+            return None
+        return max(range(len(self.probes)), key=lambda k: (
+            not _ok(self.probes[k], self.atol, self.rtol),
+            _nan_last(self.probes[k].abs_error - self.atol - self.rtol
+                      * abs(self.probes[k].numerical))))
+
+    def summary(self) -> str:
+        verdict = "PASSED" if self.passed else "FAILED"
+        return (f"{verdict} (projected v^T J u): {self.mismatches} of {len(self.probes)} random "
+                f"probes outside |a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
+                f"{self.max_abs_error:.3g} (eps {self.eps:g}, numerical in float64)")
+
+    def _row(self, k: int) -> dict:
+        p = self.probes[k]
+        return {"probe": k, "output": None, "input": None, "output_name": None,
+                "input_name": None, "analytic": _finite(p.analytic),
+                "numerical": _finite(p.numerical), "abs_error": _finite(p.abs_error)}
+
+    def to_dict(self) -> dict:
+        worst = None
+        if self.worst is not None:
+            worst = {**self._row(self.worst), "output_index": None, "input_index": None}
+        blocks = []
+        for k, p in enumerate(self.probes):
+            ok = _ok(p, self.atol, self.rtol)
+            blocks.append({**self._row(k), "output_shape": None, "input_shape": None,
+                           "output_complex": False, "input_complex": False,  # real only
+                           "passed": ok, "mismatches": int(not ok),
+                           "max_abs_error": _finite(p.abs_error),
+                           "max_rel_error": _finite(p.rel_error(self.atol))})
+        return {"passed": self.passed, "kind": "projected",
+                "max_abs_error": _finite(self.max_abs_error),
+                "max_rel_error": _finite(self.max_rel_error),
+                "mismatches": self.mismatches, "entries": len(self.probes), "worst": worst,
+                "blocks": blocks,
+                "probes": [{"analytic": _finite(p.analytic), "numerical": _finite(p.numerical)}
+                           for p in self.probes],
+                "eps": self.eps, "atol": self.atol, "rtol": self.rtol,
+                "numerical_dtype": "float64", "notes": self.notes}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _nan_last(x: float) -> float:
+    return math.inf if math.isnan(x) else x
+
+
+def _ok(p: Direction, atol: float, rtol: float) -> bool:
+    if math.isnan(p.analytic) and math.isnan(p.numerical):
+        return True
+    return p.analytic == p.numerical or p.abs_error <= atol + rtol * abs(p.numerical)
+
+
+def _real_inputs(function: type[Function], args: list, names: list[str], notes: list[str],
+                 differentiate: Mapping[str, bool] | None) -> tuple[list[int], bool]:
+    """The full check's differentiated inputs; SpecError naming the first complex one (the
+    probes are real directions)."""
+    pos, chosen = differentiated_inputs(function, args, names, notes, differentiate)
+    for i in pos:
+        if args[i].is_complex():
+            raise SpecError("the projected check takes real inputs; check a complex Function "
+                            "in full.", field=names[i])
+    return pos, chosen
+
+
+def projected_check(function: type[Function], args: list, probes: int = 8, seed: int = 0,
+                    eps: float = EPS, atol: float = ATOL, rtol: float = RTOL,
+                    differentiate: Mapping[str, bool] | None = None) -> ProjectedReport:
+    """Compare ``v^T J u`` from backward with a directional finite difference, ``probes``
+    times with random unit u, v. Finite differences run in float64 (the float32 rule). The
+    inputs are chosen as the full check chooses them (``differentiate``)."""
+    if probes < 1:
+        raise SpecError("probes must be at least 1.", field="probes")
+    names = [p.name for p in forward_parameters(function)]
+    if len(names) != len(args):
+        raise SpecError(f"{function.__name__}.forward takes {len(names)} arguments, "
+                        f"{len(args)} were given.")
+    notes: list[str] = []
+    pos, chosen = _real_inputs(function, args, names, notes, differentiate)
+    gen = torch.Generator().manual_seed(seed)
+    leaves = {i: args[i].detach().clone().requires_grad_() for i in pos}
+    # copies: forward may work in place on any of its tensors
+    call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
+    outs = normalize_outputs(function, run_user(function, "forward",
+                                                lambda: function.apply(*call)))
+    diff = [k for k, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+    if not diff:
+        raise FunctionError(f"{function.__name__} has no differentiable output to check.",
+                            phase="forward")
+    if not chosen:  # as the full check: an input backward returns None for is a constant
+        first = run_user(function, "backward", lambda: torch.autograd.grad(
+            [outs[k] for k in diff], [leaves[i] for i in pos],
+            [torch.ones_like(outs[k]) for k in diff], retain_graph=True, allow_unused=True))
+        unused = [i for i, g in zip(pos, first) if g is None]
+        if unused and len(unused) < len(pos):
+            notes.extend(f"{names[i]}: backward returns None; treated as not differentiated."
+                         for i in unused)
+            pos = [i for i in pos if i not in unused]
+    base = [a.detach().double() if i in pos else a for i, a in enumerate(args)]
+    results = []
+    for _ in range(probes):
+        u = {i: _unit(args[i].shape, gen) for i in pos}
+        v = {k: _unit(outs[k].shape, gen) for k in diff}
+        grads = run_user(function, "backward", lambda v=v: torch.autograd.grad(
+            [outs[k] for k in diff], [leaves[i] for i in pos],
+            [v[k].to(outs[k].dtype).to(outs[k].device) for k in diff],
+            retain_graph=True, allow_unused=True))
+        analytic = sum(float((g.double().cpu() * u[i]).sum())
+                       for i, g in zip(pos, grads) if g is not None)
+        values = []
+        for sign in (1.0, -1.0):
+            shifted = [a + sign * eps * u[i].to(a.device) if i in pos else _copy(a)
+                       for i, a in enumerate(base)]
+            with torch.no_grad():
+                res = normalize_outputs(function, run_user(
+                    function, "forward", lambda s=shifted: function.apply(*s)))
+            values.append(res)
+        numerical = sum(float(((values[0][k].double() - values[1][k].double()).cpu()
+                               * v[k]).sum()) for k in diff) / (2 * eps)
+        results.append(Direction(analytic, numerical))
+    if any(values[0][k].dtype != torch.float64 for k in diff):
+        notes.append("forward did not return float64 for float64 inputs: the finite "
+                     "differences carry its rounding.")
+    passed = all(_ok(p, atol, rtol) for p in results)
+    return ProjectedReport(passed, results, eps, atol, rtol, notes)
+
+
+def _copy(value: object) -> object:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _unit(shape, gen: torch.Generator) -> torch.Tensor:
+    t = torch.randn(shape, dtype=torch.float64, generator=gen)
+    norm = float(t.norm())
+    return t / norm if norm > 0 else t
+
+
+@dataclass
+class DoubleBackwardReport:
+    supported: bool
+    passed: bool
+    message: str
+
+
+def double_backward_check(function: type[Function], args: list, eps: float = EPS,
+                          atol: float = ATOL, rtol: float = RTOL, positions: list[int] | None = None
+                          ) -> DoubleBackwardReport:
+    """torch's gradgradcheck on float64 copies of the inputs, with a verdict in words;
+    ``positions``: the arguments to differentiate (default: every floating-point tensor)."""
+    if once_differentiable(function):
+        return DoubleBackwardReport(False, False, f"{function.__name__}.backward is marked "
+                                    "@once_differentiable: double backward is not supported.")
+    pos = positions if positions is not None else [
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
+    inputs = tuple(converted(a.detach(), torch.float64).requires_grad_() if i in pos else a
+                   for i, a in enumerate(args))
+    try:
+        def apply(*call):  # copies: a forward that works in place must not touch a leaf
+            return function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
+                                    for a in call])
+        ok = torch.autograd.gradgradcheck(apply, inputs, eps=eps, atol=atol, rtol=rtol,
+                                          raise_exception=True)
+    except RuntimeError as exc:
+        text = str(exc)
+        if "once_differentiable" in text or "does not require grad" in text:
+            return DoubleBackwardReport(False, False, f"{function.__name__} does not support "
+                                        "double backward (its backward is once_differentiable "
+                                        "or not differentiable).")
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        return DoubleBackwardReport(True, False, f"double backward disagrees: {first}")
+    except Exception as exc:
+        raise FunctionError(f"{function.__name__} raised {type(exc).__name__} during double "
+                            f"backward: {exc}", details=format_traceback(exc),
+                            phase="backward") from None
+    return DoubleBackwardReport(True, bool(ok), "double backward agrees with finite "
+                                "differences of backward (gradgradcheck).")
+
+
+def verified_double_backward(function: type, args: list, eps: float = EPS, atol: float = ATOL,
+                             rtol: float = RTOL, positions: list[int] | None = None
+                             ) -> DoubleBackwardReport | None:
+    """gradgradcheck's verdict without its 2n calls of backward, where that is sure: the
+    Jacobian of backward (customgrad.checking.second_order) by the verified reference (autograd
+    through backward, checked by compressed finite differences of backward). None where the
+    reference does not hold (a backward autograd cannot follow, complex numbers, float32
+    only, a dense Jacobian) or cannot run: :func:`double_backward_check` then decides."""
+    from customgrad.checking.jacobian.comparison import compare
+    from customgrad.checking.jacobian.report import REFERENCE
+    from customgrad.function.inputs import with_defaults
+
+    if once_differentiable(function):
+        return None
+    pos = positions if positions is not None else [
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
+    if not pos or any(args[i].is_complex() for i in pos):
+        return None
+    call = [converted(a.detach(), torch.float64) if i in pos else a for i, a in enumerate(args)]
+    try:  # the second order's report (customgrad.checking.second_order), its verdict only
+        wrapper, wrapper_args, which = backward_as_function(
+            function, with_defaults(function, call), pos)
+        report = compare(wrapper, wrapper_args, differentiate=which, eps=eps, atol=atol,
+                         rtol=rtol, keep=False)
+    except Exception:
+        return None
+    if report.method.name != REFERENCE:
+        return None
+    if report.passed:
+        return DoubleBackwardReport(True, True, "double backward agrees with finite "
+                                    "differences of backward (autograd through backward, "
+                                    "verified).")
+    return DoubleBackwardReport(True, False, "double backward disagrees: "
+                                + report.summary())

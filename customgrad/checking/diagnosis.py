@@ -1,0 +1,350 @@
+"""Why a backward disagrees: hypotheses tested on a failed comparison's matrices (plus a few
+cheap extra calls), each reported with its evidence.
+
+A correct Function gets no diagnosis: nothing here runs unless the report failed. The kinds
+(scripts read them): ``factor`` (incl. a sign flip), ``transposed``, ``swapped``,
+``ignores_grad_output``, ``missing_reduction``, ``accumulation``, ``region`` (a slice, or a
+range of the input's values: "wrong where x < 0"), ``kink``, ``rounding``,
+``nondeterministic``, ``mutates`` (backward changes what it saved, or forward its input),
+``conjugate`` (a missing or extra ``conj()`` in a complex backward).
+The extra calls go through ``apply`` and the autograd engine; an error in one of them only
+drops that hypothesis.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+from torch.autograd import Function
+
+from customgrad.checking.findings import Diagnosis
+from customgrad.checking.fits import FIT_SLACK, BlockFit
+from customgrad.checking.jacobian.matrices import agree
+from customgrad.checking.jacobian.probe import same_values
+from customgrad.checking.jacobian.report import Axis, Block, Report
+from customgrad.errors import Cancelled
+from customgrad.function import dtypes
+from customgrad.function.contract import normalize_outputs
+from customgrad.function.dtypes import DOUBLE, flat_real, real_view
+
+KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
+         "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates",
+         "conjugate", "no_gradient")
+
+#: each kind in a few words, for a one-line verdict
+PHRASES = {
+    "factor": "off by a constant factor",
+    "transposed": "a transposed gradient",
+    "swapped": "gradients in the wrong order",
+    "ignores_grad_output": "backward ignores grad_output (the chain rule)",
+    "missing_reduction": "a missing sum over a broadcast dimension",
+    "accumulation": "a gradient assigned where it should accumulate",
+    "region": "wrong in one region only",
+    "kink": "a kink in forward here, not backward's fault",
+    "rounding": "rounding in forward, not backward's fault",
+    "nondeterministic": "backward is not deterministic",
+    "mutates": "backward changes what it saved, or forward its input",
+    "conjugate": "a missing or extra conj() in a complex backward",
+    "no_gradient": "backward returns None for an input that is differentiated",
+}
+
+#: entries of a block examined for a kink or rounding (the worst ones)
+_POINT_ENTRIES = 4
+#: finite-difference steps tried for rounding, in multiples of eps
+_STEPS = (1, 10, 100, 1000, 10000)
+
+
+def diagnose(report: Report, function: type[Function], args: list, *,
+             seed: int = 0) -> list[Diagnosis]:
+    """Explanations of a failed report (an empty list for one that passed).
+
+    ``args`` are forward's arguments at which ``report`` was computed; ``report`` must have
+    kept its matrices for the block hypotheses (the probes of backward need only ``args``).
+    """
+    if report.passed:
+        return []
+    calls = _Calls(function, list(args), report, seed)
+    found = calls.forward_mutates()
+    whole = calls.whole_function()
+    if whole or calls.forward_random or report.analytic is None or report.numerical is None:
+        return found + whole  # a backward not a function of grad_output explains any matrix
+    none = calls.returns_none()  # such an input's blocks need no other explanation
+    found += none
+    unexplained = {d.block for d in none}
+    left_out = {b.input.position for b in report.blocks if b.name in unexplained}
+    for block in report.blocks:
+        if block.passed or block.input.position in left_out:
+            continue
+        point = calls.point(block)
+        if point is not None:
+            found.append(point)
+            continue
+        fit = BlockFit(report, block, args[block.input.position])
+        if block.input.parts == 2 or block.output.parts == 2:
+            # the real hypotheses read real and imaginary parts as elements: right or silent
+            diagnosis = fit.conjugate() or fit.factor()
+        else:
+            diagnosis = (fit.swapped() or fit.transposed() or fit.factor()
+                         or fit.missing_reduction() or fit.accumulation() or fit.region())
+        if diagnosis is not None:
+            found.append(Diagnosis(block.name, *diagnosis))
+    return found
+
+
+# ------------------------------------------------------------------ extra calls
+
+
+class _Calls:
+    """Probes that call the Function again: backward's linearity and determinism, in-place
+    changes, and finite differences at other steps for the worst entries."""
+
+    def __init__(self, function: type[Function], args: list, report: Report, seed: int):
+        self.function, self.args, self.report = function, args, report
+        self.generator = torch.Generator().manual_seed(seed)
+        self.inputs = [a.position for a in report.inputs]
+        self.outputs = [a.position for a in report.outputs]
+        self.forward_random = False  # found by whole_function: no hypothesis then holds
+        self.outputs64 = True  # every output float64 (found by _random_grads)
+
+    # ---- backward, through apply and the engine
+    def _copies(self, dtype: torch.dtype | None = None) -> list:
+        """Forward's arguments with every tensor copied (``dtype``: floating ones converted),
+        so that no probe touches the caller's tensors, even a forward that works in place."""
+        return [a.detach().to(dtypes.same_kind(dtype, a) if dtype else a.dtype).clone()
+                if isinstance(a, torch.Tensor) else a for a in self.args]
+
+    def _grads(self, grad_outputs, twice: bool = False):
+        call = self._copies()
+        leaves = {i: call[i].requires_grad_() for i in self.inputs}
+        call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(call)]
+        outs = normalize_outputs(self.function, self.function.apply(*call))
+        given = {i: call[i].detach().clone() for i in self.inputs}  # after forward's own edits
+        chosen = [outs[k] for k in self.outputs]
+        wanted = [leaves[i] for i in self.inputs]
+        first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
+                                    retain_graph=twice)
+        second: tuple[torch.Tensor, ...] | RuntimeError | None = None
+        if twice:
+            try:
+                second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
+            except RuntimeError as exc:  # autograd saw a saved tensor modified in place
+                if "inplace" not in str(exc):
+                    raise
+                second = exc
+        changed = [self.report.inputs[k].name for k, i in enumerate(self.inputs)
+                   if not torch.equal(call[i].detach(), given[i])]
+        return first, second, changed
+
+    def _random_grads(self):
+        outs = normalize_outputs(self.function, self.function.apply(*self._copies()))
+        # float32 grad_outputs are rounded when added: a tolerance of float64 would take that
+        # rounding for a backward not linear in them
+        self.outputs64 = all(outs[k].dtype in DOUBLE.values()
+                             for k in self.outputs)
+        return [torch.randn(outs[k].shape, generator=self.generator,
+                            dtype=torch.complex128 if outs[k].is_complex() else torch.float64)
+                .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
+
+    def _same(self, x, y) -> bool:
+        double = tuple(DOUBLE.values())
+        tol = 1e-9 if self.report.numerical_dtype in double and self.outputs64 and all(
+            a.dtype in double for a in x if a is not None) else 1e-4
+        for p, q in zip(x, y):
+            p = torch.zeros(()) if p is None else real_view(p.detach()).double().cpu()
+            q = torch.zeros(()) if q is None else real_view(q.detach()).double().cpu()
+            p, q = torch.broadcast_tensors(p, q)
+            # NaN and Inf where both have them, the same, are the same (not nondeterminism)
+            finite = p.isfinite() & q.isfinite()
+            if not bool(((p == q) | (p.isnan() & q.isnan()))[~finite].all()):
+                return False
+            p, q = p[finite], q[finite]
+            scale = max(float(p.abs().max()) if p.numel() else 0.0,
+                        float(q.abs().max()) if q.numel() else 0.0, 1.0)
+            if not bool(((p - q).abs() <= tol * scale).all()):
+                return False
+        return True
+
+    def forward_mutates(self) -> list[Diagnosis]:
+        """A ``mutates`` diagnosis where forward changes an input in place without marking
+        it dirty: the caller's tensor changes, and a backward written for the value it had
+        gets another one."""
+        try:
+            call = self._copies()
+            before = [call[i].clone() for i in self.inputs]
+            with torch.no_grad():
+                outs = normalize_outputs(self.function, self.function.apply(*call))
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        shared = {o.untyped_storage().data_ptr() for o in outs}
+        changed = [self.report.inputs[k].name for k, (i, b) in
+                   enumerate(zip(self.inputs, before))
+                   if not same_values(call[i], b)
+                   and call[i].untyped_storage().data_ptr() not in shared]
+        if not changed:
+            return []
+        return [Diagnosis(None, "mutates", (
+            f"{self.function.__name__}.forward changes {', '.join(changed)} in place and "
+            "returns something else: the caller's tensor changes under it. Compute on a copy "
+            "(x = x.clone()), or return the changed tensor marked with ctx.mark_dirty"), 0.85)]
+
+    def returns_none(self) -> list[Diagnosis]:
+        """An input that is differentiated (chosen: requires_grad, --grad, the grad box) whose
+        gradient backward returns None: autograd counts it as zero. One diagnosis on its
+        first failing block."""
+        try:
+            with torch.enable_grad():
+                grads, _, _ = self._grads(self._random_grads())
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        found = []
+        for axis, grad in zip(self.report.inputs, grads):
+            failing = [b for b in self.report.blocks
+                       if b.input.position == axis.position and not b.passed]
+            if grad is None and failing:
+                found.append(Diagnosis(failing[0].name, "no_gradient", (
+                    f"{self.function.__name__}.backward returns None for {axis.name}, which "
+                    "is differentiated, so its gradient counts as zero: return it, or leave "
+                    f"{axis.name} out (requires_grad=False, --no-grad {axis.name}, or its grad "
+                    "box unticked)"), 0.95))
+        return found
+
+    def whole_function(self) -> list[Diagnosis]:
+        try:
+            return self._whole_function()
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+
+    def _whole_function(self) -> list[Diagnosis]:
+        name = self.function.__name__
+        g1, g2 = self._random_grads(), self._random_grads()
+        with torch.enable_grad():
+            r1, again, changed = self._grads(g1, twice=True)
+            fresh, _, _ = self._grads(g1)
+        if changed:
+            return [Diagnosis(None, "mutates", (
+                f"{name}.backward changes the tensor it saved for {', '.join(changed)} in "
+                "place, so every later call sees another value: work on a copy"), 0.95)]
+        graph_differs = isinstance(again, RuntimeError) or not self._same(r1, again)
+        fresh_differs = not self._same(r1, fresh)
+        if graph_differs and fresh_differs and not isinstance(again, RuntimeError):
+            return [Diagnosis(None, "nondeterministic", (
+                f"{name}.backward gives different gradients for the same grad_output at the "
+                "same point (random numbers, atomics, or state kept between calls)"), 0.9)]
+        if graph_differs:
+            return [Diagnosis(None, "mutates", (
+                f"{name}.backward changes what forward saved on ctx in place: a second "
+                "backward through the same graph gives another result"), 0.9)]
+        if fresh_differs:  # forward is random (dropout): finite differences cannot follow it
+            self.forward_random = True
+            return []
+        with torch.enable_grad():
+            doubled, _, _ = self._grads([2 * g for g in g1])
+            r2, _, _ = self._grads(g2)
+            summed, _, _ = self._grads([a + b for a, b in zip(g1, g2)])
+        twice = [None if r is None else 2 * r for r in r1]
+        added = [None if a is None and b is None else
+                 (a if b is None else b if a is None else a + b) for a, b in zip(r1, r2)]
+        if self._same(doubled, twice) and self._same(summed, added):
+            return []
+        how = ("returns the same gradients whatever grad_output is"
+               if self._same(r1, r2) else "is not linear in grad_output: backward(2 g) is not "
+               "2 backward(g)")
+        return [Diagnosis(None, "ignores_grad_output", (
+            f"{name}.backward {how}: multiply by grad_output (the chain rule) — the gradient "
+            "of the loss is grad_output times d output / d input"), 0.95)]
+
+    # ---- forward, at other steps
+    def _flat_outputs(self, args) -> torch.Tensor:
+        with torch.no_grad():
+            outs = normalize_outputs(self.function, self.function.apply(*args))
+        return torch.cat([flat_real(outs[k].detach()).double().cpu() for k in self.outputs])
+
+    def _at(self, axis: Axis, flat: int, step: float) -> torch.Tensor:
+        args = self._copies(self.report.numerical_dtype)
+        real_view(args[axis.position]).view(-1)[flat] += step
+        return self._flat_outputs(args)
+
+    @staticmethod
+    def _rounding(central: dict, exact: float, tol) -> bool:
+        """Rounding noise shrinks as the step grows (truncation error grows with it): the
+        differences at eps stand far off two longer steps that settle on each other, and
+        backward agrees with where they settle."""
+        for k1, k2 in itertools.pairwise(_STEPS[1:]):
+            settled = abs(central[k1] - central[k2])
+            off = abs(central[1] - central[k2])
+            if off > tol(central[k2]) and off > 3 * settled \
+                    and abs(exact - central[k2]) <= FIT_SLACK * tol(central[k2]):
+                return True
+        return False
+
+    def point(self, block: Block) -> Diagnosis | None:
+        try:
+            return self._point(block)
+        except Cancelled:
+            raise
+        except Exception:
+            return None
+
+    def _point(self, block: Block) -> Diagnosis | None:
+        report, eps = self.report, self.report.eps
+        o, i = block.output, block.input
+        # (diagnose asks for points only where the report kept both matrices)
+        assert report.analytic is not None and report.numerical is not None
+        a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
+        n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size].double()
+        score = (a - n).abs() / (report.atol + report.rtol * n.abs())
+        score[agree(a, n, report.atol, report.rtol)] = 0
+        score = score.nan_to_num(nan=math.inf)
+        picked = score.reshape(-1).topk(min(_POINT_ENTRIES, block.mismatches)).indices
+        base_outputs = self._flat_outputs(self._copies(report.numerical_dtype))
+
+        def tol(x: float) -> float:
+            return report.atol + report.rtol * abs(x)
+
+        verdicts, evidence = [], None
+        for flat in picked.tolist():
+            r, c = divmod(flat, i.size)
+            row = o.offset + r
+            base = base_outputs[row]
+            central = {}
+            for k in _STEPS:
+                plus, minus = self._at(i, c, k * eps)[row], self._at(i, c, -k * eps)[row]
+                central[k] = float(plus - minus) / (2 * k * eps)
+                if k == 1:
+                    right, left = float(plus - base) / eps, float(base - minus) / eps
+            exact = float(a[r, c])
+            if self._rounding(central, exact, tol):
+                verdicts.append("rounding")
+            elif abs(right - left) > tol(central[1]):
+                verdicts.append("kink")
+            else:
+                return None  # a smooth forward that backward gets wrong: not the point's fault
+            if evidence is None:
+                evidence = (o.label(r), i.label(c), exact, central, right, left)
+        if not verdicts:
+            return None
+        assert evidence is not None  # (taken with the first verdict)
+        kind = max(set(verdicts), key=verdicts.count)
+        out_label, in_label, exact, central, right, left = evidence
+        if kind == "rounding":
+            big = min(_STEPS[1:], key=lambda k: abs(exact - central[k]))
+            detail = (f"rounding, not backward: d {out_label}/d {in_label} by finite "
+                      f"differences is {central[1]:.6g} at eps {eps:g} but "
+                      f"{central[big]:.6g} at eps {big * eps:g}, closer to backward's "
+                      f"{exact:.6g}: forward loses precision (float32 inside?). "
+                      "Use float64, or a larger eps")
+        else:
+            detail = (f"a kink, not backward: forward is not differentiable at {in_label} "
+                      f"(slope {right:.4g} to the right, {left:.4g} to the left, for "
+                      f"{out_label}): abs, relu, max, sort or floor meet there. Move the point "
+                      "(Regenerate) and check again")
+        return Diagnosis(block.name, kind, detail, 0.8)
+

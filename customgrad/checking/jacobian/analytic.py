@@ -1,0 +1,295 @@
+"""The analytic pass: the Jacobian from the Function's own ``backward``, a row per output
+element (the vector-Jacobian product with a one-hot), each row tile compared as it comes.
+
+Rows are computed the fastest way that gives the engine's answer: ``backward`` called directly
+on the graph node ("direct", checked on a few rows against the autograd engine first), batched
+over a row tile with vmap (checked on its first tile against direct calls), else one row at a
+time; a Function whose node is not its own, or that disagrees, goes through the engine for
+every row. One-hot buffers are reused between rows, and a backward that writes into its
+``grad_output`` is caught by the buffer's version counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from customgrad.checking.jacobian import matrices
+from customgrad.checking.jacobian.agreement import Tally
+from customgrad.checking.jacobian.probe import Probe
+from customgrad.checking.jacobian.report import Axis
+from customgrad.checking.jacobian.tiles import TileScan, axis_at, runs
+from customgrad.checking.jacobian.workspace import Pacer, Workspace
+from customgrad.errors import FunctionError
+from customgrad.function.contract import grad_mutation_error, normalize_outputs, run_user
+from customgrad.function.dtypes import flat_real
+
+
+def analytic_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally) -> None:
+    """Fill ``space.ana`` (when kept) row tile by row tile, folding each tile into ``tally``."""
+    scan = TileScan(space.col_tiles)
+    buf = torch.empty((max(r1 - r0 for r0, r1 in space.row_tiles), space.cols),
+                      dtype=torch.float64)
+    for t, (r0, r1) in enumerate(space.row_tiles):
+        axis = axis_at(space.outputs, r0)
+        rows = backward.batched(axis, r0, r1, buf[:r1 - r0])
+        if rows is None:
+            rows = buf[:r1 - r0]
+            for r in range(r0, r1):
+                pacer.check_stop()
+                backward.row(r, rows[r - r0])
+        nonzero = scan(rows)
+        pacer.note_peak(rows)
+        if space.ana is not None:
+            for c0, c1 in runs(nonzero, space.col_tiles):
+                space.ana[r0:r1, c0:c1].copy_(rows[:, c0:c1])
+        # tiles that are zero in both matrices agree exactly: only the others are compared
+        tally.compare_rows(axis, r0, r1, rows, nonzero | space.num_nonzero[:, t])
+        pacer.check_stop()
+        pacer.emit(0.5 + 0.5 * r1 / space.rows, "analytic", rows_done=r1)
+    tally.finish()
+    pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
+
+
+class Backward:
+    """Rows of the analytic Jacobian.
+
+    ``path`` is "direct" or "engine" (chosen on construction, with a note when direct calls
+    disagreed). ``vmap`` is True until the first batched tile is checked ("verified" after),
+    False once vmap failed or disagreed.
+    """
+
+    def __init__(self, probe: Probe, rows: int, cols: int, notes: list[str]):
+        self.probe = probe
+        self.rows, self.cols = rows, cols  # the matrix's shape
+        self._grad_bufs: list | None = None  # the one-hot gradients, one per output
+        self._set: tuple | None = None  # (buffer, flat index, its version) of the one set
+        self._set_position = 0  # that buffer's output position
+        self._onehot: torch.Tensor | None = None  # a batch of one-hot rows
+        self._onehot_for: tuple[int, int] | None = None  # (output position, batch size)
+        self.path = "direct" if probe.node is not None and self.direct_matches() else "engine"
+        if self.path == "engine" and probe.node is not None:
+            notes.append("calling backward directly disagreed with the autograd engine; "
+                         "every row went through the engine.")
+        # vmap batches real tensors only: a complex axis goes row by row
+        self.vmap: bool | str = self.path == "direct" and not any(
+            a.parts == 2 for a in (*probe.inputs, *probe.outputs))
+
+    def row(self, r: int, dest: torch.Tensor) -> None:
+        """Row ``r`` into ``dest``, by the chosen path."""
+        if self.path == "direct":
+            self.row_direct(r, dest)
+        else:
+            self.row_engine(r, dest)
+
+    def entry(self, r: int, c: int) -> float:
+        """One entry (the matrix was not kept): its whole row, computed again."""
+        row = torch.empty(self.cols, dtype=torch.float64)
+        self.row(r, row)
+        return float(row[c])
+
+    def onehots(self, r: int) -> list:
+        """Gradients for every output: a one-hot at row ``r``, zeros (or None) elsewhere.
+
+        A complex output's row is its element's real part (a grad_output of 1) or imaginary
+        part (1j), as gradcheck splits it. Buffers are reused between rows;
+        :meth:`reset_onehots` clears the one entry set.
+        """
+        probe = self.probe
+        if self._grad_bufs is None:
+            self._grad_bufs = [
+                torch.zeros_like(o, memory_format=torch.contiguous_format)
+                if k in probe.out_pos else probe.zero_grad(o)
+                for k, o in enumerate(probe.out_all)]
+        for axis in probe.outputs:
+            if axis.offset <= r < axis.offset + axis.size:
+                buf = self._grad_bufs[axis.position]
+                k, part = divmod(r - axis.offset, axis.parts)
+                buf.view(-1)[k] = 1j if part else 1
+                self._set = (buf, k, buf._version)
+                self._set_position = axis.position
+        return self._grad_bufs
+
+    def reset_onehots(self) -> None:
+        assert self._set is not None  # (onehots set one)
+        buf, k, version = self._set
+        if buf._version != version:
+            self._grad_bufs = None
+            raise grad_mutation_error(self.probe.function, self._set_position,
+                                      len(self.probe.out_all))
+        buf.view(-1)[k] = 0
+
+    def row_direct(self, r: int, dest: torch.Tensor) -> None:
+        """Row ``r`` from the node's ``backward`` called directly."""
+        grads = self.onehots(r)
+        try:
+            with torch.no_grad():
+                raw = self.probe.function.backward(self.probe.node, *grads)
+            if not isinstance(raw, tuple):
+                raw = (raw,)
+            for axis in self.probe.inputs:
+                g = raw[axis.position] if axis.position < len(raw) else None
+                seg = dest[axis.offset:axis.offset + axis.size]
+                if g is None:
+                    seg.zero_()
+                    continue
+                g = g.detach()  # (a gradient that requires grad: the forgotten chain rule)
+                if g.shape != axis.shape:
+                    g = g.sum_to_size(axis.shape)
+                seg.copy_(_as_input(g, axis))
+        finally:
+            self.reset_onehots()
+
+    def row_engine(self, r: int, dest: torch.Tensor) -> None:
+        """Row ``r`` through ``apply`` and the autograd engine."""
+        grads = [g.clone() if isinstance(g, torch.Tensor) else g for g in self.onehots(r)]
+        self.reset_onehots()
+        probe = self.probe
+        fn = probe.function
+        call = probe.leaf_call()
+        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        pairs = [(outs[k], grads[k]) for k in probe.out_pos]
+        leaves = [probe.leaves[a.position] for a in probe.inputs]
+
+        def vector_jacobian_product():
+            # the gradient of sum(o * g) reaches each output as exactly g (of the real part of
+            # sum(o * conj(g)) for a complex one); unlike grad_outputs, this path does not
+            # import sympy (a second, the first time) inside torch
+            total = sum((o * g.conj()).real.sum() if o.is_complex() else (o * g).sum()
+                        for o, g in pairs)
+            assert isinstance(total, torch.Tensor)  # (row r is an output's: pairs has one)
+            return torch.autograd.grad(total, leaves, allow_unused=True)
+        got = run_user(fn, "backward", vector_jacobian_product)
+        for axis, g in zip(probe.inputs, got):
+            seg = dest[axis.offset:axis.offset + axis.size]
+            if g is None:
+                seg.zero_()
+            else:
+                seg.copy_(_as_input(g.detach(), axis))
+
+    def direct_matches(self) -> bool:
+        """Check a few rows of the direct path against the autograd engine."""
+        rows = self.rows
+        a = torch.empty((1, self.cols), dtype=torch.float64)
+        b = torch.empty((1, self.cols), dtype=torch.float64)
+        for r in sorted({0, rows // 2, rows - 1}):
+            try:
+                self.row_direct(r, a[0])
+            except FunctionError:
+                raise
+            except Exception:
+                return False
+            self.row_engine(r, b[0])
+            if not torch.allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True):
+                return False
+        return True
+
+    def batched(self, axis: Axis, r0: int, r1: int,
+                rows: torch.Tensor) -> torch.Tensor | None:
+        """Rows r0:r1 (all in output ``axis``) with one vmapped backward, in ``rows`` or a
+        tensor of the same shape; None when vmap cannot do it.
+
+        The first batch is checked against row-by-row direct calls.
+        """
+        if not self.vmap:
+            return None
+        size = r1 - r0
+        grads = list(self.onehots(r0))
+        self.reset_onehots()
+        onehot = self._batch_onehot(axis, size, grads[axis.position])
+        ar = torch.arange(size, device=onehot.device)
+        cols = ar + (r0 - axis.offset)
+        onehot[ar, cols] = 1
+        version = onehot._version
+        grads[axis.position] = onehot.view(size, *axis.shape)
+        vmapped = self._vmapped_backward(axis.position, len(grads), onehot.device)
+        try:
+            with torch.no_grad():
+                got = vmapped(*grads)
+            if onehot._version != version:
+                # backward wrote into its grad_output: the row-by-row path names the error
+                raise ValueError("grad_output modified")
+            rows = self._as_rows(got, onehot, rows)
+        except Exception:
+            self.vmap = False
+            return None
+        finally:
+            if onehot._version != version:
+                self._onehot_for = None  # start from zeros again
+            else:
+                onehot[ar, cols] = 0
+        if self.vmap is True:
+            self.vmap = "verified"
+            if not self._matches_direct(r0, r1, rows, onehot.dtype):
+                self.vmap = False
+                return None
+        return rows
+
+    def _batch_onehot(self, axis: Axis, size: int, like: torch.Tensor) -> torch.Tensor:
+        """A zero (size, axis.size) matrix for one-hot rows, kept between batches: one big
+        temporary less for the allocator to churn."""
+        if self._onehot is None or self._onehot_for != (axis.position, size):
+            self._onehot = torch.zeros((size, axis.size), dtype=like.dtype, device=like.device)
+            self._onehot_for = (axis.position, size)
+        return self._onehot
+
+    def _vmapped_backward(self, position: int, count: int, device: torch.device) -> Callable:
+        """``backward`` batched over the gradient of output ``position``: a gradient per
+        differentiated input, summed to its shape (zeros for None)."""
+        fn, node, inputs = self.probe.function, self.probe.node, self.probe.inputs
+
+        def backward(*g):
+            raw = fn.backward(node, *g)
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            out = []
+            for a in inputs:
+                grad = raw[a.position] if a.position < len(raw) else None
+                if grad is None:
+                    grad = torch.zeros(a.shape, dtype=torch.float64, device=device)
+                else:
+                    grad = grad.detach()  # (one that requires grad: the forgotten chain rule)
+                    if grad.shape != a.shape:
+                        grad = grad.sum_to_size(a.shape)
+                out.append(grad)
+            return tuple(out)
+        return torch.vmap(backward, in_dims=tuple(0 if k == position else None
+                                                  for k in range(count)))
+
+    def _as_rows(self, got: tuple, onehot: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """The batched gradients as rows: ``got[0]`` itself when it is a fresh float64 CPU
+        tensor laid out as rows already (no copy), else copied into ``rows``."""
+        inputs, size = self.probe.inputs, rows.shape[0]
+        first = got[0]
+        if (len(inputs) == 1 and first.dim() == len(inputs[0].shape) + 1
+                and first.dtype == torch.float64 and first.device.type == "cpu"
+                and first.is_contiguous()
+                and first.untyped_storage().data_ptr()
+                != onehot.untyped_storage().data_ptr()):
+            return first.view(size, -1)
+        for a, g in zip(inputs, got):
+            if g.dim() != len(a.shape) + 1:
+                g = g.expand(size, *a.shape)
+            rows[:, a.offset:a.offset + a.size].copy_(g.reshape(size, -1))
+        return rows
+
+    def _matches_direct(self, r0: int, r1: int, rows: torch.Tensor,
+                        dtype: torch.dtype) -> bool:
+        """The batch's first and last row agree with direct calls (to rounding)."""
+        check = torch.empty((1, self.cols), dtype=torch.float64)
+        for r in sorted({r0, r1 - 1}):
+            self.row_direct(r, check[0])
+            if not matrices.same_to_rounding(rows[r - r0:r - r0 + 1], check, dtype):
+                return False
+        return True
+
+
+def _as_input(grad: torch.Tensor, axis: Axis) -> torch.Tensor:
+    """A gradient as a row segment of input ``axis``: a complex input's real and imaginary
+    parts side by side; a real input keeps the real part of a complex gradient, as the
+    autograd engine does."""
+    if grad.is_complex() and axis.parts == 1:
+        return grad.real.reshape(-1)
+    if axis.parts == 2 and not grad.is_complex():
+        grad = grad.to(torch.complex128)
+    return flat_real(grad)

@@ -1,0 +1,321 @@
+"""The numerical Jacobian as an exact reference, verified: autograd through ``forward``, checked
+against compressed finite differences (Curtis-Powell-Reid), or the reason it cannot be.
+
+1. Forward is called directly under autograd (float64, the custom backward never involved).
+   Its Jacobian's rows come from vector-Jacobian products, compressed: a few random-weighted
+   products over groups of rows show which columns each group reaches; groups that reach
+   disjoint columns are seeded together (one row of each per product), so a product holds
+   whole rows of several groups at once, each entry a single Jacobian entry.
+2. The reference's non-zero pattern is coloured (:func:`colouring.group_columns`): columns of
+   one colour share no row. Finite differences of forward along each colour's direction (two
+   calls), once with ones and once with random signs, are compared with the reference times
+   the same directions, by gradcheck's rule at a tenth of the check's tolerances. A wrong or
+   missing reference entry changes a compressed entry (cancellation needs both seeds to
+   cancel at once).
+3. They agree: the reference is the numerical Jacobian (exact, every entry verified). They
+   do not, or step 1 cannot run (forward leaves autograd: numpy, ``.detach()``, ``.data``,
+   non-differentiable operations; complex numbers; float32 only; a dense Jacobian): nothing
+   was written, and the caller runs full finite differences; :class:`Method` says why.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from customgrad.checking.jacobian import limits
+from customgrad.checking.jacobian.colouring import group_columns, group_sets
+from customgrad.checking.jacobian.probe import Probe, same_values
+from customgrad.checking.jacobian.report import REFERENCE, Method
+from customgrad.checking.jacobian.workspace import Pacer, Workspace
+from customgrad.errors import Cancelled
+from customgrad.function.contract import FakeCtx
+
+#: the verification's tolerances, as a share of the check's: the reference may move a
+#: compared entry by at most this much of the tolerance
+VERIFY_SHARE = 0.1
+#: a Jacobian this small takes the reference even where its rows do not compress
+SMALL = 1 << 16
+#: the most non-zero entries the reference keeps (a denser Jacobian takes finite differences)
+MAX_ENTRIES = 1 << 22
+
+
+class Fallback(Exception):
+    """The reference cannot be used; the message says why."""
+
+
+def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, atol: float,
+                   rtol: float, base: list, forward, direct: bool,
+                   notes: list[str] | None = None) -> Method:
+    """Write the verified reference into ``space`` (``num_t``, ``num_nonzero``) and say so;
+    or write nothing and give the reason (the caller then takes finite differences)."""
+    try:
+        _usable(space, base, direct)
+        traced = Traced(probe, space, base)
+        rows, cols, values, products = traced.entries(pacer)
+        colour = group_columns(rows, cols, space.cols)
+        colours = int(colour.max()) + 1 if colour.numel() else 0
+        if 4 * colours >= 2 * space.cols:
+            raise Fallback("the Jacobian's columns compress too little to save forward calls")
+        checker = Verifier(probe, space, base, forward, eps, atol * VERIFY_SHARE,
+                           rtol * VERIFY_SHARE)
+        checker.run(pacer, rows, cols, values, colour, colours)
+    except Cancelled:
+        raise
+    except Fallback as why:
+        return Method(reason=str(why))
+    _write(space, pacer, rows, cols, values)
+    if checker.scribbled and notes is not None:
+        notes.append("forward modifies its input in place at some points: finite "
+                     "differences use copies.")
+    return Method(REFERENCE, colours, checker.forwards, products)
+
+
+def _usable(space: Workspace, base: list, direct: bool) -> None:
+    if any(a.parts == 2 for a in (*space.inputs, *space.outputs)):
+        raise Fallback("complex numbers take gradcheck's full method")
+    if any(base[a.position].dtype != torch.float64 for a in space.inputs):
+        raise Fallback("the reference is computed in float64, which forward does not take")
+    if not direct:
+        raise Fallback("forward called directly differs from apply")
+
+
+class Traced:
+    """Forward's graph at the base point (float64), and its rows by vector-Jacobian products."""
+
+    def __init__(self, probe: Probe, space: Workspace, base: list):
+        self.space = space
+        fn = probe.function
+        self.leaves = [base[a.position].detach().clone().requires_grad_() for a in space.inputs]
+        call = probe.copies(base)
+        try:
+            with torch.enable_grad():
+                for axis, leaf in zip(space.inputs, self.leaves):
+                    call[axis.position] = leaf.clone()  # forward may work in place on it
+                prefix = () if probe.new_style else (FakeCtx(),)
+                raw = fn.forward(*prefix, *call)
+        except Cancelled:
+            raise
+        except Exception as exc:
+            raise Fallback(f"forward raised under autograd ({type(exc).__name__})") from None
+        outs = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+        chosen = []
+        for axis in space.outputs:
+            out = outs[axis.position] if axis.position < len(outs) else None
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != axis.shape:
+                raise Fallback(f"forward's {axis.name} differs under autograd")
+            if not out.requires_grad or out.grad_fn is None:
+                raise Fallback(f"autograd cannot see how {axis.name} depends on the inputs "
+                               "(numpy, .detach(), .data or no_grad in forward)")
+            chosen.append(out.reshape(-1).double())
+        self.flat = torch.cat(chosen) if len(chosen) > 1 else chosen[0]
+        self.batched = True
+        self.products = 0
+
+    def vjp(self, grads: torch.Tensor) -> torch.Tensor:
+        """``grads`` (k x rows) times the Jacobian: k x cols, float64."""
+        self.products += grads.shape[0]
+        leaves, k = self.leaves, grads.shape[0]
+        got = None
+        if self.batched:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # vmap's fallbacks warn about speed
+                    got = torch.autograd.grad(self.flat, leaves, grads, retain_graph=True,
+                                              allow_unused=True, is_grads_batched=True)
+            except (RuntimeError, NotImplementedError):
+                self.batched = False
+        if got is None:
+            try:
+                rows = [torch.autograd.grad(self.flat, leaves, g, retain_graph=True,
+                                            allow_unused=True) for g in grads]
+            except RuntimeError as exc:  # e.g. forward changed a tensor its graph needs
+                raise Fallback(f"autograd cannot differentiate forward ({_first_line(exc)})") \
+                    from None
+            got = tuple(None if rows[0][j] is None
+                        else torch.stack([r[j] for r in rows])  # type: ignore[misc]
+                        for j in range(len(leaves)))
+        return torch.cat([torch.zeros(k, leaf.numel(), dtype=torch.float64) if g is None
+                          else g.detach().reshape(k, -1).double()
+                          for g, leaf in zip(got, leaves)], dim=1)
+
+    def entries(self, pacer: Pacer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """The reference's non-zero entries as (rows, columns, values), and how many
+        vector-Jacobian products they took."""
+        n_rows = self.space.rows
+        size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
+        while True:
+            starts = torch.arange(0, n_rows, size)
+            reach = self._reach(starts, size, pacer)
+            groups = group_sets(_distinct_columns(reach))
+            seeded = sum(min(size, n_rows - int(starts[g[0]])) for g in groups)
+            if seeded <= n_rows // 4 or size <= 8:
+                break
+            size //= 8
+        if seeded > n_rows // 2 and n_rows * self.space.cols > SMALL:
+            raise Fallback("the Jacobian is nearly dense: compression saves nothing")
+        rows, cols, values = self._rows(groups, starts, size, reach, pacer)
+        return rows, cols, values, self.products
+
+    def _reach(self, starts: torch.Tensor, size: int, pacer: Pacer) -> torch.Tensor:
+        """Which columns each group of ``size`` rows reaches (random positive weights: a
+        reached column is missed only by exact cancellation)."""
+        n_rows, cols = self.space.rows, self.space.cols
+        gen = torch.Generator().manual_seed(0)
+        weights = torch.rand(n_rows, generator=gen, dtype=torch.float64).add_(1.0)
+        group_of = torch.arange(n_rows) // size
+        reach = torch.empty((len(starts), cols), dtype=torch.bool)
+        step = _batch(n_rows, cols)
+        for g0 in range(0, len(starts), step):
+            g1 = min(len(starts), g0 + step)
+            grads = torch.zeros((g1 - g0, n_rows), dtype=torch.float64)
+            lo, hi = g0 * size, min(n_rows, g1 * size)
+            grads[group_of[lo:hi] - g0, torch.arange(lo, hi)] = weights[lo:hi]
+            product = self.vjp(grads)
+            torch.ne(product, 0, out=reach[g0:g1])  # NaN != 0 too
+            pacer.check_stop()
+        return reach
+
+    def _rows(self, groups: list[list[int]], starts: torch.Tensor, size: int,
+              reach: torch.Tensor,
+              pacer: Pacer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every row of every group, by products seeding row j of each group of a class."""
+        n_rows, cols = self.space.rows, self.space.cols
+        found_r, found_c, found_v = [], [], []
+        count = 0
+        step = _batch(n_rows, cols)
+        for members in groups:
+            owner = torch.full((cols,), -1, dtype=torch.int64)  # the group reaching a column
+            for g in members:
+                owner[reach[g]] = int(starts[g])
+            first = torch.tensor([int(starts[g]) for g in members])
+            for j0 in range(0, size, step):
+                js = torch.arange(j0, min(size, j0 + step))
+                rows = first.unsqueeze(0) + js.unsqueeze(1)  # product x group
+                valid = rows < n_rows
+                grads = torch.zeros((len(js), n_rows), dtype=torch.float64)
+                grads[torch.arange(len(js)).unsqueeze(1).expand_as(rows)[valid], rows[valid]] = 1
+                product = self.vjp(grads)
+                hit = product.ne(0)  # NaN != 0 too
+                p, c = hit.nonzero(as_tuple=True)
+                if bool((owner[c] < 0).any()):
+                    raise Fallback("a column no group was seen to reach holds an entry")
+                found_r.append(owner[c] + js[p])
+                found_c.append(c)
+                found_v.append(product[p, c])
+                count += len(c)
+                if count > MAX_ENTRIES:
+                    raise Fallback("the Jacobian has too many non-zero entries to keep")
+                pacer.check_stop()
+        if not found_r:
+            empty = torch.zeros(0, dtype=torch.int64)
+            return empty, empty, torch.zeros(0, dtype=torch.float64)
+        return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+
+
+def _batch(n_rows: int, cols: int) -> int:
+    """Products per batch: a quarter of a tile's entries, so the reference's temporaries stay
+    below the analytic pass's (the check's peak memory is the analytic pass's)."""
+    return max(1, limits.CHUNK_ELEMENTS // 4 // max(n_rows, cols))
+
+
+def _distinct_columns(reach: torch.Tensor) -> torch.Tensor:
+    """``reach`` with the columns no group reaches dropped and identical columns once (the
+    overlaps of groups are the same, the matrix much narrower)."""
+    used = reach[:, reach.any(0)]
+    if used.shape[1] == 0:
+        return used
+    return torch.unique(used, dim=1)
+
+
+class Verifier:
+    """Finite differences of forward along the colours' directions (ones, then random signs)
+    against the reference times the same directions."""
+
+    def __init__(self, probe: Probe, space: Workspace, base: list, forward, eps: float,
+                 atol: float, rtol: float):
+        self.probe, self.space, self.base, self.forward = probe, space, base, forward
+        self.eps, self.atol, self.rtol = eps, atol, rtol
+        self.forwards = 0
+        self.scribbled = False  # forward wrote into an input (each call has its own copies)
+
+    def run(self, pacer: Pacer, rows, cols, values, colour, colours: int) -> None:
+        gen = torch.Generator().manual_seed(1)
+        signs = torch.randint(0, 2, (self.space.cols,), generator=gen).mul_(2).sub_(1).double()
+        order = torch.argsort(colour[cols], stable=True)
+        rows, cols, values = rows[order], cols[order], values[order]
+        bounds = torch.searchsorted(colour[cols], torch.arange(colours + 1)).tolist()
+        members = torch.argsort(colour, stable=True)
+        col_bounds = torch.searchsorted(colour[members], torch.arange(colours + 1)).tolist()
+        for k in range(colours):
+            in_colour = members[col_bounds[k]:col_bounds[k + 1]]
+            r, c, v = (t[bounds[k]:bounds[k + 1]] for t in (rows, cols, values))
+            for seed in (None, signs):
+                direction = torch.zeros(self.space.cols, dtype=torch.float64)
+                direction[in_colour] = 1.0 if seed is None else seed[in_colour]
+                expected = torch.zeros(self.space.rows, dtype=torch.float64)
+                expected.index_add_(0, r, v if seed is None else v * seed[c])
+                self._check(self._difference(direction), expected)
+            pacer.check_stop()
+
+    def _difference(self, direction: torch.Tensor) -> torch.Tensor:
+        """(f(x + eps d) - f(x - eps d)) / (2 eps), outputs concatenated."""
+        sides = []
+        for sign in (1.0, -1.0):
+            call = self.probe.copies(self.base)
+            for axis in self.space.inputs:
+                step = direction[axis.offset:axis.offset + axis.size].view(axis.shape)
+                call[axis.position] = self.base[axis.position] + (sign * self.eps) * step
+            sent = [(call[a.position], call[a.position].clone()) for a in self.space.inputs]
+            try:
+                outs = self.forward(call)
+            except Cancelled:
+                raise
+            except Exception as exc:
+                raise Fallback(f"forward raised at a perturbed point ({type(exc).__name__})") \
+                    from None
+            self.forwards += 1
+            self.scribbled = self.scribbled or not all(same_values(t, c) for t, c in sent)
+            picked = []
+            for axis in self.space.outputs:
+                out = outs[axis.position] if axis.position < len(outs) else None
+                if not isinstance(out, torch.Tensor) or tuple(out.shape) != axis.shape:
+                    raise Fallback("forward's output changed shape at a perturbed point")
+                picked.append(out.detach().reshape(-1).to("cpu", torch.float64))
+            sides.append(torch.cat(picked) if len(picked) > 1 else picked[0])
+        return (sides[0] - sides[1]) / (2 * self.eps)
+
+    def _check(self, numerical: torch.Tensor, reference: torch.Tensor) -> None:
+        if not bool(numerical.isfinite().all() and reference.isfinite().all()):
+            raise Fallback("NaN or Inf near the base point")
+        bad = (reference - numerical).abs() > self.atol + self.rtol * numerical.abs()
+        if bool(bad.any()):
+            raise Fallback("autograd through forward disagrees with finite differences "
+                           "(forward does something autograd does not see: .detach(), .data, "
+                           "numpy, a non-differentiable operation)")
+
+
+def _write(space: Workspace, pacer: Pacer, rows: torch.Tensor, cols: torch.Tensor,
+           values: torch.Tensor) -> None:
+    """The entries into the (lazily mapped, input-major) numerical matrix column tile by
+    column tile (a display sees it fill as with finite differences), and the flags of the
+    tiles they fall in."""
+    order = torch.argsort(cols, stable=True)
+    rows, cols, values = rows[order], cols[order], values[order]
+    row_starts = torch.tensor([t[0] for t in space.row_tiles])
+    ends = torch.searchsorted(cols, torch.tensor([t[1] for t in space.col_tiles])).tolist()
+    start = 0
+    for t, (end, (_, c1)) in enumerate(zip(ends, space.col_tiles)):
+        if end > start:
+            r, c, v = rows[start:end], cols[start:end], values[start:end]
+            space.num_t.index_put_((c, r), v)
+            space.num_nonzero[t, torch.searchsorted(row_starts, r, right=True) - 1] = True
+            pacer.note_peak(v.unsqueeze(0))
+        start = end
+        pacer.emit(0.5 * c1 / space.cols, "numerical", columns_done=c1)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).split("\n")[0].split(". ")[0][:120]

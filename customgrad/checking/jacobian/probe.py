@@ -1,0 +1,250 @@
+"""The probe: one real ``apply`` and one raw ``backward`` before any matrix entry.
+
+It finds which arguments are differentiated (the Jacobian's columns) and which outputs (its
+rows), reports contract errors early (wrong gradient count, shape or dtype), and finds the
+graph node whose ``backward`` the analytic pass calls directly. The forward helpers here serve
+the numerical pass: ``forward`` called directly (a few microseconds) when it reproduces
+``apply`` (tens), and whether it writes into its inputs, so each call needs copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch.autograd import Function
+
+from customgrad.checking.jacobian.report import Axis
+from customgrad.errors import FunctionError, SpecError
+from customgrad.function.contract import (
+    FakeCtx,
+    call_backward,
+    check_gradients,
+    normalize_outputs,
+    run_user,
+)
+from customgrad.function.dtypes import differentiable
+from customgrad.function.inputs import is_new_style
+
+
+@dataclass
+class Probe:
+    """What one real call of the Function showed."""
+
+    function: type[Function]
+    args: list
+    params: list[str]  # forward's parameter names
+    new_style: bool  # forward takes no ctx (a setup_context Function)
+    in_pos: list[int]  # the differentiated arguments, by position
+    leaves: dict[int, torch.Tensor]  # their detached copies (requires_grad), by position
+    out_all: tuple  # every output of the probing apply
+    out_pos: list[int]  # the differentiated outputs, by position
+    outputs: list[Axis]  # the matrix's rows
+    inputs: list[Axis]  # its columns
+    node: object | None  # the Function's graph node; None: rows go through the engine
+
+    def copies(self, base: list) -> list:
+        """``base`` with a copy of each tensor argument (a forward working in place on one,
+        differentiated or not, must not change the next call's)."""
+        return [_copy(a) for a in base]
+
+    def leaf_call(self) -> list:
+        """Arguments for ``apply`` on the graph: a copy of each leaf and of each other tensor,
+        the constants as given."""
+        return [self.leaves[i].clone() if i in self.leaves else _copy(a)
+                for i, a in enumerate(self.args)]
+
+    def forward_plain(self, call: list) -> tuple:
+        """``apply`` without a graph, through the user-code boundary."""
+        fn = self.function
+        with torch.no_grad():
+            raw = run_user(fn, "forward", lambda: fn.apply(*call))
+        return normalize_outputs(fn, raw)
+
+    def forward_direct(self, call: list):
+        """``forward`` itself, with a stand-in ctx for old-style Functions."""
+        fn = self.function
+        with torch.no_grad():
+            raw = fn.forward(*call) if self.new_style else fn.forward(FakeCtx(), *call)
+        return raw if isinstance(raw, (tuple, list)) else (raw,)
+
+    def zero_grad(self, out: torch.Tensor):
+        """The gradient handed to backward for an output nobody differentiates."""
+        materialize = getattr(self.node, "materialize_grads", True) if self.node else True
+        if not differentiable(out):
+            return None
+        return torch.zeros_like(out) if materialize else None
+
+
+def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
+              differentiate: Mapping[str, bool] | None = None) -> Probe:
+    """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
+    or FunctionError for what no comparison can start from; explain the rest in ``notes``.
+
+    ``differentiate`` chooses the inputs as gradcheck's ``requires_grad`` does (see
+    :func:`differentiated_inputs`); an input nobody chose that backward returns None for is
+    then a constant, with a note."""
+    in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
+    leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
+    call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
+    outs = normalize_outputs(function, run_user(function, "forward",
+                                                lambda: function.apply(*call)))
+    out_pos = _differentiated_outputs(function, outs, notes)
+    node = outs[out_pos[0]].grad_fn
+    node = node if getattr(node, "_forward_cls", None) is function else None
+    probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
+                  out_pos, [], [], node)
+    if node is not None:
+        gen = torch.Generator().manual_seed(0)
+        grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
+                 if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
+        raw_grads = call_backward(function, node, grads)
+        raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
+        unused = [] if chosen else [i for i in in_pos
+                                    if i >= len(raw_grads) or raw_grads[i] is None]
+        dropped = [params[i] for i in unused] if len(unused) < len(in_pos) else []
+        notes.extend(n.text for n in check_gradients(function, params, args, raw_grads)
+                     if not (n.kind == "none" and n.param in dropped))
+        for name in dropped:
+            notes.append(f"{name}: backward returns None; treated as not differentiated.")
+            del leaves[params.index(name)]
+        probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
+    else:
+        notes.append(
+            "a torch.library op: every row goes through the autograd engine (the op's "
+            "registered backward)." if vars(function).get("__custom_op__") is not None else
+            "the output's graph node is not the Function's own, so every "
+            "row goes through the autograd engine.")
+    probe.outputs = _lay_out([(output_name(k, len(outs), function), k, outs[k])
+                              for k in out_pos])
+    probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
+    return probe
+
+
+def _copy(value: object) -> object:
+    """A tensor's copy (forward may write into it); anything else as it is."""
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def output_name(k: int, count: int, function: type | None = None) -> str:
+    """Output ``k`` of ``count``'s name: ``output``/``output<k>``, unless ``function``
+    names its outputs (``customgrad_output_names``, as the second order's Function does)."""
+    names = vars(function).get("customgrad_output_names", ()) if function else ()
+    if k < len(names):
+        return names[k]
+    return "output" if count == 1 else f"output{k}"
+
+
+def differentiated_inputs(function: type[Function], args: list, params: list[str], notes: list[str],
+                          differentiate: Mapping[str, bool] | None = None
+                          ) -> tuple[list[int], bool]:
+    """Positions of the arguments to differentiate, and whether they were chosen.
+
+    As gradcheck's ``requires_grad``: where ``differentiate`` says True for any input, exactly
+    those are (``chosen``); else every non-empty floating-point tensor but those it says False
+    for. SpecError naming an unknown parameter, one that cannot be differentiated, or none."""
+    differentiate = dict(differentiate or {})
+    unknown = sorted(set(differentiate) - set(params))
+    if unknown:
+        raise SpecError(f"differentiate given for {', '.join(unknown)}, but forward's "
+                        f"parameters are {', '.join(params)}.", field=unknown[0])
+    floating = [i for i, a in enumerate(args)
+                if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()]
+    wanted = [params.index(n) for n, on in differentiate.items() if on]
+    for i in wanted:
+        if i not in floating:
+            a = args[i]
+            what = "not a tensor" if not isinstance(a, torch.Tensor) else "empty" \
+                if not a.numel() else f"{str(a.dtype)[6:]}, not floating point"
+            raise SpecError(f"{params[i]} cannot be differentiated: it is {what}.",
+                            field=params[i])
+    off = {n for n, on in differentiate.items() if not on}
+    in_pos = sorted(wanted) if wanted else [i for i in floating if params[i] not in off]
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and not differentiable(a):
+            notes.append(f"input {params[i]} ({str(a.dtype)[6:]}) is not "
+                         "floating point: not differentiated.")
+        elif isinstance(a, torch.Tensor) and not a.numel():
+            notes.append(f"input {params[i]} is empty: not differentiated.")
+        elif i in floating and i not in in_pos:
+            notes.append(f"input {params[i]} is not differentiated (a constant here, as a "
+                         "tensor that does not require grad is for gradcheck).")
+    if not in_pos and floating:
+        raise SpecError(f"{function.__name__}: every floating-point tensor input "
+                        f"({', '.join(params[i] for i in floating)}) is left out; differentiate "
+                        "at least one.", field=params[floating[0]])
+    if not in_pos:
+        raise SpecError(f"{function.__name__} has no floating-point tensor input (real or "
+                        "complex) to differentiate; give at least one parameter a shape.")
+    return in_pos, bool(wanted)
+
+
+def _differentiated_outputs(function: type[Function], outs: tuple, notes: list[str]) -> list[int]:
+    """Positions of the non-empty floating-point outputs on the graph (FunctionError if none)."""
+    out_pos = []
+    for k, out in enumerate(outs):
+        oname = output_name(k, len(outs), function)
+        if not differentiable(out):
+            notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
+        elif not out.requires_grad:
+            notes.append(f"{oname} is marked non-differentiable (or does not depend on "
+                         "any input): skipped.")
+        elif not out.numel():
+            notes.append(f"{oname} is empty: skipped.")
+        else:
+            out_pos.append(k)
+        if differentiable(out) and not torch.isfinite(out).all():
+            notes.append(f"{oname} contains NaN or Inf at this point.")
+    if not out_pos:
+        raise FunctionError(f"{function.__name__} has no differentiable output to check.",
+                            phase="forward")
+    return out_pos
+
+
+def _lay_out(named: list[tuple[str, int, torch.Tensor]]) -> list[Axis]:
+    """Axes for (name, position, tensor) triples, one after the other along the matrix."""
+    axes, offset = [], 0
+    for name, position, tensor in named:
+        axis = Axis(name, position, tuple(tensor.shape), offset, 2 if tensor.is_complex() else 1)
+        axes.append(axis)
+        offset += axis.size
+    return axes
+
+
+def chooses_direct(probe: Probe, base: list) -> bool:
+    """True when calling ``forward`` directly reproduces ``apply`` at the base point."""
+    reference = probe.forward_plain(probe.copies(base))
+    try:
+        direct = probe.forward_direct(probe.copies(base))
+        return len(direct) == len(reference) and all(
+            isinstance(d, torch.Tensor) and d.shape == r.shape
+            and torch.equal(d.nan_to_num(), r.nan_to_num())
+            for k, (d, r) in enumerate(zip(direct, reference)) if k in probe.out_pos)
+    except Exception:
+        return False
+
+
+def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
+    """True when forward changes its inputs in place (``mark_dirty``, a numpy write the
+    version counter never sees) or returns a view of one: then each call gets copies. Asked
+    on copies, so the base point stays as it is whatever forward does."""
+    call = probe.copies(base)
+    outs = forward(call)
+    tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
+    modified = any(call[i]._version or not same_values(call[i], base[i]) for i in tensors)
+    storages = {call[i].untyped_storage().data_ptr() for i in probe.in_pos}
+    if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+           for o in outs):
+        notes.append("forward returns a view of its input: finite differences use copies.")
+        return True
+    if not modified:
+        return False
+    notes.append("forward modifies its input in place: finite differences use copies.")
+    return True
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` hold the same values (NaN where the other has NaN)."""
+    return bool(torch.equal(a, b) or (differentiable(a) and a.shape == b.shape and
+                                       torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))

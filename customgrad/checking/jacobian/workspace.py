@@ -1,0 +1,104 @@
+"""What the numerical and the analytic pass share while they run: the matrices being filled
+with the tile grid over them (:class:`Workspace`), and the progress events and cancellation
+(:class:`Pacer`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from customgrad.checking.jacobian import limits, matrices, tiles
+from customgrad.checking.jacobian.report import Axis, Progress
+from customgrad.errors import Cancelled, TooLargeError
+
+
+def estimate_bytes(rows: int, cols: int, keep: bool = True) -> int:
+    """Bytes of float64 matrices the comparison allocates (numerical always, analytic if kept)."""
+    return rows * cols * 8 * (2 if keep else 1)
+
+
+@dataclass
+class Workspace:
+    """The two matrices and the tile grid over them.
+
+    ``num_t`` is the numerical Jacobian input-major (a row per input element: the numerical
+    pass writes whole rows of it); ``ana`` the analytic one, None when not kept. One numerical
+    batch is a column tile, one analytic batch a row tile; ``num_nonzero[c, r]`` says whether
+    tile (row tile r, column tile c) of the numerical matrix holds a non-zero entry.
+    """
+
+    outputs: list[Axis]
+    inputs: list[Axis]
+    rows: int
+    cols: int
+    num_t: torch.Tensor
+    ana: torch.Tensor | None
+    row_tiles: list[tuple[int, int]]
+    col_tiles: list[tuple[int, int]]
+    num_nonzero: torch.Tensor
+
+
+def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: bool,
+             zeros: matrices.Allocator = matrices.lazy_zeros) -> Workspace:
+    """Zero matrices for ``outputs`` x ``inputs``, each made by ``zeros(shape)``;
+    TooLargeError beyond ``memory_cap``."""
+    rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
+    need = estimate_bytes(rows, cols, keep)
+    if need > memory_cap:
+        raise TooLargeError(
+            f"The Jacobian is {rows:,} x {cols:,}: its matrices need "
+            f"{_size(need)}, more than the {_size(memory_cap)} cap. "
+            "Use smaller shapes or differentiate fewer inputs.")
+    # Zero matrices whose pages the OS maps only when written: tiles that are zero in a
+    # matrix are never written, so a sparse Jacobian (most custom Functions act element by
+    # element) touches a small part of its memory.
+    num_t = zeros((cols, rows))
+    ana = zeros((rows, cols)) if keep else None
+    row_tiles, col_tiles = tiles.tiles(outputs, cols), tiles.tiles(inputs, rows)
+    num_nonzero = torch.zeros((len(col_tiles), len(row_tiles)), dtype=torch.bool)
+    return Workspace(outputs, inputs, rows, cols, num_t, ana, row_tiles, col_tiles, num_nonzero)
+
+
+def _size(nbytes: float) -> str:
+    """Bytes in words: '512 MiB', '1.5 GiB', '96 KiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} bytes"
+
+
+class Pacer:
+    """Progress events (at most one per ``limits.PROGRESS_SECONDS`` unless forced), the
+    largest finite |entry| so far (a display's colour scale), and cancellation."""
+
+    def __init__(self, space: Workspace, progress: Callable[[Progress], None] | None,
+                 should_stop: Callable[[], bool] | None):
+        self.space = space
+        self.progress = progress
+        self.should_stop = should_stop
+        self.last = 0.0
+        self.peak = 0.0
+
+    def check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise Cancelled("Jacobian comparison cancelled.")
+
+    def emit(self, fraction: float, phase: str, force: bool = False,
+             columns_done: int | None = None, rows_done: int | None = None) -> None:
+        if self.progress is None:
+            return
+        now = time.perf_counter()
+        if force or now - self.last >= limits.PROGRESS_SECONDS:
+            self.last = now
+            s = self.space
+            self.progress(Progress(fraction, phase, s.ana, s.num_t.T, s.outputs, s.inputs,
+                                   columns_done, rows_done, self.peak))
+
+    def note_peak(self, rows: torch.Tensor, scale: float = 1.0) -> None:
+        """Track the largest finite |entry| for progress (only when someone listens)."""
+        if self.progress is not None:
+            self.peak = max(self.peak, matrices.finite_absmax(rows) * scale)

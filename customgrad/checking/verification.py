@@ -1,0 +1,104 @@
+"""One path from a Function and its arguments to a verdict: :func:`verify`.
+
+Every front end calls it (``customgrad.check``, ``customgrad check``, the app's worker, the
+fork server's warm-up, the double-backward report) and differs only in how it shows the
+result. In order: the Jacobian comparison; where it fails, the diagnosis (with the matrices
+computed again and kept, where the comparison did not keep them and they fit the memory
+cap); the sub-checks; then one :class:`~customgrad.checking.jacobian.report.Report`, built once,
+whose ``passed`` says that every Jacobian entry agrees and no sub-check failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from customgrad.checking import subchecks
+from customgrad.checking.diagnosis import diagnose
+from customgrad.checking.jacobian.comparison import compare
+from customgrad.checking.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL
+from customgrad.checking.jacobian.matrices import Allocator, lazy_zeros
+from customgrad.checking.jacobian.report import Progress, Report
+from customgrad.errors import Cancelled, CustomGradError
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What to check and how strictly: the tolerances (gradcheck's by default), the memory
+    cap of the matrices, which inputs to differentiate (by parameter name, as
+    :func:`~customgrad.checking.jacobian.compare` takes it), the sub-checks beside the Jacobian
+    (:data:`customgrad.checking.subchecks.NAMES`; None:
+    :func:`customgrad.checking.subchecks.defaults_for` the Function; empty: none), whether to keep
+    the matrices and to diagnose a failure, and the report's title (``label``: what its verdict line
+    starts with)."""
+
+    eps: float = EPS
+    atol: float = ATOL
+    rtol: float = RTOL
+    memory_cap: int = MEMORY_CAP
+    differentiate: Mapping[str, bool] | None = None
+    checks: frozenset[str] | None = None
+    keep: bool = True
+    diagnose: bool = True
+    label: str | None = None
+
+    def with_checks(self, names: Iterable[str] | None) -> CheckOptions:
+        """These options running the sub-checks ``names`` (None: the Function's defaults)."""
+        return dataclasses.replace(self, checks=None if names is None else frozenset(names))
+
+
+def verify(function: type, args: list, options: CheckOptions = CheckOptions(), *,
+           progress: Callable[[Progress], None] | None = None,
+           should_stop: Callable[[], bool] | None = None,
+           allocate: Allocator = lazy_zeros,
+           waited: Callable[[], float] | None = None) -> Report:
+    """``function`` checked at ``args`` (forward's arguments): the whole report (see the
+    module). Each step gets its own copy of the tensors in ``args``, so a Function that
+    writes into an input changes nothing for the next step, nor for the caller.
+
+    ``progress``, ``should_stop`` and ``allocate`` go to the comparison; ``waited()``, read
+    after it, is how many of its seconds the caller spent waiting in ``progress`` (not the
+    comparison's own time, which :attr:`Report.seconds` is). Raises what
+    :func:`~customgrad.checking.jacobian.compare` and :func:`customgrad.checking.subchecks.run`
+    raise.
+    """
+    o = options
+    report = compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
+                     memory_cap=o.memory_cap, keep=o.keep, differentiate=o.differentiate,
+                     progress=progress, should_stop=should_stop, allocate=allocate)
+    seconds = max(0.0, report.seconds - (waited() if waited is not None else 0.0))
+    diagnoses = []
+    if o.diagnose and not report.passed:
+        diagnoses = diagnose(_kept(report, function, args, o, should_stop), function,
+                             _fresh(args))
+    wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
+    checks = subchecks.run(function, _fresh(args), wanted, eps=o.eps, atol=o.atol,
+                           rtol=o.rtol, report=report) if wanted else {}
+    return dataclasses.replace(report, label=o.label, function=function.__name__,
+                               diagnoses=diagnoses, checks=checks, seconds=seconds)
+
+
+def _kept(report: Report, function: type, args: list, options: CheckOptions,
+          should_stop: Callable[[], bool] | None) -> Report:
+    """``report``, or where it did not keep its matrices, the comparison again keeping them
+    (the block hypotheses read them); ``report`` where they do not fit the memory cap (the
+    probes of backward still run)."""
+    if report.analytic is not None:
+        return report
+    o = options
+    try:
+        return compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
+                       memory_cap=o.memory_cap, keep=True, differentiate=o.differentiate,
+                       should_stop=should_stop)
+    except Cancelled:
+        raise
+    except CustomGradError:  # too large to keep, say
+        return report
+
+
+def _fresh(args: list) -> list:
+    """``args`` with each tensor a detached copy (other values as they are)."""
+    return [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]

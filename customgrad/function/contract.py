@@ -1,0 +1,367 @@
+"""The boundary with user code: calling forward/backward and checking the autograd contract.
+
+Everything that runs a user's Function goes through :func:`run_user`, which turns whatever it
+raises into a :class:`FunctionError` naming the user's file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import inspect
+import os
+import textwrap
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn, TypedDict
+
+import torch
+from torch.autograd import Function
+
+from customgrad.errors import Cancelled, FunctionError, format_traceback, is_ctrl_c
+from customgrad.function import shadow
+from customgrad.function.inputs import format_shape
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+_GALLERY_DIR = os.path.join(_ENGINE_DIR, "gallery")
+
+
+class FakeCtx:
+    """Stands in for ``ctx`` when forward is called directly for finite differences."""
+
+    needs_input_grad: tuple = ()
+    materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def save_for_forward(self, *tensors):
+        pass
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value
+
+
+def source_file(function: type[Function]) -> str | None:
+    """:func:`customgrad.function.shadow.source_file`, absolute (a notebook cell's pseudo-file as
+    is)."""
+    file = shadow.source_file(function)
+    return _absolute(file) if file else file
+
+
+def _absolute(file: str) -> str:
+    """A file's absolute path; a pseudo-file's name (``<ipython-input-...>``, ``<string>``)
+    as it is."""
+    return file if file.startswith("<") else os.path.abspath(file)
+
+
+def _method_tree(function: type[Function], name: str
+                 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+    """The parsed ``def`` of ``function.<name>`` and the file line its source starts on."""
+    try:
+        method = inspect.unwrap(getattr(function, name))
+        lines, first = inspect.getsourcelines(method)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, AttributeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return node, first
+
+
+def _own_nodes(node: ast.AST):
+    """The nodes of a function body, not descending into nested functions or classes."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield child
+        yield from _own_nodes(child)
+
+
+def method_line(function: type[Function], name: str) -> int | None:
+    """The ``def`` line of ``function.<name>`` (unwrapping decorators such as
+    once_differentiable), past any decorator lines."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    return first + node.lineno - 1
+
+
+def return_line(function: type[Function], name: str) -> int | None:
+    """The line of ``function.<name>``'s return statement when it has exactly one (that is
+    where a wrong result is made), else its ``def`` line."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    returns = [n for n in _own_nodes(node) if isinstance(n, ast.Return)]
+    return first + (returns[0] if len(returns) == 1 else node).lineno - 1
+
+
+def mutation_line(function: type[Function], name: str = "backward") -> int | None:
+    """The first line of ``function.<name>`` that modifies one of its gradient parameters in
+    place (``g.mul_(2)``, ``g *= 2``, ``g[0] = 1``), else its ``def`` line."""
+    found = _method_tree(function, name)
+    if found is None:
+        return None
+    node, first = found
+    grads = {a.arg for a in (node.args.posonlyargs + node.args.args)[1:]}  # all but ctx
+
+    def is_grad(target) -> bool:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in grads
+
+    hits = []
+    for n in _own_nodes(node):
+        if (isinstance(n, ast.AugAssign) and is_grad(n.target)) or (
+                isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Subscript) and is_grad(t) for t in n.targets)):
+            hits.append(n.lineno)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr.endswith("_") and not n.func.attr.startswith("_") \
+                and is_grad(n.func.value):
+            hits.append(n.lineno)
+    return first + (min(hits) if hits else node.lineno) - 1
+
+
+def _is_user_file(path: str) -> bool:
+    if path.startswith("<"):  # <string>, <frozen ...>: no file to point at
+        return False
+    path = os.path.abspath(path)
+    if path.startswith(_TORCH_DIR) or path.startswith(os.path.dirname(_TORCH_DIR) + os.sep
+                                                      + "numpy"):
+        return False
+    if path.startswith(_ENGINE_DIR) and not path.startswith(_GALLERY_DIR):
+        return False
+    return True
+
+
+def user_location(exc: BaseException, function: type[Function]) -> tuple[str | None, int | None]:
+    """The deepest traceback frame in the Function's file (or any user file)."""
+    own = source_file(function)
+    best = fallback = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        path = _absolute(frame.f_code.co_filename)
+        if own and path == own:
+            best = (path, lineno)
+        elif _is_user_file(path):
+            fallback = (path, lineno)
+    return best or fallback or (own, None)
+
+
+def run_user(function: type[Function], phase: str, call: Callable):
+    """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
+    try:
+        return call()
+    except PASS_THROUGH as exc:
+        if passes(exc):
+            raise
+        raise_user_error(function, phase, exc)
+    except BaseException as exc:
+        raise_user_error(function, phase, exc)
+
+
+#: what user code may raise that is not its fault: raised again as it is (where
+#: :func:`passes`; a KeyboardInterrupt only where it is Ctrl+C)
+PASS_THROUGH = (FunctionError, Cancelled, KeyboardInterrupt)
+
+
+def passes(exc: BaseException) -> bool:
+    """Whether ``exc`` (one of PASS_THROUGH) is raised again as it is: not a KeyboardInterrupt
+    the user's code raised itself (:func:`customgrad.errors.is_ctrl_c`)."""
+    return not isinstance(exc, KeyboardInterrupt) or is_ctrl_c(exc)
+
+
+class Overtime(Cancelled):
+    """Raised into user code that ran past the time limit of :func:`run_user_within`."""
+
+
+def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise ``exception`` in the thread at its next bytecode (None: drop one still pending)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), None if exception is None else ctypes.py_object(exception))
+
+
+def run_user_within(function: type[Function], phase: str, call: Callable, seconds: float):
+    """:func:`run_user` with a time limit, for calls the user did not ask for (a probe):
+    :class:`Overtime` when ``call`` still runs after ``seconds``. Python code is stopped at
+    its next bytecode; code inside C when it returns to Python."""
+    thread = threading.get_ident()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def fire():
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                _raise_in(thread, Overtime)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        return run_user(function, phase, call)
+    finally:
+        with lock:
+            state["done"] = True
+            if state["fired"]:
+                _raise_in(thread, None)  # fired as the call returned: not delivered yet
+        timer.cancel()
+
+
+def raise_user_error(function: type[Function], phase: str, exc: BaseException) -> NoReturn:
+    """Raise ``exc`` (raised by ``function``'s ``phase``) as a FunctionError with file:line.
+    Call it in the ``except`` block that caught ``exc``, after an ``except PASS_THROUGH:
+    raise`` (what :func:`run_user` does; loops that cannot afford a wrapper call per step
+    do the same inline): what passes through then never reaches this frame, which would
+    join its traceback and, holding it, make a reference cycle."""
+    file, line = user_location(exc, function)
+    name = f"{function.__name__}.{phase}"
+    message = f"{name} raised {type(exc).__name__}: {_first_line(exc)}"
+    text = str(exc)
+    returned = True  # autograd refused what the method returned
+    if "returned an incorrect number of gradients" in text:
+        message = f"{name} returned the wrong number of gradients: {_first_line(exc)}"
+    elif "returned an invalid gradient" in text:
+        message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
+    elif "returned a gradient different than None" in text:
+        message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
+    else:
+        returned = False
+    if line is None:
+        line = return_line(function, phase) if returned else method_line(function, phase)
+    raise FunctionError(message, file=file, line=line, details=format_traceback(exc),
+                        phase=phase) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]:
+    """forward's result as a tuple of tensors; FunctionError for anything else."""
+    outs = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    for k, out in enumerate(outs):
+        if not isinstance(out, torch.Tensor):
+            raise FunctionError(
+                f"{function.__name__}.forward returned a {type(out).__name__} "
+                f"{'' if len(outs) == 1 else f'at position {k} '}— outputs must be tensors.",
+                file=source_file(function), line=return_line(function, "forward"),
+                phase="forward")
+    if not outs:
+        raise FunctionError(f"{function.__name__}.forward returned an empty tuple.",
+                            file=source_file(function), line=return_line(function, "forward"),
+                            phase="forward")
+    return outs
+
+
+def call_backward(function: type[Function], ctx, grads: list):
+    """Call the user's backward directly with ``ctx`` (the graph node) and raw ``grads``;
+    FunctionError if it raises or modifies a grad_output in place."""
+    def call():
+        with torch.no_grad():
+            return function.backward(ctx, *grads)
+    versions = [g._version if isinstance(g, torch.Tensor) else None for g in grads]
+    raw = run_user(function, "backward", call)
+    for k, (g, v) in enumerate(zip(grads, versions)):
+        if isinstance(g, torch.Tensor) and g._version != v:
+            raise grad_mutation_error(function, k, len(grads))
+    return raw
+
+
+def grad_mutation_error(function: type[Function], k: int, count: int) -> FunctionError:
+    """The error for a backward that modified its ``k``-th grad_output (of ``count``)."""
+    return FunctionError(
+        f"{function.__name__}.backward modifies grad_output{'' if count == 1 else f' {k}'} in "
+        "place. Autograd may reuse that tensor elsewhere, so never modify it; work on a copy "
+        "(e.g. grad_output.clone()).",
+        file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
+
+
+class _Where(TypedDict):
+    """Where a wrong gradient is reported: FunctionError's keyword arguments."""
+
+    file: str | None
+    line: int | None
+    phase: str
+
+
+@dataclass(frozen=True)
+class GradientNote:
+    """A legal surprise in backward's result, about one parameter: ``kind`` is ``"none"``
+    (backward returns None for a floating-point tensor: its gradient is zero) or ``"shape"``
+    (a gradient autograd sums to the parameter's shape); ``text`` says it to the user."""
+
+    kind: str
+    param: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_gradients(function: type[Function], params: list[str], args: list,
+                    raw) -> list[GradientNote]:
+    """Check backward's raw result against forward's arguments; notes for legal surprises.
+
+    Raises FunctionError for the wrong number of gradients, a gradient for a non-tensor
+    argument, a non-tensor gradient, or a gradient of the wrong shape, dtype or device.
+    """
+    name = f"{function.__name__}.backward"
+    where: _Where = {"file": source_file(function), "line": return_line(function, "backward"),
+             "phase": "backward"}
+    grads = raw if isinstance(raw, tuple) else (raw,)
+    if len(grads) < len(args) or any(g is not None for g in grads[len(args):]):
+        raise FunctionError(
+            f"{name} returned {len(grads)} gradient{'s' if len(grads) != 1 else ''}, but forward "
+            f"takes {len(args)} argument{'s' if len(args) != 1 else ''} "
+            f"({', '.join(params)}): return one per argument, None for non-tensors.", **where)
+    notes = []
+    for pos, (param, arg, grad) in enumerate(zip(params, args, grads)):
+        if grad is None:
+            if isinstance(arg, torch.Tensor) and arg.is_floating_point():
+                notes.append(GradientNote("none", param, f"backward returns None for {param}: "
+                                                         "its gradient is zero."))
+            continue
+        if not isinstance(arg, torch.Tensor):
+            raise FunctionError(
+                f"{name} returned a gradient for {param} (position {pos}), which is not a tensor "
+                f"but a {type(arg).__name__}; return None there.", **where)
+        if not isinstance(grad, torch.Tensor):
+            raise FunctionError(f"{name} returned a {type(grad).__name__} as the gradient of "
+                                f"{param}; gradients must be tensors or None.", **where)
+        if grad.layout != torch.strided:
+            raise FunctionError(f"{name} returned a sparse gradient ({str(grad.layout)[6:]}) for "
+                                f"{param}; the check compares dense Jacobians: return "
+                                "grad.to_dense() there.", **where)
+        if grad.device != arg.device:
+            raise FunctionError(f"{name} returned the gradient of {param} on {grad.device}, but "
+                                f"{param} is on {arg.device}.", **where)
+        if grad.dtype != arg.dtype:
+            raise FunctionError(f"{name} returned the gradient of {param} as "
+                                f"{str(grad.dtype)[6:]}, but {param} is {str(arg.dtype)[6:]}.",
+                                **where)
+        if grad.shape != arg.shape:
+            want, got = format_shape(tuple(arg.shape)), format_shape(tuple(grad.shape))
+            try:
+                grad.sum_to_size(arg.shape)
+            except RuntimeError:
+                raise FunctionError(f"{name} returned a gradient of shape [{got}] for {param}, "
+                                    f"whose shape is [{want}].", **where) from None
+            notes.append(GradientNote("shape", param, f"shape surprise: backward returns a "
+                                                      f"[{got}] gradient for {param}; autograd "
+                                                      f"sums it to {param}'s [{want}]."))
+    return notes
