@@ -15,6 +15,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn, TypedDict
 
 import torch
@@ -25,8 +26,10 @@ from customgrad.function import shadow
 from customgrad.function.inputs import format_shape
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
-_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
-_GALLERY_DIR = os.path.join(_ENGINE_DIR, "gallery")
+#: customgrad's folder (this module is ``__name__.count(".")`` folders down in it), and the
+#: gallery's in it, whose Functions' frames are a user's like any other
+_ENGINE_DIR = str(Path(os.path.abspath(__file__)).parents[__name__.count(".") - 1])
+_GALLERY_DIR = os.path.join(_ENGINE_DIR, "targets", "gallery")
 
 
 class FakeCtx:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 #: one frame of faulthandler's text (``File "...", line N in func``)
 FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>\S+)')
-PACKAGE = str(Path(__file__).resolve().parent)
+#: customgrad's folder (this module is ``__name__.count(".")`` folders down in it)
+PACKAGE = str(Path(__file__).resolve().parents[__name__.count(".") - 1])
 
 
 def library_file(path: str) -> bool:

@@ -75,7 +75,7 @@ def bench_jacobian(quick: bool) -> dict:
 _WORKER_JACOBIAN = """
 import json, sys, time
 import torch
-from customgrad import threads
+from customgrad.workers import threads
 from customgrad.targets.gallery.seeds import KillHead
 from customgrad.checking.jacobian import compare
 
@@ -854,7 +854,7 @@ from customgrad.targets.gallery.seeds import KillHead, LinearFunction
 from customgrad.checking.jacobian import compare, numerical
 from customgrad.checking.jacobian.report import Method
 
-from customgrad import threads
+from customgrad.workers import threads
 
 repeat = int(sys.argv[1])
 g = torch.Generator().manual_seed(0)

@@ -205,7 +205,7 @@ import threading
 
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {here!r})
-from customgrad import isolation
+from customgrad.workers import isolation
 from term_job import job
 
 started = threading.Event()

@@ -289,14 +289,14 @@ def test_a_function_that_crashes_as_it_loads_leaves_the_window(qtbot, window, tm
 
 
 _SMALL_SHM = """
-from customgrad import isolation, processes
+from customgrad.workers import isolation, processes
 from customgrad.problems.problem import build
 from customgrad.problems.settings import Settings
-from playground.workers import remote
+from playground.workers import child_jobs
 
 problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
-job = remote.CompareJob(processes.ProblemRef.of(problem), None, {}, 160)
-report = isolation.call(remote.compare, job)
+job = child_jobs.CompareJob(processes.ProblemRef.of(problem), None, {}, 160)
+report = isolation.call(child_jobs.compare, job)
 print(report.shape[0], report.passed, float(report.analytic.diagonal().abs().sum() > 0))
 """
 

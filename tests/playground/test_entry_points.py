@@ -20,7 +20,7 @@ def test_importing_the_workers_leaves_the_fork_server_s_imports_alone():
     """The fork server's list of modules is the app's to extend (its entry point, the
     session's warm-up), not a side effect of importing playground.workers.jobs."""
     assert _run("import ast; parse = ast.parse; "
-                "from customgrad import processes; before = list(processes.PRELOAD); "
+                "from customgrad.workers import processes; before = list(processes.PRELOAD); "
                 "import playground.workers.jobs; "
                 "print(processes.PRELOAD == before, ast.parse is parse)") == ["True", "True"]
 

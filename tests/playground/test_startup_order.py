@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: torch was loaded in this process by then
 SCRIPT = """
 import contextlib, sys, threading
-from customgrad import processes
+from customgrad.workers import processes
 asked = threading.Event()
 seen = {}
 

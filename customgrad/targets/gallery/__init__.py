@@ -1,4 +1,6 @@
-"""The gallery: example Functions with the defaults their lessons use."""
+"""The gallery: example Functions with the defaults their lessons use, from the classics
+(classic), the seed script's (seeds) and Functions with a bug to find (bugs) to torch.library
+ops (op_sin, op_sin_bug); what an entry is, in entry."""
 
 import torch
 
