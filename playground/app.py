@@ -301,7 +301,7 @@ def a_core_is_free() -> bool:
     below the cores this process may use): there the fork server's import of torch runs
     beside the window's and the first verdict comes seconds sooner. On a machine whose cores
     are all busy the two imports would share them, and the window would paint seconds later
-    for a verdict no sooner (docs/performance.md)."""
+    for a verdict no sooner (docs/performance-log.md)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS

@@ -4,7 +4,7 @@ torch's big tensor operations split across OpenMP threads that meet at a barrier
 operation. When another process holds one of the cores (the window painting, the descent
 loop, a browser), one thread waits for a core at every barrier and the others wait for it:
 a comparison that takes 0.6 s on an idle 2-core machine took 8-16 s with one core held,
-where one thread takes about 1 s (docs/performance.md). Losing a core's worth of speed
+where one thread takes about 1 s (docs/performance-log.md). Losing a core's worth of speed
 (at most 2x on two cores) is the cheaper mistake, so a worker counts the processes ready
 to run before each job and leaves their cores to them (:func:`choose`, :func:`use_free_cores`).
 
