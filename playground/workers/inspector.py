@@ -13,8 +13,8 @@ from shiboken6 import isValid
 
 from customgrad.checking.inspector import Inspection, inspect_call
 from customgrad.errors import Cancelled
-from customgrad.workers.processes import ProblemRef, portable
-from playground.workers.jobs import ISOLATE, create_worker, in_child_or_here, interrupt_thread
+from customgrad.workers.processes import ProblemRef
+from playground.workers.jobs import create_worker, in_child_or_here, interrupt_thread, isolated
 
 
 class InspectorRunner(QObject):
@@ -47,7 +47,7 @@ class InspectorRunner(QObject):
         timer.daemon = True
         job["timer"] = timer
         self._running[serial] = job
-        if problem is not None and ISOLATE and portable(problem.target):
+        if problem is not None and isolated(problem.target, function):
             job["isolated"] = True
             worker = create_worker(self._work_isolated, job, ProblemRef.of(problem), function,
                                    list(args), seed, _start_thread=False, _ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from customgrad.checking.inspector import Inspection
 from customgrad.errors import Cancelled
 from tests.data import byof_errors as bad
 
@@ -137,6 +138,32 @@ def test_runner_stops_a_hanging_backward(qtbot):
         runner.run(Hangs, [torch.randn(2)])
     exc = blocker.args[0]
     assert isinstance(exc, Cancelled) and "longer than 0.3 s" in str(exc)
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_the_inspector_follows_the_isolation_setting_of_the_moment(qtbot, monkeypatch,
+                                                                    isolate):
+    """Whether the inspection runs in a worker process is jobs.isolated's answer at the time
+    of the call: the runner imported jobs.ISOLATE by value, so switching isolation (as the
+    tests and the bench do) never reached it."""
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
+    from playground.workers import inspector, jobs
+
+    monkeypatch.setattr(jobs, "ISOLATE", isolate)
+    made = []
+
+    def recording(work, *args, **kwargs):
+        made.append(work.__name__)
+        return jobs.create_worker(work, *args, **kwargs)
+
+    monkeypatch.setattr(inspector, "create_worker", recording)
+    problem = build(Settings(target="killhead"))
+    runner = inspector.InspectorRunner()
+    with qtbot.waitSignal(runner.finished, timeout=TIMEOUT) as blocker:
+        runner.run(problem.function, problem.args, problem=problem)
+    assert isinstance(blocker.args[0], Inspection)
+    assert made == (["_work_isolated"] if isolate else ["_work"])
 
 
 def test_fonts_and_themes(qtbot, window):
