@@ -1,4 +1,5 @@
 """The check of a backward: the analytic-vs-numerical Jacobian (jacobian/), gradcheck's sub-checks,
 the projected and double-backward checks, the diagnosis of a failure, the inspector, second
-order, the exact reference, the records of what they found and a report's notebook display.
+order, verify() (the one pipeline), the records of what they found and a report's notebook
+display.
 """

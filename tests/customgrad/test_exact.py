@@ -15,6 +15,8 @@ from torch.autograd import Function
 from customgrad.checking.jacobian import colouring, compare
 from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
 from customgrad.targets.gallery.seeds import KillHead, LinearFunction
+from tests.data.diagnosis_functions import Linear, LinearBiasNoSum
+from tests.data.parity_functions import ExpInplaceCtx as ExpInPlace
 
 
 def _gradcheck(function, args, differentiate=None) -> bool:
@@ -101,22 +103,6 @@ class NumpyDoubleInPlace(Function):
     @staticmethod
     def backward(ctx, g):
         return 2 * g
-
-
-class ExpInPlace(Function):
-    """exp_ with torch, in place (mark_dirty): autograd follows it on a copy."""
-
-    @staticmethod
-    def forward(ctx, x):
-        x.exp_()
-        ctx.mark_dirty(x)
-        ctx.save_for_backward(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
 
 
 class SinOneWrong(Function):
@@ -282,3 +268,29 @@ def test_double_backward_of_exp_takes_the_reference():
     report = check(Exp, _x(16, 32), checks=["jacobian", "double_backward"])
     double = report.checks["double_backward"]
     assert double.status == "passed" and "verified" in double.detail
+
+
+@pytest.mark.parametrize("name", ["killhead", "killhead_bug", "linear_bug", "abs_uv"])
+def test_the_reference_is_the_true_jacobian_whatever_backward_says(name):
+    """The numerical Jacobian the check compares with is autograd's through forward (the
+    verified reference), with or without a bug in backward."""
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
+
+    problem = build(Settings(target=name, dtype="float64"))
+    report = compare(problem.function, problem.args)
+    assert report.method.name == REFERENCE
+    assert report.passed == _gradcheck(problem.function, problem.args)
+
+
+def test_a_buggy_backward_does_not_leak_into_the_reference():
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(3, 4, generator=g, dtype=torch.float64),
+            torch.randn(5, 4, generator=g, dtype=torch.float64),
+            torch.randn(5, generator=g, dtype=torch.float64)]
+    bug, right = compare(LinearBiasNoSum, args), compare(Linear, args)
+    assert not bug.passed and right.passed
+    assert bug.method.name == right.method.name == REFERENCE
+    # the same computation (autograd through the same forward) on the same inputs
+    assert torch.equal(bug.numerical, right.numerical)
+
