@@ -836,7 +836,7 @@ def test_a_comparison_takes_its_big_matrices_from_the_storage_it_is_given(monkey
 
     def storage(nbytes: int) -> torch.UntypedStorage:
         asked.append(nbytes)
-        return torch.UntypedStorage(nbytes)
+        return torch.zeros(nbytes, dtype=torch.uint8).untyped_storage()  # zeroed, as promised
 
     x = torch.rand(12, dtype=torch.float64)
     shared = compare(U.Square, [x], allocate=lambda shape: matrices.lazy_zeros(shape, storage))
