@@ -72,6 +72,8 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     from playground.workers.warm_worker import WORKER
 
     head_start.wait_for(child_jobs.keep_for(target), stop)
+    if stop.cancelled.is_set():  # cancelled while it waited (the window closing, say): no
+        raise Cancelled("Preparing the inputs was cancelled.")  # child starts for it
     try:
         return jobs.in_child_or_here(
             lambda: WORKER.call(child_jobs.build, target.spec, target.code, settings,

@@ -37,16 +37,48 @@ from playground.workers.child_jobs import TopLevelTooSlow
 POOL_THREADS = 8
 
 
-def create_worker(*args, **kwargs):
+def create_worker(func, *args, **kwargs):
     """superqt's ``create_worker``, imported at the first use: importing superqt builds all of
     its widgets (about 60 ms), and the app paints its window before any work starts. Its
-    pool (Qt's global one) runs :data:`POOL_THREADS` at once at least."""
+    pool (Qt's global one) runs :data:`POOL_THREADS` at once at least. The worker says
+    nothing once the objects its signals come from are gone (see :func:`_quiet_classes`)."""
+    import inspect
+
     from superqt.utils import create_worker as create
 
     pool = QThreadPool.globalInstance()
     if pool.maxThreadCount() < POOL_THREADS:
         pool.setMaxThreadCount(POOL_THREADS)
-    return create(*args, **kwargs)
+    generator, function = _quiet_classes()
+    kind = generator if inspect.isgeneratorfunction(func) else function
+    return create(func, *args, _worker_class=kind, **kwargs)
+
+
+_QUIET: tuple = ()
+
+
+def _quiet_classes() -> tuple:
+    """superqt's worker classes, each ending quietly where a signal's source was deleted: a
+    worker still running as the application ends (stopped, it had not yet noticed when
+    :func:`playground.app.end_workers` stopped waiting) emits into objects Python's exit has
+    destroyed, and its ``RuntimeError: Signal source has been deleted`` came out as a
+    traceback on the terminal of an app closed cleanly. Nobody is left to tell."""
+    global _QUIET
+    if not _QUIET:
+        from superqt.utils import FunctionWorker, GeneratorWorker
+
+        def run(base):
+            def quiet_run(self) -> None:
+                try:
+                    base.run(self)
+                except RuntimeError as exc:
+                    if "deleted" not in str(exc):
+                        raise
+            return quiet_run
+
+        _QUIET = (type("QuietGeneratorWorker", (GeneratorWorker,), {"run": run(GeneratorWorker)}),
+                  type("QuietFunctionWorker", (FunctionWorker,), {"run": run(FunctionWorker)}))
+    return _QUIET
 
 
 #: Seconds a user module's top-level code may run before it is stopped.

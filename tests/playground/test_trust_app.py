@@ -307,3 +307,35 @@ def test_each_kind_of_work_says_when_it_runs_in_the_window(monkeypatch):
         assert not jobs.isolated(object(), jobs) and len(said) == 1
     finally:
         in_window.WATCH.said.disconnect(said.append)
+
+
+@pytest.mark.parametrize("kind", ["function", "generator"])
+def test_a_worker_whose_signals_are_gone_ends_quietly(qapp, capfd, kind):
+    """A worker still running as the app ends emits into objects Python's exit destroyed:
+    superqt's RuntimeError ('Signal source has been deleted') came out of QRunnable::run as
+    a traceback on the terminal of an app closed cleanly (CI, SIGINT while preparing)."""
+    import threading
+
+    import shiboken6
+    from PySide6.QtCore import QThreadPool
+
+    from playground.workers import jobs
+
+    go = threading.Event()
+
+    def work():
+        go.wait(10)
+        raise ValueError("stopped")  # as a cancelled build raises Cancelled
+
+    def steps():
+        go.wait(10)
+        yield 1
+
+    worker = jobs.create_worker(work if kind == "function" else steps, _start_thread=False,
+                                _ignore_errors=True)
+    worker.start()
+    shiboken6.delete(worker.signals)  # as the interpreter's exit does
+    go.set()
+    assert QThreadPool.globalInstance().waitForDone(10_000)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "deleted" not in err, err
