@@ -43,7 +43,8 @@ class Checks:
                                lambda progress: self._on_progress(serial, progress),
                                lambda report: self._on_report(serial, problem, report),
                                lambda exc: self._on_error(serial, exc),
-                               pixels=session.view_pixels, second=session.second_order_asked)
+                               policy=session.policy, pixels=session.view_pixels,
+                               second=session.second_order_asked)
 
     def cancel_by_user(self) -> None:
         """The user's Cancel: the comparison stops, and its worker process is ended a second

@@ -147,7 +147,7 @@ class LandscapeModel(QObject):
             self._stale = False
             self.started.emit(f"Drawing the loss around step {self.step}…")
         self._running = kind
-        self.runner.run(problem, self.step, self.lrs, options)
+        self.runner.run(problem, self.step, self.lrs, options, policy=self.session.policy)
 
     def _progress(self, serial: int, partial: Landscape, contours) -> None:
         if serial == self.runner.serial and self._running == FULL:

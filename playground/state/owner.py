@@ -11,6 +11,7 @@ from PySide6.QtCore import SignalInstance
 
 from customgrad.problems.problem import Problem
 from customgrad.problems.settings import Settings
+from playground.workers.policy import JobPolicy
 
 
 class Checking(Protocol):
@@ -20,6 +21,8 @@ class Checking(Protocol):
 
 class Owner(Protocol):
     settings: Settings
+    #: where the jobs the parts start run the user's code
+    policy: JobPolicy
     #: the heatmaps' size on screen in device pixels
     view_pixels: int
     #: the pane shows the second order: checks compute it however big

@@ -24,6 +24,7 @@ from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
+from playground.workers.policy import DEFAULT, JobPolicy
 from playground.workers.warm_worker import WORKER
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
@@ -57,15 +58,21 @@ class Session(QObject):
     runNotice = Signal(str)  # the same about the run, true until a new run starts (runReset)
 
     def __init__(self, settings: Settings | None = None, parent: QObject | None = None, *,
-                 held: bool = False, run_code: RunCode = guarded_module_code) -> None:
+                 held: bool = False, run_code: RunCode | None = None,
+                 policy: JobPolicy = DEFAULT) -> None:
         """``held``: start as :meth:`hold` leaves it (builds and checks wait for
         :meth:`release`; the fork server, a process of its own, starts at once).
         ``run_code``: how a user module's top level runs where this process loads a target
         (:data:`customgrad.targets.loader.run_module_code`): the app's runs it in a worker process
-        first, off the GUI thread, and stops it if endless."""
+        first, off the GUI thread, and stops it if endless.
+        ``policy``: where the jobs run the user's code (:attr:`policy`)."""
         super().__init__(parent)
         self.settings = settings or Settings()
-        self.run_code = run_code
+        #: where each job the session starts (the build, a check, the inspector, the
+        #: landscape, a user module's import) runs the user's code: read as each starts, so a
+        #: new policy (``dataclasses.replace``) holds from the next job on
+        self.policy = policy
+        self.run_code: RunCode = run_code or self._guarded_module_code
         #: the heatmaps' size on screen in device pixels (the view says it): each check's
         #: previews and overviews are made to fit it
         self.view_pixels = PREVIEW_PIXELS
@@ -76,7 +83,11 @@ class Session(QObject):
         self.second_order_asked = False
         # the fork server imports torch in a process of its own (the other core): at once,
         # since the first build and check already run in its children
-        warm_loop_process()
+        warm_loop_process(policy)
+
+    def _guarded_module_code(self, run, label: str, origin: tuple | None = None):
+        """:func:`~playground.workers.jobs.guarded_module_code` under the policy of the moment."""
+        return guarded_module_code(run, label, origin, self.policy)
 
     # ---- what the views read ---------------------------------------------------------------
     @property

@@ -57,7 +57,8 @@ class TargetBuilder:
     def resolved(self, spec: str | Target) -> Target | None:
         """``spec`` as a Target; None where it does not load (``errorRaised`` says why)."""
         try:
-            with shadowing():  # the window holds shadows of a user module's Functions
+            # the window holds shadows of a user module's Functions
+            with shadowing(self.session.policy):
                 return spec if isinstance(spec, Target) else self.resolver(spec)
         except CustomGradError as exc:
             self.session.errorRaised.emit(exc)
@@ -117,7 +118,7 @@ class TargetBuilder:
         self.build_worker = start_build(
             copy.deepcopy(self.session.settings), self.target,
             lambda problem: self._built(serial, problem),
-            lambda exc: self._failed(serial, exc), self._stop)
+            lambda exc: self._failed(serial, exc), self._stop, self.session.policy)
 
     def cancel(self) -> None:
         """Stop a build preparing the inputs (a forward stuck inside C, say): its child ends."""

@@ -14,6 +14,7 @@ from customgrad.errors import Cancelled, FunctionError
 from customgrad.problems.problem import Problem, build
 from customgrad.problems.settings import Settings
 from playground.workers import jobs
+from playground.workers.policy import DEFAULT, JobPolicy
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
 #: is stopped; counted from the build's start, with room for a cold fork server
@@ -41,9 +42,11 @@ _warmed = False
 _warmed_optim = False
 
 
-def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem:
-    """build(), after warming torch's lazy imports once: two threads importing them for the
-    first time at the same moment can collide inside torch (a half-imported sympy)."""
+def _build(settings: Settings, target, stop: BuildStop | None = None,
+           policy: JobPolicy = DEFAULT) -> Problem:
+    """build(), in a worker process where ``policy`` isolates, after warming torch's lazy
+    imports once: two threads importing them for the first time at the same moment can
+    collide inside torch (a half-imported sympy)."""
     global _warmed, _warmed_optim
     with _warm:
         if not _warmed:
@@ -59,7 +62,7 @@ def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem
             torch.optim.SGD([x], lr=0.1, momentum=0.9).step()
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
-    if jobs.isolated(target, target.function if target is not None else None):
+    if jobs.isolated(target, target.function if target is not None else None, policy):
         return _build_in_child(settings, target, stop or BuildStop())
     return build(settings, target)
 
@@ -89,10 +92,10 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
 
 
 def start_build(settings: Settings, target, on_problem, on_error,
-                stop: BuildStop | None = None):
-    """Resolve the target, validate specs and draw inputs off the GUI thread; ``stop``
-    (a :class:`BuildStop`) ends it."""
-    worker = jobs.create_worker(_build, settings, target, stop, _start_thread=False,
+                stop: BuildStop | None = None, policy: JobPolicy = DEFAULT):
+    """Resolve the target, validate specs and draw inputs off the GUI thread (in a worker
+    process where ``policy`` isolates); ``stop`` (a :class:`BuildStop`) ends it."""
+    worker = jobs.create_worker(_build, settings, target, stop, policy, _start_thread=False,
                                 _ignore_errors=True)
     worker.returned.connect(on_problem)
     worker.errored.connect(on_error)

@@ -15,6 +15,7 @@ from customgrad.checking.inspector import Inspection, inspect_call
 from customgrad.errors import Cancelled
 from customgrad.workers.processes import ProblemRef
 from playground.workers.jobs import create_worker, in_child_or_here, interrupt_thread, isolated
+from playground.workers.policy import DEFAULT, JobPolicy
 
 
 class InspectorRunner(QObject):
@@ -36,9 +37,10 @@ class InspectorRunner(QObject):
     def busy(self) -> bool:
         return any(not job["done"] for job in self._running.values())
 
-    def run(self, function: type, args: list, seed: int = 0, problem=None) -> None:
+    def run(self, function: type, args: list, seed: int = 0, problem=None,
+            policy: JobPolicy = DEFAULT) -> None:
         """Inspect ``function`` at ``args``; given the ``problem`` it belongs to (and a child
-        can load its Function again), in a worker process."""
+        can load its Function again, and ``policy`` isolates), in a worker process."""
         self.cancel()
         self._serial += 1
         serial = self._serial
@@ -47,7 +49,7 @@ class InspectorRunner(QObject):
         timer.daemon = True
         job["timer"] = timer
         self._running[serial] = job
-        if problem is not None and isolated(problem.target, function):
+        if problem is not None and isolated(problem.target, function, policy):
             job["isolated"] = True
             worker = create_worker(self._work_isolated, job, ProblemRef.of(problem), function,
                                    list(args), seed, _start_thread=False, _ignore_errors=True)

@@ -29,6 +29,7 @@ from playground.support.preview import ProgressPreparer
 from playground.workers import WORKER_MODULES, in_window
 from playground.workers import child_jobs as remote
 from playground.workers.child_jobs import TopLevelTooSlow
+from playground.workers.policy import DEFAULT, JobPolicy
 
 #: worker threads the window may run at once. They mostly wait on worker processes (the
 #: loop's, a check's, the inspector's, a build's); Qt's default, one per core, let a stuck
@@ -89,19 +90,15 @@ CHILD_GRACE = 1.0
 START_GRACE = 30.0
 #: the longest a comparison waits for the window to lay out its new matrix (see _compare)
 LAYOUT_WAIT_SECONDS = 0.25
-#: a worker process's comparison waits while the view paints, as one on a thread does (off:
-#: it computes on meanwhile, as before 2026-11-25; the benchmark's "unheld" way)
-HOLD_CHILD = True
 #: the longest it waits for the window to paint a big matrix's preview (see _compare)
 PAINT_WAIT_SECONDS = 0.1
-#: comparisons run in a worker process: a Function that crashes (segfault, abort, os._exit,
-#: memory) ends that process, not the window's. Functions a child cannot load again (a class
-#: made in ``__main__``) are compared on a thread of this process.
-ISOLATE = True
 
-def guarded_module_code(run, label: str, origin: tuple | None = None):
+
+def guarded_module_code(run, label: str, origin: tuple | None = None,
+                        policy: JobPolicy = DEFAULT):
     """:data:`customgrad.targets.loader.run_module_code` for the app: a user module's top-level code
-    runs in a worker process (:func:`try_import_in_child`) while the window keeps painting;
+    runs in a worker process (:func:`try_import_in_child`, where ``policy`` isolates) while
+    the window keeps painting;
     for the session (:func:`shadowing`) the window then holds shadows of its Functions
     (:mod:`customgrad.function.shadow`) and never runs the module itself. Where it must (no worker
     process could start; a torch.library op's module; the loop set to run on a thread here;
@@ -116,10 +113,10 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     app = QCoreApplication.instance()
     wanted = SHADOWS.get()
     if app is None or threading.current_thread() is not threading.main_thread():
-        shadowed = try_import_in_child(origin, label, wanted)
+        shadowed = try_import_in_child(origin, label, wanted, policy)
         return shadowed if shadowed is not None else run()
-    if origin is not None and ISOLATE:
-        shadowed = _try_first_live(origin, label, wanted)
+    if origin is not None and policy.isolate:
+        shadowed = _try_first_live(origin, label, wanted, policy)
         if shadowed is not None:
             return shadowed
     box, done = _on_helper_thread(run, f"import {label}")
@@ -143,10 +140,10 @@ def guarded_module_code(run, label: str, origin: tuple | None = None):
     return box["result"]
 
 
-def shadows_suffice() -> bool:
+def shadows_suffice(policy: JobPolicy = DEFAULT) -> bool:
     """True where every call into a Function goes to a worker process, so the window may
-    hold shadows of it: isolated checks, and the loop in a process of its own."""
-    return ISOLATE and loop_mode() == "process"
+    hold shadows of it: isolated checks (``policy``), and the loop in a process of its own."""
+    return policy.isolate and loop_mode() == "process"
 
 
 #: whether the module being loaded is for the session, which holds shadows of its Functions
@@ -155,25 +152,26 @@ SHADOWS: contextvars.ContextVar[bool] = contextvars.ContextVar("shadows", defaul
 
 
 @contextlib.contextmanager
-def shadowing():
+def shadowing(policy: JobPolicy = DEFAULT):
     """Within: user modules the loader runs are run in a worker process only, and hold
-    shadows here, where :func:`shadows_suffice`."""
-    token = SHADOWS.set(shadows_suffice())
+    shadows here, where :func:`shadows_suffice` under ``policy``."""
+    token = SHADOWS.set(shadows_suffice(policy))
     try:
         yield
     finally:
         SHADOWS.reset(token)
 
 
-def try_import_in_child(origin: tuple | None, label: str,
-                        shadows: bool = False) -> Shadowed | None:
+def try_import_in_child(origin: tuple | None, label: str, shadows: bool = False,
+                        policy: JobPolicy = DEFAULT) -> Shadowed | None:
     """Run a user module's top level in a worker process: a module that segfaults, aborts
     or exits there raises :class:`~customgrad.workers.isolation.ProcessCrashed` (signal, file and
     line); one that runs too long, TopLevelTooSlow; a Python error, the loader's TargetError
     for it. Else, with ``shadows``, its Functions described; None where this process is to
     import it too (no shadows wanted, a torch.library op). Where no worker process could
-    start, a TargetError says so: the module is not imported here instead."""
-    if origin is None or not ISOLATE:
+    start, a TargetError says so: the module is not imported here instead. Nothing runs
+    in a child where ``policy`` does not isolate (None)."""
+    if origin is None or not policy.isolate:
         return None
     from customgrad.workers import isolation
 
@@ -215,10 +213,11 @@ def try_import_in_child(origin: tuple | None, label: str,
     return found if isinstance(found, Shadowed) else None
 
 
-def _try_first_live(origin: tuple, label: str, shadows: bool) -> Shadowed | None:
+def _try_first_live(origin: tuple, label: str, shadows: bool,
+                    policy: JobPolicy) -> Shadowed | None:
     """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
     ends by itself (the child is stopped past its deadline)."""
-    box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label, shadows),
+    box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label, shadows, policy),
                                    f"try {label}")
     if not tried.wait(0.05):
         _wait_live(tried, IMPORT_TIMEOUT + START_GRACE)
@@ -267,10 +266,11 @@ def loop_mode() -> str:
     return config.current().loop
 
 
-def warm_loop_process() -> None:
+def warm_loop_process(policy: JobPolicy = DEFAULT) -> None:
     """Start the fork server on a background thread (it imports torch once, off to the side),
-    so that the first build, check and Play start at once."""
-    if processes.fork_server() and (ISOLATE or loop_mode() == "process"):
+    so that the first build, check and Play start at once (where ``policy`` isolates, or the
+    loop runs in a process)."""
+    if processes.fork_server() and (policy.isolate or loop_mode() == "process"):
         processes.preload(*WORKER_MODULES)
         threading.Thread(target=_warm_quietly, name="warm descent process", daemon=True).start()
 
@@ -340,13 +340,13 @@ class JacobianJob:
     (and the problem) alive until a cyclic collection, which may run on any thread."""
 
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
-                 on_report, on_error, isolate: bool | None = None,
+                 on_report, on_error, policy: JobPolicy = DEFAULT,
                  pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
                  second: bool = False):  # the second order asked for: drawn however big
-        self.state = _JobState(ProgressBridge(), second)
+        self.state = _JobState(ProgressBridge(), second, policy.hold_child)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
-        self.state.isolated = isolated(problem.target, problem.function, isolate)
+        self.state.isolated = isolated(problem.target, problem.function, policy)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options, pixels,
                                     _start_thread=False, _ignore_errors=True)
@@ -393,9 +393,11 @@ class JacobianJob:
 class _JobState:
     """What a Jacobian job's worker thread and the GUI thread share."""
 
-    def __init__(self, bridge: ProgressBridge, second: bool = False):
+    def __init__(self, bridge: ProgressBridge, second: bool = False, hold_child: bool = True):
         self.bridge = bridge
         self.second = second  # the second order asked for: drawn however big
+        #: a worker process's comparison waits while the view paints (:class:`JobPolicy`)
+        self.hold_child = hold_child
         self.cancelled = False
         self.done = False
         self.thread_id: int | None = None
@@ -422,11 +424,11 @@ def _emit(state: _JobState, prepared) -> None:
         raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
 
 
-def isolated(target, function, isolate: bool | None = None) -> bool:
-    """Whether work on ``function`` runs in a worker process: isolation on (:data:`ISOLATE`,
-    or ``isolate``) and a child able to load ``target``. Where isolation is on and a child
-    cannot load it, the window says that it runs here (:mod:`.in_window`)."""
-    if not (ISOLATE if isolate is None else isolate) or target is None:
+def isolated(target, function, policy: JobPolicy = DEFAULT) -> bool:
+    """Whether work on ``function`` runs in a worker process: isolation on (``policy``) and a
+    child able to load ``target``. Where isolation is on and a child cannot load it, the
+    window says that it runs here (:mod:`.in_window`)."""
+    if not policy.isolate or target is None:
         return False
     if processes.portable(target):
         return True
@@ -483,7 +485,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
             answer.handled()
 
     job = remote.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
-                            hold=HOLD_CHILD, second=state.second)
+                            hold=state.hold_child, second=state.second)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():

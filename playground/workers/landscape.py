@@ -16,6 +16,7 @@ from customgrad.workers.processes import ProblemRef
 from playground.support.contours import prepare
 from playground.workers import child_jobs
 from playground.workers.jobs import create_worker, in_child_or_here, isolated
+from playground.workers.policy import DEFAULT, JobPolicy
 from playground.workers.warm_worker import WORKER
 
 
@@ -36,16 +37,18 @@ class LandscapeRunner(QObject):
         if app is not None:  # the application's end stops it (and then waits for the
             app.aboutToQuit.connect(self.cancel)  # thread pool: app.end_workers)
 
-    def run(self, problem, steps: int, lrs: list, options: dict) -> int:
+    def run(self, problem, steps: int, lrs: list, options: dict,
+            policy: JobPolicy = DEFAULT) -> int:
         """Compute the landscape of ``problem``'s run after ``steps`` steps (``options``:
-        :func:`~customgrad.landscape.compute`'s mode, size, plane, box); its serial."""
+        :func:`~customgrad.landscape.compute`'s mode, size, plane, box; in a worker process
+        where ``policy`` isolates); its serial."""
         self.cancel()
         self.serial += 1
         serial = self.serial
         job = {"stop": False}
         self._job = job
         worker = create_worker(_work, job, problem, int(steps), list(lrs), dict(options),
-                               lambda partial: self._relay(serial, partial),
+                               lambda partial: self._relay(serial, partial), policy,
                                _start_thread=False, _ignore_errors=True)
         worker.returned.connect(lambda drawn: self._returned(serial, drawn))
         worker.errored.connect(lambda exc: self._errored(serial, exc))
@@ -80,7 +83,8 @@ def drawn(landscape) -> tuple:
     return landscape, prepare(landscape.losses, landscape.alphas, landscape.betas, isocurve)
 
 
-def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tuple:
+def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay,
+          policy: JobPolicy) -> tuple:
     """On a worker thread: the landscape in a worker process, or here where none can load
     the Function; with its contours."""
     stop = lambda: job["stop"]  # noqa: E731
@@ -94,7 +98,7 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay) -> tu
         return compute(problem, steps, lrs, **options, progress=relay, should_stop=stop)
 
     try:
-        if not isolated(problem.target, problem.function):  # (the window says so)
+        if not isolated(problem.target, problem.function, policy):  # (the window says so)
             return drawn(here())
         request = child_jobs.LandscapeJob(ProblemRef.of(problem), steps, lrs, options)
         # in the child kept for the Function's jobs where it is idle (no fork and no load of

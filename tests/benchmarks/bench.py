@@ -657,7 +657,7 @@ def bench_isolation(quick: bool) -> dict:
     process's fixed cost shows) and LinearFunction 32x21 -> 64 (2048 x 2080, dense). The
     ways take turns: the best time of each, the median of the freezes. A fourth way, "unheld",
     is the kept child not held while the window paints (as before 2026-11-25, night)."""
-    from playground.workers import jobs
+    from playground.workers.policy import JobPolicy
     from playground.workers.warm_worker import WORKER
 
     app, window = _window()
@@ -667,15 +667,15 @@ def bench_isolation(quick: bool) -> dict:
     results = {}
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
-    saved, kept_seconds, hold = jobs.ISOLATE, WORKER.keep_seconds or 300.0, jobs.HOLD_CHILD
+    saved, kept_seconds = session.policy, WORKER.keep_seconds or 300.0
     # (in a process, kept for, held while the window paints); "unheld": the kept child not
-    # held (jobs.HOLD_CHILD off, as before 2026-11-25): what holding it buys
+    # held (the session's JobPolicy.hold_child off, as before 2026-11-25): what holding it buys
     ways = {"thread": (False, 0, True), "fresh": (True, 0, True),
             "isolated": (True, kept_seconds, True), "unheld": (True, kept_seconds, False)}
     try:
         for label, (target, shapes) in cases.items():
             reports.clear()
-            jobs.ISOLATE = saved
+            session.policy = saved
             session.set_target(target)
             session.update(shapes=shapes, dtype="float64")
             _wait(app, lambda: reports and reports[-1].shape[0] == 2048, 120)
@@ -688,7 +688,8 @@ def bench_isolation(quick: bool) -> dict:
             late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
                 for way, (isolate, keep, held) in ways.items():
-                    jobs.ISOLATE, WORKER.keep_seconds, jobs.HOLD_CHILD = isolate, keep, held
+                    session.policy = JobPolicy(isolate=isolate, hold_child=held)
+                    WORKER.keep_seconds = keep
                     reports.clear()
                     _run_for(0.3)  # the last report's previews are painted
                     with _StallMeter() as meter:
@@ -729,7 +730,7 @@ def bench_isolation(quick: bool) -> dict:
                 f"ui_stall_queued_ms_thread_{label}": statistics.median(queued["thread"]) * 1000,
             })
     finally:
-        jobs.ISOLATE, WORKER.keep_seconds, jobs.HOLD_CHILD = saved, kept_seconds, hold
+        session.policy, WORKER.keep_seconds = saved, kept_seconds
     session.shutdown(wait=1.0)
     window.close()
     return results

@@ -27,6 +27,7 @@ from playground.main_window import MainWindow
 from playground.state.loop import STUCK_SECONDS
 from playground.state.session import Session
 from playground.support import preview
+from playground.workers.policy import JobPolicy
 
 #: the whole window end to end, a check and a run in worker processes each
 pytestmark = pytest.mark.slow
@@ -787,9 +788,7 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
     too (which has no view to ask): a finer image would be averaged down by pyqtgraph at
     every repaint, on the GUI thread (it froze the window for about 20 ms after each check of
     2048 x 2048 entries)."""
-    from playground.workers import jobs
-
-    monkeypatch.setattr(jobs, "ISOLATE", isolate)
+    window.session.policy = JobPolicy(isolate=isolate)
     open_target(qtbot, window, "killhead")
     pixels = window.session.view_pixels  # the window's heatmaps, as they report their size
     fit = preview.display_steps((2048, 2048), pixels)[-1]
@@ -912,7 +911,6 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
     from playground.workers import child_jobs as remote
     from playground.workers import jobs as workers
 
-    assert workers.ISOLATE and workers.HOLD_CHILD
     # the window waits for the layout almost as long as the child waits for the window
     monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", remote._Answer.WAIT_SECONDS - 0.05)
     problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
@@ -928,7 +926,8 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
             p.painted.set()
         QTimer.singleShot(100, laid_out)
 
-    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append,
+                              policy=JobPolicy(isolate=True, hold_child=True))
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
     assert not errors and reports[0].shape == (2048, 2048) and job.isolated
     assert unchanged == [True]

@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from customgrad.workers import isolation
-from playground.workers import jobs
+from playground.workers.policy import JobPolicy
 
 #: Functions that crash, hang or blow up worker processes, in the window
 pytestmark = pytest.mark.slow
@@ -72,9 +72,9 @@ class Flaky(torch.autograd.Function):
 
 
 @pytest.fixture
-def window(window, monkeypatch):
+def window(window):
     """The shared window at 1200x800, its checks in worker processes."""
-    monkeypatch.setattr(jobs, "ISOLATE", True)
+    window.session.policy = JobPolicy(isolate=True)
     window.resize(1200, 800)
     return window
 

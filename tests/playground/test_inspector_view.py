@@ -141,16 +141,16 @@ def test_runner_stops_a_hanging_backward(qtbot):
 
 
 @pytest.mark.parametrize("isolate", [True, False])
-def test_the_inspector_follows_the_isolation_setting_of_the_moment(qtbot, monkeypatch,
-                                                                    isolate):
-    """Whether the inspection runs in a worker process is jobs.isolated's answer at the time
-    of the call: the runner imported jobs.ISOLATE by value, so switching isolation (as the
-    tests and the bench do) never reached it."""
+def test_the_inspector_runs_where_the_policy_it_is_given_says(qtbot, monkeypatch,
+                                                               isolate):
+    """Whether the inspection runs in a worker process is the answer of jobs.isolated, for
+    the policy the call is given: the runner imported jobs.ISOLATE by value, so switching
+    isolation (as the tests and the bench do) never reached it."""
     from customgrad.problems.problem import build
     from customgrad.problems.settings import Settings
     from playground.workers import inspector, jobs
+    from playground.workers.policy import JobPolicy
 
-    monkeypatch.setattr(jobs, "ISOLATE", isolate)
     made = []
 
     def recording(work, *args, **kwargs):
@@ -161,7 +161,8 @@ def test_the_inspector_follows_the_isolation_setting_of_the_moment(qtbot, monkey
     problem = build(Settings(target="killhead"))
     runner = inspector.InspectorRunner()
     with qtbot.waitSignal(runner.finished, timeout=TIMEOUT) as blocker:
-        runner.run(problem.function, problem.args, problem=problem)
+        runner.run(problem.function, problem.args, problem=problem,
+                   policy=JobPolicy(isolate=isolate))
     assert isinstance(blocker.args[0], Inspection)
     assert made == (["_work_isolated"] if isolate else ["_work"])
 

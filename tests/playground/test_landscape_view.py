@@ -23,6 +23,7 @@ from playground.state.landscape import LandscapeModel
 from playground.support.contours import shown_values
 from playground.views.landscape.geometry import arrow_ends, head_angle
 from playground.workers.landscape import LandscapeRunner
+from playground.workers.policy import JobPolicy
 
 TIMEOUT = 20_000
 
@@ -147,6 +148,7 @@ class FakeSession(QObject):
     batchReady = Signal(object)
     runningChanged = Signal(bool)
     problem = object()
+    policy = JobPolicy()
 
 
 class FakeRunner(QObject):
@@ -158,7 +160,7 @@ class FakeRunner(QObject):
         super().__init__()
         self.serial, self.calls, self.cancels = 0, [], 0
 
-    def run(self, problem, steps, lrs, options):
+    def run(self, problem, steps, lrs, options, policy):
         self.serial += 1
         self.calls.append((steps, dict(options)))
         return self.serial

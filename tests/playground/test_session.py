@@ -13,6 +13,19 @@ from playground.state.session import Session
 
 TIMEOUT = 20_000
 
+TRIPLED = textwrap.dedent("""
+    import torch
+
+    class Tripled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: "3"):
+            return 3 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 3 * grad
+    """)
+
 
 def test_a_session_changes_no_global_and_loads_with_the_runner_it_was_given(qtbot, tmp_path):
     """How a user module's top level runs is the session's ``run_code``; making a session
@@ -25,18 +38,7 @@ def test_a_session_changes_no_global_and_loads_with_the_runner_it_was_given(qtbo
         return run()
 
     path = tmp_path / "tripled.py"
-    path.write_text(textwrap.dedent("""
-        import torch
-
-        class Tripled(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x: "3"):
-                return 3 * x
-
-            @staticmethod
-            def backward(ctx, grad):
-                return 3 * grad
-        """))
+    path.write_text(TRIPLED)
     session = Session(run_code=run_code)
     try:
         assert loader.run_module_code is before
@@ -78,3 +80,40 @@ def test_a_knob_the_loop_reads_is_sent_to_it_in_one_message_and_rebuilds_nothing
     finally:
         session.ctrl.remote = None
         session.shutdown(wait=0.5)
+
+
+def test_every_job_the_session_starts_follows_the_sessions_policy(qtbot, window, tmp_path,
+                                                                  monkeypatch):
+    """Whether the user's code runs in a worker process was a module global (jobs.ISOLATE,
+    jobs.HOLD_CHILD) that tests and the bench flipped for the whole process, read by some
+    jobs at import and by others when they ran. It is the session's policy, handed to each
+    job it starts: the import of the user's module, the build, the check, the inspector
+    and the landscape."""
+    from playground.workers import inspector, jobs, landscape
+    from playground.workers.policy import JobPolicy
+
+    policy = JobPolicy(isolate=False, hold_child=False)  # (unlike any default)
+    seen: dict[str, list] = {}
+
+    def recording(where, real):
+        def record(*args, **kwargs):
+            seen.setdefault(where, []).append(kwargs.get("policy", args[-1] if args else None))
+            return real(*args, **kwargs)
+        return record
+
+    monkeypatch.setattr(jobs, "isolated", recording("build or check", jobs.isolated))
+    monkeypatch.setattr(inspector, "isolated", recording("inspector", inspector.isolated))
+    monkeypatch.setattr(landscape, "isolated", recording("landscape", landscape.isolated))
+    monkeypatch.setattr(jobs, "shadows_suffice", recording("import", jobs.shadows_suffice))
+    path = tmp_path / "tripled.py"
+    path.write_text(TRIPLED)
+    session = window.session
+    session.policy = policy
+    with qtbot.waitSignal(window.byof.runner.finished, timeout=TIMEOUT):
+        session.set_target(f"{path}:Tripled")  # built, checked, then inspected
+    assert session.job is not None and not session.job.isolated
+    model = window.landscape.model
+    with qtbot.waitSignal(model.ready, timeout=TIMEOUT):
+        model.set_active(True)
+    assert set(seen) == {"import", "build or check", "inspector", "landscape"}
+    assert all(p is policy for got in seen.values() for p in got), seen

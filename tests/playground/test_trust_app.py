@@ -10,6 +10,7 @@ pytest.importorskip("pytestqt")
 from customgrad.errors import TargetError
 from customgrad.workers import isolation, processes
 from playground.workers import jobs
+from playground.workers.policy import JobPolicy
 
 #: the app as a process: signals, stuck builds, workers that cannot start
 pytestmark = pytest.mark.slow
@@ -22,12 +23,12 @@ def test_a_worker_that_cannot_start_is_said_and_nothing_runs_in_the_window(tmp_p
     def cannot_start(*_args, **_kwargs):
         raise processes.SetupFailed("The worker process could not start (exit code 1).")
 
-    monkeypatch.setattr(jobs, "ISOLATE", True)
     monkeypatch.setattr(isolation, "call", cannot_start)
     path = tmp_path / "mine.py"
     path.write_text("import os\nos._exit(9)\n")
     with pytest.raises(TargetError) as caught:
-        jobs.try_import_in_child(("file", str(path), path.read_text()), "mine.py", True)
+        jobs.try_import_in_child(("file", str(path), path.read_text()), "mine.py", True,
+                                 JobPolicy(isolate=True))
     assert "mine.py was not imported: The worker process could not start" in str(caught.value)
     assert caught.value.file == str(path)
 
@@ -199,7 +200,6 @@ def _no_worker_starts(monkeypatch):
         yield
 
     monkeypatch.setattr(processes, "child_start", broken)
-    monkeypatch.setattr(jobs, "ISOLATE", True)
 
 
 def test_no_worker_process_is_a_start_failure_never_a_run_here(monkeypatch):
@@ -288,23 +288,22 @@ def test_closing_the_window_while_a_deaf_forward_prepares_the_inputs_ends_the_ap
 
 
 def test_each_kind_of_work_says_when_it_runs_in_the_window(monkeypatch):
-    """Build, check and landscape ask one place (jobs.isolated) whether they run in a worker
-    process; where a child cannot load the Function it says so (the landscape ran here
-    silently)."""
+    """Build, check and landscape ask one place (jobs.isolated, with the session's policy)
+    whether they run in a worker process; where a child cannot load the Function it says so
+    (the landscape ran here silently)."""
     from customgrad.workers import processes
     from playground.workers import in_window, jobs
 
     said = []
+    on, off = JobPolicy(isolate=True), JobPolicy(isolate=False)
     in_window.WATCH.said.connect(said.append)
     try:
-        monkeypatch.setattr(jobs, "ISOLATE", True)
         monkeypatch.setattr(processes, "portable", lambda target: False)
-        assert not jobs.isolated(object(), jobs)  # (any function: named in the words)
+        assert not jobs.isolated(object(), jobs, on)  # (any function: named in the words)
         assert len(said) == 1 and "Isolation off" in said[0]
         monkeypatch.setattr(processes, "portable", lambda target: True)
-        assert jobs.isolated(object(), jobs) and len(said) == 1
-        monkeypatch.setattr(jobs, "ISOLATE", False)
-        assert not jobs.isolated(object(), jobs) and len(said) == 1
+        assert jobs.isolated(object(), jobs, on) and len(said) == 1
+        assert not jobs.isolated(object(), jobs, off) and len(said) == 1
     finally:
         in_window.WATCH.said.disconnect(said.append)
 

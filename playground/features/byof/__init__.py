@@ -215,7 +215,8 @@ class Byof(QObject):
             self.session.set_target(text)
             return
         try:
-            with shadowing():  # as the session loads it: its Functions listed, not run here
+            # as the session loads it: its Functions listed, not run here
+            with shadowing(self.session.policy):
                 module = import_module(where, run_code=self.session.run_code)
         except TargetError as exc:
             self.session.errorRaised.emit(exc)

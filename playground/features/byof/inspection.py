@@ -44,7 +44,8 @@ class InspectorLink(QObject):
         if problem is None:
             return
         self._inspected_problem = problem
-        self.runner.run(problem.function, problem.args, problem.settings.seed, problem=problem)
+        self.runner.run(problem.function, problem.args, problem.settings.seed, problem=problem,
+                        policy=self.session.policy)
 
     def target_changed(self, target) -> None:
         self.runner.cancel()
