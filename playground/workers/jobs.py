@@ -26,8 +26,7 @@ from customgrad.workers import processes, runner
 from customgrad.workers.runner import LoopControl, interrupt_thread
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import WORKER_MODULES, in_window
-from playground.workers import child_jobs as remote
+from playground.workers import WORKER_MODULES, child_jobs, in_window
 from playground.workers.child_jobs import TopLevelTooSlow
 from playground.workers.policy import DEFAULT, JobPolicy
 
@@ -185,7 +184,7 @@ def try_import_in_child(origin: tuple | None, label: str, shadows: bool = False,
     def overdue() -> bool:
         return time.perf_counter() > clock.get("deadline", math.inf)
     try:
-        found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
+        found = isolation.call(child_jobs.try_import, origin, IMPORT_TIMEOUT, shadows,
                                name=f"import {label}", should_stop=overdue, on_started=started)
     except (processes.SetupFailed, processes.StartFailed) as exc:
         # no worker process could start: the user's code is not run in the window instead
@@ -454,15 +453,14 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     """The Jacobian worker's function when the comparison runs in a worker process: this
     thread relays the child's progress, and answers each once handled: the child waits for
     that, so it computes no further while the view paints, as :func:`_compare` waits
-    (:class:`remote._Answer`). It returns the child's report. A crash of the child raises
+    (:class:`child_jobs._Answer`). It returns the child's report. A crash of the child raises
     :class:`customgrad.workers.isolation.ProcessCrashed`; the next check gets a fresh child."""
-    from playground.workers import child_jobs as remote
     from playground.workers.warm_worker import WORKER
 
     state.thread_id = threading.get_ident()
     live: dict = {}
     prepare = ProgressPreparer(pixels)
-    answer = remote.Answers()  # the child waits for these (remote._Answer)
+    answer = child_jobs.Answers()  # the child waits for these (child_jobs._Answer)
 
     def on_message(message) -> None:
         kind, payload = message
@@ -474,7 +472,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
             answer.take(payload)
             return
         try:
-            prepared = prepare(remote.restore(*payload, live))
+            prepared = prepare(child_jobs.restore(*payload, live))
             first = prepared.phase == "numerical" and prepared.columns_done == 0
             if first or prepared.big_preview:
                 prepared.painted = threading.Event()
@@ -484,8 +482,8 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
         finally:
             answer.handled()
 
-    job = remote.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
-                            hold=state.hold_child, second=state.second)
+    job = child_jobs.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
+                                hold=state.hold_child, second=state.second)
     shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
                        if hasattr(s, "shape"))
     def here():
@@ -494,10 +492,10 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 
     try:
         return in_child_or_here(
-            lambda: WORKER.call(remote.compare, job, on_message=on_message,
+            lambda: WORKER.call(child_jobs.compare, job, on_message=on_message,
                                 should_stop=lambda: state.cancelled, what=shapes,
                                 name=f"Jacobian check {problem.target.spec}",
-                                keep=remote.keep_for(problem.target)),
+                                keep=child_jobs.keep_for(problem.target)),
             here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None
@@ -529,7 +527,7 @@ def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
         report = verify(problem.function, problem.args if args is None else args,
                         problem.check_options(**options), progress=progress,
                         should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
-        return remote.prepared(report, pixels, problem.function,
-                               problem.args if args is None else args, second=state.second)
+        return child_jobs.prepared(report, pixels, problem.function,
+                                   problem.args if args is None else args, second=state.second)
     finally:
         state.done = True

@@ -908,11 +908,11 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
     """As a comparison on a thread waits while the view lays out a new matrix, a worker
     process's waits until the window has handled each progress (the paint then has the
     cores to itself): the matrices it shares with the window do not change meanwhile."""
-    from playground.workers import child_jobs as remote
+    from playground.workers import child_jobs
     from playground.workers import jobs as workers
 
     # the window waits for the layout almost as long as the child waits for the window
-    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", remote._Answer.WAIT_SECONDS - 0.05)
+    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", child_jobs._Answer.WAIT_SECONDS - 0.05)
     problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
     unchanged, reports, errors = [], [], []
 
@@ -936,19 +936,19 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
 def test_a_window_that_does_not_answer_is_waited_for_once(monkeypatch):
     """The worker process's side: it waits for the window's answer to each progress, and
     after one wait that ran out, no more in that comparison."""
-    from playground.workers import child_jobs as remote
+    from playground.workers import child_jobs
 
-    monkeypatch.setattr(remote._Answer, "WAIT_SECONDS", 60.0)  # while answered
+    monkeypatch.setattr(child_jobs._Answer, "WAIT_SECONDS", 60.0)  # while answered
     sent = []
     channel = type("Channel", (), {"send": lambda self, message: sent.append(message)})()
-    answer = remote._Answer(channel)
+    answer = child_jobs._Answer(channel)
     assert sent[0][0] == "answer" and sent[0][1] is answer.counter and answer.counter.item() == 0
     window = threading.Timer(0.02, lambda: answer.counter.fill_(1))  # answers the first
     window.start()
     answer.after(lambda: sent.append("progress 1"))
     window.join()
     assert answer.answering and answer.counter.item() == 1
-    monkeypatch.setattr(remote._Answer, "WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(child_jobs._Answer, "WAIT_SECONDS", 0.05)
     answer.after(lambda: sent.append("progress 2"))  # never answered: waited for once
     assert not answer.answering
     waited = answer.waited
