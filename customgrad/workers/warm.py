@@ -3,7 +3,7 @@
 
 A fresh child per job costs a fork and a new load of the Function, and its first comparison
 runs slower than later ones (copy-on-write faults on the fork server's memory, cold caches).
-A child kept for the jobs of one ``keep`` (say, a Function's spec and text: its build and
+A child kept for the jobs of one ``warm_key`` (say, a Function's spec and text: its build and
 its checks) loads the Function once and finds its memory warm. Each job there starts as it
 would in a fresh child as far as this module can tell: torch's, Python's and numpy's global
 random generators are put back where they were when the child started (and, once the
@@ -16,7 +16,7 @@ The child is ended, and the next job gets a fresh one:
 - after a job that used CUDA (a device-side error may leave a context unusable without
   raising), or that imported a module whose file was written while it ran;
 - when a module file it imported has changed on disk (it refuses the next job: "stale");
-- when a job with another ``keep`` comes, or the environment has changed;
+- when a job with another ``warm_key`` comes, or the environment has changed;
 - after ``keep_seconds`` idle (``CUSTOMGRAD_KEEP_SECONDS``, :mod:`customgrad.config`), and at
   :meth:`WarmWorker.end` (a window closing).
 
@@ -157,7 +157,7 @@ class _Kept:
 
 
 class WarmWorker:
-    """One worker process kept warm for the jobs of one ``keep`` at a time (see the module).
+    """One worker process kept warm for the jobs of one ``warm_key`` at a time (see the module).
     ``keep_seconds``: how long it waits idle for its next job (0: a fresh child for every
     job; default: the configuration's, ``CUSTOMGRAD_KEEP_SECONDS``, 300)."""
 
@@ -182,13 +182,13 @@ class WarmWorker:
         current = self._current
         return current is not None and current.busy
 
-    def call(self, job, *args, keep, on_message=None, should_stop=None,
+    def call(self, job, *args, warm_key, on_message=None, should_stop=None,
              memory_limit: int | None = None, what: str = "", name: str = "customgrad job"):
-        """:func:`customgrad.workers.isolation.call` in the child kept for ``keep`` (hashable: what
-        the job works on, say a Function's spec and text) in this environment, if it is idle;
-        else, or with keeping off, in a fresh child."""
+        """:func:`customgrad.workers.isolation.call` in the child kept for ``warm_key``
+        (hashable: what the job works on, say a Function's spec and text) in this environment,
+        if it is idle; else, or with keeping off, in a fresh child."""
         limit = isolation.default_memory_limit() if memory_limit is None else memory_limit
-        key = (keep, tuple(sorted(processes.environment().items())))
+        key = (warm_key, tuple(sorted(processes.environment().items())))
         for _attempt in range(3 if self.keep_seconds > 0 else 0):  # a stale one replaced
             kept = self._take(key, name)
             if kept is None:

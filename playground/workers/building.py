@@ -74,13 +74,14 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     from playground.workers import child_jobs, head_start
     from playground.workers.warm_worker import WORKER
 
-    head_start.wait_for(child_jobs.keep_for(target), stop)
+    head_start.wait_for(child_jobs.warm_key_for(target), stop)
     if stop.cancelled.is_set():  # cancelled while it waited (the window closing, say): no
         raise Cancelled("Preparing the inputs was cancelled.")  # child starts for it
     try:
         return jobs.in_child_or_here(
             lambda: WORKER.call(child_jobs.build, target.spec, target.code, settings,
-                                name=f"build {target.spec}", keep=child_jobs.keep_for(target),
+                                name=f"build {target.spec}",
+                                warm_key=child_jobs.warm_key_for(target),
                                 should_stop=stop).problem(target),
             lambda: build(settings, target), target.function)
     except Cancelled:

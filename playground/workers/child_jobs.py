@@ -48,7 +48,7 @@ from customgrad.workers.runner import interrupt_thread
 from playground.support.preview import display_steps
 
 
-def keep_for(target) -> tuple:
+def warm_key_for(target) -> tuple:
     """The key under which a worker process is kept for ``target``'s jobs (the build and
     the checks that follow it; see :meth:`customgrad.workers.warm.WarmWorker.call`): its spec and
     text."""

@@ -27,8 +27,8 @@ class HeadStart:
 
     def __init__(self, spec: str):
         self.spec = spec
-        #: the worker process's key (:func:`playground.workers.child_jobs.keep_for` of its Target)
-        self.keep = ("problem", spec, None)
+        #: the worker process's key (:func:`~playground.workers.child_jobs.warm_key_for`)
+        self.warm_key = ("problem", spec, None)
         self.done = threading.Event()
         #: the window's build asked for the process: the head start's check is skipped
         self.wanted = threading.Event()
@@ -66,10 +66,10 @@ def _run(head: HeadStart) -> None:
         return time.monotonic() > deadline
 
     try:
-        head.pid = WORKER.call(built_here, head.spec, keep=head.keep, should_stop=late,
+        head.pid = WORKER.call(built_here, head.spec, warm_key=head.warm_key, should_stop=late,
                                name=f"build {head.spec}")
         if not head.wanted.is_set():
-            WORKER.call(checked_here, keep=head.keep, should_stop=late,
+            WORKER.call(checked_here, warm_key=head.warm_key, should_stop=late,
                         name=f"Jacobian check {head.spec}")
             head.checked = True
     except Exception as exc:  # the window's own build meets the same trouble, and says it
@@ -78,13 +78,13 @@ def _run(head: HeadStart) -> None:
         head.done.set()
 
 
-def wait_for(keep: tuple, stop=None) -> None:
-    """Before the window's job for ``keep`` takes the kept worker process: wait for a head
+def wait_for(warm_key: tuple, stop=None) -> None:
+    """Before the window's job for ``warm_key`` takes the kept worker process: wait for a head
     start of the same Function to end (it skips its check), so that the job finds that
     process warm and idle, not busy (a busy one sends the job to a fresh process). ``stop``
     (a callable) ends the wait early."""
     head = _current
-    if head is None or head.keep != keep:
+    if head is None or head.warm_key != warm_key:
         return
     head.wanted.set()
     while not head.done.wait(0.05):

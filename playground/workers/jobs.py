@@ -495,7 +495,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
             lambda: WORKER.call(child_jobs.compare, job, on_message=on_message,
                                 should_stop=lambda: state.cancelled, what=shapes,
                                 name=f"Jacobian check {problem.target.spec}",
-                                keep=child_jobs.keep_for(problem.target)),
+                                warm_key=child_jobs.warm_key_for(problem.target)),
             here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None

@@ -106,7 +106,7 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay,
         return drawn(in_child_or_here(
             lambda: WORKER.call(child_jobs.landscape, request, on_message=on_message,
                                 should_stop=stop, name="landscape",
-                                keep=child_jobs.keep_for(problem.target)),
+                                warm_key=child_jobs.warm_key_for(problem.target)),
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None

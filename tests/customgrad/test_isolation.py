@@ -502,10 +502,10 @@ def _kept_pid(worker: WarmWorker) -> int:
 def test_jobs_with_one_keep_share_a_child_and_another_keep_gets_a_fresh_one(keeping):
     """(A kept child that was spawned: tests/playground/test_crashes.py, without a fork
     server.)"""
-    first = keeping.call(_pid_job, keep="test one")
+    first = keeping.call(_pid_job, warm_key="test one")
     process = keeping.process
-    assert keeping.call(_pid_job, keep="test one") == first == _kept_pid(keeping)
-    other = keeping.call(_pid_job, keep="test two")
+    assert keeping.call(_pid_job, warm_key="test one") == first == _kept_pid(keeping)
+    other = keeping.call(_pid_job, warm_key="test two")
     assert other != first and other == _kept_pid(keeping)
     assert not process.is_alive()  # one kept child at a time
     assert isolation.call(_pid_job) not in (first, other)  # no keep: a child of its own
@@ -518,10 +518,10 @@ def test_two_warm_workers_keep_children_of_their_own():
     ending one leaves the other's."""
     one, two = WarmWorker(), WarmWorker()
     try:
-        first, second = one.call(_pid_job, keep="same"), two.call(_pid_job, keep="same")
+        first, second = one.call(_pid_job, warm_key="same"), two.call(_pid_job, warm_key="same")
         assert first != second and (_kept_pid(one), _kept_pid(two)) == (first, second)
         two.end()
-        assert two.process is None and one.call(_pid_job, keep="same") == first
+        assert two.process is None and one.call(_pid_job, warm_key="same") == first
     finally:
         one.end()
         two.end()
@@ -534,7 +534,7 @@ def _targets_job(channel) -> str:
 def test_only_a_kept_childs_jobs_find_loaded_targets_on_their_channel(keeping):
     """A kept child loads a Function once for its jobs (they find it on the channel); a
     child for one job has nothing to remember it for."""
-    assert keeping.call(_targets_job, keep="test targets") == "LoadedTargets"
+    assert keeping.call(_targets_job, warm_key="test targets") == "LoadedTargets"
     assert isolation.call(_targets_job) == "NoneType"
 
 
@@ -548,11 +548,11 @@ def test_a_kept_childs_jobs_draw_the_same_random_numbers_as_a_fresh_childs(keepi
     """A Function that draws from torch's global generator (dropout, say) draws the same in
     a check repeated in the kept child as in a fresh child: the check is reproducible."""
     fresh = isolation.call(_random_job)
-    kept = keeping.call(_random_job, keep="test random")
+    kept = keeping.call(_random_job, warm_key="test random")
     assert kept[1:3] == fresh[1:3] and kept[0] != fresh[0]
     # Python's own generator is seeded afresh in each new process (os.register_at_fork), so
     # a fresh child draws anew each time; a kept child draws the same in each job
-    assert keeping.call(_random_job, keep="test random") == kept
+    assert keeping.call(_random_job, warm_key="test random") == kept
     keeping.end()
 
 
@@ -564,19 +564,19 @@ def _sent_job(channel) -> tuple:
 
 @pytest.mark.skipif(not sharing.available(), reason="no memory files here")
 def test_a_kept_child_frees_what_it_sent_once_the_caller_has_it(keeping):
-    assert keeping.call(_sent_job, keep="test sent")[0] == 0
-    count, tensor = keeping.call(_sent_job, keep="test sent")
+    assert keeping.call(_sent_job, warm_key="test sent")[0] == 0
+    count, tensor = keeping.call(_sent_job, warm_key="test sent")
     assert count == 0  # the first job's copy was freed
     assert tensor.is_shared() and torch.equal(tensor, torch.ones(64))
     keeping.end()
 
 
 def test_a_kept_child_is_ended_by_an_error_and_the_next_job_gets_a_fresh_one(keeping):
-    first = keeping.call(_pid_job, keep="test error")
+    first = keeping.call(_pid_job, warm_key="test error")
     with pytest.raises(FunctionError, match="ValueError: plain error"):
-        keeping.call(_raising_job, keep="test error")
+        keeping.call(_raising_job, warm_key="test error")
     assert keeping.process is None
-    assert keeping.call(_pid_job, keep="test error") != first
+    assert keeping.call(_pid_job, warm_key="test error") != first
     keeping.end()
 
 
@@ -587,26 +587,26 @@ def _segfault_job(channel):
 
 
 def test_a_kept_child_that_crashes_is_replaced(keeping):
-    first = keeping.call(_pid_job, keep="test crash")
+    first = keeping.call(_pid_job, warm_key="test crash")
     with pytest.raises(isolation.ProcessCrashed, match="SIGSEGV") as crash:
-        keeping.call(_segfault_job, keep="test crash")
+        keeping.call(_segfault_job, warm_key="test crash")
     # the stack ends at the job: not the kept child's own loop, nor multiprocessing's start
     assert "_segfault_job" in crash.value.stack
     for frame in ("_run_job", "_kept_main", "forkserver", "multiprocessing"):
         assert frame not in crash.value.stack
-    assert keeping.call(_pid_job, keep="test crash") != first
+    assert keeping.call(_pid_job, warm_key="test crash") != first
     keeping.end()
 
 
 def test_a_kept_child_that_died_while_idle_is_replaced(monkeypatch, keeping):
     """Killed from outside between jobs (and not yet seen dead): the next job goes to a fresh
     child, never to the caller's own thread (SetupFailed would send it there)."""
-    first = keeping.call(_pid_job, keep="test vanished")
+    first = keeping.call(_pid_job, warm_key="test vanished")
     process = keeping.process
     os.kill(first, signal.SIGKILL)
     process.join(30)
     monkeypatch.setattr(process, "is_alive", lambda: True)  # as if it had not been noticed
-    assert keeping.call(_pid_job, keep="test vanished") not in (first, os.getpid())
+    assert keeping.call(_pid_job, warm_key="test vanished") not in (first, os.getpid())
     keeping.end()
 
 
@@ -619,7 +619,7 @@ def test_a_child_started_as_the_window_closes_is_not_kept(monkeypatch, keeping):
         start(process)
 
     monkeypatch.setattr(isolation, "start_child", closing_meanwhile)
-    pid = keeping.call(_pid_job, keep="test closing")
+    pid = keeping.call(_pid_job, warm_key="test closing")
     assert keeping.process is None and pid != os.getpid()
 
 
@@ -627,7 +627,7 @@ def test_end_during_a_job_ends_the_child_after_it(tmp_path, keeping):
     flag = tmp_path / "flag"
     results = []
     thread = threading.Thread(target=lambda: results.append(
-        keeping.call(_waiting_job, str(flag), keep="test end")), daemon=True)
+        keeping.call(_waiting_job, str(flag), warm_key="test end")), daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 30
@@ -676,18 +676,18 @@ def test_a_kept_child_draws_after_loading_as_a_fresh_child_does(tmp_path, keepin
     seeded = torch.Generator().manual_seed(0)  # what the top level left: seed 0, 3 drawn
     torch.rand(3, generator=seeded)
     assert fresh == torch.rand(2, generator=seeded).tolist()
-    assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
-    assert keeping.call(_loading_job, str(path), keep="test seeds") == fresh
+    assert keeping.call(_loading_job, str(path), warm_key="test seeds") == fresh
+    assert keeping.call(_loading_job, str(path), warm_key="test seeds") == fresh
     assert keeping.process is not None
     keeping.end()
 
 
 def test_a_kept_child_is_ended_when_its_job_is_stopped(tmp_path, keeping):
     flag = tmp_path / "flag"
-    first = keeping.call(_pid_job, keep="test stop")
+    first = keeping.call(_pid_job, warm_key="test stop")
     with pytest.raises(Cancelled):
-        keeping.call(_sleeping_job, str(flag), keep="test stop", should_stop=flag.exists)
-    assert keeping.call(_pid_job, keep="test stop") != first
+        keeping.call(_sleeping_job, str(flag), warm_key="test stop", should_stop=flag.exists)
+    assert keeping.call(_pid_job, warm_key="test stop") != first
     keeping.end()
 
 
@@ -751,20 +751,20 @@ def test_a_stop_waits_for_the_kept_child_to_take_its_jobs_tensors(monkeypatch, k
     milliseconds until it has them."""
     caught = []
     monkeypatch.setattr(sys, "excepthook", lambda *exc: caught.append(exc))
-    assert keeping.call(_pid_job, keep="test taking")  # the kept child, started
+    assert keeping.call(_pid_job, warm_key="test taking")  # the kept child, started
     start = time.monotonic()
     with pytest.raises(Cancelled):  # stopped once the child is inside the hand-over
-        keeping.call(_tensors_job, [_SlowHandshakes(), torch.ones(4)], keep="test taking",
+        keeping.call(_tensors_job, [_SlowHandshakes(), torch.ones(4)], warm_key="test taking",
                      should_stop=lambda: time.monotonic() > start + 0.05)
     time.sleep(0.5)  # the resource sharer's thread would have reported by now
     assert caught == []
 
 
 def test_a_kept_child_is_not_reused_in_another_environment(monkeypatch, keeping):
-    first = keeping.call(_pid_job, keep="test environment")
+    first = keeping.call(_pid_job, warm_key="test environment")
     monkeypatch.setenv("CUSTOMGRAD_TEST_SET_LATER", "yes")
     assert keeping.call(_environment_job, "CUSTOMGRAD_TEST_SET_LATER",
-                          keep="test environment") == "yes"
+                          warm_key="test environment") == "yes"
     assert _kept_pid(keeping) != first
     keeping.end()
 
@@ -789,11 +789,11 @@ def test_a_kept_child_whose_imported_file_changed_is_replaced(tmp_path, keeping)
     """A Function's file is part of its keep, but not the modules it imports: the child
     notices that one has changed on disk and a fresh child imports it again."""
     _write_module(tmp_path, 1, age=60)
-    first, value = keeping.call(_module_job, str(tmp_path), keep="test stale")
+    first, value = keeping.call(_module_job, str(tmp_path), warm_key="test stale")
     assert value == 1
-    assert keeping.call(_module_job, str(tmp_path), keep="test stale") == (first, 1)
+    assert keeping.call(_module_job, str(tmp_path), warm_key="test stale") == (first, 1)
     _write_module(tmp_path, 22, age=30)
-    pid, value = keeping.call(_module_job, str(tmp_path), keep="test stale")
+    pid, value = keeping.call(_module_job, str(tmp_path), warm_key="test stale")
     assert (pid != first, value) == (True, 22)
     keeping.end()
 
@@ -805,9 +805,9 @@ def _writing_module_job(folder: str, channel) -> tuple:
 
 def test_a_module_written_while_its_job_ran_is_not_trusted(tmp_path, keeping):
     """A file changed about when the job imported it may not be what ran: not kept."""
-    first, _value = keeping.call(_writing_module_job, str(tmp_path), keep="test new file")
+    first, _value = keeping.call(_writing_module_job, str(tmp_path), warm_key="test new file")
     assert keeping.process is None
-    assert keeping.call(_module_job, str(tmp_path), keep="test new file")[0] != first
+    assert keeping.call(_module_job, str(tmp_path), warm_key="test new file")[0] != first
     keeping.end()
 
 
@@ -819,10 +819,10 @@ def _waiting_job(flag: str, channel) -> int:
 
 def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path, keeping):
     flag = tmp_path / "flag"
-    kept = keeping.call(_pid_job, keep="test busy")
+    kept = keeping.call(_pid_job, warm_key="test busy")
     results = []
     thread = threading.Thread(target=lambda: results.append(
-        keeping.call(_waiting_job, str(flag), keep="test busy")))
+        keeping.call(_waiting_job, str(flag), warm_key="test busy")))
     thread.daemon = True
     thread.start()
     try:
@@ -830,18 +830,18 @@ def test_a_job_that_finds_the_kept_child_busy_gets_a_child_of_its_own(tmp_path, 
         while not keeping.busy and time.monotonic() < deadline:
             time.sleep(0.01)
         assert keeping.busy
-        assert keeping.call(_pid_job, keep="test busy") != kept  # not waiting for it
+        assert keeping.call(_pid_job, warm_key="test busy") != kept  # not waiting for it
     finally:
         flag.touch()
     thread.join(30)
     assert results == [kept]
-    assert keeping.call(_pid_job, keep="test busy") == kept  # kept still
+    assert keeping.call(_pid_job, warm_key="test busy") == kept  # kept still
     keeping.end()
 
 
 def test_an_idle_kept_child_ends_after_a_while(monkeypatch, keeping):
     monkeypatch.setattr(keeping, "keep_seconds", 0.2)
-    keeping.call(_pid_job, keep="test idle")
+    keeping.call(_pid_job, warm_key="test idle")
     process = keeping.process
     process.join(30)
     assert not process.is_alive() and keeping.process is None
@@ -858,9 +858,9 @@ def test_a_job_a_kept_child_cannot_take_is_setup_failed(monkeypatch, keeping):
     # pickled by reference to the caller's __main__, which a child does not import
     job.__module__, job.__qualname__ = "__main__", "customgrad_test_not_there"
     monkeypatch.setattr(__main__, "customgrad_test_not_there", job, raising=False)
-    keeping.call(_pid_job, keep="test unpickle")
+    keeping.call(_pid_job, warm_key="test unpickle")
     with pytest.raises(processes.SetupFailed, match="could not start"):
-        keeping.call(job, keep="test unpickle")
+        keeping.call(job, warm_key="test unpickle")
     assert keeping.process is None
 
 
@@ -871,9 +871,9 @@ def test_what_a_kept_child_could_not_take_goes_to_a_fresh_child(monkeypatch, kee
         keeping._release(kept, False)
         raise processes.SetupFailed("the worker process could not take the job")
 
-    keeping.call(_pid_job, keep="test refused")
+    keeping.call(_pid_job, warm_key="test refused")
     monkeypatch.setattr(keeping, "_call", refused)
-    assert keeping.call(_pid_job, keep="test refused") not in (os.getpid(), None)
+    assert keeping.call(_pid_job, warm_key="test refused") not in (os.getpid(), None)
 
 
 def _cuda_job(channel) -> int:
@@ -885,7 +885,7 @@ def _cuda_job(channel) -> int:
 def test_a_child_that_used_cuda_is_not_kept(keeping):
     """A device-side error can leave a CUDA context unusable without raising: a child that
     used CUDA is never given another job."""
-    first = keeping.call(_cuda_job, keep="test cuda")
+    first = keeping.call(_cuda_job, warm_key="test cuda")
     assert keeping.process is None
-    assert keeping.call(_pid_job, keep="test cuda") != first
+    assert keeping.call(_pid_job, warm_key="test cuda") != first
     keeping.end()

@@ -161,7 +161,7 @@ def test_the_window_s_build_waits_for_the_head_start_of_its_own_function_only(mo
     assert head.wanted.is_set() and head.done.is_set()
     stopped = head_start.HeadStart("killhead")
     monkeypatch.setattr(head_start, "_current", stopped)
-    head_start.wait_for(stopped.keep, stop=lambda: True)  # Cancel: no wait
+    head_start.wait_for(stopped.warm_key, stop=lambda: True)  # Cancel: no wait
     assert not stopped.done.is_set()
 
 
