@@ -371,7 +371,7 @@ class Watch:
     def __init__(self, started: bool = False, taken: bool = True,
                  on_started: Callable[[], None] | None = None):
         self.started, self.taken, self.on_started = started, taken, on_started
-        self.keep = False
+        self.reusable = False
         self.stop_by: float | None = None
         self._next_look = 0.0
         self._stopped_since: float | None = None
@@ -453,8 +453,8 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
             context_text = payload
         elif kind == "taken":
             watch.taken = True
-        elif kind == "keep":
-            watch.keep = payload
+        elif kind == "reusable":
+            watch.reusable = payload
         elif kind == "stale":
             raise Stale()
         elif kind == "result":

@@ -70,7 +70,7 @@ def _kept_main(conn, fault_path: str, environment: dict) -> None:
 
             def settle(started=started) -> None:  # whether this child can be kept
                 fresh.note_imports(started)
-                channel.put(("keep", fresh.reusable()))
+                channel.put(("reusable", fresh.reusable()))
 
             isolation.run_job(conn, channel, job, args, settle)
             sharing.release_sent()  # the parent has what was sent: it acknowledged
@@ -252,21 +252,21 @@ class WarmWorker:
             self._release(kept, False)
             raise
         kept.started = True
-        self._release(kept, watch.keep)
+        self._release(kept, watch.reusable)
         return result
 
-    def _release(self, kept: _Kept, keep: bool) -> None:
+    def _release(self, kept: _Kept, reusable: bool) -> None:
         """After a job: ``kept`` waits for the next, or ends."""
         with self._lock:
             kept.busy = False
-            keep = keep and self._current is kept
-            if keep:
+            reusable = reusable and self._current is kept
+            if reusable:
                 kept.timer = threading.Timer(self.keep_seconds, self._expire, (kept,))
                 kept.timer.daemon = True
                 kept.timer.start()
             elif self._current is kept:
                 self._current = None
-        if not keep:
+        if not reusable:
             kept.end()
 
     def _expire(self, kept: _Kept) -> None:
