@@ -101,7 +101,8 @@ def cmd_check(args, announce: Announce | None = None) -> int:
         return _projected(args, problem)
     wanted = set(args.checks or subchecks.defaults_for(problem.function))
     wanted |= {"double_backward"} if args.double else set()
-    options = problem.check_options(keep=False, label=problem.target.label).with_checks(wanted)
+    options = problem.check_options(keep_matrices=False, label=problem.target.label)
+    options = options.with_checks(wanted)
     try:
         report = verify(problem.function, problem.args, options)
     except TooLargeError as exc:

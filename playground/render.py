@@ -53,7 +53,8 @@ def save_heatmaps(report, path: str | os.PathLike, *, size: tuple[int, int] = SI
     """Write the analytic, numerical and difference heatmaps of ``report`` (which must have
     kept its matrices) as one PNG at ``path``; returns the path."""
     if report.analytic is None or report.numerical is None:
-        raise ValueError("the report did not keep its matrices (keep=False): nothing to draw")
+        raise ValueError("the report did not keep its matrices (keep_matrices=False): "
+                         "nothing to draw")
     _application()
     from playground.views.export import export_item
     from playground.views.jacobian import JacobianView

@@ -277,7 +277,7 @@ def verified_double_backward(function: type, args: list, eps: float = EPS, atol:
         wrapper, wrapper_args, which = backward_as_function(
             function, with_defaults(function, call), pos)
         report = compare(wrapper, wrapper_args, differentiate=which, eps=eps, atol=atol,
-                         rtol=rtol, keep=False)
+                         rtol=rtol, keep_matrices=False)
     except Exception:
         return None
     if report.method.name != REFERENCE:

@@ -54,8 +54,8 @@ def run(function: type[Function], args: list, checks: Iterable[str] = DEFAULT, *
         if name == "opcheck":
             out.update((c.name, c) for c in ctx.opcheck())
         elif name == "jacobian":
-            jac = report if report is not None else compare(function, ctx.args, eps=eps,
-                                                            atol=atol, rtol=rtol, keep=False)
+            jac = report if report is not None else compare(
+                function, ctx.args, eps=eps, atol=atol, rtol=rtol, keep_matrices=False)
             out[name] = SubCheck(name, "passed" if jac.passed else "failed", jac.summary())
         else:
             out[name] = getattr(ctx, name)()

@@ -41,7 +41,7 @@ class CheckOptions:
     memory_cap: int = MEMORY_CAP
     differentiate: Mapping[str, bool] | None = None
     checks: frozenset[str] | None = None
-    keep: bool = True
+    keep_matrices: bool = True
     diagnose: bool = True
     label: str | None = None
 
@@ -67,7 +67,8 @@ def verify(function: type, args: list, options: CheckOptions = CheckOptions(), *
     """
     o = options
     report = compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
-                     memory_cap=o.memory_cap, keep=o.keep, differentiate=o.differentiate,
+                     memory_cap=o.memory_cap, keep_matrices=o.keep_matrices,
+                     differentiate=o.differentiate,
                      progress=progress, should_stop=should_stop, allocate=allocate)
     seconds = max(0.0, report.seconds - (waited() if waited is not None else 0.0))
     diagnoses = []
@@ -91,7 +92,7 @@ def _kept(report: Report, function: type, args: list, options: CheckOptions,
     o = options
     try:
         return compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
-                       memory_cap=o.memory_cap, keep=True, differentiate=o.differentiate,
+                       memory_cap=o.memory_cap, keep_matrices=True, differentiate=o.differentiate,
                        should_stop=should_stop)
     except Cancelled:
         raise

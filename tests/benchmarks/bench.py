@@ -54,7 +54,7 @@ def bench_jacobian(quick: bool) -> dict:
     gradcheck_s = _time(lambda: torch.autograd.gradcheck(KillHead.apply, (leaf, 2)))
     repeat = 2 if quick else 3
     ours_s = _time(lambda: compare(KillHead, [x, 2]), repeat)
-    ours_nokeep_s = _time(lambda: compare(KillHead, [x, 2], keep=False), repeat)
+    ours_nokeep_s = _time(lambda: compare(KillHead, [x, 2], keep_matrices=False), repeat)
 
     def bare():
         with torch.no_grad():

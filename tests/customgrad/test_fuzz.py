@@ -52,9 +52,9 @@ def check_report(report: jacobian.Report):
 @FUZZ
 @given(data=st.data(), name=st.sampled_from(NAMES), dtype=st.sampled_from(["float32", "float64"]),
        seed=st.integers(0, 2**31), eps=st.floats(1e-8, 0.5), atol=tolerance, rtol=tolerance,
-       keep=st.booleans())
+       keep_matrices=st.booleans())
 def test_build_and_compare_answer_or_raise_custom_errors(data, name, dtype, seed, eps, atol,
-                                                         rtol, keep):
+                                                         rtol, keep_matrices):
     specs = specs_for(resolve(name), Settings(target=name))
     chosen = {}
     for spec in specs:
@@ -65,7 +65,7 @@ def test_build_and_compare_answer_or_raise_custom_errors(data, name, dtype, seed
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = build(s).compare(keep=keep)
+            report = build(s).compare(keep_matrices=keep_matrices)
     except CustomGradError:
         return
     check_report(report)

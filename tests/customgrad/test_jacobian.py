@@ -471,9 +471,9 @@ def test_memory_cap_raises_too_large_with_advice():
 
 def test_keep_false_halves_the_memory_and_still_reports():
     p = problem("mulconstant_bug")
-    need = estimate_bytes(24, 24, keep=False)
+    need = estimate_bytes(24, 24, keep_matrices=False)
     assert need * 2 == estimate_bytes(24, 24)
-    report = compare(p.function, p.args, memory_cap=need, keep=False)
+    report = compare(p.function, p.args, memory_cap=need, keep_matrices=False)
     assert report.analytic is None and report.numerical is None
     assert not report.passed and report.mismatches == 24
     assert report.worst.analytic == 1.0

@@ -89,7 +89,7 @@ def test_each_step_gets_its_own_copy_of_the_arguments():
 
 
 def test_an_unkept_comparison_is_diagnosed_with_its_matrices_computed_again():
-    report = verify(KillHeadBuggy, [_x(2, 3), 2], CheckOptions(keep=False))
+    report = verify(KillHeadBuggy, [_x(2, 3), 2], CheckOptions(keep_matrices=False))
     assert report.analytic is None and report.numerical is None
     kept = verify(KillHeadBuggy, [_x(2, 3), 2])
     assert [d.to_dict() for d in report.diagnoses] == [d.to_dict() for d in kept.diagnoses]

@@ -30,8 +30,8 @@ from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lin
 
 
 @functools.cache
-def report_for(target: str, keep: bool = True) -> Report:
-    return build(Settings(target=target)).compare(keep=keep)
+def report_for(target: str, keep_matrices: bool = True) -> Report:
+    return build(Settings(target=target)).compare(keep_matrices=keep_matrices)
 
 
 @pytest.fixture
@@ -589,7 +589,7 @@ def test_failure_is_shown_in_the_banner(view):
 
 
 def test_report_without_matrices_shows_the_verdict_only(view):
-    report = report_for("killhead_bug", keep=False)
+    report = report_for("killhead_bug", keep_matrices=False)
     assert report.analytic is None
     view.show_report(report)
     assert "FAILED" in view.banner.verdict_label.text()

@@ -68,7 +68,7 @@ def test_big_matrices_are_pooled_to_the_picture(qapp):
 
 
 def test_a_report_without_its_matrices_shows_as_text(qapp):
-    report = compare(MulConstant, [torch.ones(2, dtype=torch.float64), 2.0], keep=False)
+    report = compare(MulConstant, [torch.ones(2, dtype=torch.float64), 2.0], keep_matrices=False)
     page = report._repr_html_()
     assert "<pre>PASSED: 0 of 4 Jacobian entries" in page and "<img" not in page
     assert "did not keep its matrices" in page and report._repr_png_() is None

@@ -23,7 +23,7 @@ from customgrad.function.inputs import forward_parameters, with_defaults
 
 
 def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
-            rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep: bool = True,
+            rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep_matrices: bool = True,
             differentiate: Mapping[str, bool] | None = None,
             progress: Callable[[Progress], None] | None = None,
             should_stop: Callable[[], bool] | None = None,
@@ -45,7 +45,7 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     started = time.perf_counter()
     notes: list[str] = []
     probe = run_probe(function, args, params, notes, differentiate)
-    space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep, allocate)
+    space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep_matrices, allocate)
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
@@ -57,5 +57,5 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
         outputs=space.outputs, inputs=space.inputs, blocks=tally.blocks,
         worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
         numerical_dtype=numerical_dtype, analytic_path=backward.path,
-        notes=notes, analytic=space.ana, numerical=space.num_t.T if keep else None,
+        notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
         seconds=time.perf_counter() - started, method=method)

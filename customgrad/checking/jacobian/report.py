@@ -283,7 +283,7 @@ class Report:
     def _kept(self, name: str) -> torch.Tensor:
         matrix = getattr(self, name)
         if matrix is None:
-            raise ValueError("the matrices were not kept (keep=False)")
+            raise ValueError("the matrices were not kept (keep_matrices=False)")
         return matrix
 
     def prepare_display(self, step: int = 1) -> None:

@@ -16,9 +16,9 @@ from customgrad.checking.jacobian.report import Axis, Progress
 from customgrad.errors import Cancelled, TooLargeError
 
 
-def estimate_bytes(rows: int, cols: int, keep: bool = True) -> int:
+def estimate_bytes(rows: int, cols: int, keep_matrices: bool = True) -> int:
     """Bytes of float64 matrices the comparison allocates (numerical always, analytic if kept)."""
-    return rows * cols * 8 * (2 if keep else 1)
+    return rows * cols * 8 * (2 if keep_matrices else 1)
 
 
 @dataclass
@@ -42,12 +42,12 @@ class Workspace:
     num_nonzero: torch.Tensor
 
 
-def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: bool,
+def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep_matrices: bool,
              zeros: matrices.Allocator = matrices.lazy_zeros) -> Workspace:
     """Zero matrices for ``outputs`` x ``inputs``, each made by ``zeros(shape)``;
     TooLargeError beyond ``memory_cap``."""
     rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
-    need = estimate_bytes(rows, cols, keep)
+    need = estimate_bytes(rows, cols, keep_matrices)
     if need > memory_cap:
         raise TooLargeError(
             f"The Jacobian is {rows:,} x {cols:,}: its matrices need "
@@ -57,7 +57,7 @@ def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep: boo
     # matrix are never written, so a sparse Jacobian (most custom Functions act element by
     # element) touches a small part of its memory.
     num_t = zeros((cols, rows))
-    ana = zeros((rows, cols)) if keep else None
+    ana = zeros((rows, cols)) if keep_matrices else None
     row_tiles, col_tiles = tiles.tiles(outputs, cols), tiles.tiles(inputs, rows)
     num_nonzero = torch.zeros((len(col_tiles), len(row_tiles)), dtype=torch.bool)
     return Workspace(outputs, inputs, rows, cols, num_t, ana, row_tiles, col_tiles, num_nonzero)
