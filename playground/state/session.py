@@ -145,11 +145,11 @@ class Session(QObject):
         return self.loop.worker
 
     # ---- settings ---------------------------------------------------------------------------
-    def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
+    def set_target(self, spec: str | Target, carry_over: bool | None = None) -> None:
         """Choose a Function. Shapes, constants, init and trained flags are kept while they
         still name parameters of its forward (always for the same target, e.g. a reload);
         ``notice`` says which were reset."""
-        if self.builder.choose(spec, keep):
+        if self.builder.choose(spec, carry_over):
             self._rebuild()
 
     def open(self, target: str | Target, settings: Settings) -> None:
@@ -162,7 +162,7 @@ class Session(QObject):
         self.settings.target = resolved.spec
         self.ctrl.lr = self.settings.lr  # (the next run's control starts from the settings)
         self.builder.target = None
-        self.set_target(resolved, keep=True)
+        self.set_target(resolved, carry_over=True)
 
     def load_settings(self, settings: Settings) -> None:
         self.open(settings.target, settings)

@@ -21,15 +21,15 @@ Resolver = Callable[[str], Target]
 
 
 def carried_over(old: Settings, spec: str, params: set[str],
-                 keep: bool) -> tuple[Settings, set[str]]:
+                 carry_over: bool) -> tuple[Settings, set[str]]:
     """``old`` for the target ``spec`` whose forward takes ``params``: its shapes, constants,
-    init and trained flags kept (when ``keep``) for the parameters that remain; and the names
+    init and trained flags kept (when ``carry_over``) for the parameters that remain; and the names
     dropped."""
     new = copy.deepcopy(old)
     new.target = spec
     dropped: set[str] = set()
     for table in ("shapes", "constants", "init", "trained", "given", "differentiate"):
-        values = getattr(old, table) if keep else {}
+        values = getattr(old, table) if carry_over else {}
         setattr(new, table, {k: v for k, v in values.items() if k in params})
         dropped |= set(values) - params
     return new, dropped
@@ -64,7 +64,7 @@ class TargetBuilder:
             self.session.errorRaised.emit(exc)
             return None
 
-    def choose(self, spec: str | Target, keep: bool | None = None) -> bool:
+    def choose(self, spec: str | Target, carry_over: bool | None = None) -> bool:
         """Make ``spec`` the target, the settings carried over (see
         :meth:`Session.set_target <playground.state.session.Session.set_target>`); False
         where it does not load (the target that was open stays)."""
@@ -72,14 +72,14 @@ class TargetBuilder:
         if target is None:
             return False
         session = self.session
-        if keep is None:
-            keep = self.target is not None and self.target.spec == target.spec
+        if carry_over is None:
+            carry_over = self.target is not None and self.target.spec == target.spec
         try:
             params = {p.name for p in forward_parameters(target.function)}
         except CustomGradError as exc:
             session.errorRaised.emit(exc)
             return False
-        new, dropped = carried_over(session.settings, target.spec, params, keep)
+        new, dropped = carried_over(session.settings, target.spec, params, carry_over)
         if dropped:
             session.notice.emit(f"Reset to defaults: {', '.join(sorted(dropped))} (no longer "
                                 f"parameters of {target.function.__name__}.forward).")

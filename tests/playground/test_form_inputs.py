@@ -35,7 +35,7 @@ def test_the_choice_is_kept_for_a_function_taking_the_same_input():
     from playground.state.target import carried_over
 
     old = Settings(differentiate={"taps": False, "gone": False})
-    new, dropped = carried_over(old, "other", {"x", "taps"}, keep=True)
+    new, dropped = carried_over(old, "other", {"x", "taps"}, carry_over=True)
     assert new.differentiate == {"taps": False} and "gone" in dropped
 
 

@@ -185,12 +185,12 @@ class Byof(QObject):
                       file=os.path.abspath(exc.file),
                       code=getattr(sys.modules.get(cls.__module__), "__source__", None))
 
-    def _open_preferring(self, spec: str, class_name: str | None, keep: bool) -> None:
-        """Open ``spec`` (keeping the inputs if ``keep``); of several Functions in the file,
+    def _open_preferring(self, spec: str, class_name: str | None, carry_over: bool) -> None:
+        """Open ``spec`` (keeping the inputs if ``carry_over``); of several Functions in the file,
         ``class_name`` without asking."""
         self._prefer_class = class_name
         try:
-            self.session.set_target(spec, keep=keep)
+            self.session.set_target(spec, carry_over=carry_over)
         finally:
             self._prefer_class = None
 

@@ -22,7 +22,7 @@ class EditorLink(QObject):
     """Connects ``editor`` (a FunctionEditor) and ``restore_offer`` to ``session``.
 
     ``show_tab(widget)`` brings a side tab (or its own window) forward; ``code`` is the code
-    view; ``open_editor_file(path, class_name, keep)`` opens what the editor wrote.
+    view; ``open_editor_file(path, class_name, carry_over)`` opens what the editor wrote.
     """
 
     def __init__(self, session, *, editor, restore_offer, code, show_tab: Callable,
@@ -98,14 +98,14 @@ class EditorLink(QObject):
 
     def _apply(self, path: str) -> None:
         current = self.session.target
-        keep = current is not None and same_file(current.file, path)
-        prefer = current.function.__name__ if keep else None
-        if self._carry is not None and not keep:
+        carry_over = current is not None and same_file(current.file, path)
+        prefer = current.function.__name__ if carry_over else None
+        if self._carry is not None and not carry_over:
             # the copy of a Function starts with its inputs (kept until it loads)
             for table, values in self._carry.items():
                 setattr(self.session.settings, table, dict(values))
-            keep = True
-        self._open(path, prefer, keep)
+            carry_over = True
+        self._open(path, prefer, carry_over)
 
     def target_changed(self, target) -> None:
         if same_file(target.file, self.editor.path):
