@@ -139,9 +139,9 @@ def _unfinished_blank(shown: np.ndarray | None, step: int, rows: int | None = No
     return shown
 
 
-def display_steps(shape: tuple[int, int], pixels: int | None = None) -> tuple[int, ...]:
+def drawing_steps(shape: tuple[int, int], pixels: int | None = None) -> tuple[int, ...]:
     """The poolings a report of this shape is drawn with (the worker computes them, see
-    Report.prepare_display): one fitting the views' ``pixels`` (default PREVIEW_PIXELS), shown
+    Report.prepare_drawing): one fitting the views' ``pixels`` (default PREVIEW_PIXELS), shown
     while the whole matrix is in view, and a finer one (at most PREVIEW_PIXELS cells a side)
     for zooming in."""
     fine = preview_step(shape)

@@ -45,7 +45,7 @@ from customgrad.targets import loader
 from customgrad.workers import sharing
 from customgrad.workers.processes import ProblemRef, SetupFailed, load_target
 from customgrad.workers.runner import interrupt_thread
-from playground.support.preview import display_steps
+from playground.support.preview import drawing_steps
 
 
 def warm_key_for(target) -> tuple:
@@ -211,8 +211,8 @@ def prepared(report: Report, pixels: int | None = None, function: type | None = 
         beside, reason = second_order.beside(report, function, args, asked=second)
         report = dataclasses.replace(report, second_order=beside, second_order_reason=reason)
     for shown in (report, report.second_order):
-        for step in display_steps(shown.shape, pixels) if shown is not None else ():
-            shown.prepare_display(step)
+        for step in drawing_steps(shown.shape, pixels) if shown is not None else ():
+            shown.prepare_drawing(step)
     return report
 
 

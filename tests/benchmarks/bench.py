@@ -620,11 +620,11 @@ def bench_soak(quick: bool) -> dict:
 
 def bench_display(quick: bool) -> dict:
     """What a worker prepares for the view after a 2048-row comparison (difference, mask,
-    peaks, the two pooled overviews: Report.prepare_display), as a multiple of the
+    peaks, the two pooled overviews: Report.prepare_drawing), as a multiple of the
     comparison's own time; for a passing KillHead 32x64 and a dense LinearFunction."""
     from customgrad.problems.problem import build
     from customgrad.problems.settings import Settings
-    from playground.support.preview import display_steps
+    from playground.support.preview import drawing_steps
 
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
@@ -637,8 +637,8 @@ def bench_display(quick: bool) -> dict:
             report = problem.compare(None)
             compared.append(time.perf_counter() - start)
             start = time.perf_counter()
-            for step in display_steps(report.shape, 160):  # heatmaps 160 pixels a side
-                report.prepare_display(step)
+            for step in drawing_steps(report.shape, 160):  # heatmaps 160 pixels a side
+                report.prepare_drawing(step)
             prepared.append(time.perf_counter() - start)
             del report
         results[f"display_prep_s_{label}"] = min(prepared)

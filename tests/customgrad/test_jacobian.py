@@ -802,7 +802,7 @@ def test_finite_absmax_ignores_nan_and_infinity_and_reads_views(monkeypatch):
 
 def test_report_overview_and_peaks_are_cached():
     report = problem("killhead_bug").compare()
-    report.prepare_display(2)
+    report.prepare_drawing(2)
     overview = report.overview(2)
     assert overview is report.overview(2)
     assert overview.analytic.shape == (12, 12)

@@ -690,7 +690,7 @@ def test_a_replaced_big_report_is_freed_off_the_gui_thread(qtbot):
 
     def deliver():
         report = problem.compare()
-        report.prepare_display(preview.preview_step(report.shape))
+        report.prepare_drawing(preview.preview_step(report.shape))
         for tensor in (report.analytic, report.numerical, report.difference(),
                        report.mismatch_mask()):
             weakref.finalize(tensor, lambda: freed_on.append(threading.current_thread().name))
@@ -791,7 +791,7 @@ def test_a_big_check_is_drawn_pooled_to_the_windows_heatmaps(qtbot, window, monk
     window.session.policy = JobPolicy(isolate=isolate)
     open_target(qtbot, window, "killhead")
     pixels = window.session.view_pixels  # the window's heatmaps, as they report their size
-    fit = preview.display_steps((2048, 2048), pixels)[-1]
+    fit = preview.drawing_steps((2048, 2048), pixels)[-1]
     assert fit > preview.preview_step((2048, 2048)) and pixels != preview.PREVIEW_PIXELS
     with qtbot.waitSignal(window.session.jacobianReady, timeout=60_000) as blocker:
         window.session.update(shapes={"input": "32x64"}, dtype="float64")

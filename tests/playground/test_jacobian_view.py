@@ -815,7 +815,7 @@ def test_big_report_reads_no_whole_matrix(view, monkeypatch):
     assert report.analytic.numel() > jacobian_view.SCAN_ENTRIES
     step = preview.preview_step(report.shape)
     assert step == 2
-    report.prepare_display(step)  # what the worker thread does
+    report.prepare_drawing(step)  # what the worker thread does
     sizes = _record_scans(monkeypatch)
     view.show_report(report)
     assert sizes == []  # nothing left to read whole on the GUI thread
@@ -838,7 +838,7 @@ def test_big_report_reads_no_whole_matrix(view, monkeypatch):
 
 def test_big_report_outlines_mismatches_of_a_small_failing_block(view, monkeypatch):
     report = _two_block_report(1100, 1200, 30)  # 1.32M entries, the failing half 660k
-    report.prepare_display(preview.preview_step(report.shape))
+    report.prepare_drawing(preview.preview_step(report.shape))
     sizes = _record_scans(monkeypatch)
     view.show_report(report)
     assert sizes == []
@@ -873,12 +873,12 @@ def test_a_big_report_is_drawn_pooled_to_the_views_pixels_and_finer_when_zoomed(
     report = _fake_report(2048, 2048, 40)
     pixels = view.heatmaps.pixels  # the views' size, as they report it
     assert pixels < 500
-    steps = preview.display_steps(report.shape, pixels)
+    steps = preview.drawing_steps(report.shape, pixels)
     fit = math.ceil(2048 / pixels)
     assert steps == (3, fit)  # finer: at most PREVIEW_PIXELS cells a side; fitted
     fitted = math.ceil(2048 / fit)
     for step in steps:
-        report.prepare_display(step)  # what the worker thread does
+        report.prepare_drawing(step)  # what the worker thread does
     sizes = _record_scans(monkeypatch)
     view.show_report(report)
     assert view.heatmaps.analytic_image.image.shape == (fitted, fitted)

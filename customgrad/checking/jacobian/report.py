@@ -286,8 +286,8 @@ class Report:
             raise ValueError("the matrices were not kept (keep_matrices=False)")
         return matrix
 
-    def prepare_display(self, step: int = 1) -> None:
-        """Compute what a display reads (difference, mask, peaks, and the overview pooled by
+    def prepare_drawing(self, step: int = 1) -> None:
+        """Compute what a drawing reads (difference, mask, peaks, and the overview pooled by
         ``step`` if above 1) now, off the GUI thread; later calls find them cached."""
         if self.analytic is not None and self.numerical is not None:
             self.difference()

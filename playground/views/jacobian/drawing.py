@@ -7,7 +7,7 @@ here copies or scans whole matrices while computing: colour levels fold in only 
 rows/columns finished since the last call (:mod:`.progress`), and big matrices are drawn from
 a small strided preview (their difference too), made by the worker where it can, here at most
 a few times a second where it cannot. A report's difference, mask, peaks and pooled
-overviews were computed by the worker (``Report.prepare_display``); big matrices are drawn
+overviews were computed by the worker (``Report.prepare_drawing``); big matrices are drawn
 pooled to the views' pixels, finer when the user zooms in, and never handed to pyqtgraph
 whole (it would average them down at every repaint, on the GUI thread).
 """
@@ -137,7 +137,7 @@ class ReportDrawing:
         if analytic is None or numerical is None or analytic.shape != heatmaps.shape:
             return False
         # peaks, difference, mask and overview are cached on the report: the worker that
-        # made it computed them already (Report.prepare_display), so this is cheap
+        # made it computed them already (Report.prepare_drawing), so this is cheap
         mask = preview.as_array(report.mismatch_mask()) if report.mismatches else None
         shown.live = None
         shown.analytic, shown.numerical, shown.mask = analytic, numerical, mask
@@ -165,8 +165,8 @@ class ReportDrawing:
 
     def fit_step(self) -> int:
         """The pooling step that fits the matrix to the views' pixels, where the worker has
-        pooled it so; else the finer one it always pools (see preview.display_steps)."""
-        steps = preview.display_steps(self._heatmaps.shape, self._heatmaps.pixels)
+        pooled it so; else the finer one it always pools (see preview.drawing_steps)."""
+        steps = preview.drawing_steps(self._heatmaps.shape, self._heatmaps.pixels)
         fine, fit = steps[0], steps[-1]
         report = self._shown.report
         return fit if report is not None and report.has_overview(fit) else fine

@@ -224,7 +224,7 @@ class Heatmaps:
     def show_report(self, report: Report, analytic: np.ndarray, numerical: np.ndarray,
                     step: int) -> torch.Tensor | None:
         """Draw the report's matrices pooled ``step`` x ``step`` (largest magnitude per cell,
-        computed by the worker: see :func:`~playground.support.preview.display_steps`), or
+        computed by the worker: see :func:`~playground.support.preview.drawing_steps`), or
         whole for step 1; returns the mismatch mask pooled alike (None: whole). Big matrices
         are never handed to pyqtgraph whole: it would average them down on every repaint, on
         the GUI thread."""
