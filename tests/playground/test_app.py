@@ -855,9 +855,9 @@ def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, 
 def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
     """The worker holds off after a new matrix's first progress until the view has painted
     it; a view that never answers delays the comparison by LAYOUT_WAIT_SECONDS at most."""
-    from playground.workers import jobs as workers
+    from playground.workers import jobs
 
-    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(jobs, "LAYOUT_WAIT_SECONDS", 0.3)
     problem = build(Settings(target="killhead"))
     firsts, reports, errors = [], [], []
 
@@ -866,7 +866,7 @@ def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
             firsts.append((p.painted, time.monotonic()))
 
     started = time.monotonic()
-    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    job = jobs.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=10000)
     elapsed = time.monotonic() - started
     qtbot.waitUntil(lambda: job.done, timeout=2000)
@@ -879,9 +879,9 @@ def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):
 def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
     """A big matrix's previews (a few a second) are painted while the worker waits, at most
     PAINT_WAIT_SECONDS each; the time shown leaves the waits out."""
-    from playground.workers import jobs as workers
+    from playground.workers import jobs
 
-    monkeypatch.setattr(workers, "PAINT_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(jobs, "PAINT_WAIT_SECONDS", 0.05)
     monkeypatch.setattr(preview, "REFRESH_SECONDS", 0.02)  # previews come often
     # 1,056 x 1,056 entries: over the million above which previews are rationed
     problem = build(Settings(target="killhead", shapes={"input": "33x32"}, dtype="float64"))
@@ -893,8 +893,8 @@ def test_a_comparison_waits_for_big_previews_to_be_painted(qtbot, monkeypatch):
             held.append(p)
 
     started = time.monotonic()
-    workers.JacobianJob(problem, None, {"eps": 1e-6}, progress, reports.append,
-                        errors.append)
+    jobs.JacobianJob(problem, None, {"eps": 1e-6}, progress, reports.append,
+                     errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
     elapsed = time.monotonic() - started
     assert not errors and reports[0].passed
@@ -908,11 +908,10 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
     """As a comparison on a thread waits while the view lays out a new matrix, a worker
     process's waits until the window has handled each progress (the paint then has the
     cores to itself): the matrices it shares with the window do not change meanwhile."""
-    from playground.workers import child_jobs
-    from playground.workers import jobs as workers
+    from playground.workers import child_jobs, jobs
 
     # the window waits for the layout almost as long as the child waits for the window
-    monkeypatch.setattr(workers, "LAYOUT_WAIT_SECONDS", child_jobs._Answer.WAIT_SECONDS - 0.05)
+    monkeypatch.setattr(jobs, "LAYOUT_WAIT_SECONDS", child_jobs._Answer.WAIT_SECONDS - 0.05)
     problem = build(Settings(target="killhead", shapes={"input": "32x64"}, dtype="float64"))
     unchanged, reports, errors = [], [], []
 
@@ -926,8 +925,8 @@ def test_a_comparison_in_a_worker_process_computes_nothing_while_the_view_lays_i
             p.painted.set()
         QTimer.singleShot(100, laid_out)
 
-    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append,
-                              policy=JobPolicy(isolate=True, hold_child=True))
+    job = jobs.JacobianJob(problem, None, {}, progress, reports.append, errors.append,
+                           policy=JobPolicy(isolate=True, hold_child=True))
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=60000)
     assert not errors and reports[0].shape == (2048, 2048) and job.isolated
     assert unchanged == [True]
@@ -990,7 +989,7 @@ def test_what_a_replaced_comparison_still_sends_is_dropped(qtbot):
 
 def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
     from customgrad.errors import Cancelled
-    from playground.workers import jobs as workers
+    from playground.workers import jobs
 
     problem = build(Settings(target="killhead"))
     reports, errors = [], []
@@ -1000,6 +999,6 @@ def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
         if p.painted is not None:
             job.cancel()
 
-    job = workers.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
+    job = jobs.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=5000)
     assert not reports and isinstance(errors[0], Cancelled)

@@ -30,7 +30,7 @@ from playground.features import byof
 from playground.main_window import MainWindow
 from playground.state.session import Session
 from playground.views import editor
-from playground.workers import jobs as workers
+from playground.workers import jobs
 
 #: the whole window in each test: files opened, edited, reloaded
 pytestmark = pytest.mark.slow
@@ -307,15 +307,15 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
     """Its top level runs on a helper thread while the GUI thread runs the event loop; after
     the timeout the code is stopped and the error names the line it was on."""
     timeout = 1.5
-    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", timeout)
+    monkeypatch.setattr(jobs, "IMPORT_TIMEOUT", timeout)
     live = []
-    wait_live = workers._wait_live
+    wait_live = jobs._wait_live
 
     def recording(done, seconds):
         start = time.perf_counter()
         wait_live(done, seconds)
         live.append(time.perf_counter() - start)
-    monkeypatch.setattr(workers, "_wait_live", recording)
+    monkeypatch.setattr(jobs, "_wait_live", recording)
     endless = tmp_path / "endless.py"
     endless.write_text("import torch\n\nn = 0\nwhile n >= 0:  # <- forever\n    n += 1\n")
     open_target(qtbot, window, "killhead")  # a settled window, as when a user opens a file
@@ -340,7 +340,7 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
 def test_a_top_level_blocked_outside_python_is_reported(qtbot, window, tmp_path, monkeypatch):
     """time.sleep cannot be interrupted, but the worker process trying the module first can
     be ended: the app says so, and nothing of it runs on in the window's process."""
-    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 0.3)
+    monkeypatch.setattr(jobs, "IMPORT_TIMEOUT", 0.3)
     blocked = tmp_path / "blocked.py"
     blocked.write_text("import time\n\ntime.sleep(20)\n")
     open_target(qtbot, window, "killhead")
@@ -738,7 +738,7 @@ def test_an_import_path_module_that_never_ends_is_named_with_its_own_line(qtbot,
                                                                         tmp_path, monkeypatch):
     """Stopped in the worker process, the error points at the module's line, never at the
     app's code that stopped it."""
-    monkeypatch.setattr(workers, "IMPORT_TIMEOUT", 1.0)
+    monkeypatch.setattr(jobs, "IMPORT_TIMEOUT", 1.0)
     package = tmp_path / "spinning_pkg_xyz"
     package.mkdir()
     (package / "__init__.py").write_text("")
