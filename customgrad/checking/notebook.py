@@ -3,7 +3,7 @@
 The heatmaps are drawn by the playground (Qt, offscreen), found by name at call time
 (:data:`RENDERER`): this package never imports Qt, and without it a report shows as text.
 Nothing here imports the report's module, not even for typing (the report imports this one
-when a notebook asks): what the display reads of a report is :class:`Shown`.
+when a notebook asks): what the display reads of a report is :class:`NotebookReport`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, Protocol
 #: where the heatmaps are drawn (imported by name when first needed: it needs Qt)
 RENDERER = "playground.render"
 
-__all__ = ["RENDERER", "Shown", "heatmaps_png", "renderer", "report_html", "report_png"]
+__all__ = ["RENDERER", "NotebookReport", "heatmaps_png", "renderer", "report_html", "report_png"]
 
 
-class Shown(Protocol):
+class NotebookReport(Protocol):
     """What the display reads of a :class:`customgrad.checking.jacobian.report.Report`."""
 
     @property
@@ -51,7 +51,7 @@ def renderer():
                 f"here ({type(exc).__name__}: {exc})")
 
 
-def heatmaps_png(report: Shown) -> tuple[bytes | None, str]:
+def heatmaps_png(report: NotebookReport) -> tuple[bytes | None, str]:
     """The three heatmaps as PNG bytes (drawn once per report, then cached), or None and
     why not."""
     cached = report._cache.get("png")
@@ -69,7 +69,7 @@ def heatmaps_png(report: Shown) -> tuple[bytes | None, str]:
     return result
 
 
-def report_png(report: Shown) -> bytes | None:
+def report_png(report: NotebookReport) -> bytes | None:
     """``Report._repr_png_``: the heatmaps, or None (the front end then shows the text)."""
     return heatmaps_png(report)[0]
 
@@ -77,7 +77,7 @@ def report_png(report: Shown) -> bytes | None:
 _PASS_COLOUR, _FAIL_COLOUR = "#1b7a36", "#c0261c"  # the app's banner colours
 
 
-def report_html(report: Shown) -> str:
+def report_html(report: NotebookReport) -> str:
     """``Report._repr_html_``: the verdict line, the block table, the worst entry,
     diagnoses and notes, and the three heatmaps as an inline PNG; without Qt, the CLI's
     text in a ``<pre>`` and the reason the heatmaps are missing."""

@@ -1,4 +1,4 @@
-"""Drawing the Jacobian pane's data (:class:`~.shown.Shown`) on its heatmaps: a running
+"""Drawing the Jacobian pane's data (:class:`~.contents.Shown`) on its heatmaps: a running
 comparison's progress as it arrives (:class:`LiveDrawing`), and a finished report
 (:class:`ReportDrawing`) with the part of it in view.
 

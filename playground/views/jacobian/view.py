@@ -1,6 +1,6 @@
 """The Jacobian pane: :class:`JacobianView` puts the verdict banner, the tolerance bar, the
 heatmaps and the hover line together, takes a comparison's progress and report into its data
-(:class:`~.shown.Shown`), and has them drawn (:mod:`.drawing`), pacing the worker
+(:class:`~.contents.Shown`), and has them drawn (:mod:`.drawing`), pacing the worker
 (:mod:`.paint`). Its widgets are its parts' (``view.banner.verdict_label``,
 ``view.heatmaps.graphics``, ``view.tolerance_row.eps_edit``): one name each."""
 
