@@ -217,7 +217,8 @@ def child_path() -> list[str]:
     """The folders a child imports from: this process's ``sys.path``, made absolute, without
     ``''`` and the current folder (the folder the app or CLI was started from: a ``random.py``
     or ``string.py`` there would shadow the standard library in every worker), unless a
-    package the fork server preloads comes from there (a checkout run from its root)."""
+    package the fork server preloads comes from there (a checkout run from its root, even
+    where only ``''`` names it, as ``python -c`` does)."""
     here = os.path.realpath(os.getcwd())
     homes = set()
     for name in {m.partition(".")[0] for m in PRELOAD}:
@@ -226,9 +227,7 @@ def child_path() -> list[str]:
             homes.add(os.path.dirname(os.path.dirname(os.path.realpath(file))))
     out: list[str] = []
     for entry in sys.path:
-        if not entry:
-            continue
-        path = os.path.realpath(entry)
+        path = os.path.realpath(entry) if entry else here
         if (path != here or path in homes) and path not in out:
             out.append(path)
     return out

@@ -64,6 +64,9 @@ def test_the_child_path_leaves_out_the_current_folder_but_keeps_the_checkout(tmp
     home = os.path.dirname(os.path.dirname(os.path.realpath(customgrad.__file__)))
     monkeypatch.chdir(home)  # a checkout run from its root: its packages stay importable
     assert home in processes.child_path()
+    # where only '' names it (python -c there), its children imported another copy installed
+    monkeypatch.setattr(sys, "path", ["", *(p for p in sys.path if os.path.realpath(p) != home)])
+    assert home in processes.child_path()
 
 
 
