@@ -25,7 +25,6 @@ from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
 from playground.workers.policy import DEFAULT, JobPolicy
-from playground.workers.warm_worker import WORKER
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
 
@@ -262,4 +261,4 @@ class Session(QObject):
         self.loop.stop(wait)
         if job is not None:
             job.finish(wait)
-        WORKER.end()  # the worker process kept for this Function's checks
+        self.policy.worker.end()  # the worker process kept for this Function's checks

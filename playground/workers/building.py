@@ -63,23 +63,22 @@ def _build(settings: Settings, target, stop: BuildStop | None = None,
             torch.optim.Adam([x], lr=0.1).step()
             _warmed_optim = True
     if jobs.isolated(target, target.function if target is not None else None, policy):
-        return _build_in_child(settings, target, stop or BuildStop())
+        return _build_in_child(settings, target, stop or BuildStop(), policy.worker)
     return build(settings, target)
 
 
-def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
-    """build() in a worker process (it calls the user's forward), the tensors shared back;
-    this process's own build where the child cannot load the Function. ``stop`` ends the
-    child (Cancel; a forward stuck inside C past the time limit)."""
+def _build_in_child(settings: Settings, target, stop: BuildStop, worker) -> Problem:
+    """build() in a worker process (``worker``'s, it calls the user's forward), the tensors
+    shared back; this process's own build where the child cannot load the Function. ``stop``
+    ends the child (Cancel; a forward stuck inside C past the time limit)."""
     from playground.workers import child_jobs, head_start
-    from playground.workers.warm_worker import WORKER
 
     head_start.wait_for(child_jobs.warm_key_for(target), stop)
     if stop.cancelled.is_set():  # cancelled while it waited (the window closing, say): no
         raise Cancelled("Preparing the inputs was cancelled.")  # child starts for it
     try:
         return jobs.in_child_or_here(
-            lambda: WORKER.call(child_jobs.build, target.spec, target.code, settings,
+            lambda: worker.call(child_jobs.build, target.spec, target.code, settings,
                                 name=f"build {target.spec}",
                                 warm_key=child_jobs.warm_key_for(target),
                                 should_stop=stop).problem(target),

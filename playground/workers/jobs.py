@@ -342,7 +342,7 @@ class JacobianJob:
                  on_report, on_error, policy: JobPolicy = DEFAULT,
                  pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
                  second: bool = False):  # the second order asked for: drawn however big
-        self.state = _JobState(ProgressBridge(), second, policy.hold_child)
+        self.state = _JobState(ProgressBridge(), second, policy)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         self.state.isolated = isolated(problem.target, problem.function, policy)
@@ -392,11 +392,13 @@ class JacobianJob:
 class _JobState:
     """What a Jacobian job's worker thread and the GUI thread share."""
 
-    def __init__(self, bridge: ProgressBridge, second: bool = False, hold_child: bool = True):
+    def __init__(self, bridge: ProgressBridge, second: bool = False,
+                 policy: JobPolicy = DEFAULT):
         self.bridge = bridge
         self.second = second  # the second order asked for: drawn however big
         #: a worker process's comparison waits while the view paints (:class:`JobPolicy`)
-        self.hold_child = hold_child
+        self.hold_child = policy.hold_child
+        self.worker = policy.worker  # the worker process kept warm for the Function's jobs
         self.cancelled = False
         self.done = False
         self.thread_id: int | None = None
@@ -455,8 +457,6 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     that, so it computes no further while the view paints, as :func:`_compare` waits
     (:class:`child_jobs._Answer`). It returns the child's report. A crash of the child raises
     :class:`customgrad.workers.isolation.ProcessCrashed`; the next check gets a fresh child."""
-    from playground.workers.warm_worker import WORKER
-
     state.thread_id = threading.get_ident()
     live: dict = {}
     prepare = ProgressPreparer(pixels)
@@ -492,10 +492,10 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 
     try:
         return in_child_or_here(
-            lambda: WORKER.call(child_jobs.compare, job, on_message=on_message,
-                                should_stop=lambda: state.cancelled, what=shapes,
-                                name=f"Jacobian check {problem.target.spec}",
-                                warm_key=child_jobs.warm_key_for(problem.target)),
+            lambda: state.worker.call(child_jobs.compare, job, on_message=on_message,
+                                      should_stop=lambda: state.cancelled, what=shapes,
+                                      name=f"Jacobian check {problem.target.spec}",
+                                      warm_key=child_jobs.warm_key_for(problem.target)),
             here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None

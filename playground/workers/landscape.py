@@ -17,7 +17,6 @@ from playground.support.contours import prepare
 from playground.workers import child_jobs
 from playground.workers.jobs import create_worker, in_child_or_here, isolated
 from playground.workers.policy import DEFAULT, JobPolicy
-from playground.workers.warm_worker import WORKER
 
 
 class LandscapeRunner(QObject):
@@ -104,9 +103,9 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay,
         # in the child kept for the Function's jobs where it is idle (no fork and no load of
         # the Function for each path update during Play), else in a fresh one
         return drawn(in_child_or_here(
-            lambda: WORKER.call(child_jobs.landscape, request, on_message=on_message,
-                                should_stop=stop, name="landscape",
-                                warm_key=child_jobs.warm_key_for(problem.target)),
+            lambda: policy.worker.call(child_jobs.landscape, request, on_message=on_message,
+                                       should_stop=stop, name="landscape",
+                                       warm_key=child_jobs.warm_key_for(problem.target)),
             here, problem.function))
     except Cancelled:
         raise Cancelled("the landscape was cancelled.") from None

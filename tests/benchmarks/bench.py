@@ -657,8 +657,8 @@ def bench_isolation(quick: bool) -> dict:
     process's fixed cost shows) and LinearFunction 32x21 -> 64 (2048 x 2080, dense). The
     ways take turns: the best time of each, the median of the freezes. A fourth way, "unheld",
     is the kept child not held while the window paints (as before 2026-11-25, night)."""
+    from customgrad.workers.warm import WarmWorker
     from playground.workers.policy import JobPolicy
-    from playground.workers.warm_worker import WORKER
 
     app, window = _window()
     session = window.session
@@ -667,11 +667,16 @@ def bench_isolation(quick: bool) -> dict:
     results = {}
     cases = {"killhead": ("killhead", {"input": "32x64"}),
              "dense": ("linear", {"input": "32x21", "weight": "64x21", "bias": "64"})}
-    saved, kept_seconds = session.policy, WORKER.keep_seconds or 300.0
-    # (in a process, kept for, held while the window paints); "unheld": the kept child not
-    # held (the session's JobPolicy.hold_child off, as before 2026-11-25): what holding it buys
-    ways = {"thread": (False, 0, True), "fresh": (True, 0, True),
-            "isolated": (True, kept_seconds, True), "unheld": (True, kept_seconds, False)}
+    saved = session.policy
+    # the app's warm worker (kept for 300 s where the environment keeps none), and one that
+    # starts a fresh child for every job
+    kept = saved.worker if saved.worker.keep_seconds > 0 else WarmWorker(keep_seconds=300.0)
+    fresh = WarmWorker(keep_seconds=0)
+    # each way is the session's policy; "unheld": the kept child not held while the window
+    # paints (JobPolicy.hold_child off, as before 2026-11-25): what holding it buys
+    ways = {"thread": JobPolicy(isolate=False), "fresh": JobPolicy(worker=fresh),
+            "isolated": JobPolicy(worker=kept),
+            "unheld": JobPolicy(hold_child=False, worker=kept)}
     try:
         for label, (target, shapes) in cases.items():
             reports.clear()
@@ -687,9 +692,8 @@ def bench_isolation(quick: bool) -> dict:
             queued: dict[str, list[float]] = {way: [] for way in ways}  # of the longest
             late: dict[str, int] = dict.fromkeys(ways, 0)
             for _ in range(TURNS or (2 if quick else 4)):
-                for way, (isolate, keep, held) in ways.items():
-                    session.policy = JobPolicy(isolate=isolate, hold_child=held)
-                    WORKER.keep_seconds = keep
+                for way, policy in ways.items():
+                    session.policy = policy
                     reports.clear()
                     _run_for(0.3)  # the last report's previews are painted
                     with _StallMeter() as meter:
@@ -730,7 +734,10 @@ def bench_isolation(quick: bool) -> dict:
                 f"ui_stall_queued_ms_thread_{label}": statistics.median(queued["thread"]) * 1000,
             })
     finally:
-        session.policy, WORKER.keep_seconds = saved, kept_seconds
+        session.policy = saved
+        fresh.end()
+        if kept is not saved.worker:
+            kept.end()
     session.shutdown(wait=1.0)
     window.close()
     return results

@@ -121,10 +121,10 @@ def test_the_applications_end_stops_the_landscape_and_leaves_the_wait_to_the_poo
     assert ended.is_set()
 
 
-def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch):
-    from playground.workers.warm_worker import WORKER
+def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path):
+    from customgrad.workers.warm import WarmWorker
 
-    monkeypatch.setattr(WORKER, "keep_seconds", 60.0)
+    worker = WarmWorker(keep_seconds=60.0)  # (the test's own: the policy hands it to the job)
     problem, log = logged(tmp_path)
     old = os.path.getmtime(tmp_path / "logged.py") - 3600  # (a file written as a job starts
     os.utime(tmp_path / "logged.py", (old, old))  # may not be what ran: no child is kept)
@@ -133,11 +133,12 @@ def test_path_updates_reuse_the_kept_worker_process(qtbot, tmp_path, monkeypatch
     try:
         for steps in (1, 2):  # a path update after another: no new process start for each
             with qtbot.waitSignal(runner.finished, timeout=TIMEOUT):
-                runner.run(problem, steps, [1.0] * steps, {"size": 0})
+                runner.run(problem, steps, [1.0] * steps, {"size": 0},
+                           policy=JobPolicy(worker=worker))
             pids.append(set(log.read_text().split()))
             log.write_text("")
     finally:
-        WORKER.end()
+        worker.end()
     assert len(pids[0]) == 1 and pids[0] == pids[1]  # (a fresh child each: two pids)
     assert str(os.getpid()) not in pids[0]
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
+import time
 
 import pytest
 
@@ -117,3 +119,39 @@ def test_every_job_the_session_starts_follows_the_sessions_policy(qtbot, window,
         model.set_active(True)
     assert set(seen) == {"import", "build or check", "inspector", "landscape"}
     assert all(p is policy for got in seen.values() for p in got), seen
+
+
+def test_the_session_s_jobs_use_the_warm_worker_its_policy_names(qtbot, window, tmp_path):
+    """The worker process kept warm between a Function's jobs was the app's module global
+    (warm_worker.WORKER), reached by each job itself: a test or the bench that wanted
+    another changed that one for the whole process. The policy names it: the build, the
+    check and the landscape all go to the session's, and closing the session ends it."""
+    from customgrad.workers.warm import WarmWorker
+    from playground.workers.policy import JobPolicy
+
+    class Recording(WarmWorker):
+        def call(self, job, *args, **kwargs):
+            asked.append(kwargs["name"].split()[0])
+            return super().call(job, *args, **kwargs)
+
+    asked: list[str] = []
+    own = Recording(keep_seconds=60.0)
+    path = tmp_path / "tripled.py"
+    path.write_text(TRIPLED)
+    then = time.time() - 60  # written well before it is loaded (a fresh file is not kept)
+    os.utime(path, (then, then))
+    session = window.session
+    session.policy = JobPolicy(worker=own)
+    try:
+        with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
+            session.set_target(f"{path}:Tripled")  # built, then checked, in one kept child
+        assert session.job is not None and session.job.isolated
+        pid = own.process.pid
+        model = window.landscape.model
+        with qtbot.waitSignal(model.ready, timeout=TIMEOUT):
+            model.set_active(True)
+        assert own.process.pid == pid  # one child, kept between them
+        assert asked == ["build", "Jacobian", "landscape"]
+    finally:
+        session.shutdown(wait=0.5)
+    assert own.process is None  # the session ended its worker's child
