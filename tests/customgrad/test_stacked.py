@@ -1,0 +1,156 @@
+"""Finite differences of a forward that autograd cannot trace (numpy inside), on stacks of
+points where one probe shows forward maps a stack to the stack of its results
+(customgrad.checking.jacobian.numerical, customgrad.function.batching); elsewhere one point a
+call, as before. Either way the numerical Jacobian, the verdict and the mismatch mask are the
+loop's, and the verdict is gradcheck's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.autograd import Function
+
+from customgrad.checking.jacobian import compare, numerical
+from customgrad.checking.jacobian.report import FINITE_DIFFERENCES
+from customgrad.function import batching
+from tests.customgrad.test_exact import _gradcheck, _x
+
+
+class Counted(Function):
+    """Counts its forward's calls, and the stacks among them (ndim above 2)."""
+
+    calls = 0
+    stacks = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.calls = cls.stacks = 0
+
+
+def _numpy_function(name: str, body, backward):
+    """A Function whose forward is ``body`` on the numpy array of its input, and whose
+    backward is ``backward(x, g)``."""
+
+    def forward(ctx, x):
+        owner.calls += 1
+        owner.stacks += x.dim() > 2
+        ctx.save_for_backward(x)
+        return torch.from_numpy(np.ascontiguousarray(body(x.detach().numpy()))).to(x)
+
+    def backward_(ctx, g):
+        (x,) = ctx.saved_tensors
+        return backward(x, g)
+
+    owner = type(name, (Counted,), {"forward": staticmethod(forward),
+                                    "backward": staticmethod(backward_)})
+    return owner
+
+
+def _tanh_backward(x, g):
+    return g * (1 - torch.tanh(x) ** 2)
+
+
+def _wrong_at_one(x, g):
+    d = 1 - torch.tanh(x) ** 2
+    d[1, 3] += 0.5
+    return g * d
+
+
+def _sum_backward(x, g):
+    return g * x.sum() + (g * x).sum()
+
+
+def _first_row_backward(x, g):
+    out = g * (1 - torch.tanh(x) ** 2)
+    out[0] += g.sum(0)
+    return out
+
+
+Tanh = _numpy_function("Tanh", np.tanh, _tanh_backward)
+TanhWrongAtOne = _numpy_function("TanhWrongAtOne", np.tanh, _wrong_at_one)
+#: flattens its input: a stack gives one long vector, not a stack
+Flat = _numpy_function("Flat", lambda a: np.tanh(a.reshape(-1)).reshape(4, 8), _tanh_backward)
+#: scales by the sum over all dimensions: a stack's sum is another number
+ScaledBySum = _numpy_function("ScaledBySum", lambda a: a * a.sum(), _sum_backward)
+#: adds its first row to every row: a stack's first "row" is its whole first point
+PlusFirstRow = _numpy_function("PlusFirstRow", lambda a: np.tanh(a) + a[0:1],
+                               _first_row_backward)
+
+
+def _compare_both(function, x):
+    """compare() as it is, then with the stacking probe refused (the loop, as before)."""
+    function.reset()
+    stacked = compare(function, [x])
+    stacked_calls, stacks = function.calls, function.stacks
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(numerical.FiniteDifferences, "_stack_probe", lambda *args: False)
+        function.reset()
+        looped = compare(function, [x])
+    return stacked, looped, stacked_calls, stacks, function.calls
+
+
+def _same(stacked, looped):
+    """The same numerical Jacobian (numpy's elementwise results do not depend on the stack:
+    equal to a few roundings of the differences), verdict, mask and worst entry."""
+    assert stacked.method.name == looped.method.name == FINITE_DIFFERENCES
+    torch.testing.assert_close(stacked.numerical, looped.numerical, rtol=0, atol=1e-12)
+    assert stacked.passed == looped.passed
+    assert stacked.mismatches == looped.mismatches
+    assert torch.equal(stacked.mismatch_mask(), looped.mismatch_mask())
+    assert (stacked.worst.row, stacked.worst.col) == (looped.worst.row, looped.worst.col)
+
+
+def test_a_batchable_numpy_forward_is_differenced_on_stacks():
+    x = _x(4, 8)
+    stacked, looped, calls, stacks, loop_calls = _compare_both(Tanh, x)
+    _same(stacked, looped)
+    assert stacked.passed and _gradcheck(Tanh, [x])
+    n = x.numel()
+    # the loop: two calls a column; stacks: the probe's singles, a few stacked calls
+    assert loop_calls >= 2 * n
+    assert stacks >= 2 and calls < loop_calls - n
+
+
+def test_a_wrong_entry_is_found_at_the_same_place_on_stacks():
+    x = _x(4, 8)
+    stacked, looped, _calls, stacks, _ = _compare_both(TanhWrongAtOne, x)
+    assert stacks >= 2
+    _same(stacked, looped)
+    assert not stacked.passed and not _gradcheck(TanhWrongAtOne, [x])
+    assert stacked.mismatches == 1 and (stacked.worst.row, stacked.worst.col) == (11, 11)
+
+
+@pytest.mark.parametrize("function", [Flat, ScaledBySum, PlusFirstRow],
+                         ids=["flattens", "sums-all", "first-row"])
+def test_a_forward_that_does_not_map_stacks_falls_back_after_one_stacked_call(function):
+    x = _x(4, 8)
+    stacked, looped, calls, stacks, _ = _compare_both(function, x)
+    _same(stacked, looped)
+    assert stacked.passed == _gradcheck(function, [x]) is True
+    assert stacks == 1  # the probe's call, then one point a call
+    assert calls > 2 * x.numel()
+
+
+def test_a_stack_that_raises_later_goes_on_one_point_a_call(monkeypatch):
+    """The probe's stack passes; a longer one raises: the rest of the tile by the loop."""
+
+    def short(a):
+        if a.ndim > 2 and len(a) > 2 * numerical.STACK_PROBE_COLUMNS:
+            raise ValueError("too many points")
+        return np.tanh(a)
+
+    Short = _numpy_function("Short", short, _tanh_backward)
+    monkeypatch.setattr(numerical, "STACK_ENTRIES", 32 * 16)  # 16 points a call
+    x = _x(4, 8)
+    stacked, looped, _calls, stacks, _ = _compare_both(Short, x)
+    assert stacks == 1 + 1  # the probe's, and the one that raised
+    _same(stacked, looped)
+
+
+def test_a_warning_on_the_stack_refuses_it_and_stays_unseen(recwarn):
+    many = lambda xs: (__import__("warnings").warn("ndim 3", UserWarning), xs)[1]  # noqa: E731
+    singles = [torch.zeros(1), torch.zeros(1)]
+    assert not batching.probe(many, torch.zeros(2, 1), singles, 1e-12)
+    assert batching.probe(lambda xs: xs, torch.zeros(2, 1), singles, 1e-12)
+    assert not recwarn.list
