@@ -131,11 +131,12 @@ class Method:
     def line(self) -> str:
         """One line for the text report."""
         if self.name == REFERENCE:
+            directions = "direction" if self.colours == 1 else "directions"
             return (f"numerical Jacobian by autograd through forward, verified by finite "
-                    f"differences in {self.colours:,} compressed directions "
+                    f"differences in {self.colours:,} compressed {directions} "
                     f"({self.forwards:,} forward calls)")
-        return f"numerical Jacobian by finite differences, two forward calls per column " \
-               f"({self.reason})"
+        why = f" ({self.reason})" if self.reason else ""
+        return f"numerical Jacobian by finite differences, two forward calls per column{why}"
 
 
 @dataclass
