@@ -106,8 +106,8 @@ class FiniteDifferences:
     """Fills the numerical matrix column tile by column tile around ``base``.
 
     ``vmap`` is True until the first batched tile is checked ("verified" after), False once
-    vmap failed or disagreed. Then ``stack`` (True: may be probed) is settled by one probe: a
-    stack of points in one call where it holds, else every later tile takes the loop.
+    vmap failed or disagreed. Then, where ``stack`` allows it, one probe per input settles
+    whether its columns take stacks of points (:attr:`stacks`), else the loop.
     """
 
     def __init__(self, probe: Probe, space: Workspace, pacer: Pacer, eps: float, base: list,
@@ -115,7 +115,9 @@ class FiniteDifferences:
         self.probe, self.space, self.pacer = probe, space, pacer
         self.eps, self.base, self.forward, self.clone_each = eps, base, forward, clone_each
         self.vmap: bool | str = vmap
-        self.stack: bool | str = stack  # "verified" once the probe agreed
+        self.stack = stack
+        #: by input position: whether its stacks give the stack of results (one probe each)
+        self.stacks: dict[int, bool] = {}
         self._grid: torch.Tensor | None = None  # a batch of points, one per row
         self._grid_for: tuple[int, int] | None = None  # (input position, batch size)
 
@@ -194,14 +196,14 @@ class FiniteDifferences:
 
     def stacked(self, axis: Axis, k0: int, k1: int, rows: torch.Tensor) -> bool:
         """Columns k0:k1 by calls of ``forward`` on stacks of their points (a few points a
-        call, one call per sign); False where the probe (on the first tile asked) found that
-        forward does not map a stack to the stack of its results. A later stack that raises
-        leaves the rest to the loop."""
-        if self.stack is True:
-            self.stack = "verified" if self._stack_probe(axis, k0, k1) else False
-        if not self.stack:
-            return False
+        call, one call per sign); False where the probe (on this input's first tile) found
+        that forward does not map a stack of it to the stack of its results. A later stack
+        that raises leaves the rest to the loop."""
         pos = axis.position
+        if self.stack and pos not in self.stacks:
+            self.stacks[pos] = self._stack_probe(axis, k0, k1)
+        if not self.stack or not self.stacks[pos]:
+            return False
         # a few points a call, not the whole tile: a stack that stays in the cache is
         # faster a point than a long one (docs/engine.md)
         step = max(2, STACK_ENTRIES // max(1, axis.size))
@@ -219,7 +221,7 @@ class FiniteDifferences:
             except Cancelled:
                 raise
             except Exception:  # a later stack that raises: the loop from here on
-                self.stack = False
+                self.stacks[pos] = False
                 self.loop(axis, c0, k1, rows[c0 - k0:], self.forward)
                 return True
             finally:
