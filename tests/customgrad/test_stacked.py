@@ -192,3 +192,30 @@ def test_each_input_is_probed_for_its_own_stacks():
     assert stacked.passed and _gradcheck(StackedOnlyAlongX, [x, w])
     torch.testing.assert_close(stacked.numerical, looped.numerical, rtol=0, atol=1e-9)
     assert torch.equal(stacked.mismatch_mask(), looped.mismatch_mask())
+
+
+class TanhInPlace(Counted):
+    """tanh written into its input through numpy (mark_dirty): every call takes copies, the
+    stacks too, so the points around the base stay as they were."""
+
+    @staticmethod
+    def forward(ctx, x):
+        TanhInPlace.calls += 1
+        TanhInPlace.stacks += x.dim() > 2
+        np.tanh(x.detach().numpy(), out=x.detach().numpy())
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y ** 2)
+
+
+def test_an_in_place_forward_gets_copies_of_its_stacks():
+    x = _x(4, 8)
+    stacked, looped, _calls, stacks, _ = _compare_both(TanhInPlace, x)
+    assert stacks >= 2
+    _same(stacked, looped)
+    assert stacked.passed
