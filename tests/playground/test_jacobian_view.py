@@ -1222,27 +1222,26 @@ def test_second_order_titles_give_way_to_the_panels_names_where_they_do_not_fit(
 
 def test_the_middle_title_says_which_method_made_the_matrix(view, qtbot):
     """The verified reference (autograd of forward) where it held, finite differences where
-    forward hides from autograd (numpy); the second order's title by its own method; the
-    details say how, and why not the reference."""
+    forward hides from autograd (numpy), the notes saying why; the second order's title by its
+    own method."""
     def middle():
         return view.heatmaps.panels[1].plot.titleLabel.text
 
     _shown(view, qtbot, "numpy_tanh", width=1600)
     assert middle() == "Numerical (finite diff.)"
-    details = view.banner.details_label.text()
-    assert "numerical Jacobian by finite differences, two forward calls per column " \
-           "(autograd cannot see" in details
+    assert "   numerical " in view.hover_text(0, 0)
+    assert "• numerical Jacobian by finite differences, two forward calls per column " \
+           "(autograd cannot see" in view.banner.notes_label.text()
     view.show_report(with_second_order("killhead"))
     qtbot.waitUntil(lambda: middle() == "Reference (autograd of forward, verified)",
                     timeout=2000)
-    assert ("numerical Jacobian by autograd through forward, verified by finite "
-            "differences in 1 compressed direction (4 forward calls)"
-            in view.banner.details_label.text())
+    assert "numerical Jacobian by" not in view.banner.notes_label.text()  # the title says it
+    assert "   reference " in view.hover_text(0, 0)  # what the middle matrix is called
     view.set_order(2)  # the double backward's reference: autograd through backward
     assert middle() == "Reference (autograd of backward, verified)"
-    assert "autograd through backward" in view.banner.details_label.text()
     view.show_report(with_second_order("sigmoid_bug"))  # its second order: differences
     assert middle() == "Numerical (finite diff. of backward)"
+    assert "two backward calls per column" in view.banner.notes_label.text()
     view.start()  # while a check runs: the last report's titles (nothing moves)
     assert middle() == "Numerical (finite diff. of backward)"
     view.set_order(1)

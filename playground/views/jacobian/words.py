@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from customgrad.checking.diagnosis import PHRASES
 from customgrad.checking.jacobian import Axis, Report
+from customgrad.checking.jacobian.report import REFERENCE
 from playground.views.jacobian.geometry import block_ticks
 
 __all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "method_line",
@@ -146,7 +147,7 @@ def verdict(report: Report, order: int = 1) -> Verdict:
                f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
                f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
                f"{str(report.numerical_dtype).replace('torch.', '')}"
-               f"   ·   {report.seconds:.2f} s\n{method_line(report, order)}")
+               f"   ·   {report.seconds:.2f} s")
     lines = _worst_lines(report)
     if len(report.checks) > 1:  # the checklist: each sub-check with its verdict
         marks = {"passed": "✔", "failed": "✘", "skipped": "–"}
@@ -164,9 +165,11 @@ def verdict(report: Report, order: int = 1) -> Verdict:
                 f"{PHRASES[report.diagnoses[0].kind]}?")
         # the most useful line: the first thing Details shows
         details = "\n".join([*(f"diagnosis: {d}" for d in report.diagnoses), details])
-    notes = "\n".join(f"• {note}" for note in report.notes)
+    notes = [f"• {note}" for note in report.notes]
+    if report.method.name != REFERENCE:  # the title says "Numerical": here is why
+        notes.append(f"• {method_line(report, order)}")
     return Verdict("passed" if report.passed else "failed", head, details, "\n".join(lines),
-                   notes)
+                   "\n".join(notes))
 
 
 def method_line(report: Report, order: int = 1) -> str:
