@@ -37,6 +37,8 @@ class NotebookReport(Protocol):
     def checks(self) -> Mapping[str, Any]: ...
     @property
     def notes(self) -> Sequence[str]: ...
+    @property
+    def method(self) -> Any: ...  # its line() says how the numerical Jacobian was made
     def text(self) -> str: ...
     def worst_line(self) -> str | None: ...
 
@@ -79,8 +81,9 @@ _PASS_COLOUR, _FAIL_COLOUR = "#1b7a36", "#c0261c"  # the app's banner colours
 
 def report_html(report: NotebookReport) -> str:
     """``Report._repr_html_``: the verdict line, the block table, the worst entry,
-    diagnoses and notes, and the three heatmaps as an inline PNG; without Qt, the CLI's
-    text in a ``<pre>`` and the reason the heatmaps are missing."""
+    diagnoses, notes and the method (how the numerical Jacobian was made), and the three
+    heatmaps as an inline PNG; without Qt, the CLI's text in a ``<pre>`` and the reason the
+    heatmaps are missing."""
     png, why = heatmaps_png(report)
     if png is None:
         return (f"<div class='customgrad-report'><pre>{html.escape(report.text())}</pre>"
@@ -105,6 +108,7 @@ def report_html(report: NotebookReport) -> str:
     lines += [f"check {c.name}: {c.status}: {c.detail}" for c in report.checks.values()
               if c.name != "jacobian"]
     lines += [f"note: {n}" for n in report.notes]
+    lines.append(f"method: {report.method.line()}")
     if lines:
         parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>")
     data = base64.b64encode(png).decode("ascii")

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from customgrad.errors import Cancelled
+from customgrad.function import batching
 from customgrad.function.dtypes import differentiable, real_view
-from customgrad.landscape import batching
 from customgrad.training.descent import Descent
 
 #: at most this many iterates of the path are kept (evenly spaced, the last always)
@@ -67,7 +67,7 @@ class LossSurface:
     def values(self, points: torch.Tensor) -> list[float]:
         """The loss at each row of ``points``: one call of forward per point, or per batch
         of points where a probe on the first of them found forward batchable
-        (:mod:`customgrad.landscape.batching`; a probe that fails costs one call)."""
+        (:mod:`customgrad.function.batching`; a probe that fails costs one call)."""
         known: dict[int, float] = {}
         if self.batched is None and len(points) >= 2:
             picks = batching.spread(len(points), PROBE_POINTS)

@@ -330,3 +330,26 @@ def test_the_json_marks_complex_axes_and_keeps_the_old_keys(capsys):
     assert {"output_shape", "input_shape", "passed"} <= set(blocks[0])
     _code, out, _ = run_cli(capsys, "check", "killhead", "--json")
     assert not any(b["input_complex"] or b["output_complex"] for b in json.loads(out)["blocks"])
+
+
+# ---- which method made the numerical Jacobian ---------------------------------------------------
+def test_check_says_which_method_ran_in_text_and_json(capsys):
+    """The verified reference with its colours and forward calls; finite differences with
+    the reason (numpy in forward)."""
+    code, out, _ = run_cli(capsys, "check", "killhead")
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "method: numerical Jacobian by autograd through forward, verified by finite "
+        "differences in 1 compressed direction (4 forward calls)")
+    code, out, _ = run_cli(capsys, "check", "killhead", "--json")
+    method = json.loads(out)["method"]
+    assert method["name"] == "reference+compressed"
+    assert (method["colours"], method["forwards"]) == (1, 4) and "reason" not in method
+    code, out, _ = run_cli(capsys, "check", "numpy_tanh")
+    assert code == 0 and out.splitlines()[-1].startswith(
+        "method: numerical Jacobian by finite differences, two forward calls per column "
+        "(autograd cannot see how output depends on the inputs (numpy")
+    code, out, _ = run_cli(capsys, "check", "numpy_tanh", "--json")
+    method = json.loads(out)["method"]
+    assert method["name"] == "finite-differences" and "numpy" in method["reason"]
+    assert "colours" not in method

@@ -1,5 +1,5 @@
 """The landscape's grid in batches where forward takes a stack of points (the probe of
-:mod:`customgrad.landscape.batching`), and one point at a time, exactly as before, where it does
+:mod:`customgrad.function.batching`), and one point at a time, exactly as before, where it does
 not."""
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from customgrad.landscape import batching
+from customgrad.function import batching
 from customgrad.landscape.plane import random_plane
 from customgrad.landscape.surface import LossSurface, axes, grid
 from customgrad.problems.problem import build

@@ -49,9 +49,19 @@ def test_html_and_png_with_qt(qapp):
     assert "|a - n| &lt;= 1e-05" in page  # escaped
     assert page.count("<tr>") == 1 + len(report.blocks) and "MISMATCH" in page
     assert "<img src='data:image/png;base64," in page
+    assert f"<li>method: {report.method.line()}</li>" in page
+    assert "by autograd through forward, verified by finite differences" in page
     png = report._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert report._repr_png_() is png  # drawn once per report
+
+
+def test_html_says_when_finite_differences_made_the_matrix(qapp):
+    p = _problem("numpy_tanh")
+    page = customgrad.check(p.function, *p.args)._repr_html_()
+    assert "<img src='data:image/png;base64," in page
+    assert ("<li>method: numerical Jacobian by finite differences, two forward calls per "
+            "column (autograd cannot see how output depends on the inputs (numpy") in page
 
 
 def test_big_matrices_are_pooled_to_the_picture(qapp):

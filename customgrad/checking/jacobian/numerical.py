@@ -2,9 +2,12 @@
 
 Column ``k`` is ``(f(x + eps e_k) - f(x - eps e_k)) / (2 eps)``. A column tile at a time is
 filled with one vmapped ``forward`` per sign when vmap can batch the Function (checked against
-the element-by-element loop on its first batch), else by the loop; only the tiles that hold a
-non-zero entry are written into the (lazily mapped) matrix. A float32 point is promoted to
-float64 when the Function accepts it (torch's gradcheck rule), else the tolerances are floored.
+the element-by-element loop on its first batch); else, where ``forward`` called on a stack of
+points (a new leading dimension) gives the stack of its results (numpy inside, ``.detach()``:
+one probe, :mod:`customgrad.function.batching`), with one such call per sign; else by the loop.
+Only the tiles that hold a non-zero entry are written into the (lazily mapped) matrix. A
+float32 point is promoted to float64 when the Function accepts it (torch's gradcheck rule),
+else the tolerances are floored.
 """
 
 from __future__ import annotations
@@ -20,10 +23,21 @@ from customgrad.checking.jacobian.probe import Probe, chooses_direct, mutates, s
 from customgrad.checking.jacobian.report import REFERENCE, Axis, Method
 from customgrad.checking.jacobian.tiles import TileScan, axis_at, runs
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
-from customgrad.errors import FunctionError
+from customgrad.errors import Cancelled, FunctionError
+from customgrad.function import batching
 from customgrad.function.contract import FakeCtx
 from customgrad.function.dtypes import DOUBLE, flat_real
 from customgrad.function.inputs import format_shape
+
+#: perturbed points the stacking probe compares with single calls (either sign of a few
+#: columns of the first tile: its first, its last and random ones between)
+STACK_PROBE_COLUMNS = 4
+#: a stacked result may differ from the single one by this many roundings of the point's
+#: dtype (relative to the result's largest entry): a few, so that the columns it gives
+#: differ from the loop's by far less than any tolerance (numpy's elementwise calls: none)
+STACK_ROUNDINGS = 4
+#: a stacked call takes about this many input entries (a stack that stays in the cache)
+STACK_ENTRIES = 1 << 17
 
 
 def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances,
@@ -45,7 +59,7 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     # vmap batches real tensors only: a complex axis goes element by element
     complex_axes = any(a.parts == 2 for a in (*space.inputs, *space.outputs))
     FiniteDifferences(probe, space, pacer, tol.eps, base, forward, clone_each,
-                      vmap=direct and not complex_axes).run()
+                      vmap=direct and not complex_axes, stack=not complex_axes).run()
     if kept is not None and not all(same_values(base[i], k) for i, k in zip(tensors, kept)):
         # forward wrote into an input at some points only: every call again, on copies
         for i, k in zip(tensors, kept):
@@ -55,7 +69,8 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
                 space.num_t[c0:c1, r0:r1].zero_()
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
-        FiniteDifferences(probe, space, pacer, tol.eps, base, forward, True, vmap=False).run()
+        FiniteDifferences(probe, space, pacer, tol.eps, base, forward, True, vmap=False,
+                          stack=False).run()
     return dtype, tol, method
 
 
@@ -91,14 +106,18 @@ class FiniteDifferences:
     """Fills the numerical matrix column tile by column tile around ``base``.
 
     ``vmap`` is True until the first batched tile is checked ("verified" after), False once
-    vmap failed or disagreed: every later tile then takes the loop.
+    vmap failed or disagreed. Then, where ``stack`` allows it, one probe per input settles
+    whether its columns take stacks of points (:attr:`stacks`), else the loop.
     """
 
     def __init__(self, probe: Probe, space: Workspace, pacer: Pacer, eps: float, base: list,
-                 forward: Callable, clone_each: bool, vmap: bool):
+                 forward: Callable, clone_each: bool, vmap: bool, stack: bool = False):
         self.probe, self.space, self.pacer = probe, space, pacer
         self.eps, self.base, self.forward, self.clone_each = eps, base, forward, clone_each
         self.vmap: bool | str = vmap
+        self.stack = stack
+        #: by input position: whether its stacks give the stack of results (one probe each)
+        self.stacks: dict[int, bool] = {}
         self._grid: torch.Tensor | None = None  # a batch of points, one per row
         self._grid_for: tuple[int, int] | None = None  # (input position, batch size)
 
@@ -111,7 +130,7 @@ class FiniteDifferences:
             axis = axis_at(space.inputs, c0)
             k0, k1 = c0 - axis.offset, c1 - axis.offset
             rows = diffs[:c1 - c0]  # f(x + eps) - f(x - eps), one row per input element
-            if not self.batched(axis, k0, k1, rows):
+            if not self.batched(axis, k0, k1, rows) and not self.stacked(axis, k0, k1, rows):
                 self.loop(axis, k0, k1, rows, self.forward)
             nonzero = scan(rows)
             pacer.note_peak(rows, scale)
@@ -174,6 +193,96 @@ class FiniteDifferences:
                 self.vmap = False
                 return False
         return True
+
+    def stacked(self, axis: Axis, k0: int, k1: int, rows: torch.Tensor) -> bool:
+        """Columns k0:k1 by calls of ``forward`` on stacks of their points (a few points a
+        call, one call per sign); False where the probe (on this input's first tile) found
+        that forward does not map a stack of it to the stack of its results. A later stack
+        that raises leaves the rest to the loop."""
+        pos = axis.position
+        if self.stack and pos not in self.stacks:
+            self.stacks[pos] = self._stack_probe(axis, k0, k1)
+        if not self.stack or not self.stacks[pos]:
+            return False
+        # a few points a call, not the whole tile: a stack that stays in the cache is
+        # faster a point than a long one (docs/engine.md)
+        step = max(2, STACK_ENTRIES // max(1, axis.size))
+        grid = self._batch_grid(pos, min(step, k1 - k0))
+        many = self._stacked_forward(pos)
+        for c0 in range(k0, k1, step):
+            c1 = min(k1, c0 + step)
+            points = grid[:c1 - c0]
+            ar = torch.arange(c1 - c0, device=grid.device)
+            vals = self.base[pos].reshape(-1)[c0:c1]
+            try:
+                sides = []
+                for value in (vals + self.eps, vals - self.eps):
+                    points[ar, ar + c0] = value
+                    call = list(self.base)
+                    # forward may write into its input: then each call takes a copy
+                    stack = points.clone() if self.clone_each else points
+                    call[pos] = stack.view(c1 - c0, *axis.shape)
+                    sides.append(many(*call))
+                dest = rows[c0 - k0:c1 - k0]
+                for o in self.space.outputs:  # f(x + eps) - f(x - eps), in one pass
+                    plus, minus = (side[o.position].reshape(c1 - c0, -1) for side in sides)
+                    torch.sub(plus.to("cpu", torch.float64), minus.to("cpu", torch.float64),
+                              out=dest[:, o.offset:o.offset + o.size])
+            except Cancelled:
+                raise
+            except Exception:  # a later stack that raises: the loop from here on
+                self.stacks[pos] = False
+                self.loop(axis, c0, k1, rows[c0 - k0:], self.forward)
+                return True
+            finally:
+                points[ar, ar + c0] = vals
+        return True
+
+    def _stack_probe(self, axis: Axis, k0: int, k1: int) -> bool:
+        """Whether ``forward`` on a stack of perturbed points of this tile gives the stack of
+        their single results, to :data:`STACK_ROUNDINGS` roundings: one stacked call, and a
+        single call per point (:func:`customgrad.function.batching.probe`)."""
+        if k1 - k0 < 2 * STACK_PROBE_COLUMNS:  # too few columns to gain from it
+            return False
+        point = self.base[axis.position]
+        inner = torch.randperm(k1 - k0 - 2, generator=torch.Generator().manual_seed(0))
+        picks = [k0, k1 - 1, *(k0 + 1 + int(k) for k in inner[:STACK_PROBE_COLUMNS - 2])]
+        points = point.reshape(-1).unsqueeze(0).repeat(2 * len(picks), 1)
+        for j, k in enumerate(picks):
+            points[2 * j, k] += self.eps
+            points[2 * j + 1, k] -= self.eps
+        singles = []
+        for row in points:
+            call = self.probe.copies(self.base)
+            call[axis.position] = row.view(axis.shape).clone()
+            singles.append(torch.cat([out.reshape(-1) for out in
+                                      self.check_outputs(self.forward(call))]))
+
+        def many(stack: torch.Tensor) -> torch.Tensor:
+            call = list(self.base)
+            call[axis.position] = stack.view(len(stack), *axis.shape)
+            outs = self._stacked_forward(axis.position)(*call)
+            return torch.cat([outs[o.position].reshape(len(stack), -1)
+                              for o in self.space.outputs], dim=1)
+        rtol = STACK_ROUNDINGS * torch.finfo(point.dtype).eps
+        return batching.probe(many, points, singles, rtol)
+
+    def _stacked_forward(self, pos: int) -> Callable:
+        """``forward`` on arguments whose argument ``pos`` is a stack of points (outputs as a
+        tuple); it raises unless each output is a stack of outputs shaped as at the base
+        point."""
+        def forward(*call):
+            size = len(call[pos])
+            if self.clone_each:  # the stack is a fresh copy already
+                call = (*self.probe.copies(list(call[:pos])), call[pos],
+                        *self.probe.copies(list(call[pos + 1:])))
+            outs = self.forward(list(call))
+            for o in self.space.outputs:
+                out = outs[o.position] if o.position < len(outs) else None
+                if not isinstance(out, torch.Tensor) or out.shape != (size, *o.shape):
+                    raise ValueError("a stack of points does not give a stack of outputs")
+            return tuple(outs)
+        return forward
 
     def _batch_grid(self, pos: int, size: int) -> torch.Tensor:
         """``size`` copies of input ``pos`` (flat), kept between batches of that size."""

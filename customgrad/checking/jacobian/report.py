@@ -128,14 +128,16 @@ class Method:
                     "products": self.products}
         return {"name": self.name, "reason": self.reason}
 
-    def line(self) -> str:
-        """One line for the text report."""
+    def line(self, of: str = "forward") -> str:
+        """One line for the text report; ``of`` names the function differenced ("backward"
+        for the second order's report, whose forward is the user's backward)."""
         if self.name == REFERENCE:
-            return (f"numerical Jacobian by autograd through forward, verified by finite "
-                    f"differences in {self.colours:,} compressed directions "
-                    f"({self.forwards:,} forward calls)")
-        return f"numerical Jacobian by finite differences, two forward calls per column " \
-               f"({self.reason})"
+            directions = "direction" if self.colours == 1 else "directions"
+            return (f"numerical Jacobian by autograd through {of}, verified by finite "
+                    f"differences in {self.colours:,} compressed {directions} "
+                    f"({self.forwards:,} {of} calls)")
+        why = f" ({self.reason})" if self.reason else ""
+        return f"numerical Jacobian by finite differences, two {of} calls per column{why}"
 
 
 @dataclass

@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
 from customgrad.checking.jacobian import Axis, Report
+from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
 from playground.support import preview
 from playground.views.fitting import FittedTickSpacing
 from playground.views.fonts import point_size, scaled
@@ -39,6 +40,15 @@ _TITLES = (("analytic", "Analytic (backward)"),
 _SECOND_TITLES = (("analytic", "Double backward (analytic)"),
                   ("numerical", "Numerical (finite diff. of backward)"),
                   ("difference", "Difference (a − n)"))
+#: the middle panel's title by the order and how its matrix was made (Report.method.name):
+#: the verified reference (autograd through forward, or through backward for the second
+#: order), or finite differences
+_NUMERICAL_TITLES = {
+    (1, REFERENCE): "Reference (autograd of forward, verified)",
+    (1, FINITE_DIFFERENCES): _TITLES[1][1],
+    (2, REFERENCE): "Reference (autograd of backward, verified)",
+    (2, FINITE_DIFFERENCES): _SECOND_TITLES[1][1],
+}
 _COLUMNS = {"analytic": 1, "numerical": 2, "difference": 4}
 
 
@@ -56,6 +66,12 @@ class Panel:
     worst_halo: pg.ScatterPlotItem
     worst: pg.ScatterPlotItem
     shown_title: str = ""
+    #: the title where not even the words before " (" fit all three ("Analytic",
+    #: "Reference", "Numerical", "Difference")
+    short: str = ""
+
+    def __post_init__(self) -> None:
+        self.short = self.short or self.key.capitalize()
 
 
 class Heatmaps:
@@ -91,12 +107,17 @@ class Heatmaps:
         self._bar_width = 16
         self._tick_offset = 3
 
-    def set_order(self, order: int) -> None:
-        """The panels' titles for the first order (1) or the second (2, double backward);
-        :meth:`BlockLabels.fit_titles` shows them."""
+    def set_order(self, order: int, method: str = FINITE_DIFFERENCES) -> None:
+        """The panels' titles for the first order (1) or the second (2, double backward),
+        the middle one saying how its matrix was made (``method``: a
+        :class:`~customgrad.checking.jacobian.report.Method`'s name); :meth:`BlockLabels.
+        fit_titles` shows them."""
         for panel, (_key, title) in zip(self.panels, _SECOND_TITLES if order == 2
                                         else _TITLES):
             panel.title = title
+        middle = self.panels[1]
+        middle.title = _NUMERICAL_TITLES.get((order, method), middle.title)
+        middle.short = middle.title.split(" (")[0]
 
     @property
     def view_box(self) -> pg.ViewBox:

@@ -86,13 +86,13 @@ class BlockLabels:
     def fit_titles(self) -> None:
         """The longest titles that all fit over their views: full, else the words before
         " (" ("Double backward", "Numerical", "Difference" for the second order), else the
-        panel's name ("Analytic", "Numerical", "Difference")."""
+        panel's short name ("Analytic", "Numerical" or "Reference", "Difference")."""
         metrics = QFontMetrics(self.title_font)
         panels = self._heatmaps.panels
         width = self._heatmaps.view_box.width()  # the same for all three
         levels = [[p.title for p in panels],
                   [p.title.split(" (")[0] for p in panels],
-                  [p.key.capitalize() for p in panels]]
+                  [p.short for p in panels]]
         titles = next((level for level in levels if width < 2 or all(
             metrics.horizontalAdvance(t) <= width for t in level)), levels[-1])
         for panel, title in zip(panels, titles):

@@ -13,6 +13,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
 from customgrad.checking.jacobian import Axis, Progress, Report
+from customgrad.checking.jacobian.report import FINITE_DIFFERENCES
 from playground.support import preview
 from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
@@ -55,6 +56,8 @@ class JacobianView(QWidget):
         #: the first-order report last shown (its second order beside it), and which is drawn
         self.checked: Report | None = None
         self.order = 1
+        #: how the last report of each order made its numerical matrix (Method.name)
+        self._method: dict[int, str] = {}
         self._styling = False
         self._verdict_scale = 1.0
         self._layout_key: tuple | None = None
@@ -172,8 +175,7 @@ class JacobianView(QWidget):
         if order == self.order:
             return
         self.order = order
-        self.heatmaps.set_order(order)
-        self.labels.fit_titles()
+        self._set_titles()
         if self.checked is not None and not self.shown.computing:
             self._draw(self.checked)
         self.orderChanged.emit(order)
@@ -190,8 +192,20 @@ class JacobianView(QWidget):
         self.checked = report
         self._draw(report)
 
+    def _set_titles(self) -> None:
+        """The panels' titles for the order shown, the middle one by how the report of that
+        order made its matrix (as the last one did while a check runs)."""
+        checked = self.checked
+        report = None if checked is None else checked if self.order == 1 else \
+            checked.second_order
+        if report is not None:
+            self._method[self.order] = report.method.name
+        self.heatmaps.set_order(self.order, self._method.get(self.order, FINITE_DIFFERENCES))
+        self.labels.fit_titles()
+
     def _draw(self, checked: Report) -> None:
         report = checked if self.order == 1 else checked.second_order
+        self._set_titles()
         if report is None:
             self.shown.report = None
             self._clear_data()
@@ -228,6 +242,8 @@ class JacobianView(QWidget):
         """Back to the empty state."""
         self._end_computing()
         self.shown.report = self.checked = None
+        self._method.clear()
+        self._set_titles()
         self._clear_data()
         self._say("neutral", "No Jacobian yet",
                   "Press “Check at current point” to compare your backward with "

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from customgrad.checking.diagnosis import PHRASES
 from customgrad.checking.jacobian import Axis, Report
+from customgrad.checking.jacobian.report import REFERENCE
 from playground.views.jacobian.geometry import block_ticks
 
-__all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "no_second_order",
-           "number", "phase_text", "second_order_line", "verdict"]
+__all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "method_line",
+           "no_second_order", "number", "phase_text", "second_order_line", "verdict"]
 
 _PHASES = {
     "numerical": "Finite differences (numerical)",
@@ -46,14 +47,15 @@ def phase_text(phase: str) -> str:
 def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
                analytic: float | None, numerical: float | None, *, computing: bool = False,
                rows_done: int | None = None, cols_done: int | None = None,
-               outside: bool | None = None) -> str:
+               outside: bool | None = None, numerical_name: str = "numerical") -> str:
     """What hovering over entry (row, col) shows: the output and input elements it relates,
     then its analytic and numerical values and their difference; empty outside the matrix.
 
     ``analytic`` and ``numerical`` are the entry's values (None where that matrix is not
     shown). While ``computing``, a value that is NaN, or lies in a row (analytic) or column
     (numerical) past ``rows_done`` / ``cols_done``, is "not computed yet". ``outside`` is
-    the verdict on the entry (None: no verdict yet)."""
+    the verdict on the entry (None: no verdict yet). ``numerical_name`` names the middle
+    matrix ("reference" where it is the verified reference)."""
     rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
     if not (0 <= row < rows and 0 <= col < cols) or not outputs:
         return ""
@@ -65,8 +67,9 @@ def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
     done = {"analytic": rows_done is None or row < rows_done,
             "numerical": cols_done is None or col < cols_done}
     done["difference"] = done["analytic"] and done["numerical"]
-    for name, value in (("analytic", a), ("numerical", n), ("difference", d)):
-        if computing and (value is None or math.isnan(value) or not done[name]):
+    for key, name, value in (("analytic", "analytic", a), ("numerical", numerical_name, n),
+                             ("difference", "difference", d)):
+        if computing and (value is None or math.isnan(value) or not done[key]):
             text += f"   {name} not computed yet"
         elif value is not None:
             text += f"   {name} {number(value)}"
@@ -162,9 +165,18 @@ def verdict(report: Report, order: int = 1) -> Verdict:
                 f"{PHRASES[report.diagnoses[0].kind]}?")
         # the most useful line: the first thing Details shows
         details = "\n".join([*(f"diagnosis: {d}" for d in report.diagnoses), details])
-    notes = "\n".join(f"• {note}" for note in report.notes)
+    notes = [f"• {note}" for note in report.notes]
+    if report.method.name != REFERENCE:  # the title says "Numerical": here is why
+        notes.append(f"• {method_line(report, order)}")
     return Verdict("passed" if report.passed else "failed", head, details, "\n".join(lines),
-                   notes)
+                   "\n".join(notes))
+
+
+def method_line(report: Report, order: int = 1) -> str:
+    """How the middle heatmap was made (:meth:`Method.line`): the reference (autograd through
+    forward, or through backward for the second order) verified by compressed finite
+    differences, or finite differences and why not the reference."""
+    return report.method.line("forward" if order == 1 else "backward")
 
 
 def _worst_lines(report: Report) -> list[str]:

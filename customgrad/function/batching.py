@@ -5,11 +5,13 @@ agrees with them within rounding. A user's forward may check shapes, use numpy, 
 scalars only, or work in place; any of these raises or disagrees in the probe, and the caller
 keeps calling once per input (the results exactly as before).
 
-Qt-free; used by the landscape's grid (:mod:`customgrad.landscape.surface`), and fit for
-batched finite differences too."""
+Qt-free, and below both of its users: the landscape's grid (:mod:`customgrad.landscape.surface`)
+and the finite differences of a forward that autograd cannot trace
+(:mod:`customgrad.checking.jacobian.numerical`)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -59,16 +61,20 @@ def probe(many: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor,
           singles: Sequence[torch.Tensor], rtol: float) -> bool:
     """Whether ``many`` (one call on ``inputs``, stacked along the first dimension) gives the
     stack of ``singles`` (the results of one call per input, made by the caller) within
-    ``rtol``. One call; False where it raises or disagrees."""
+    ``rtol``. One call; False where it raises, warns or disagrees (a warning about a stack
+    the user never passed is not theirs to read: it is kept from them, and the caller keeps
+    to single calls)."""
     if len(inputs) < 2:  # one input cannot tell a batch from a broadcast
         return False
     try:
-        batched = many(inputs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batched = many(inputs)
     except Cancelled:  # a stop request or a time limit is not an answer
         raise
     except Exception:  # whatever forward raises on a stack, it is not batchable
         return False
-    return agrees(batched, singles, rtol)
+    return not caught and agrees(batched, singles, rtol)
 
 
 def chunk_size(entries_per_input: int) -> int:
