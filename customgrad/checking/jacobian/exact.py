@@ -67,6 +67,7 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     except Fallback as why:
         return Method(reason=str(why))
     _write(space, pacer, rows, cols, values)
+    space.reference = (rows, cols, values)
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
