@@ -423,3 +423,57 @@ class SinOneWrongSmall(SinStray):
 def test_linear_functions_rows_come_by_compressed_products_with_the_same_report():
     args = [_x(16, 32), _x(8, 32, seed=1)]
     _same_report(compare(LinearFunction, args), _rows_one_at_a_time(LinearFunction, args))
+
+
+class CountingSin(Function):
+    """sin, counting its forward calls (a vmapped call counts once)."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        CountingSin.calls += 1
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+
+
+class BranchingSin(CountingSin):
+    """sin where the input's sum is positive: a branch on a value, which vmap cannot batch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        CountingSin.calls += 1
+        ctx.save_for_backward(x)
+        return x.sin() if bool(x.sum() > -1e9) else x.cos()
+
+
+@pytest.mark.parametrize("function, batched", [(CountingSin, True), (BranchingSin, False)])
+def test_the_verification_batches_its_forward_calls_where_vmap_can(function, batched,
+                                                                   monkeypatch):
+    from customgrad.checking.jacobian import colouring
+
+    # 8 colours of the diagonal's 32 columns: 32 differences of forward to take
+    monkeypatch.setattr(colouring, "group_columns",
+                        lambda rows, cols, n: torch.arange(n) % 8)
+    monkeypatch.setattr("customgrad.checking.jacobian.exact.group_columns",
+                        colouring.group_columns)
+    from customgrad.checking.jacobian import exact
+
+    x = _x(4, 8)
+    CountingSin.calls = 0
+    report = compare(function, [x])
+    assert report.method.name == REFERENCE and report.passed
+    assert report.method.colours == 8 and report.method.forwards == 32
+    calls, CountingSin.calls = CountingSin.calls, 0
+    monkeypatch.setattr(exact.Verifier, "_batched_differences", lambda self, d: None)
+    one_at_a_time = compare(function, [x])
+    assert one_at_a_time.passed and one_at_a_time.method.forwards == 32
+    if batched:  # two vmapped calls, and one direction's two sides by single calls
+        assert calls == CountingSin.calls - 32 + 4
+    else:  # a vmapped call that failed, then single calls
+        assert calls == CountingSin.calls + 1
