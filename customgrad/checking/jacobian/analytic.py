@@ -1,5 +1,7 @@
 """The analytic pass: the Jacobian from the Function's own ``backward``, a row per output
-element (the vector-Jacobian product with a one-hot), each row tile compared as it comes.
+element (the vector-Jacobian product with a one-hot), each row tile compared as it comes;
+where the numerical matrix is the verified reference, first by compressed products over row
+colours (:func:`compressed_pass`), which either prove every row or leave the rows to the pass.
 
 Rows are computed the fastest way that gives the engine's answer: ``backward`` called directly
 on the graph node ("direct", checked on a few rows against the autograd engine first), batched
