@@ -294,3 +294,186 @@ def test_a_buggy_backward_does_not_leak_into_the_reference():
     # the same computation (autograd through the same forward) on the same inputs
     assert torch.equal(bug.numerical, right.numerical)
 
+
+
+class CountingKillHead(KillHead):
+    """KillHead counting its backward calls (a vmapped call counts once)."""
+
+    calls = 0
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        CountingKillHead.calls += 1
+        return KillHead.backward(ctx, grad_output)
+
+
+class SinStray(SinOneWrong):
+    """sin, whose backward also puts gradient at one entry where the Jacobian has none:
+    output [5, 8] reaches input [5, 7]."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        grad = g * x.cos()
+        grad[..., 5, 7] = grad[..., 5, 7] + g[..., 5, 8]
+        return grad
+
+
+class SinStrayCancelling(SinStray):
+    """Two stray entries in one column, equal and opposite: a sum of the rows hides them."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        grad = g * x.cos()
+        grad[..., 5, 7] = grad[..., 5, 7] + g[..., 5, 8] - g[..., 5, 9]
+        return grad
+
+
+class SinSquaredGrad(SinStray):
+    """A backward that squares grad_output: one-hot rows (all gradcheck sees) are right."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * g * x.cos()
+
+
+def _rows_one_at_a_time(function, args):
+    """The report with every row of the analytic Jacobian computed (no compression)."""
+    from unittest import mock
+
+    from customgrad.checking.jacobian import analytic
+
+    with mock.patch.object(analytic, "compressed_pass", lambda *a: False):
+        return compare(function, args)
+
+
+def _same_report(got, want):
+    assert got.passed is want.passed and got.mismatches == want.mismatches
+    assert got.worst == want.worst
+    for a, b in zip(got.blocks, want.blocks):
+        assert (a.mismatches, a.worst) == (b.mismatches, b.worst)
+        assert a.worst_score == pytest.approx(b.worst_score, rel=1e-12, abs=1e-12)
+        assert a.max_abs_error == pytest.approx(b.max_abs_error, rel=1e-12, abs=1e-300)
+        assert a.max_rel_error == pytest.approx(b.max_rel_error, rel=1e-12, abs=1e-300)
+    assert torch.equal(got.analytic, want.analytic)
+
+
+def test_killheads_rows_come_by_compressed_products_with_the_same_report(monkeypatch):
+    from customgrad.checking.jacobian import limits
+
+    monkeypatch.setattr(limits, "CHUNK_ELEMENTS", 1 << 12)  # 8 rows a tile: 64 tiles
+    x = _x(16, 32)
+    CountingKillHead.calls = 0
+    report = compare(CountingKillHead, [x, 2])
+    # one batched call for the products, three rows checked one at a time, three rows
+    # checked against the autograd engine; row tiles would be 64 batched calls more
+    assert CountingKillHead.calls < 20
+    assert report.passed == _gradcheck(KillHead, [x, 2]) is True
+    _same_report(report, _rows_one_at_a_time(CountingKillHead, [x, 2]))
+    assert CountingKillHead.calls > 64
+
+
+@pytest.mark.parametrize("function, mismatches", [(SinStray, 1), (SinStrayCancelling, 2)])
+def test_gradient_where_the_jacobian_has_none_takes_every_row(function, mismatches):
+    """A compressed product cannot say which row put gradient in a column: where the rows
+    reach a column the reference's owner does not own, every row is computed, and the mask
+    is the row-by-row one (and gradcheck's verdict)."""
+    x = _x(16, 32)
+    x[5, 7:10] = 0.5
+    report = compare(function, [x])
+    assert report.method.name == REFERENCE
+    assert not report.passed and report.mismatches == mismatches
+    assert report.passed == _gradcheck(function, [x])
+    assert report.worst.input_index == (5, 7) and report.worst.output_index[0] == 5
+    _same_report(report, _rows_one_at_a_time(function, [x]))
+    wrong = (report.analytic - report.numerical).abs() > 1e-5 + 1e-3 * report.numerical.abs()
+    assert wrong.nonzero().tolist() == [[5 * 32 + 8, 5 * 32 + 7], [5 * 32 + 9, 5 * 32 + 7]][
+        :mismatches]
+
+
+def test_a_backward_not_linear_in_grad_output_takes_every_row():
+    x = _x(16, 32)
+    report = compare(SinSquaredGrad, [x])
+    assert report.passed == _gradcheck(SinSquaredGrad, [x]) is True
+    _same_report(report, _rows_one_at_a_time(SinSquaredGrad, [x]))
+
+
+def test_a_wrong_entry_where_the_jacobian_has_one_is_caught_by_compressed_products():
+    x = _x(16, 32)
+    x[5, 7] = 0.5
+    report = compare(SinOneWrongSmall, [x])
+    assert report.mismatches == 1
+    assert report.worst.input_index == report.worst.output_index == (5, 7)
+    _same_report(report, _rows_one_at_a_time(SinOneWrongSmall, [x]))
+
+
+class SinOneWrongSmall(SinStray):
+    """sin, with backward wrong at the single entry [5, 7]."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        grad = g * x.cos()
+        grad[..., 5, 7] = grad[..., 5, 7] * 1.01
+        return grad
+
+
+def test_linear_functions_rows_come_by_compressed_products_with_the_same_report():
+    args = [_x(16, 32), _x(8, 32, seed=1)]
+    _same_report(compare(LinearFunction, args), _rows_one_at_a_time(LinearFunction, args))
+
+
+class CountingSin(Function):
+    """sin, counting its forward calls (a vmapped call counts once)."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        CountingSin.calls += 1
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+
+
+class BranchingSin(CountingSin):
+    """sin where the input's sum is positive: a branch on a value, which vmap cannot batch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        CountingSin.calls += 1
+        ctx.save_for_backward(x)
+        return x.sin() if bool(x.sum() > -1e9) else x.cos()
+
+
+@pytest.mark.parametrize("function, batched", [(CountingSin, True), (BranchingSin, False)])
+def test_the_verification_batches_its_forward_calls_where_vmap_can(function, batched,
+                                                                   monkeypatch):
+    from customgrad.checking.jacobian import colouring
+
+    # 8 colours of the diagonal's 32 columns: 32 differences of forward to take
+    monkeypatch.setattr(colouring, "group_columns",
+                        lambda rows, cols, n: torch.arange(n) % 8)
+    monkeypatch.setattr("customgrad.checking.jacobian.exact.group_columns",
+                        colouring.group_columns)
+    from customgrad.checking.jacobian import exact
+
+    x = _x(4, 8)
+    CountingSin.calls = 0
+    report = compare(function, [x])
+    assert report.method.name == REFERENCE and report.passed
+    assert report.method.colours == 8 and report.method.forwards == 32
+    calls, CountingSin.calls = CountingSin.calls, 0
+    monkeypatch.setattr(exact.Verifier, "_batched_differences", lambda self, d: None)
+    one_at_a_time = compare(function, [x])
+    assert one_at_a_time.passed and one_at_a_time.method.forwards == 32
+    if batched:  # two vmapped calls, and one direction's two sides by single calls
+        assert calls == CountingSin.calls - 32 + 4
+    else:  # a vmapped call that failed, then single calls
+        assert calls == CountingSin.calls + 1

@@ -52,6 +52,52 @@ class Tally:
                     ana_t.copy_(rows[:, c0:c1].T)
                     self.fold(block, r0, c0, ana_t, space.num_t[c0:c1, r0:r1])
 
+    def compare_entries(self, rows: torch.Tensor, cols: torch.Tensor, ana: torch.Tensor,
+                        num: torch.Tensor) -> None:
+        """Compare the entries at (``rows``, ``cols``), analytic ``ana`` against numerical
+        ``num``, every other entry being zero in both matrices (so agreeing exactly): the
+        statistics :meth:`fold` gives over the whole matrix, from those entries alone."""
+        for block in self.blocks:
+            o, i = block.output, block.input
+            assert i.parts == 1  # (entries come from the real-only reference)
+            at = ((rows >= o.offset) & (rows < o.offset + o.size)
+                  & (cols >= i.offset) & (cols < i.offset + i.size)).nonzero(as_tuple=True)[0]
+            if at.numel():
+                self._fold_entries(block, rows[at], cols[at], ana[at], num[at])
+
+    def _fold_entries(self, block: Block, rows: torch.Tensor, cols: torch.Tensor,
+                      a: torch.Tensor, n: torch.Tensor) -> None:
+        """:meth:`fold` for scattered real entries: the same rule, errors and worst entry
+        (of equal scores, the lowest row, then the lowest column)."""
+        atol, rtol = self.atol, self.rtol
+        diff = (a - n).abs_()
+        if float(diff.max()) == 0.0:
+            return  # identical: every error and score is 0
+        absn = n.abs()
+        score = (absn * rtol).add_(atol)
+        torch.div(diff, score, out=score)
+        if not bool(score.isfinite().all()):
+            both = (a.isnan() & n.isnan()) | (a == n)
+            score[both] = 0.0
+            diff[both] = 0.0
+            score[score.isnan()] = math.inf
+            diff[diff.isnan()] = math.inf
+            absn[absn.isnan()] = 1.0
+        best = float(score.max())
+        if best > 1:
+            block.mismatches += int((score > 1).sum())
+        block.max_abs_error = max(block.max_abs_error, float(diff.max()))
+        rel = diff.div_(absn.clamp_min_(max(atol, 1e-300))).nan_to_num_(math.inf, math.inf)
+        block.max_rel_error = max(block.max_rel_error, float(rel.max()))
+        if best >= block.worst_score:
+            tied = (score == best).nonzero(as_tuple=True)[0]
+            key = rows[tied] * self.space.cols + cols[tied]
+            k = int(tied[int(key.argmin())])
+            entry = (int(rows[k]), int(cols[k]))
+            if best > block.worst_score or entry < block.worst:
+                block.worst_score = best
+                block.worst = entry
+
     def _scratch(self, k: int, shape: tuple[int, ...]) -> torch.Tensor:
         """Reusable contiguous buffer ``k`` of ``shape`` for the comparison's temporaries."""
         count = math.prod(shape)

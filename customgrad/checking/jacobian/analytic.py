@@ -1,5 +1,7 @@
 """The analytic pass: the Jacobian from the Function's own ``backward``, a row per output
-element (the vector-Jacobian product with a one-hot), each row tile compared as it comes.
+element (the vector-Jacobian product with a one-hot), each row tile compared as it comes;
+where the numerical matrix is the verified reference, first by compressed products over row
+colours (:func:`compressed_pass`), which either prove every row or leave the rows to the pass.
 
 Rows are computed the fastest way that gives the engine's answer: ``backward`` called directly
 on the graph node ("direct", checked on a few rows against the autograd engine first), batched
@@ -15,11 +17,11 @@ from collections.abc import Callable
 
 import torch
 
-from customgrad.checking.jacobian import matrices
+from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.agreement import Tally
 from customgrad.checking.jacobian.probe import Probe
 from customgrad.checking.jacobian.report import Axis
-from customgrad.checking.jacobian.tiles import TileScan, axis_at, runs
+from customgrad.checking.jacobian.tiles import TileScan, axis_at, by_tile, runs
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import FunctionError
 from customgrad.function.contract import grad_mutation_error, normalize_outputs, run_user
@@ -27,7 +29,10 @@ from customgrad.function.dtypes import flat_real
 
 
 def analytic_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally) -> None:
-    """Fill ``space.ana`` (when kept) row tile by row tile, folding each tile into ``tally``."""
+    """Fill ``space.ana`` (when kept) row tile by row tile, folding each tile into ``tally``;
+    by compressed products where the verified reference allows it and they prove the rows."""
+    if space.reference is not None and compressed_pass(space, pacer, backward, tally):
+        return
     scan = TileScan(space.col_tiles)
     buf = torch.empty((max(r1 - r0 for r0, r1 in space.row_tiles), space.cols),
                       dtype=torch.float64)
@@ -52,6 +57,125 @@ def analytic_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: Tal
     pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
 
 
+#: a compressed product proves a column when its residual is within this many roundings
+#: of its size (relative) ...
+ROUNDING = 1e-13
+#: ... and within this share of atol: a wrong entry |e| > atol outside the reference's
+#: pattern hides only where two random weights lie within this share of each other
+HIDDEN_SHARE = 1e-4
+
+
+def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally) -> bool:
+    """The analytic Jacobian by compressed products, where they prove it; False (nothing
+    written or folded) where they do not, and the caller computes every row.
+
+    The reference's rows are coloured so that rows of a colour share no column
+    (``colouring.group_columns`` on the transposed pattern): in a colour, each column has at
+    most one row of the reference reaching it, its *owner*. For each colour, the user's
+    backward takes three seeds over the colour's rows: ones, random weights s in [1, 2), and
+    random signed weights t. Where the user's rows reach only their owners' columns, each
+    column of the products is its owner's entry u times 1, s_owner and t_owner. So every
+    column must read p_s = s_owner p_1 and p_t = t_owner p_1 (to rounding: at most
+    ``ROUNDING`` of its size and ``HIDDEN_SHARE`` of atol), and exactly zero where no row of
+    the colour owns it. A row of the colour reaching another's column (a backward putting
+    gradient where the true Jacobian has none) adds (s_r - s_owner) e to the first residual
+    and (t_r - t_owner) e to the second: it passes unseen only where both random weights lie
+    within ``HIDDEN_SHARE`` of its owner's (for |e| just above atol; less likely the larger
+    |e|), or where several such entries cancel in both at once. A backward that is not linear
+    in grad_output breaks the same relations. The entries then are p_1 at the owners (the
+    rows one-hot gradients would give, checked on three rows called one at a time), zero
+    elsewhere, in both matrices: only the reference's entries are compared, by the same rule.
+    """
+    if backward.path != "direct" or any(a.parts == 2 for a in (*space.inputs,
+                                                               *space.outputs)):
+        return False
+    from customgrad.checking.jacobian.colouring import group_columns
+
+    ref_rows, ref_cols, ref_values = space.reference  # type: ignore[misc]
+    n_rows, n_cols = space.rows, space.cols
+    colour = group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
+        torch.zeros(n_rows, dtype=torch.int64)
+    colours = int(colour.max()) + 1
+    if 3 * colours >= n_rows:
+        return False  # no fewer backward calls than rows
+    gen = torch.Generator().manual_seed(2)
+    weights = torch.rand((2, n_rows), generator=gen, dtype=torch.float64).add_(1.0)
+    weights[1] *= torch.randint(0, 2, (n_rows,), generator=gen).mul_(2).sub_(1)
+    e_colour = colour[ref_rows]
+    e_ana = torch.empty_like(ref_values)
+    step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
+    for k0 in range(0, colours, step):
+        k1 = min(colours, k0 + step)
+        # this batch's entries (a mask: sorting a million entries by colour costs more)
+        sel = slice(None) if k1 - k0 == colours else \
+            ((e_colour >= k0) & (e_colour < k1)).nonzero(as_tuple=True)[0]
+        members = ((colour >= k0) & (colour < k1)).nonzero(as_tuple=True)[0]
+        seeds = torch.zeros((3 * (k1 - k0), n_rows), dtype=torch.float64)
+        at = 3 * (colour[members] - k0)
+        seeds[at, members] = 1.0
+        seeds[at + 1, members] = weights[0, members]
+        seeds[at + 2, members] = weights[1, members]
+        got = backward.products(seeds)
+        pacer.check_stop()
+        if got is None:
+            return False
+        products, sent = got
+        r, c, k = ref_rows[sel], ref_cols[sel], e_colour[sel] - k0
+        ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
+        owned = torch.zeros_like(ones, dtype=torch.bool)
+        owned[k, c] = True
+        if bool(ones[~owned].any() or p_s[~owned].any() or p_t[~owned].any()):
+            return False  # a column no row of the colour owns (or NaN)
+        one = ones[k, c]
+        cap = HIDDEN_SHARE * tally.atol
+        for p, w_owner in ((p_s[k, c], sent[3 * k + 1, r]), (p_t[k, c], sent[3 * k + 2, r])):
+            scaled = w_owner * one
+            limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
+            if not bool(((p - scaled).abs() <= limit).all()):
+                return False  # (NaN too)
+        e_ana[sel] = one
+    if not _spot_check(space, backward, ref_rows, ref_cols, e_ana):
+        return False
+    _write(space, pacer, ref_rows, ref_cols, e_ana)
+    tally.compare_entries(ref_rows, ref_cols, e_ana, ref_values)
+    tally.finish()
+    pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
+    backward.compressed = colours
+    return True
+
+
+def _spot_check(space: Workspace, backward: Backward, rows: torch.Tensor, cols: torch.Tensor,
+                values: torch.Tensor) -> bool:
+    """Three rows called one at a time equal the compressed rows (to rounding)."""
+    got = torch.empty((1, space.cols), dtype=torch.float64)
+    want = torch.zeros((1, space.cols), dtype=torch.float64)
+    for r in sorted({0, space.rows // 2, space.rows - 1}):
+        backward.row(r, got[0])
+        want.zero_()
+        at = rows == r
+        want[0, cols[at]] = values[at]
+        if not matrices.same_to_rounding(got, want, torch.float64):
+            return False
+    return True
+
+
+def _write(space: Workspace, pacer: Pacer, rows: torch.Tensor, cols: torch.Tensor,
+           values: torch.Tensor) -> None:
+    """The entries into the (lazily mapped) analytic matrix when kept, row tile by row tile
+    (a display sees it fill as with rows)."""
+    pacer.note_peak(values.unsqueeze(0))
+    bounds = [0] * (len(space.row_tiles) + 1)
+    if space.ana is not None:
+        order, bounds = by_tile(rows, space.row_tiles)
+        rows, cols, values = rows[order], cols[order], values[order]
+    for t, (_, r1) in enumerate(space.row_tiles):
+        start, end = bounds[t], bounds[t + 1]
+        if space.ana is not None and end > start:
+            space.ana.index_put_((rows[start:end], cols[start:end]), values[start:end])
+        pacer.check_stop()
+        pacer.emit(0.5 + 0.5 * r1 / space.rows, "analytic", rows_done=r1)
+
+
 class Backward:
     """Rows of the analytic Jacobian.
 
@@ -68,6 +192,7 @@ class Backward:
         self._set_position = 0  # that buffer's output position
         self._onehot: torch.Tensor | None = None  # a batch of one-hot rows
         self._onehot_for: tuple[int, int] | None = None  # (output position, batch size)
+        self.compressed = 0  # colours, where the rows came by compressed products
         self.path = "direct" if probe.node is not None and self.direct_matches() else "engine"
         if self.path == "engine" and probe.node is not None:
             notes.append("calling backward directly disagreed with the autograd engine; "
@@ -203,7 +328,7 @@ class Backward:
         onehot[ar, cols] = 1
         version = onehot._version
         grads[axis.position] = onehot.view(size, *axis.shape)
-        vmapped = self._vmapped_backward(axis.position, len(grads), onehot.device)
+        vmapped = self._vmapped_backward({axis.position}, len(grads), onehot.device)
         try:
             with torch.no_grad():
                 got = vmapped(*grads)
@@ -226,6 +351,35 @@ class Backward:
                 return None
         return rows
 
+    def products(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """``seeds`` (k x rows: a grad_output per row, over every output) times the analytic
+        Jacobian, k x cols, by one vmapped backward; and the seeds as backward received them
+        (in each output's dtype, as float64). None where vmap cannot batch backward."""
+        if not self.vmap:
+            return None
+        probe, k = self.probe, seeds.shape[0]
+        if self._grad_bufs is None:
+            self.onehots(0)
+            self.reset_onehots()
+        assert self._grad_bufs is not None
+        grads = list(self._grad_bufs)
+        sent = torch.empty_like(seeds)
+        for axis in probe.outputs:
+            part = seeds[:, axis.offset:axis.offset + axis.size]
+            g = part.to(grads[axis.position].dtype, copy=True)  # backward may write into it
+            sent[:, axis.offset:axis.offset + axis.size] = g
+            grads[axis.position] = g.reshape(k, *axis.shape)
+        positions = {a.position for a in probe.outputs}
+        vmapped = self._vmapped_backward(positions, len(grads), seeds.device)
+        rows = torch.empty((k, self.cols), dtype=torch.float64)
+        try:
+            with torch.no_grad():
+                got = vmapped(*grads)
+            rows = self._as_rows(got, seeds, rows)
+        except Exception:
+            return None
+        return rows, sent
+
     def _batch_onehot(self, axis: Axis, size: int, like: torch.Tensor) -> torch.Tensor:
         """A zero (size, axis.size) matrix for one-hot rows, kept between batches: one big
         temporary less for the allocator to churn."""
@@ -234,9 +388,10 @@ class Backward:
             self._onehot_for = (axis.position, size)
         return self._onehot
 
-    def _vmapped_backward(self, position: int, count: int, device: torch.device) -> Callable:
-        """``backward`` batched over the gradient of output ``position``: a gradient per
-        differentiated input, summed to its shape (zeros for None)."""
+    def _vmapped_backward(self, positions: set[int], count: int,
+                          device: torch.device) -> Callable:
+        """``backward`` batched over the gradients of the outputs at ``positions``: a
+        gradient per differentiated input, summed to its shape (zeros for None)."""
         fn, node, inputs = self.probe.function, self.probe.node, self.probe.inputs
 
         def backward(*g):
@@ -253,7 +408,7 @@ class Backward:
                         grad = grad.sum_to_size(a.shape)
                 out.append(grad)
             return tuple(out)
-        return torch.vmap(backward, in_dims=tuple(0 if k == position else None
+        return torch.vmap(backward, in_dims=tuple(0 if k in positions else None
                                                   for k in range(count)))
 
     def _as_rows(self, got: tuple, onehot: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,7 @@ never compared (it agrees exactly).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from customgrad.checking.jacobian import limits
@@ -85,3 +86,19 @@ def axis_at(axes: list[Axis], index: int) -> Axis:
         if axis.offset <= index < axis.offset + axis.size:
             return axis
     raise IndexError(index)
+
+
+def by_tile(index: torch.Tensor, grid: list[tuple[int, int]]) -> tuple[torch.Tensor, list[int]]:
+    """For entries at rows (or columns) ``index``: an order that groups them tile by tile
+    (of ``grid``), and where each tile's entries start in it (one more: the end).
+
+    Tile numbers are small: numpy sorts them in 16 bits by radix, several times faster than
+    a comparison sort of a million entries."""
+    starts = torch.tensor([t[0] for t in grid], dtype=torch.int64)
+    tile = torch.searchsorted(starts, index, right=True).sub_(1)
+    if len(grid) < 1 << 15:
+        order = torch.from_numpy(np.argsort(tile.numpy().astype(np.int16), kind="stable"))
+    else:
+        order = torch.argsort(tile, stable=True)
+    bounds = torch.searchsorted(tile[order], torch.arange(len(grid) + 1)).tolist()
+    return order, bounds

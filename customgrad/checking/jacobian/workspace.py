@@ -29,6 +29,9 @@ class Workspace:
     pass writes whole rows of it); ``ana`` the analytic one, None when not kept. One numerical
     batch is a column tile, one analytic batch a row tile; ``num_nonzero[c, r]`` says whether
     tile (row tile r, column tile c) of the numerical matrix holds a non-zero entry.
+    ``reference`` is the verified reference's non-zero entries (rows, columns, values), set
+    where the numerical matrix is that reference (customgrad.checking.jacobian.exact): the
+    analytic pass may then take the user's backward by compressed products.
     """
 
     outputs: list[Axis]
@@ -40,6 +43,7 @@ class Workspace:
     row_tiles: list[tuple[int, int]]
     col_tiles: list[tuple[int, int]]
     num_nonzero: torch.Tensor
+    reference: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
 
 def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep_matrices: bool,
