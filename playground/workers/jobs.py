@@ -26,7 +26,7 @@ from customgrad.workers import processes, runner
 from customgrad.workers.runner import LoopControl, interrupt_thread
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import WORKER_MODULES, in_window
+from playground.workers import WORKER_MODULES, in_window, warm_worker
 from playground.workers import child_jobs as remote
 from playground.workers.child_jobs import TopLevelTooSlow
 
@@ -188,7 +188,8 @@ def try_import_in_child(origin: tuple | None, label: str,
         return time.perf_counter() > clock.get("deadline", math.inf)
     try:
         found = isolation.call(remote.try_import, origin, IMPORT_TIMEOUT, shadows,
-                               name=f"import {label}", should_stop=overdue, on_started=started)
+                               name=f"import {label}", should_stop=overdue, on_started=started,
+                               nice=warm_worker.nice())
     except (processes.SetupFailed, processes.StartFailed) as exc:
         # no worker process could start: the user's code is not run in the window instead
         # (a module that crashes would end it), the failure is said
@@ -308,7 +309,7 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
     remote = None
     if process:
         try:
-            remote = runner.RemoteLoop(problem)
+            remote = runner.RemoteLoop(problem, nice=warm_worker.nice())
         except processes.StartFailed:
             raise  # said, never run here instead
         except Exception as exc:  # e.g. a constant that cannot be pickled: a thread will do

@@ -191,9 +191,9 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     constructed = threading.Event()
 
     class SlowStart(runner.RemoteLoop):
-        def __init__(self, problem):
+        def __init__(self, problem, **options):
             ready.wait(TIMEOUT / 1000)  # a fork server still importing torch
-            super().__init__(problem)
+            super().__init__(problem, **options)
             constructed.set()
 
     monkeypatch.setattr(runner, "RemoteLoop", SlowStart)
@@ -207,6 +207,31 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     ready.set()
     qtbot.waitUntil(lambda: s.step > 10, timeout=TIMEOUT)
     assert isinstance(s.ctrl.remote, SlowStart)
+    s.pause()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no POSIX priorities here")
+def test_the_windows_worker_processes_run_below_the_window(qtbot, window, configure):
+    """The check's kept child and the loop's child run ``child_nice`` below the window, in
+    its session (where Linux weighs them against it by their nice): the window's thread
+    gets a core first when it wakes to paint (it waited behind them, 20-60 ms a frame)."""
+    from customgrad import config
+    from playground.workers.warm_worker import WORKER
+
+    configure(loop="process")
+    wanted = min(os.getpriority(os.PRIO_PROCESS, 0) + config.current().child_nice, 19)
+    open_target(qtbot, window, "killhead")
+    checked = WORKER.process
+    assert checked is not None and checked.is_alive()  # kept for the next check
+    assert os.getpriority(os.PRIO_PROCESS, checked.pid) == wanted
+    assert os.getsid(checked.pid) == os.getsid(0)
+    s = window.session
+    s.update(steps=0)
+    s.play()
+    qtbot.waitUntil(lambda: s.step > 2, timeout=TIMEOUT)
+    loop = s.ctrl.remote.process
+    assert os.getpriority(os.PRIO_PROCESS, loop.pid) == wanted
+    assert os.getsid(loop.pid) == os.getsid(0)
     s.pause()
 
 
