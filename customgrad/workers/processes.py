@@ -238,9 +238,7 @@ def child_path() -> list[str]:
             homes.add(os.path.dirname(os.path.dirname(os.path.realpath(file))))
     out: list[str] = []
     for entry in sys.path:
-        if not entry:
-            continue
-        path = os.path.realpath(entry)
+        path = os.path.realpath(entry or here)  # '': python -c's current folder
         if (path != here or path in homes) and path not in out:
             out.append(path)
     return out

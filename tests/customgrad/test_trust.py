@@ -64,6 +64,11 @@ def test_the_child_path_leaves_out_the_current_folder_but_keeps_the_checkout(tmp
     home = os.path.dirname(os.path.dirname(os.path.realpath(customgrad.__file__)))
     monkeypatch.chdir(home)  # a checkout run from its root: its packages stay importable
     assert home in processes.child_path()
+    # python -c there: the checkout is on the path as '' only (the workers loaded another
+    # copy of the packages, an installed one, and failed on its older functions)
+    monkeypatch.setattr(sys, "path", ["", *(p for p in sys.path[3:]
+                                            if p and os.path.realpath(p) != home)])
+    assert home in processes.child_path()
 
 
 
