@@ -328,13 +328,17 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
 
 
 class ProgressBridge(QObject):
-    """Carries progress callbacks from a worker thread to the GUI thread."""
+    """Carries progress callbacks from a worker thread to the GUI thread, and the
+    first-order report, which comes before the job's result (its second order)."""
 
     progress = Signal(object)
+    first = Signal(object)
 
 
 class JacobianJob:
-    """One Jacobian comparison on a worker thread, cancellable.
+    """One Jacobian comparison on a worker thread, cancellable. ``on_first`` gets the
+    first-order report as soon as it exists; ``on_report`` the same with its second order
+    (the double backward's check, which takes as long again) once that is computed.
 
     What the worker's function reads is a :class:`_JobState`, not this job: the worker then
     holds no reference back to the job that holds it, so no reference cycle keeps either
@@ -343,10 +347,13 @@ class JacobianJob:
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
                  on_report, on_error, isolate: bool | None = None,
                  pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
-                 second: bool = False):  # the second order asked for: drawn however big
+                 second: bool = False,  # the second order asked for: drawn however big
+                 on_first=None):
         self.state = _JobState(ProgressBridge(), second)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
+        if on_first is not None:
+            self.bridge.first.connect(on_first)
         self.state.isolated = isolated(problem.target, problem.function, isolate)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options, pixels,
@@ -415,9 +422,9 @@ def _await_paint(state: _JobState, prepared, first: bool) -> float:
     return time.monotonic() - start
 
 
-def _emit(state: _JobState, prepared) -> None:
+def _emit(state: _JobState, prepared, signal: str = "progress") -> None:
     try:
-        state.bridge.progress.emit(prepared)
+        getattr(state.bridge, signal).emit(prepared)
     except RuntimeError as exc:  # the window closed under us: stop quietly
         state.cancelled = True
         raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
@@ -463,8 +470,14 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     prepare = ProgressPreparer(pixels)
     answer = remote.Answers()  # the child waits for these (remote._Answer)
 
+    reports: list = []  # the first order's, sent before the job's result (its second order)
+
     def on_message(message) -> None:
         kind, payload = message
+        if kind == "first":
+            reports.append(payload)
+            _emit(state, payload, "first")
+            return
         if kind == "matrices":
             live.clear()
             live.update(payload)
@@ -491,13 +504,15 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
         state.isolated = False
         return _compare(state, problem, args, options, pixels)
 
+    def in_child():
+        second = WORKER.call(remote.compare, job, on_message=on_message,
+                             should_stop=lambda: state.cancelled, what=shapes,
+                             name=f"Jacobian check {problem.target.spec}",
+                             keep=remote.keep_for(problem.target))
+        return remote.with_second(reports[0], second)
+
     try:
-        return in_child_or_here(
-            lambda: WORKER.call(remote.compare, job, on_message=on_message,
-                                should_stop=lambda: state.cancelled, what=shapes,
-                                name=f"Jacobian check {problem.target.spec}",
-                                keep=remote.keep_for(problem.target)),
-            here, problem.function)
+        return in_child_or_here(in_child, here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None
     finally:
@@ -525,10 +540,12 @@ def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
             _emit(state, prepared)
             if prepared.painted is not None:
                 waited.append(_await_paint(state, prepared, first))
-        report = verify(problem.function, problem.args if args is None else args,
-                        problem.check_options(**options), progress=progress,
-                        should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
-        return remote.prepared(report, pixels, problem.function,
-                               problem.args if args is None else args, second=state.second)
+        at = problem.args if args is None else args
+        report = remote.prepared(verify(problem.function, at, problem.check_options(**options),
+                                        progress=progress, should_stop=lambda: state.cancelled,
+                                        waited=lambda: sum(waited)), pixels)
+        _emit(state, report, "first")  # its verdict is shown while the second order runs
+        return remote.with_second(report, remote.second_prepared(
+            report, pixels, problem.function, at, asked=state.second))
     finally:
         state.done = True
