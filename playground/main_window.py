@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         s.jacobianStarted.connect(self.jacobian.start)
         s.jacobianProgress.connect(self.jacobian.show_progress)
         s.jacobianReady.connect(self._report)
+        s.secondOrderReady.connect(self.jacobian.show_second_order)
         s.jacobianFailed.connect(self.jacobian.show_failure)
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self._error_cleared)

@@ -25,10 +25,15 @@ if TYPE_CHECKING:
     from customgrad.checking.jacobian.report import Report
 
 #: the most entries of a second-order matrix :func:`beside` draws without being asked: the
-#: app computes it after every first-order check, before that verdict is shown (20,000
+#: app computes it after every first-order check, once that verdict is shown (20,000
 #: entries, about 100 inputs: 0.2-0.8 s on a shared 2-core machine; the gallery's are 1,000
 #: to 3,500, 0.1-0.3 s)
 DRAWN_ENTRIES = 20_000
+
+
+#: the reason a first-order report gives while its second-order report is still being
+#: computed: an app shows the first verdict before the double backward's (:func:`beside`)
+COMPUTING = "computing…"
 
 
 def double_backward_report(function: type[Function], args: list, *,

@@ -137,19 +137,15 @@ class _Relay:
         return self._original.fileno()
 
 
-#: how much lower a child's scheduling priority is than its parent's (POSIX ``nice``), unless
-#: ``CUSTOMGRAD_CHILD_NICE`` says (a whole number 0 to 19; anything else is ignored)
-NICE = config.current().child_nice
-
-
-def _lower_priority() -> None:
-    """This process's priority, ``NICE`` below its parent's: POSIX ``nice``; on Windows,
-    which has none, the class below normal (through psutil, a dependency there)."""
-    if not NICE:
+def _lower_priority(nice: int) -> None:
+    """This process's priority, ``nice`` below its parent's: POSIX ``nice``; on Windows,
+    which has none, the class below normal (through psutil, a dependency there). 0: as the
+    parent's."""
+    if not nice:
         return
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):
-            os.nice(NICE)
+            os.nice(nice)
         return
     psutil = psutil_or_none()
     if psutil is not None:
@@ -157,19 +153,29 @@ def _lower_priority() -> None:
             psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
 
 
-def prepare_child(conn, fault_path: str, environment: dict | None):
+def prepare_child(conn, fault_path: str, environment: dict | None, nice: int = 0):
     """What every worker process does first, a job's or the descent loop's: Ctrl+C left to
-    the parent, ended with it (and with the fork server), a session of its own, the parent's
-    environment, a lower priority, faulthandler writing a crash's (or a SIGTERM's) stack to
-    ``fault_path``; faulthandler's file, open for the process's life."""
+    the parent, ended with it (and with the fork server), a process group of its own, the
+    parent's environment, faulthandler writing a crash's (or a SIGTERM's) stack to
+    ``fault_path``; faulthandler's file, open for the process's life.
+
+    ``nice`` (0 to 19): how far below its parent the child runs. A window's workers pass
+    :attr:`customgrad.config.Config.child_nice`, so that the window's thread gets a core
+    first when it wakes to paint; such a child stays in the window's session, where Linux
+    weighs it against the window by its nice (:func:`processes.own_group`). 0 (a script's,
+    the CLI's: their own process only waits): a session of its own, at the parent's
+    priority."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
     processes.end_with_parent(conn)
     processes.die_with_fork_server()
-    processes.own_session()
+    if nice:
+        processes.own_group()
+    else:
+        processes.own_session()
     if environment is not None:
         processes.adopt_environment(environment)
     serialise_ast_parse()  # the relay's threads format tracebacks while the job parses
-    _lower_priority()  # a window waiting on this child gets the processor when it wants it
+    _lower_priority(nice)
     fault_file = open(fault_path, "w", encoding="utf-8")  # open for the child's life
     faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
     if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
@@ -178,11 +184,11 @@ def prepare_child(conn, fault_path: str, environment: dict | None):
 
 
 def child_setup(conn, fault_path: str, environment: dict | None,
-                targets: processes.LoadedTargets | None = None):
+                targets: processes.LoadedTargets | None = None, nice: int = 0):
     """What a job's child does first (:func:`prepare_child`, memory files, its prints
     relayed, "started" to the parent); the channel (with ``targets``) and faulthandler's
     file."""
-    fault_file = prepare_child(conn, fault_path, environment)
+    fault_file = prepare_child(conn, fault_path, environment, nice)
     from customgrad.workers import sharing  # torch's reductions: the result's tensors are shared
 
     sharing.use_memory_files()  # the result's tensors need no room in /dev/shm
@@ -209,10 +215,10 @@ def run_job(conn, channel: Channel, job: Callable, args: tuple,
 
 
 def _child_main(conn, fault_path: str, job: Callable, args: tuple,
-                environment: dict | None = None) -> None:
+                environment: dict | None = None, nice: int = 0) -> None:
     """A child for one job (see :func:`call`)."""
     try:
-        channel, _fault_file = child_setup(conn, fault_path, environment)
+        channel, _fault_file = child_setup(conn, fault_path, environment, nice=nice)
         run_job(conn, channel, job, args)
     except (EOFError, OSError, BrokenPipeError):
         pass  # the parent is gone: nobody to tell
@@ -298,7 +304,7 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
 def call(job: Callable, *args, on_message: Callable | None = None,
          should_stop: Callable[[], bool] | None = None, memory_limit: int | None = None,
          what: str = "", name: str = "customgrad job",
-         on_started: Callable[[], None] | None = None):
+         on_started: Callable[[], None] | None = None, nice: int = 0):
     """``job(*args, channel)`` in a fresh child process; its return value.
 
     ``job`` and ``args`` must pickle (a module-level function; tensors and plain data).
@@ -308,11 +314,13 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
     ``should_stop()`` is true. ``on_started()`` is called once the child runs (a timeout
     for the job starts then: a spawned child takes seconds to import torch first).
-    (:class:`customgrad.workers.warm.WarmWorker`: a child kept between jobs.)
+    ``nice``: how far below this process the child runs (:func:`prepare_child`: a window's
+    workers, not a script's). (:class:`customgrad.workers.warm.WarmWorker`: a child kept
+    between jobs.)
     """
 
     limit = default_memory_limit() if memory_limit is None else memory_limit
-    process, parent, child, fault_path = new_child(_child_main, name, job, args)
+    process, parent, child, fault_path = new_child(_child_main, name, job, args, nice=nice)
     try:
         start_child(process)
         child.close()
@@ -329,9 +337,9 @@ def call(job: Callable, *args, on_message: Callable | None = None,
         read_fault(fault_path, remove=True)
 
 
-def new_child(target: Callable, name: str, *args):
+def new_child(target: Callable, name: str, *args, nice: int = 0):
     """A child process not started yet, running ``target(conn, fault_path, *args,
-    environment)``: (process, this end of its pipe, its end, faulthandler's file)."""
+    environment, nice)``: (process, this end of its pipe, its end, faulthandler's file)."""
     if "torch" in sys.modules:  # a caller holding tensors: they are shared, not copied
         import torch.multiprocessing  # noqa: F401 (registers torch's reductions)
     context = processes.context()
@@ -339,7 +347,7 @@ def new_child(target: Callable, name: str, *args):
     os.close(fd)
     parent, child = context.Pipe(duplex=True)
     process = context.Process(target=target, daemon=True, name=name,
-                              args=(child, fault_path, *args, processes.environment()))
+                              args=(child, fault_path, *args, processes.environment(), nice))
     return process, parent, child, fault_path
 
 

@@ -112,7 +112,8 @@ def end_children() -> None:
 
 
 def end_group(process) -> None:
-    """End what ``process`` (a worker, the leader of a session of its own: :func:`own_session`)
+    """End what ``process`` (a worker, the leader of a group of its own: :func:`own_session`,
+    :func:`own_group`)
     left running in its process group: a grandchild its Function forked (``subprocess``,
     ``os.fork``) would otherwise hold the caller's output open (``customgrad check f.py |
     tail`` waited for it). Nothing where the worker made no group (it died first)."""
@@ -154,6 +155,17 @@ def own_session() -> None:
     if hasattr(os, "setsid"):
         with contextlib.suppress(OSError):  # already a group's leader
             os.setsid()
+
+
+def own_group() -> None:
+    """In a child: a process group of its own in its parent's session (a signal to its group
+    reaches this child only, as with :func:`own_session`). Linux schedules each session as
+    one group (autogroups): a child in a session of its own competes with its whole parent
+    as an equal, whatever its nice value, and one in its parent's session yields to the
+    parent as its nice says. Where there are no groups (Windows), nothing."""
+    if hasattr(os, "setpgid"):
+        with contextlib.suppress(OSError):  # already a group's leader
+            os.setpgid(0, 0)
 
 
 def die_with_fork_server() -> None:

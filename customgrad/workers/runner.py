@@ -155,9 +155,10 @@ def _send(conn, message) -> None:
         raise _ParentGone() from None
 
 
-def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None) -> None:
+def _child_main(conn, payload: bytes, fault_path: str, environment: dict | None = None,
+                nice: int = 0) -> None:
     """The child process: load the Function, then loop as the parent's messages say."""
-    _fault_file = isolation.prepare_child(conn, fault_path, environment)  # open for its life
+    _fault_file = isolation.prepare_child(conn, fault_path, environment, nice)  # for its life
     ctrl = _ChildControl(conn)
     try:
         try:
@@ -200,9 +201,11 @@ _USER_MODULE = b"customgrad_user_"
 
 class RemoteLoop:
     """A child process running ``problem``'s descent; steer it with a LoopControl whose
-    ``remote`` is this, and read what it reports with :func:`remote_loop`."""
+    ``remote`` is this, and read what it reports with :func:`remote_loop`. ``nice``: how far
+    below this process the child runs (:func:`customgrad.workers.isolation.prepare_child`: a
+    window's loop, not a script's)."""
 
-    def __init__(self, problem):
+    def __init__(self, problem, nice: int = 0):
         context = processes.context()
         job = ProblemRef.of(problem)
         payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
@@ -221,7 +224,8 @@ class RemoteLoop:
         os.close(fd)
         environment = processes.environment()
         self.process = context.Process(target=_child_main, daemon=True,
-                                       args=(child, payload, self.fault_path, environment),
+                                       args=(child, payload, self.fault_path, environment,
+                                             nice),
                                        name=f"descent {problem.target.spec}")
         try:
             with processes.child_start():

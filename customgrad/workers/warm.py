@@ -41,14 +41,14 @@ from customgrad import config
 from customgrad.workers import isolation, processes
 
 
-def _kept_main(conn, fault_path: str, environment: dict) -> None:
+def _kept_main(conn, fault_path: str, environment: dict, nice: int = 0) -> None:
     """The child: jobs as they come (see the module), until the parent ends it."""
     from customgrad.workers import sharing  # torch: the child's, never the caller's at import
 
     try:
         # a Function is loaded once here, not once per job: the jobs find them on the channel
         channel, fault_file = isolation.child_setup(conn, fault_path, environment,
-                                                    processes.LoadedTargets())
+                                                    processes.LoadedTargets(), nice)
         fresh = _FreshState()
         while True:
             data = conn.recv_bytes()
@@ -159,11 +159,14 @@ class _Kept:
 class WarmWorker:
     """One worker process kept warm for the jobs of one ``warm_key`` at a time (see the module).
     ``keep_seconds``: how long it waits idle for its next job (0: a fresh child for every
-    job; default: the configuration's, ``CUSTOMGRAD_KEEP_SECONDS``, 300)."""
+    job; default: the configuration's, ``CUSTOMGRAD_KEEP_SECONDS``, 300). ``nice``: how far
+    below this process its children run (:func:`customgrad.workers.isolation.prepare_child`:
+    a window's workers, not a script's)."""
 
-    def __init__(self, keep_seconds: float | None = None):
+    def __init__(self, keep_seconds: float | None = None, nice: int = 0):
         self.keep_seconds = config.current().keep_seconds if keep_seconds is None \
             else keep_seconds
+        self.nice = nice
         self._current: _Kept | None = None
         self._lock = threading.RLock()
         #: how many times :meth:`end` has run: a child started before the last one is not kept
@@ -202,7 +205,7 @@ class WarmWorker:
                 # caller runs the job on its own thread only where a fresh child cannot)
                 break
         return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
-                              memory_limit=limit, what=what, name=name)
+                              memory_limit=limit, what=what, name=name, nice=self.nice)
 
     def _take(self, key, name: str) -> _Kept | None:
         """The kept child for ``key``, now busy: the idle one, or a new one in place of any
@@ -220,7 +223,8 @@ class WarmWorker:
             generation = self._generation
         if old is not None:
             old.end()
-        process, parent, child, fault_path = isolation.new_child(_kept_main, name)
+        process, parent, child, fault_path = isolation.new_child(_kept_main, name,
+                                                                 nice=self.nice)
         kept = _Kept(key, process, parent, fault_path, self._lock)
         try:
             isolation.start_child(process)

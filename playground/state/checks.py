@@ -1,11 +1,16 @@
 """The session's checks: one Jacobian comparison at a time (at the start, or at a point the
 run reached), its progress and report sent on through the session's signals; what an earlier
-one still sends is dropped by its serial number."""
+one still sends is dropped by its serial number. The first-order report comes first
+(``jacobianReady``, its second order said to be computing), the same with its second order
+after it (``secondOrderReady``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QTimer
 
+from customgrad.checking.second_order import COMPUTING
 from customgrad.errors import Cancelled
 from playground.state.loop import disconnect_all
 from playground.state.owner import Owner
@@ -15,8 +20,8 @@ from playground.workers.jobs import JacobianJob
 
 class Checks:
     """Jacobian jobs for the session's Problem; they speak through the session's signals
-    (``jacobianStarted``, ``jacobianProgress``, ``jacobianReady``, ``jacobianFailed``,
-    ``errorRaised``)."""
+    (``jacobianStarted``, ``jacobianProgress``, ``jacobianReady``, ``secondOrderReady``,
+    ``jacobianFailed``, ``errorRaised``)."""
 
     def __init__(self, session: Owner) -> None:
         self.session = session
@@ -24,6 +29,8 @@ class Checks:
         #: the number of the latest comparison: what an earlier one still sends is dropped (a
         #: signal queued before it was disconnected is still delivered)
         self._serial = 0
+        #: the latest comparison's first-order report, once shown (its second order follows)
+        self._first = None
 
     def start(self, args) -> None:
         """Compare the Jacobians at ``args``: None for the Problem's own inputs (the start),
@@ -38,13 +45,15 @@ class Checks:
         problem = session.problem
         assert problem is not None, "a check needs a built Problem"
         self._serial += 1
+        self._first = None
         serial = self._serial
         self.job = JacobianJob(problem, args, options,
                                lambda progress: self._on_progress(serial, progress),
                                lambda report: self._on_report(serial, problem, report),
                                lambda exc: self._on_error(serial, exc),
                                policy=session.policy, pixels=session.view_pixels,
-                               second=session.second_order_asked)
+                               second=session.second_order_asked,
+                               on_first=lambda report: self._on_first(serial, problem, report))
 
     def cancel_by_user(self) -> None:
         """The user's Cancel: the comparison stops, and its worker process is ended a second
@@ -55,10 +64,14 @@ class Checks:
             QTimer.singleShot(1000, lambda: job.cancel(force=True))
 
     def cancel(self) -> None:
-        """Drop the running comparison (out of date): nothing it sends arrives."""
+        """Drop the running comparison (out of date): nothing it sends arrives (what it
+        sent before, still queued, is dropped by its serial number)."""
+        self._serial += 1
+        self._first = None
         job = self.job
         if job is not None and not job.done:
-            disconnect_all(job.worker.returned, job.worker.errored, job.bridge.progress)
+            disconnect_all(job.worker.returned, job.worker.errored, job.bridge.progress,
+                           job.bridge.first)
             job.cancel()
         self.job = None
 
@@ -68,14 +81,35 @@ class Checks:
         elif getattr(progress, "painted", None) is not None:
             progress.painted.set()  # its worker stops anyway; it need not wait for a view
 
+    def _current(self, serial: int, problem) -> bool:
+        return serial == self._serial and problem is self.session.problem
+
+    def _on_first(self, serial: int, problem, report) -> None:
+        """The first-order verdict, shown while its second order is computed."""
+        if self._current(serial, problem):
+            self._first = report
+            self.session.jacobianReady.emit(
+                dataclasses.replace(report, second_order_reason=COMPUTING))
+
     def _on_report(self, serial: int, problem, report) -> None:
-        if serial == self._serial and problem is self.session.problem:
+        if not self._current(serial, problem):
+            discard(report)  # out of date (up to 100 MB): freed off the GUI thread
+        elif self._first is None:
             self.session.jacobianReady.emit(report)
         else:
-            discard(report)  # out of date (up to 100 MB): freed off the GUI thread
+            self._first = None
+            self.session.secondOrderReady.emit(report)
 
     def _on_error(self, serial: int, exc: Exception) -> None:
         if serial != self._serial:
+            return
+        first, self._first = self._first, None
+        if first is not None:  # the second order's: the first's verdict stands
+            said = "cancelled" if isinstance(exc, Cancelled) else str(exc)
+            self.session.secondOrderReady.emit(dataclasses.replace(
+                first, second_order_reason=f"not computed: {said}"))
+            if not isinstance(exc, Cancelled):
+                self.session.errorRaised.emit(exc)
             return
         if isinstance(exc, Cancelled):
             self.session.jacobianFailed.emit("cancelled")

@@ -47,7 +47,8 @@ class Session(QObject):
     loopStarted = Signal()  # a new run's loop (its process starts, and loads the Function)
     jacobianStarted = Signal(str)
     jacobianProgress = Signal(object)
-    jacobianReady = Signal(object)  # Report
+    jacobianReady = Signal(object)  # Report (its second order maybe still computing)
+    secondOrderReady = Signal(object)  # the same Report with its second order, after it
     jacobianFailed = Signal(str)
     errorRaised = Signal(object)  # exception for the error banner
     errorCleared = Signal()

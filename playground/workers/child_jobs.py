@@ -6,7 +6,8 @@
 
 :func:`compare` loads the Function again (by its spec; a file's or the editor's text travels
 along), compares at the window's exact tensors, diagnoses a failure, runs the sub-checks and
-prepares what the view reads whole, all in the child. While it runs it sends:
+prepares what the view reads whole, all in the child; then the second order (the double
+backward's check). While it runs it sends:
 
 - once per matrix, ``("matrices", {"analytic": A, "numerical": N})``: tensors in shared
   memory that the child keeps up to date (the part computed since the last progress is
@@ -17,7 +18,9 @@ prepares what the view reads whole, all in the child. While it runs it sends:
 - first, ``("answer", counter)``: a shared counter the window sets to the number of
   progresses it has handled. After each progress the child waits for it (:class:`_Answer`),
   as a check on the window's thread waits while the view paints: a paint that competes with
-  a comparison computing on every core takes longer.
+  a comparison computing on every core takes longer;
+- ``("first", report)``: the first-order report, as soon as it exists: the window shows its
+  verdict while the second order is computed (the job's result).
 """
 
 from __future__ import annotations
@@ -178,8 +181,11 @@ def _load(ref: ProblemRef, channel) -> Problem:
         raise SetupFailed(f"the worker process could not load {ref.spec}: {exc}") from None
 
 
-def compare(job: CompareJob, channel) -> Report:
-    """The child's work for one "Check Jacobian"."""
+def compare(job: CompareJob, channel) -> tuple[Report | None, str]:
+    """The child's work for one "Check Jacobian": the first-order report is sent as soon as
+    it exists, ``("first", report)``, and the second-order report (the double backward's,
+    which takes as long again) follows as the job's result: (report or None, why none;
+    :func:`second_prepared`)."""
     problem = _load(job.problem, channel)
     channel.context(problem.function.__name__)
     mirror = _Mirror(channel)
@@ -194,11 +200,13 @@ def compare(job: CompareJob, channel) -> Report:
             ("progress", (dataclasses.replace(p, analytic=None, numerical=None), has))))
 
     # this process is the job's alone: the window reads the matrices as they are computed
-    report = verify(problem.function, problem.args if job.args is None else job.args,
-                    problem.check_options(**job.options), progress=progress,
-                    allocate=sharing.shared_zeros, waited=lambda: answer.waited)
-    return prepared(report, job.pixels, problem.function,
-                    problem.args if job.args is None else job.args, second=job.second)
+    args = problem.args if job.args is None else job.args
+    report = verify(problem.function, args, problem.check_options(**job.options),
+                    progress=progress, allocate=sharing.shared_zeros,
+                    waited=lambda: answer.waited)
+    report = prepared(report, job.pixels)
+    channel.send(("first", report))
+    return second_prepared(report, job.pixels, problem.function, args, asked=job.second)
 
 
 def prepared(report: Report, pixels: int | None = None, function: type | None = None,
@@ -206,14 +214,32 @@ def prepared(report: Report, pixels: int | None = None, function: type | None = 
     """``report`` with what the view reads whole (difference, mask, peaks, pooled overviews
     for heatmaps of ``pixels``) computed into its cache here, rather than on the GUI thread;
     given the ``function`` and ``args`` it checked, with the second-order report beside it
-    (the double backward's; a big one only where ``second`` asks for it)."""
+    (:func:`second_prepared`)."""
+    for step in drawing_steps(report.shape, pixels):
+        report.prepare_drawing(step)
     if function is not None and args is not None:
-        beside, reason = second_order.beside(report, function, args, asked=second)
-        report = dataclasses.replace(report, second_order=beside, second_order_reason=reason)
-    for shown in (report, report.second_order):
-        for step in drawing_steps(shown.shape, pixels) if shown is not None else ():
-            shown.prepare_drawing(step)
+        report = with_second(report, second_prepared(report, pixels, function, args,
+                                                     asked=second))
     return report
+
+
+def second_prepared(report: Report, pixels: int | None, function: type, args: list, *,
+                    asked: bool = False) -> tuple[Report | None, str]:
+    """The second-order report that goes with the first-order ``report`` of ``function`` at
+    ``args``, prepared for the view as :func:`prepared` prepares the first (a big one only
+    where ``asked``), and "", or None and why not
+    (:func:`customgrad.checking.second_order.beside`)."""
+    second, reason = second_order.beside(report, function, args, asked=asked)
+    for step in drawing_steps(second.shape, pixels) if second is not None else ():
+        second.prepare_drawing(step)
+    return second, reason
+
+
+def with_second(report: Report, second: tuple[Report | None, str]) -> Report:
+    """The first-order ``report`` with its second order (:func:`second_prepared`) beside it;
+    what the view computed for the first stays computed (one cache)."""
+    found, reason = second
+    return dataclasses.replace(report, second_order=found, second_order_reason=reason)
 
 
 def restore(progress: Progress, has: tuple[bool, bool], live: dict) -> Progress:

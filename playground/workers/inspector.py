@@ -77,7 +77,7 @@ class InspectorRunner(QObject):
     def _work_isolated(job: dict, ref: ProblemRef, function: type, args: list,
                        seed: int) -> Inspection:
         from customgrad.workers import isolation
-        from playground.workers import child_jobs
+        from playground.workers import child_jobs, warm_worker
 
         job["thread"] = threading.get_ident()
         # stopped by ending the child, never by interrupting here
@@ -91,7 +91,8 @@ class InspectorRunner(QObject):
             return in_child_or_here(
                 lambda: isolation.call(child_jobs.inspect, ref, args, seed,
                                        should_stop=lambda: job["stop"], name="inspector",
-                                       on_started=lambda: _start_timer(job)),
+                                       on_started=lambda: _start_timer(job),
+                                       nice=warm_worker.nice()),
                 here, function)
         finally:
             job["done"] = True

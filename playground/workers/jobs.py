@@ -26,7 +26,7 @@ from customgrad.workers import processes, runner
 from customgrad.workers.runner import LoopControl, interrupt_thread
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import WORKER_MODULES, child_jobs, in_window
+from playground.workers import WORKER_MODULES, child_jobs, in_window, warm_worker
 from playground.workers.child_jobs import TopLevelTooSlow
 from playground.workers.policy import DEFAULT, JobPolicy
 
@@ -185,7 +185,8 @@ def try_import_in_child(origin: tuple | None, label: str, shadows: bool = False,
         return time.perf_counter() > clock.get("deadline", math.inf)
     try:
         found = isolation.call(child_jobs.try_import, origin, IMPORT_TIMEOUT, shadows,
-                               name=f"import {label}", should_stop=overdue, on_started=started)
+                               name=f"import {label}", should_stop=overdue, on_started=started,
+                               nice=warm_worker.nice())
     except (processes.SetupFailed, processes.StartFailed) as exc:
         # no worker process could start: the user's code is not run in the window instead
         # (a module that crashes would end it), the failure is said
@@ -307,7 +308,7 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
     remote = None
     if process:
         try:
-            remote = runner.RemoteLoop(problem)
+            remote = runner.RemoteLoop(problem, nice=warm_worker.nice())
         except processes.StartFailed:
             raise  # said, never run here instead
         except Exception as exc:  # e.g. a constant that cannot be pickled: a thread will do
@@ -326,13 +327,17 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
 
 
 class ProgressBridge(QObject):
-    """Carries progress callbacks from a worker thread to the GUI thread."""
+    """Carries progress callbacks from a worker thread to the GUI thread, and the
+    first-order report, which comes before the job's result (its second order)."""
 
     progress = Signal(object)
+    first = Signal(object)
 
 
 class JacobianJob:
-    """One Jacobian comparison on a worker thread, cancellable.
+    """One Jacobian comparison on a worker thread, cancellable. ``on_first`` gets the
+    first-order report as soon as it exists; ``on_report`` the same with its second order
+    (the double backward's check, which takes as long again) once that is computed.
 
     What the worker's function reads is a :class:`_JobState`, not this job: the worker then
     holds no reference back to the job that holds it, so no reference cycle keeps either
@@ -341,10 +346,13 @@ class JacobianJob:
     def __init__(self, problem: Problem, args: list | None, options: dict, on_progress,
                  on_report, on_error, policy: JobPolicy = DEFAULT,
                  pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
-                 second: bool = False):  # the second order asked for: drawn however big
+                 second: bool = False,  # the second order asked for: drawn however big
+                 on_first=None):
         self.state = _JobState(ProgressBridge(), second, policy)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
+        if on_first is not None:
+            self.bridge.first.connect(on_first)
         self.state.isolated = isolated(problem.target, problem.function, policy)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options, pixels,
@@ -417,9 +425,9 @@ def _await_paint(state: _JobState, prepared, first: bool) -> float:
     return time.monotonic() - start
 
 
-def _emit(state: _JobState, prepared) -> None:
+def _emit(state: _JobState, prepared, signal: str = "progress") -> None:
     try:
-        state.bridge.progress.emit(prepared)
+        getattr(state.bridge, signal).emit(prepared)
     except RuntimeError as exc:  # the window closed under us: stop quietly
         state.cancelled = True
         raise Cancelled("Jacobian comparison cancelled: the window closed.") from exc
@@ -462,8 +470,14 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     prepare = ProgressPreparer(pixels)
     answer = child_jobs.Answers()  # the child waits for these (child_jobs._Answer)
 
+    reports: list = []  # the first order's, sent before the job's result (its second order)
+
     def on_message(message) -> None:
         kind, payload = message
+        if kind == "first":
+            reports.append(payload)
+            _emit(state, payload, "first")
+            return
         if kind == "matrices":
             live.clear()
             live.update(payload)
@@ -490,13 +504,15 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
         state.isolated = False
         return _compare(state, problem, args, options, pixels)
 
+    def in_child():
+        second = state.worker.call(child_jobs.compare, job, on_message=on_message,
+                                   should_stop=lambda: state.cancelled, what=shapes,
+                                   name=f"Jacobian check {problem.target.spec}",
+                                   warm_key=child_jobs.warm_key_for(problem.target))
+        return child_jobs.with_second(reports[0], second)
+
     try:
-        return in_child_or_here(
-            lambda: state.worker.call(child_jobs.compare, job, on_message=on_message,
-                                      should_stop=lambda: state.cancelled, what=shapes,
-                                      name=f"Jacobian check {problem.target.spec}",
-                                      warm_key=child_jobs.warm_key_for(problem.target)),
-            here, problem.function)
+        return in_child_or_here(in_child, here, problem.function)
     except Cancelled:
         raise Cancelled("Jacobian comparison cancelled.") from None
     finally:
@@ -524,10 +540,12 @@ def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
             _emit(state, prepared)
             if prepared.painted is not None:
                 waited.append(_await_paint(state, prepared, first))
-        report = verify(problem.function, problem.args if args is None else args,
-                        problem.check_options(**options), progress=progress,
-                        should_stop=lambda: state.cancelled, waited=lambda: sum(waited))
-        return child_jobs.prepared(report, pixels, problem.function,
-                                   problem.args if args is None else args, second=state.second)
+        at = problem.args if args is None else args
+        report = child_jobs.prepared(
+            verify(problem.function, at, problem.check_options(**options), progress=progress,
+                   should_stop=lambda: state.cancelled, waited=lambda: sum(waited)), pixels)
+        _emit(state, report, "first")  # its verdict is shown while the second order runs
+        return child_jobs.with_second(report, child_jobs.second_prepared(
+            report, pixels, problem.function, at, asked=state.second))
     finally:
         state.done = True

@@ -6,6 +6,15 @@ One for the whole app, as there is one window."""
 
 from __future__ import annotations
 
+from customgrad import config
 from customgrad.workers.warm import WarmWorker
 
-WORKER = WarmWorker()
+
+def nice() -> int:
+    """How far below the window the app's worker processes run (``CUSTOMGRAD_CHILD_NICE``,
+    5): the window's thread gets a core first when it wakes to paint, and a worker has the
+    core whenever the window does not want it."""
+    return config.current().child_nice
+
+
+WORKER = WarmWorker(nice=nice())

@@ -168,6 +168,34 @@ def test_guessed_constants_still_catch_a_bug(capsys):
     assert code == 1 and "FAILED" in out
 
 
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no POSIX priorities here")
+def test_a_check_from_the_command_line_runs_at_the_callers_priority(capsys, tmp_path):
+    """Only the app's workers run below their window: the CLI's own process only waits on
+    its check's child, which runs as the user started the CLI (as high as its ``nice``)."""
+    path = tmp_path / "standing.py"
+    path.write_text(textwrap.dedent('''
+        import os
+        import sys
+
+        import torch
+
+        print(f"priority {os.getpriority(os.PRIO_PROCESS, 0)}", file=sys.stderr)
+
+
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output * 2
+    '''))
+    code, _, err = run_cli(capsys, "check", f"{path}:Double", "--shape", "x=3")
+    assert code == 0
+    assert f"priority {os.getpriority(os.PRIO_PROCESS, 0)}\n" in err
+
+
 def test_a_users_copy_of_the_docs_mulconstant_passes(capsys, tmp_path):
     path = tmp_path / "mine.py"
     path.write_text(textwrap.dedent('''

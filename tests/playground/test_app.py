@@ -47,7 +47,10 @@ def assert_mode(session, mode):
 
 
 def open_target(qtbot, win, name):
-    with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT) as blocker:
+    """The first order's report of ``name``'s check, once the check has ended (its second
+    order, which follows, included)."""
+    with qtbot.waitSignal(win.session.secondOrderReady, timeout=TIMEOUT), \
+            qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT) as blocker:
         win.session.set_target(name)
     return blocker.args[0]
 
@@ -117,7 +120,9 @@ def test_the_worker_sends_the_second_order_and_d_shows_it(qtbot, window):
 
     from playground.views.shortcuts import shortcut_rows
 
-    report = open_target(qtbot, window, "sigmoid_bug")
+    with qtbot.waitSignal(window.session.secondOrderReady, timeout=TIMEOUT) as blocker:
+        window.session.set_target("sigmoid_bug")  # the first order's verdict comes first
+    report = blocker.args[0]
     second = report.second_order
     assert second is not None and not second.passed and report.second_order_reason == ""
     assert ("D", "Second-order heatmaps (double backward)") in [
@@ -130,6 +135,104 @@ def test_the_worker_sends_the_second_order_and_d_shows_it(qtbot, window):
     assert view.heatmaps.analytic_image.image.shape == second.shape
     QTest.keyClick(window, Qt.Key.Key_D)
     assert view.order == 1 and not window.session.second_order_asked
+
+
+SLOW_SECOND_ORDER = """
+import os
+import time
+
+import torch
+
+FLAG, FACTOR, SLOW = {flag!r}, {factor}, [{slow}]
+
+
+class Hold(torch.autograd.Function):
+    \"\"\"The identity, whose backward (FACTOR times the gradient: 1 is right) is slow the
+    first time and waits while FLAG exists: only a double backward of Square calls it.\"\"\"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(SLOW.pop() if SLOW else 0)
+        deadline = time.monotonic() + 60  # (a broken test ends anyway)
+        while os.path.exists(FLAG) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return FACTOR * grad
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, = ctx.saved_tensors
+        return 2 * Hold.apply(x) * grad_output
+"""
+
+
+def test_the_first_verdict_is_shown_while_its_second_order_is_computed(qtbot, window,
+                                                                      tmp_path):
+    """The double backward's check takes as long as the first order's again: the first
+    verdict comes as soon as it exists (it waited for the second order), D then says the
+    second is computing, and its heatmaps follow; a check cancelled or superseded while
+    its second order computes never shows that second order."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from customgrad.checking.second_order import COMPUTING
+
+    flag = tmp_path / "hold"
+    flag.touch()
+    path = tmp_path / "square.py"
+    path.write_text(SLOW_SECOND_ORDER.format(flag=str(flag), factor=1, slow=0))
+    s, view = window.session, window.jacobian
+    seconds: list = []
+    s.secondOrderReady.connect(seconds.append)
+    with qtbot.waitSignal(s.jacobianReady, timeout=TIMEOUT) as blocker:
+        s.set_target(f"{path}:Square")
+    report = blocker.args[0]
+    assert report.passed and report.second_order is None  # the double backward waits
+    assert report.second_order_reason == COMPUTING
+    assert "second order (double backward): computing…" in view.banner.worst_label.text()
+    QTest.keyClick(window, Qt.Key.Key_D)
+    assert view.order == 2
+    assert view.banner.verdict_label.text() == "Second order: computing…"
+    with qtbot.waitSignal(s.secondOrderReady, timeout=TIMEOUT):
+        flag.unlink()
+    second = seconds[-1].second_order
+    assert second is not None and second.passed
+    assert view.banner.verdict_label.text().startswith("✔")
+    assert view.heatmaps.analytic_image.image.shape == second.shape
+
+    # cancelled while the second order computes: the first verdict stays
+    flag.touch()
+    seconds.clear()
+    with qtbot.waitSignal(s.jacobianReady, timeout=TIMEOUT):
+        s.check_now()
+    with qtbot.waitSignal(s.secondOrderReady, timeout=TIMEOUT):
+        s.cancel_check()
+    assert seconds[-1].second_order is None
+    assert seconds[-1].second_order_reason == "not computed: cancelled"
+    assert view.checked.passed and view.banner.verdict_label.text() == \
+        "Second order not drawn"
+
+    # superseded: only the newer check's second order arrives
+    seconds.clear()
+    with qtbot.waitSignal(s.jacobianReady, timeout=TIMEOUT):
+        s.check_now()
+    with qtbot.waitSignal(s.jacobianReady, timeout=TIMEOUT) as newer:
+        s.update(atol=2e-5)
+    assert newer.args[0].atol == 2e-5 and newer.args[0].second_order_reason == COMPUTING
+    with qtbot.waitSignal(s.secondOrderReady, timeout=TIMEOUT):
+        flag.unlink()
+    qtbot.wait(300)  # (a stale second order would come about now)
+    assert [r.atol for r in seconds] == [2e-5] and seconds[0].second_order is not None
 
 
 def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
@@ -192,9 +295,9 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     constructed = threading.Event()
 
     class SlowStart(runner.RemoteLoop):
-        def __init__(self, problem):
+        def __init__(self, problem, **options):
             ready.wait(TIMEOUT / 1000)  # a fork server still importing torch
-            super().__init__(problem)
+            super().__init__(problem, **options)
             constructed.set()
 
     monkeypatch.setattr(runner, "RemoteLoop", SlowStart)
@@ -208,6 +311,31 @@ def test_play_never_waits_for_the_loop_process_to_start(qtbot, window, monkeypat
     ready.set()
     qtbot.waitUntil(lambda: s.step > 10, timeout=TIMEOUT)
     assert isinstance(s.ctrl.remote, SlowStart)
+    s.pause()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no POSIX priorities here")
+def test_the_windows_worker_processes_run_below_the_window(qtbot, window, configure):
+    """The check's kept child and the loop's child run ``child_nice`` below the window, in
+    its session (where Linux weighs them against it by their nice): the window's thread
+    gets a core first when it wakes to paint (it waited behind them, 20-60 ms a frame)."""
+    from customgrad import config
+    from playground.workers.warm_worker import WORKER
+
+    configure(loop="process")
+    wanted = min(os.getpriority(os.PRIO_PROCESS, 0) + config.current().child_nice, 19)
+    open_target(qtbot, window, "killhead")
+    checked = WORKER.process
+    assert checked is not None and checked.is_alive()  # kept for the next check
+    assert os.getpriority(os.PRIO_PROCESS, checked.pid) == wanted
+    assert os.getsid(checked.pid) == os.getsid(0)
+    s = window.session
+    s.update(steps=0)
+    s.play()
+    qtbot.waitUntil(lambda: s.step > 2, timeout=TIMEOUT)
+    loop = s.ctrl.remote.process
+    assert os.getpriority(os.PRIO_PROCESS, loop.pid) == wanted
+    assert os.getsid(loop.pid) == os.getsid(0)
     s.pause()
 
 
@@ -581,6 +709,17 @@ def _app(*args, tmp_path) -> subprocess.CompletedProcess:
                           text=True, timeout=180, env=env)
 
 
+def test_a_screenshot_of_the_second_order_waits_for_it(tmp_path):
+    """The first order's verdict comes before the second order is computed: a screenshot
+    of the second order waits for it, and its exit code is the second order's."""
+    path = tmp_path / "square.py"
+    path.write_text(SLOW_SECOND_ORDER.format(flag=str(tmp_path / "none"), factor=2, slow=1.0))
+    proc = _app(f"{path}:Square", "--steps", "0", "--order", "second", "--screenshot",
+                str(tmp_path / "second.png"), tmp_path=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the first order passes, the second fails
+    assert (tmp_path / "second.png").exists()
+
+
 def test_screenshot_exit_codes_say_what_the_check_found(tmp_path):
     """One table, as customgrad's: 0 the check passed, 1 it failed, 2 any error."""
     proc = _app("killhead_bug", "--steps", "0", "--screenshot", str(tmp_path / "bug.png"),
@@ -828,7 +967,8 @@ def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, 
     first = open_target(qtbot, window, "killhead_bug")  # built, then checked
     assert window.session.job.isolated
     pid = WORKER.process.pid
-    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
+    with qtbot.waitSignal(window.session.secondOrderReady, timeout=TIMEOUT), \
+            qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
         window.session.check_now()
     again = blocker.args[0]
     assert WORKER.process.pid == pid
@@ -850,6 +990,33 @@ def test_checks_of_one_function_share_a_worker_process_kept_warm(qtbot, window, 
         torch.testing.assert_close(torch.diagonal(report.analytic),
                                    torch.full((report.shape[0],), float(factor),
                                               dtype=report.analytic.dtype))
+
+
+def test_a_check_on_a_thread_sends_its_first_verdict_before_the_second_order(qtbot,
+                                                                              monkeypatch):
+    """A Function no worker process can load is checked on a thread: there too the first
+    order's report goes out before the second order is computed."""
+    from customgrad.checking import second_order
+    from playground.workers import jobs as workers
+
+    held = threading.Event()
+    beside = second_order.beside
+
+    def slow_beside(*args, **kwargs):
+        assert held.wait(TIMEOUT / 1000)
+        return beside(*args, **kwargs)
+
+    monkeypatch.setattr(second_order, "beside", slow_beside)
+    problem = build(Settings(target="sigmoid_bug"))
+    firsts, reports, errors = [], [], []
+    workers.JacobianJob(problem, None, {}, lambda p: None, reports.append, errors.append,
+                        isolate=False, on_first=firsts.append)
+    qtbot.waitUntil(lambda: bool(firsts), timeout=TIMEOUT)
+    assert not reports and firsts[0].second_order is None and not firsts[0].passed
+    held.set()
+    qtbot.waitUntil(lambda: bool(reports or errors), timeout=TIMEOUT)
+    assert not errors and reports[0].second_order is not None
+    assert not reports[0].second_order.passed and reports[0].mismatches == firsts[0].mismatches
 
 
 def test_a_comparison_waits_for_the_layout_only_so_long(qtbot, monkeypatch):

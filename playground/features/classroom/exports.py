@@ -34,6 +34,7 @@ class Exports(QObject):
         self.actions = actions
         session.targetChanged.connect(self._target_changed)
         session.jacobianReady.connect(self._report)
+        session.secondOrderReady.connect(self._report)
 
     def _target_changed(self, _target) -> None:
         self.last_report = None

@@ -202,6 +202,19 @@ class JacobianView(QWidget):
             self._method[self.order] = report.method.name
         self.heatmaps.set_order(self.order, self._method.get(self.order, FINITE_DIFFERENCES))
         self.labels.fit_titles()
+    def show_second_order(self, report: Report) -> None:
+        """The shown check's report again, with its second order (computed after the
+        first's verdict was shown): the heatmaps where D shows the second order, else the
+        verdict's line about it. Nothing once another check has started."""
+        if self.checked is None or self.shown.computing:
+            return
+        self.checked = report
+        if self.order == 2:
+            self._draw(report)
+        elif self.shown.report is not None:
+            self.shown.report = report
+            verdict = words.verdict(report, 1)
+            self._say(verdict.state, verdict.head, verdict.details, verdict.worst, verdict.notes)
 
     def _draw(self, checked: Report) -> None:
         report = checked if self.order == 1 else checked.second_order

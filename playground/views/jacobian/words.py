@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from customgrad.checking.diagnosis import PHRASES
 from customgrad.checking.jacobian import Axis, Report
 from customgrad.checking.jacobian.report import REFERENCE
+from customgrad.checking.second_order import COMPUTING
 from playground.views.jacobian.geometry import block_ticks
 
 __all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "method_line",
@@ -198,6 +199,8 @@ def _worst_lines(report: Report) -> list[str]:
 def second_order_line(report: Report) -> str:
     """The first order's line about the second: its verdict (D shows it), or why none."""
     second = report.second_order
+    if second is None and report.second_order_reason == COMPUTING:
+        return "second order (double backward): computing…"
     if second is None:
         return f"second order: not drawn: {report.second_order_reason}"
     if second.passed:
@@ -210,5 +213,8 @@ def second_order_line(report: Report) -> str:
 def no_second_order(report: Report) -> Verdict:
     """The banner's words where second order is asked for and ``report`` (the first
     order's) has none: why."""
+    if report.second_order_reason == COMPUTING:
+        return Verdict("neutral", "Second order: computing…", "The double backward is being "
+                       "checked; its heatmaps follow the first order's verdict.", "", "")
     reason = report.second_order_reason or "this check did not compute it."
     return Verdict("neutral", "Second order not drawn", reason, "", "")
