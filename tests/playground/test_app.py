@@ -997,7 +997,8 @@ def test_a_check_on_a_thread_sends_its_first_verdict_before_the_second_order(qtb
     """A Function no worker process can load is checked on a thread: there too the first
     order's report goes out before the second order is computed."""
     from customgrad.checking import second_order
-    from playground.workers import jobs as workers
+    from playground.workers import jobs
+    from playground.workers.policy import JobPolicy
 
     held = threading.Event()
     beside = second_order.beside
@@ -1009,8 +1010,8 @@ def test_a_check_on_a_thread_sends_its_first_verdict_before_the_second_order(qtb
     monkeypatch.setattr(second_order, "beside", slow_beside)
     problem = build(Settings(target="sigmoid_bug"))
     firsts, reports, errors = [], [], []
-    workers.JacobianJob(problem, None, {}, lambda p: None, reports.append, errors.append,
-                        isolate=False, on_first=firsts.append)
+    jobs.JacobianJob(problem, None, {}, lambda p: None, reports.append, errors.append,
+                     policy=JobPolicy(isolate=False), on_first=firsts.append)
     qtbot.waitUntil(lambda: bool(firsts), timeout=TIMEOUT)
     assert not reports and firsts[0].second_order is None and not firsts[0].passed
     held.set()
