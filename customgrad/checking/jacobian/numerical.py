@@ -80,7 +80,10 @@ def _base_point(probe: Probe, tol: Tolerances,
     (the float32 rule); else as given, with the tolerances floored."""
     fn, args, leaves = probe.function, probe.args, probe.leaves
     dtype = args[probe.in_pos[0]].dtype
-    base = [a.detach().clone() if i in leaves else a for i, a in enumerate(args)]
+    # contiguous: columns are the inputs' entries in row-major order (a transposed input
+    # kept its strides through clone, and the loop's flat view of it failed)
+    base = [a.detach().clone(memory_format=torch.contiguous_format) if i in leaves else a
+            for i, a in enumerate(args)]
     if dtype in DOUBLE.values():
         return base, dtype, tol
     promoted = [a.to(DOUBLE[a.is_complex()]) if i in leaves else a for i, a in enumerate(base)]
