@@ -49,7 +49,7 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     direct = chooses_direct(probe, base)
     forward = probe.forward_direct if direct else probe.forward_plain
     clone_each = mutates(probe, forward, base, notes)
-    method = reference_pass(probe, space, pacer, tol.eps, tol.atol, tol.rtol, base, forward,
+    method = reference_pass(probe, space, pacer, tol.eps, tol.atol, base, forward,
                             direct, notes)
     if method.name == REFERENCE:
         pacer.emit(0.5, "numerical", force=True, columns_done=space.cols)
