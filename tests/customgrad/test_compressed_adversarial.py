@@ -506,3 +506,43 @@ def test_a_backward_that_detects_vmap_gets_the_row_by_row_report(function):
     """The compressed pass is no worse than every row: the same (wrong) report."""
     x = _x(8, 16)
     _same(_check(function, [x]), _rows(function, [x]))
+
+
+# ------------------------------------------------------------ NaN, Inf, small mixing
+
+
+def _sin_times_at_2_3(value, name):
+    """sin, backward multiplied by ``value`` at [2, 3] (NaN or Inf: the whole column, as
+    0 x NaN is NaN)."""
+    class Fn(Sin):
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            scale = torch.ones_like(x)
+            scale[2, 3] = value
+            return g * x.cos() * scale
+    Fn.__name__ = Fn.__qualname__ = name
+    return Fn
+
+
+class SmallMean(Sin):
+    """A hundredth of grad_output's mean added everywhere: every row mixed in, a little."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos() + 1e-2 * g.mean()
+
+
+@pytest.mark.parametrize("function, mismatches", [
+    (_sin_times_at_2_3(float("nan"), "NanAt"), 128),
+    (_sin_times_at_2_3(float("inf"), "InfAt"), 128),
+    (SmallMean, 128 * 127 + 3)])  # + 3 diagonal entries, |cos x| < 0.068
+def test_nan_inf_and_mixed_rows_get_the_row_by_row_report(function, mismatches):
+    x = _x(8, 16)
+    report = _check(function, [x])
+    rows = _rows(function, [x])
+    assert report.passed is rows.passed is _gradcheck(function, [x]) is False
+    assert report.mismatches == rows.mismatches == mismatches
+    assert torch.equal(report.mismatch_mask(), rows.mismatch_mask())
+    assert (report.worst.row, report.worst.col) == (rows.worst.row, rows.worst.col)
