@@ -168,6 +168,19 @@ def test_a_detached_forward_falls_back_and_keeps_gradchecks_verdict(function, pa
         assert report.mismatches == int(((x.abs() > 1e-5 + 2e-3 * x.abs())).sum())
 
 
+@pytest.mark.parametrize("function, passes", [(DetachedSquare, False),
+                                              (DetachedSquareRight, True)])
+def test_a_transposed_input_takes_the_full_method_too(function, passes):
+    """The full method's loop took a flat view of the base point, which kept the input's
+    strides: a transposed input raised RuntimeError out of the check."""
+    x = _x(5, 4).t()
+    report = compare(function, [x])
+    assert report.method.name == FINITE_DIFFERENCES
+    assert report.passed is passes is _gradcheck(function, [x])
+    if not passes:
+        assert report.mismatches == int(((x.abs() > 1e-5 + 2e-3 * x.abs())).sum())
+
+
 @pytest.mark.parametrize("function, reason", [
     (DataScale, "autograd cannot see"),
     (NumpySquare, "autograd cannot see"),

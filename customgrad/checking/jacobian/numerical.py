@@ -49,7 +49,7 @@ def numerical_pass(probe: Probe, space: Workspace, pacer: Pacer, tol: Tolerances
     direct = chooses_direct(probe, base)
     forward = probe.forward_direct if direct else probe.forward_plain
     clone_each = mutates(probe, forward, base, notes)
-    method = reference_pass(probe, space, pacer, tol.eps, tol.atol, tol.rtol, base, forward,
+    method = reference_pass(probe, space, pacer, tol.eps, tol.atol, base, forward,
                             direct, notes)
     if method.name == REFERENCE:
         pacer.emit(0.5, "numerical", force=True, columns_done=space.cols)
@@ -80,7 +80,10 @@ def _base_point(probe: Probe, tol: Tolerances,
     (the float32 rule); else as given, with the tolerances floored."""
     fn, args, leaves = probe.function, probe.args, probe.leaves
     dtype = args[probe.in_pos[0]].dtype
-    base = [a.detach().clone() if i in leaves else a for i, a in enumerate(args)]
+    # contiguous: columns are the inputs' entries in row-major order (a transposed input
+    # kept its strides through clone, and the loop's flat view of it failed)
+    base = [a.detach().clone(memory_format=torch.contiguous_format) if i in leaves else a
+            for i, a in enumerate(args)]
     if dtype in DOUBLE.values():
         return base, dtype, tol
     promoted = [a.to(DOUBLE[a.is_complex()]) if i in leaves else a for i, a in enumerate(base)]
