@@ -210,9 +210,9 @@ class _Context:
 
     def undefined_grad(self) -> SubCheck:
         """As gradcheck's check_undefined_grad: undefined (or zero) grad_outputs in, undefined
-        or zero gradients out, for all outputs at once and each alone. Unlike gradcheck, a
-        NaN or Inf gradient entry is not counted here (a NaN forward makes them with any
-        grad_output; the NaN notice names it)."""
+        or zero gradients out, for all outputs at once and each alone. A NaN or Inf entry
+        fails it, as gradcheck's "backward not multiplied by grad_output" does (a backward
+        dividing by grad_output passed here while gradcheck failed it)."""
         undefined = torch._C._functions.UndefinedGrad()
 
         def attempt(which) -> str | None:
@@ -230,10 +230,14 @@ class _Context:
                 return (f"backward fails when a grad_output is undefined (None): "
                         f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
             for i, g in zip(self.pos, grads):
-                # NaN or Inf times a zero grad_output stays NaN: the NaN notice covers it
-                if g is not None and not bool(((g == 0) | ~g.isfinite()).all()):
+                if g is None or bool((g == 0).all()):
+                    continue
+                if bool(g.isfinite().all()):
                     return (f"backward returns a nonzero gradient for input {i} when the "
                             "grad_outputs are undefined or zero")
+                return (f"backward returns NaN or Inf for input {i} when the grad_outputs "
+                        "are undefined or zero (a division by grad_output, or a NaN or Inf "
+                        "that forward saved: zero times it is still NaN)")
             return None
 
         _, diff = self._forward(self._leaves()[1])

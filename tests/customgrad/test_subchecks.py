@@ -114,6 +114,14 @@ class TwiceNoisy(Twice):
         return 2 * g + 1e-6 * torch.randn_like(g)
 
 
+class TwiceScaledByGradOutput(Twice):
+    """Right wherever grad_output is nonzero; NaN where it is all zero (0 / 0)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g * (g.abs().max() / g.abs().max())
+
+
 def gradcheck_verdict(function, x, **option) -> bool:
     try:
         return torch.autograd.gradcheck(function.apply, (x.clone().requires_grad_(),),
@@ -129,6 +137,8 @@ def gradcheck_verdict(function, x, **option) -> bool:
     ("undefined_grad", DoubleNoMaterialize, DoubleNoMaterializeBug,
      {"check_undefined_grad": True}),
     ("undefined_grad", Twice, ShiftedBackward, {"check_undefined_grad": True}),
+    ("undefined_grad", Twice, TwiceScaledByGradOutput, {}),  # NaN where gradcheck says
+    # "backward not multiplied by grad_output" (its default test of zero grad_outputs)
     ("nondeterminism", Twice, TwiceNoisy, {"nondet_tol": 0.0}),
     ("grad_dtypes", Twice, TwiceInFloat32, None),
 ])
