@@ -287,9 +287,10 @@ CASES = [
                   app_expect="mismatch", where=False, cli_stream="out"),
     function_case("FaultSparseGradient", r"FaultSparseGradient\.backward returned a sparse "
                   r"gradient \(sparse_coo\) for x; the check compares dense Jacobians"),
-    # NaN everywhere: documented as a note (CLI) / notice (app), not as a failure
+    # NaN everywhere: said in a note (CLI) / notice (app), and FAILED as gradcheck says it is
+    # (its backward gives NaN for zero grad_outputs: "backward not multiplied by grad_output")
     Case("function_FaultNaNOutput", ("check", fn("FaultNaNOutput")), r"NaN or Inf", "target",
-         target=fn("FaultNaNOutput"), code=0, cli_stream="out", app_expect="notice"),
+         target=fn("FaultNaNOutput"), code=1, cli_stream="out", app_expect="notice"),
     # -- session files (no CLI equivalent)
     session_case("session_not_json", "{ this is not json",
                  r"faulty\.json is not valid JSON \(line 1"),
