@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from customgrad.problems.problem import Problem
 from customgrad.problems.settings import Settings
-from customgrad.targets.loader import RunCode, Target, resolve
-from customgrad.training.descent import StepRecord
-from customgrad.workers.runner import LoopControl
 from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
 from playground.workers.warm_worker import WORKER
+
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.targets.loader import RunCode, Target
+    from customgrad.training.descent import StepRecord
+    from customgrad.workers.runner import LoopControl
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
 
@@ -33,6 +36,14 @@ _REBUILD = {"target", "shapes", "constants", "init", "trained", "given", "dtype"
             "seed", "loss", "optimizer", "memory_cap"}
 #: settings the loop reads as it runs (sent to it, no new run), by their LoopControl names
 _KNOBS = {"lr": "lr", "check_every": "check_every", "steps": "max_steps"}
+
+
+def _resolve(spec: str, run_code: RunCode) -> Target:
+    """:func:`customgrad.targets.loader.resolve`, the loader (torch) imported at the first
+    target, after the window's first paint."""
+    from customgrad.targets.loader import resolve
+
+    return resolve(spec, run_code=run_code)
 
 
 class Session(QObject):
@@ -69,7 +80,7 @@ class Session(QObject):
         #: the heatmaps' size on screen in device pixels (the view says it): each check's
         #: previews and overviews are made to fit it
         self.view_pixels = PREVIEW_PIXELS
-        self.builder = TargetBuilder(self, partial(resolve, run_code=run_code), held=held)
+        self.builder = TargetBuilder(self, partial(_resolve, run_code=run_code), held=held)
         self.loop = Loop(self)
         self.checks = Checks(self)
         #: the pane shows the second order: checks compute it however big

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-
-import torch
+from typing import TYPE_CHECKING
 
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.problems.problem import Problem, build
-from customgrad.problems.settings import Settings
 from playground.workers import jobs
+
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.problems.settings import Settings
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
 #: is stopped; counted from the build's start, with room for a cold fork server
@@ -44,6 +45,10 @@ _warmed_optim = False
 def _build(settings: Settings, target, stop: BuildStop | None = None) -> Problem:
     """build(), after warming torch's lazy imports once: two threads importing them for the
     first time at the same moment can collide inside torch (a half-imported sympy)."""
+    import torch
+
+    from customgrad.problems.problem import build
+
     global _warmed, _warmed_optim
     with _warm:
         if not _warmed:
@@ -68,6 +73,7 @@ def _build_in_child(settings: Settings, target, stop: BuildStop) -> Problem:
     """build() in a worker process (it calls the user's forward), the tensors shared back;
     this process's own build where the child cannot load the Function. ``stop`` ends the
     child (Cancel; a forward stuck inside C past the time limit)."""
+    from customgrad.problems.problem import build
     from playground.workers import child_jobs, head_start
     from playground.workers.warm_worker import WORKER
 
