@@ -20,6 +20,7 @@ from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
+from playground.workers import torch_import
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
 from playground.workers.warm_worker import WORKER
 
@@ -148,7 +149,12 @@ class Session(QObject):
     def set_target(self, spec: str | Target, keep: bool | None = None) -> None:
         """Choose a Function. Shapes, constants, init and trained flags are kept while they
         still name parameters of its forward (always for the same target, e.g. a reload);
-        ``notice`` says which were reset."""
+        ``notice`` says which were reset. Chosen while the window's process still imports
+        torch (after its first paint), it opens once torch has arrived, the window painting
+        meanwhile (loading it needs torch)."""
+        if not torch_import.arrived():
+            torch_import.when_arrived(lambda: self.set_target(spec, keep))
+            return
         if self.builder.choose(spec, keep):
             self._rebuild()
 
