@@ -160,7 +160,8 @@ def window_for(session, args):
     screenshot, a target or a session file is asked for. The window opens nothing before
     its start: the app calls it once torch has arrived (:mod:`playground.workers.torch_import`),
     after the window's first paint."""
-    from playground.main_window import MainWindow, _restore_default
+    from customgrad import config
+    from playground.main_window import MainWindow
 
     shot = bool(args.screenshot)
     failures: list[BaseException] = []
@@ -169,7 +170,7 @@ def window_for(session, args):
         failures.append(exc)
     session.errorRaised.connect(failed)
     window = MainWindow(session, restore_prefs=False if shot else None, restore_session=False)
-    restore = not (shot or args.target or args.session) and _restore_default()
+    restore = not (shot or args.target or args.session or config.current().no_restore)
 
     def start() -> bool:
         try:

@@ -47,7 +47,7 @@ PREPARING = "Preparing inputs…"
 #: the same while the workers' fork server has not started a child yet (it imports torch)
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
 #: the same while the window's own process imports torch, after its first paint
-LOADING_TORCH = "Loading torch… (once per start; the picker, the code and the settings work " \
+LOADING_TORCH = "Loading torch… (once per start; the picker and the settings work " \
                 "meanwhile)"
 
 

@@ -27,6 +27,7 @@ def export_item(item, path: str | os.PathLike, scale: float = IMAGE_SCALE) -> Pa
     The suffix chooses: ``.svg`` is vector, anything else (``.png``) a bitmap ``scale``
     times the size on screen.
     """
+    import pyqtgraph.exporters  # noqa: F401 (registers pg.exporters; not before the first paint)
 
     path = Path(path)
     if path.suffix.lower() == ".svg":
