@@ -206,13 +206,14 @@ class InputsForm(QWidget):
         self.fields[name] = field
 
     def unfinished(self) -> tuple[QWidget, str] | None:
-        """The first field whose typed text is not a valid value, and why; None if none."""
-        from customgrad.function.inputs import parse_init
-
+        """The first field whose typed text is not a valid value, and why; None if none (no
+        fields: no Function open yet, torch perhaps still loading)."""
         for name, field in self.fields.items():
             if isinstance(field, CheckedField) and not field.valid:
                 return field.unfinished()
             if isinstance(field, QComboBox) and field.isEditable():
+                from customgrad.function.inputs import parse_init
+
                 try:
                     parse_init(field.currentText(), name.removesuffix(".init"))
                 except SpecError as exc:
