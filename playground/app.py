@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playground.workers import torch_import
 
+    torch_import.expect()  # imported after the first paint: what needs it waits till then
     app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)

@@ -21,10 +21,12 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-__all__ = ["arrived", "start", "when_arrived"]
+__all__ = ["arrived", "expect", "start", "when_arrived"]
 
 _waiting: list[Callable[[], None]] = []
-_state = {"started": False, "arrived": False}
+#: pending: the app imports torch after the first paint (:func:`expect`), not yet arrived;
+#: started: that import has begun
+_state = {"pending": False, "started": False}
 _bridge: list[QObject] = []  # the one bridge, kept alive
 
 
@@ -35,10 +37,18 @@ def _imported() -> bool:
 
 
 def arrived() -> bool:
-    """Whether the work that waits for torch may run now: torch was imported before
-    :func:`start` (a test, a notebook, a program of the user's), or the import it began has
-    ended and what waited for it has run."""
-    return _state["arrived"] or (not _state["started"] and _imported())
+    """Whether the work that waits for torch may run now: true unless the app said it
+    imports torch after its first paint (:func:`expect`) and that import has not ended
+    (elsewhere, a test, a notebook, a program of the user's, the engine imports torch where
+    it needs it)."""
+    return not _state["pending"]
+
+
+def expect() -> None:
+    """The app imports torch after its window's first paint (:func:`start`): until then,
+    what :func:`when_arrived` is given waits. Nothing waits where torch is imported already."""
+    if not _imported():
+        _state["pending"] = True
 
 
 def when_arrived(fn: Callable[[], None]) -> None:
@@ -61,7 +71,7 @@ class _Bridge(QObject):
 
 
 def _arrive() -> None:
-    _state["arrived"] = True
+    _state["pending"] = False
     while _waiting:
         _waiting.pop(0)()
 
@@ -71,11 +81,7 @@ def start() -> None:
     window's own imports: torch makes about 200,000 objects that live as long as the app);
     what :func:`when_arrived` holds runs on the GUI thread after. An import that fails lets
     them run too: the engine's next import of torch raises the error, where it is said."""
-    if _state["started"]:
-        return
-    if arrived():
-        _state["started"] = True
-        _arrive()
+    if _state["started"] or arrived():
         return
     _state["started"] = True
     bridge = _Bridge()

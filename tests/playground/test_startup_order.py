@@ -18,6 +18,8 @@ pytestmark = pytest.mark.slow
 
 
 ROOT = Path(__file__).resolve().parents[2]
+#: (PYTHONPATH: the fork server, which imports playground.workers.child_jobs, runs this tree's
+#: code too, not an installed copy's)
 #: runs app.main with the fork server's start and the window's imports replaced by probes;
 #: prints whether the server was asked for before the window's imports began, and whether
 #: torch was loaded in this process by then
@@ -53,7 +55,7 @@ app.main(["killhead", "--screenshot", sys.argv[1]])
 def _start(tmp_path, load: float, wait: float) -> list[str]:
     """What the probes saw, the machine's load average reading ``load``; waits ``wait`` s at
     most for the server's start (it is asked for on a thread of its own)."""
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "s.png"), str(load),
                            str(wait)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -117,7 +119,7 @@ def test_the_first_check_gets_a_head_start_in_the_process_the_window_then_uses(t
     variable such as qtpy's QT_API made the window's jobs start another process.)"""
     if not processes.fork_server():
         return  # children are spawned here: the head start needs the fork server
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", HEAD_START, str(tmp_path / "s.png")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
@@ -233,7 +235,7 @@ def test_the_window_paints_before_torch_then_checks_as_before():
     paint needs none of them: they were most of its wait); its status bar says that torch is
     loading. torch then arrives (a helper thread imports it) and the first check runs to its
     verdict as before."""
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", FIRST_PAINT], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -16,8 +16,8 @@ from playground.workers import torch_import
 @pytest.fixture
 def loading(monkeypatch):
     """torch_import as it is while the helper thread imports torch."""
+    monkeypatch.setitem(torch_import._state, "pending", True)
     monkeypatch.setitem(torch_import._state, "started", True)
-    monkeypatch.setitem(torch_import._state, "arrived", False)
     monkeypatch.setattr(torch_import, "_waiting", [])
 
 
@@ -43,3 +43,14 @@ def test_a_function_picked_while_torch_loads_opens_once_it_arrives(window, loadi
     torch_import._arrive()
     assert window.session.target is not None and window.session.target.spec == "sigmoid"
     assert window.status.currentMessage() != LOADING_TORCH
+
+
+def test_without_the_app_nothing_waits_for_torch():
+    """A window made without app.main (a test, playground.show from a notebook) opens its
+    Function at once, torch imported by the engine where it needs it: nothing said that
+    torch comes later."""
+    assert torch_import.arrived()
+    ran = []
+    torch_import.when_arrived(lambda: ran.append(True))
+    assert ran == [True]
+
