@@ -35,3 +35,11 @@ def parse_checks(text: str) -> tuple[str, ...]:
         raise SpecError(f"unknown check {', '.join(map(repr, unknown)) or '(none given)'}: "
                         f"choose from {', '.join(CHECK_NAMES)}.", field="checks")
     return names
+
+#: the loss landscape's planes (customgrad.landscape.plane), how its legend names them, and
+#: its grid's points per side (customgrad.landscape.SIZE): data, read by the window before torch
+LANDSCAPE_MODES = ("gradients", "pca", "random")
+LANDSCAPE_MODE_WORDS = {"gradients": "your backward and the true gradient",
+                        "pca": "the path's principal directions",
+                        "random": "two random directions"}
+LANDSCAPE_SIZE = 41

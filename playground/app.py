@@ -117,13 +117,23 @@ def main(argv: list[str] | None = None) -> int:
         import playground.main_window  # noqa: F401 (its imports frozen with the rest)
         from playground.state.session import Session
 
+    from playground.workers import torch_import
+
+    torch_import.expect()  # imported after the first paint: what needs it waits till then
     app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
     window, start = window_for(session, args)
     if shot:
         return _screenshot(app, window, session, args, start)
-    if not start():
+    unopened: list[bool] = []
+
+    def open_first() -> None:  # once torch has arrived (at once where it had already)
+        if not start():
+            unopened.append(True)
+            app.exit(ERROR)
+    torch_import.when_arrived(open_first)
+    if unopened:
         return ERROR
     fit_to_screen(app, window)
     window.show()
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     close_on_signals(window)
     code = app.exec()
     end_workers()
-    return code
+    return ERROR if unopened else code
 
 
 def end_workers(seconds: float = 3.0) -> None:
@@ -148,7 +158,10 @@ def end_workers(seconds: float = 3.0) -> None:
 def window_for(session, args):
     """The window for ``args`` and its start (a function that opens what they name: False
     if --save-session could not write). The last session reopens in the window unless a
-    screenshot, a target or a session file is asked for."""
+    screenshot, a target or a session file is asked for. The window opens nothing before
+    its start: the app calls it once torch has arrived (:mod:`playground.workers.torch_import`),
+    after the window's first paint."""
+    from customgrad import config
     from playground.main_window import MainWindow
 
     shot = bool(args.screenshot)
@@ -157,11 +170,13 @@ def window_for(session, args):
     def failed(exc: BaseException) -> None:
         failures.append(exc)
     session.errorRaised.connect(failed)
-    window = MainWindow(session, restore_prefs=False if shot else None,
-                        restore_session=False if (shot or args.target or args.session) else None)
+    window = MainWindow(session, restore_prefs=False if shot else None, restore_session=False)
+    restore = not (shot or args.target or args.session or config.current().no_restore)
 
     def start() -> bool:
         try:
+            if restore:
+                window.classroom.restore_last_session()
             return open_start(window, args, failures)
         finally:
             session.errorRaised.disconnect(failed)
@@ -345,14 +360,19 @@ def fit_to_screen(app, window) -> None:
 
 def release_after_show(session, window, settle: bool = True) -> None:
     """Let the session's work start once ``window`` has painted for the first time (or after
-    FIRST_PAINT_WAIT_MS, if it does not paint): the build, and the Jacobian that follows it,
-    then start on their worker threads while the window is already on screen. Just before,
-    the heap settles (:func:`settle_heap`, unless ``settle`` is false: a program of the
-    user's that opened the window keeps its own): the window is built, no work has begun."""
+    FIRST_PAINT_WAIT_MS, if it does not paint) and torch has arrived: torch is imported then,
+    on a helper thread (:mod:`playground.workers.torch_import`; the window says so), and the
+    build, and the Jacobian that follows it, start on their worker threads while the window
+    is already on screen. Just before, the heap settles (:func:`settle_heap`, unless
+    ``settle`` is false: a program of the user's that opened the window keeps its own): the
+    window is built, no work has begun."""
     from PySide6.QtCore import QEvent, QObject, QTimer
     from PySide6.QtWidgets import QApplication
 
+    from playground.workers import torch_import
+
     app = QApplication.instance()
+    window.show_torch_loading()
 
     class FirstPaint(QObject):
         def eventFilter(self, obj, event) -> bool:
@@ -365,7 +385,11 @@ def release_after_show(session, window, settle: bool = True) -> None:
         if not released:
             released.append(True)
             app.removeEventFilter(watcher)
-            QTimer.singleShot(0, session, lambda: (settle and settle_heap(), session.release()))
+            QTimer.singleShot(0, session, after_paint)
+
+    def after_paint() -> None:
+        torch_import.when_arrived(lambda: (settle and settle_heap(), session.release()))
+        torch_import.start()
 
     released: list[bool] = []
     watcher = FirstPaint(session)
@@ -427,7 +451,8 @@ def _screenshot(app, window, session, args, start) -> int:
 
     _shown_at_size(window, args)
     release_after_show(session, window)
-    state = {"error": None, "passed": True, "stepping": False, "saved": False}
+    state = {"error": None, "passed": True, "stepping": False, "saved": False,
+             "unopened": False}
 
     def save():
         if state["saved"]:
@@ -443,7 +468,7 @@ def _screenshot(app, window, session, args, start) -> int:
         app.exit(0)
 
     def report(report):
-        from customgrad.checking.second_order import COMPUTING
+        from customgrad.checking.jacobian.report import COMPUTING
 
         if args.order == "second" and report.second_order_reason == COMPUTING:
             return  # the first order's verdict: the second's follows (secondOrderReady)
@@ -474,17 +499,27 @@ def _screenshot(app, window, session, args, start) -> int:
     (window.landscape.model.ready if args.tab == "landscape" else session.batchReady).connect(
         done)
     QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
-    session.errorRaised.connect(noted)  # what fails to open: the Function opened instead is shot
-    if not start():
-        session.shutdown(wait=0.5)
+
+    def open_first() -> None:  # once torch has arrived (at once where it had already)
+        session.errorRaised.connect(noted)  # what fails to open: the Function opened instead
+        if not start():                     # is shot
+            state["unopened"] = True
+            session.shutdown(wait=0.5)
+            app.exit(ERROR)
+            return
+        session.errorRaised.disconnect(noted)
+        session.errorRaised.connect(error)
+        if session.target is None:
+            QTimer.singleShot(300, save)
+
+    from playground.workers import torch_import
+
+    torch_import.when_arrived(open_first)
+    if state["unopened"]:
         return ERROR
-    session.errorRaised.disconnect(noted)
-    session.errorRaised.connect(error)
-    if session.target is None:
-        QTimer.singleShot(300, save)
     app.exec()
     end_workers()
-    return _screenshot_said(state)
+    return ERROR if state["unopened"] else _screenshot_said(state)
 
 
 def _screenshot_said(state: dict) -> int:

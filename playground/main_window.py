@@ -16,8 +16,6 @@ from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, Q
 
 from customgrad import config
 from customgrad.errors import TargetError
-from customgrad.function.shadow import source_lines
-from customgrad.targets.loader import functions_in, split_target
 from customgrad.workers import processes
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
@@ -48,6 +46,9 @@ LOOP_STARTING = "Starting the run's worker process…"
 PREPARING = "Preparing inputs…"
 #: the same while the workers' fork server has not started a child yet (it imports torch)
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
+#: the same while the window's own process imports torch, after its first paint
+LOADING_TORCH = "Loading torch… (once per start; the picker and the settings work " \
+                "meanwhile)"
 
 
 def _restore_default() -> bool:
@@ -290,6 +291,8 @@ class MainWindow(QMainWindow):
 
     # ---- the session's news -----------------------------------------------------------------
     def _target_changed(self, target) -> None:
+        from customgrad.function.shadow import source_lines
+
         self._start_failure = False
         self.setWindowTitle(f"Autograd playground — {target.label}")
         listed = self._list_file_functions(target)
@@ -308,6 +311,8 @@ class MainWindow(QMainWindow):
         """The picker lists the Functions of the file (or module) that is open, from the
         shadows the window holds of them (nothing of the user's runs here); returns the
         open one's entry there."""
+        from customgrad.targets.loader import functions_in, split_target
+
         where, _name = split_target(target.spec)
         own = getattr(target.function, "__name__", None)
         if target.entry is not None or not where or not isinstance(own, str):
@@ -337,6 +342,25 @@ class MainWindow(QMainWindow):
             self._loop_status.stop()
             if self.status.currentMessage() == LOOP_STARTING:
                 self.status.clearMessage()
+
+    def show_torch_loading(self) -> None:
+        """Say that torch is loading (:mod:`playground.workers.torch_import`), until it has:
+        then the first Function opens, and the session's work says what it does."""
+        from playground.workers import torch_import
+
+        if torch_import.arrived():
+            return
+        self.status.showMessage(LOADING_TORCH)
+        self.jacobian.loading_torch()
+        torch_import.when_arrived(self._torch_arrived)
+
+    def _torch_arrived(self) -> None:
+        self.picker.show_notes()
+        self.inputs.show_devices()
+        if self.status.currentMessage() == LOADING_TORCH:
+            self.status.clearMessage()
+        if self.session.target is None:
+            self.jacobian.clear()
 
     def _busy(self, busy: bool) -> None:
         waiting = PREPARING if processes.children_ready() else WORKERS_STARTING

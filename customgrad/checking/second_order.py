@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 DRAWN_ENTRIES = 20_000
 
 
-#: the reason a first-order report gives while its second-order report is still being
-#: computed: an app shows the first verdict before the double backward's (:func:`beside`)
-COMPUTING = "computing…"
 
 
 def double_backward_report(function: type[Function], args: list, *,

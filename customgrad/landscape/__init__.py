@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from customgrad.defaults import LANDSCAPE_SIZE
 from customgrad.landscape.plane import (
     MODE_WORDS,
     MODES,
@@ -33,7 +34,7 @@ from customgrad.landscape.plane import (
 from customgrad.landscape.surface import LossSurface, axes, grid, replay
 
 #: grid points per side by default (forward + loss evaluations: its square)
-SIZE = 41
+SIZE = LANDSCAPE_SIZE
 #: the true gradient by central differences costs two losses per trained entry: above this
 #: many entries only its part in the plane is computed, and the gradient plane is not offered
 MAX_DIFFERENCES = 20_000

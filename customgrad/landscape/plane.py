@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from customgrad.defaults import LANDSCAPE_MODE_WORDS, LANDSCAPE_MODES
 from customgrad.errors import SpecError
 
 #: the plane's choices: the two gradients, the path's principal directions, random ones
-MODES = ("gradients", "pca", "random")
-MODE_WORDS = {"gradients": "your backward and the true gradient",
-              "pca": "the path's principal directions", "random": "two random directions"}
+MODES = LANDSCAPE_MODES
+MODE_WORDS = LANDSCAPE_MODE_WORDS
 #: directions whose angle's sine is below this are parallel (numerically)
 PARALLEL = 1e-6
 #: the two gradients are parallel below this sine (0.6 degrees): the true gradient's central

@@ -7,14 +7,16 @@ import copy
 import io
 import math
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from customgrad.checking.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL
+from customgrad.defaults import DTYPE_NAMES, LOSSES, OPTIMIZERS
 from customgrad.errors import SpecError
-from customgrad.function.dtypes import DTYPES
-from customgrad.training.descent import LOSSES, OPTIMIZERS
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -181,6 +183,8 @@ def _read_given(data: object) -> tuple[dict[str, torch.Tensor], list[str]]:
     """Given tensors from a session's ``{"name": {"npy": base64}}``, and what was wrong."""
     if not isinstance(data, dict):
         return {}, ["setting 'given' is not a table of tensors; ignored"]
+    import torch  # here: the window reads settings before it has torch
+
     out, problems = {}, []
     for name, item in data.items():
         text = item.get("npy") if isinstance(item, dict) else None
@@ -251,7 +255,7 @@ def _number(positive: bool):
 _FIELDS = frozenset(f.name for f in fields(Settings))
 #: in the order :meth:`Settings.validate` checks them
 _RULES = {
-    "dtype": _choice(tuple(DTYPES), "is not supported"),
+    "dtype": _choice(DTYPE_NAMES, "is not supported"),
     "loss": _choice(LOSSES),
     "optimizer": _choice(OPTIMIZERS),
     "seed": _whole("a whole number >= 0", 0, 2**63),

@@ -10,7 +10,7 @@ import dataclasses
 
 from PySide6.QtCore import QTimer
 
-from customgrad.checking.second_order import COMPUTING
+from customgrad.checking.jacobian.report import COMPUTING
 from customgrad.errors import Cancelled
 from playground.state.loop import disconnect_all
 from playground.state.owner import Owner

@@ -14,11 +14,16 @@ keeps the last landscape drawn. While the tab is shown it asks its worker
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, Signal
 
+from customgrad.defaults import LANDSCAPE_MODES, LANDSCAPE_SIZE
 from customgrad.errors import Cancelled
-from customgrad.landscape import MODES, SIZE, Landscape, moved_away
 from playground.workers.landscape import LandscapeRunner
+
+if TYPE_CHECKING:
+    from customgrad.landscape import Landscape
 
 FULL, PATH = "full", "path"
 
@@ -37,8 +42,8 @@ class LandscapeModel(QObject):
         super().__init__(parent or session)
         self.session = session
         self.runner = runner or LandscapeRunner(self)
-        self.mode = MODES[0]
-        self.size = SIZE
+        self.mode = LANDSCAPE_MODES[0]
+        self.size = LANDSCAPE_SIZE
         #: the picture's width over its height: the grid is widened to fill it
         self.aspect = 1.0
         #: the tab is shown: work is done only then
@@ -74,7 +79,7 @@ class LandscapeModel(QObject):
             self._running = self._pending = None
 
     def set_mode(self, mode: str) -> None:
-        if mode not in MODES:
+        if mode not in LANDSCAPE_MODES:
             raise ValueError(f"unknown plane {mode!r}")
         if mode != self.mode:
             self.mode = mode
@@ -154,6 +159,8 @@ class LandscapeModel(QObject):
             self.progress.emit(partial, contours)
 
     def _finished(self, serial: int, result: Landscape, contours=None) -> None:
+        from customgrad.landscape import moved_away
+
         if serial != self.runner.serial:
             return
         kind, self._running = self._running, None

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 
 from customgrad.errors import Cancelled
-from customgrad.function.shadow import description_of
-from customgrad.problems.problem import Problem
-from customgrad.training.descent import StepRecord
+from customgrad.workers.loop_control import LoopControl
 from customgrad.workers.processes import SetupFailed
-from customgrad.workers.runner import Batch, LoopControl
 from playground.state.owner import Owner
 from playground.workers.jobs import start_descent
+
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.training.descent import StepRecord
+    from customgrad.workers.runner import Batch
 
 STUCK_SECONDS = 1.0
 #: how long a run's worker process may take to start and load the Function before Pause
@@ -186,6 +189,8 @@ class Loop:
     def _on_error(self, exc: Exception) -> None:
         """The loop ended on an error, or was stopped because a step was stuck: the run cannot
         go on, so the next Play starts it over (the broken run stays as an overlay)."""
+        from customgrad.function.shadow import description_of
+
         problem = self.session.problem
         if isinstance(exc, SetupFailed) and problem is not None \
                 and description_of(problem.function) is None:  # (a shadow cannot run here)

@@ -5,13 +5,14 @@ import the session, which imports them."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import SignalInstance
 
-from customgrad.problems.problem import Problem
-from customgrad.problems.settings import Settings
-from playground.workers.policy import JobPolicy
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.problems.settings import Settings
+    from playground.workers.policy import JobPolicy
 
 
 class Checking(Protocol):

@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from customgrad.problems.problem import Problem
 from customgrad.problems.settings import Settings
-from customgrad.targets.loader import RunCode, Target, resolve
-from customgrad.training.descent import StepRecord
-from customgrad.workers.runner import LoopControl
 from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
 from playground.state.target import Resolver, TargetBuilder, carried_over
 from playground.support.preview import PREVIEW_PIXELS
+from playground.workers import torch_import
 from playground.workers.jobs import JacobianJob, guarded_module_code, warm_loop_process
 from playground.workers.policy import DEFAULT, JobPolicy
+
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.targets.loader import RunCode, Target
+    from customgrad.training.descent import StepRecord
+    from customgrad.workers.runner import LoopControl
 
 __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"]
 
@@ -33,6 +37,14 @@ _REBUILD = {"target", "shapes", "constants", "init", "trained", "given", "dtype"
             "seed", "loss", "optimizer", "memory_cap"}
 #: settings the loop reads as it runs (sent to it, no new run), by their LoopControl names
 _KNOBS = {"lr": "lr", "check_every": "check_every", "steps": "max_steps"}
+
+
+def _resolve(spec: str, run_code: RunCode) -> Target:
+    """:func:`customgrad.targets.loader.resolve`, the loader (torch) imported at the first
+    target, after the window's first paint."""
+    from customgrad.targets.loader import resolve
+
+    return resolve(spec, run_code=run_code)
 
 
 class Session(QObject):
@@ -76,7 +88,7 @@ class Session(QObject):
         #: the heatmaps' size on screen in device pixels (the view says it): each check's
         #: previews and overviews are made to fit it
         self.view_pixels = PREVIEW_PIXELS
-        self.builder = TargetBuilder(self, partial(resolve, run_code=run_code), held=held)
+        self.builder = TargetBuilder(self, partial(_resolve, run_code=self.run_code), held=held)
         self.loop = Loop(self)
         self.checks = Checks(self)
         #: the pane shows the second order: checks compute it however big
@@ -148,7 +160,12 @@ class Session(QObject):
     def set_target(self, spec: str | Target, carry_over: bool | None = None) -> None:
         """Choose a Function. Shapes, constants, init and trained flags are kept while they
         still name parameters of its forward (always for the same target, e.g. a reload);
-        ``notice`` says which were reset."""
+        ``notice`` says which were reset. Chosen while the window's process still imports
+        torch (after its first paint), it opens once torch has arrived, the window painting
+        meanwhile (loading it needs torch)."""
+        if not torch_import.arrived():
+            torch_import.when_arrived(lambda: self.set_target(spec, carry_over))
+            return
         if self.builder.choose(spec, carry_over):
             self._rebuild()
 

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from customgrad.errors import SpecError, TargetError
-from customgrad.function.inputs import GIVEN, format_shape, parse_shape
 from customgrad.problems.settings import Settings
 from customgrad.targets import catalog
-from customgrad.targets.loader import PROCESS_LOCAL, is_file_target, split_target
 from playground.state import paths, preferences
 from playground.state.paths import last_session_path
 from playground.state.stored import write_atomically
@@ -38,6 +36,8 @@ FORM_RANGES = {"seed": (0, 2**31 - 1), "steps": (0, 10_000_000), "check_every": 
 def is_file_spec(spec: str) -> bool:
     """True for ``path/to/file.py[:Class]`` (as :func:`customgrad.targets.loader.resolve`
     decides)."""
+    from customgrad.targets.loader import is_file_target, split_target
+
     return is_file_target(split_target(spec)[0])
 
 
@@ -51,6 +51,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def classify(spec: str) -> str:
     """catalog, file, editor (a file in the editor's folder), import, or unknown."""
+    from customgrad.targets.loader import PROCESS_LOCAL, split_target
+
     where, class_name = split_target(spec)
     if where == PROCESS_LOCAL:  # playground.show's Function whose source was not captured
         return "unknown"
@@ -82,6 +84,8 @@ class FunctionRef:
 
     @property
     def display_name(self) -> str:
+        from customgrad.targets.loader import split_target
+
         where, class_name = split_target(self.spec)
         if self.kind in ("file", "editor"):
             base = os.path.basename(where)
@@ -93,6 +97,8 @@ class FunctionRef:
     @property
     def button_target(self) -> str:
         """What the confirmation button names: the file, or the module."""
+        from customgrad.targets.loader import split_target
+
         where, _ = split_target(self.spec)
         return os.path.basename(where) if self.kind in ("file", "editor") else where
 
@@ -107,6 +113,8 @@ class FunctionRef:
 
 def describe(spec: str, label: str = "") -> FunctionRef:
     """A FunctionRef for the target ``spec``; file paths made absolute, editor source kept."""
+    from customgrad.targets.loader import split_target
+
     kind = classify(spec)
     if kind in ("file", "editor"):
         where, class_name = split_target(spec)
@@ -206,6 +214,8 @@ def upgrade_shape(value: str) -> str:
     :func:`customgrad.function.inputs.parse_shape`). Older versions also took ``3,8``, ``[3, 8]``,
     ``3*8`` or ``3×8``: such a shape is rewritten as ``3x8``. Anything else is kept as it is,
     for the form to show with its reason."""
+    from customgrad.function.inputs import format_shape, parse_shape
+
     try:
         parse_shape(value)
         return value
@@ -230,6 +240,9 @@ def _check_ranges(settings: Settings, problems: list[str]) -> None:
 
 def read(path: str | os.PathLike, known_themes=()) -> Loaded:
     """Read a session file; never raises for bad content, never imports the Function."""
+    from customgrad.function.inputs import GIVEN
+    from customgrad.targets.loader import PROCESS_LOCAL, split_target
+
     path = Path(path)
     problems: list[str] = []
     data = _read_json(path, problems) or {}
@@ -294,6 +307,8 @@ def write_editor_source(ref: FunctionRef) -> FunctionRef:
     The same file name is used when it is free or already holds this source; otherwise a new
     name, so nothing the user has there is overwritten.
     """
+    from customgrad.targets.loader import split_target
+
     if ref.kind != "editor" or ref.source is None:
         return ref
     where, class_name = split_target(ref.spec)

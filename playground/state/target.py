@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from customgrad.errors import Cancelled, CustomGradError
-from customgrad.function.inputs import forward_parameters
-from customgrad.problems.problem import Problem, specs_for
-from customgrad.problems.settings import Settings
-from customgrad.targets.loader import Target
 from playground.state.owner import Owner
 from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import shadowing
 
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.problems.settings import Settings
+    from customgrad.targets.loader import Target
+
 #: turns a TARGET string into a Target (the app's asks which Function of a file)
-Resolver = Callable[[str], Target]
+Resolver = Callable[[str], "Target"]
 
 
 def carried_over(old: Settings, spec: str, params: set[str],
@@ -56,6 +58,8 @@ class TargetBuilder:
     # ---- choosing ----------------------------------------------------------------------------
     def resolved(self, spec: str | Target) -> Target | None:
         """``spec`` as a Target; None where it does not load (``errorRaised`` says why)."""
+        from customgrad.targets.loader import Target
+
         try:
             # the window holds shadows of a user module's Functions
             with shadowing(self.session.policy):
@@ -68,6 +72,8 @@ class TargetBuilder:
         """Make ``spec`` the target, the settings carried over (see
         :meth:`Session.set_target <playground.state.session.Session.set_target>`); False
         where it does not load (the target that was open stays)."""
+        from customgrad.function.inputs import forward_parameters
+
         target = self.resolved(spec)
         if target is None:
             return False
@@ -93,6 +99,8 @@ class TargetBuilder:
     def rebuild(self) -> None:
         """Drop the Problem and build it again for the target and settings now (or wait, while
         held). The caller has stopped the run and the checks of the old one."""
+        from customgrad.problems.problem import specs_for
+
         self.cancel()
         self._waiting = False
         self._serial += 1  # a build still running is out of date, whatever follows

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from customgrad.checking.jacobian import Progress, finite_absmax
+from customgrad.checking.jacobian.report import Progress
 
 #: While computing, matrices wider or taller than this are previewed through a strided view.
 PREVIEW_PIXELS = 768
@@ -30,11 +30,18 @@ REFRESH_ENTRIES = 1 << 20  # progress on matrices bigger than this is redrawn at
 REFRESH_SECONDS = 0.2  # ... every this many seconds
 
 
+def is_tensor(value) -> bool:
+    """Whether ``value`` is a torch tensor, without importing torch (the window paints before
+    it has torch; no tensor exists before then)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
 def as_array(tensor) -> np.ndarray | None:
     """A NumPy view of a CPU tensor (no copy, transposed views included)."""
     if tensor is None:
         return None
-    if isinstance(tensor, torch.Tensor):
+    if is_tensor(tensor):
         tensor = tensor.detach()
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
@@ -43,14 +50,20 @@ def as_array(tensor) -> np.ndarray | None:
 
 
 def address(tensor) -> int:
-    if isinstance(tensor, torch.Tensor):
+    if is_tensor(tensor):
         return tensor.data_ptr()
     return 0 if tensor is None else id(tensor)
 
 
 def absmax(matrix: np.ndarray) -> float:
     """Largest finite |value| (0 when there is none): the engine's scan, on a numpy view."""
-    return finite_absmax(torch.from_numpy(matrix)) if matrix.size else 0.0
+    if not matrix.size:
+        return 0.0
+    import torch
+
+    from customgrad.checking.jacobian.matrices import finite_absmax
+
+    return finite_absmax(torch.from_numpy(matrix))
 
 
 def _preview(matrix: np.ndarray | None, step: int) -> np.ndarray | None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pygments.styles import get_style_by_name
-from pygments.token import Token
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import (
     QColor,
@@ -231,6 +229,8 @@ class CodeEditor(QPlainTextEdit):
 
     def set_style(self, name: str) -> None:
         """Switch the pygments style, e.g. "default" (light) or "monokai" (dark)."""
+        from pygments.styles import get_style_by_name
+
         get_style_by_name(name)  # raises pygments.util.ClassNotFound for unknown names
         self._style_name = name
         if self._highlighter is not None:
@@ -242,6 +242,9 @@ class CodeEditor(QPlainTextEdit):
         self.set_style(name)
 
     def _apply_style_colors(self) -> None:
+        from pygments.styles import get_style_by_name
+        from pygments.token import Token
+
         style = get_style_by_name(self._style_name)
         bg = _color(style.background_color) or QColor("#ffffff")
         dark = bg.lightnessF() < 0.5

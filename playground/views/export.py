@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters  # registers pg.exporters
 
 from playground.views.pacing import release_all
 from playground.views.pyqtgraph_compat import svg_tolerates_close_path
@@ -28,6 +27,8 @@ def export_item(item, path: str | os.PathLike, scale: float = IMAGE_SCALE) -> Pa
     The suffix chooses: ``.svg`` is vector, anything else (``.png``) a bitmap ``scale``
     times the size on screen.
     """
+    import pyqtgraph.exporters  # noqa: F401 (registers pg.exporters; not before the first paint)
+
     path = Path(path)
     if path.suffix.lower() == ".svg":
         svg_tolerates_close_path()

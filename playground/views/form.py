@@ -6,6 +6,9 @@ session's one Settings object.
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -21,22 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from customgrad.defaults import DTYPE_NAMES, LOSSES, OPTIMIZERS
 from customgrad.errors import SpecError
-from customgrad.function.dtypes import DTYPES
-from customgrad.function.inputs import (
-    GIVEN,
-    ConstSpec,
-    TensorSpec,
-    available_devices,
-    format_shape,
-    parse_const,
-    parse_init,
-    parse_shape,
-)
-from customgrad.problems.problem import drawn_dtype
-from customgrad.training.descent import LOSSES, OPTIMIZERS
 from playground.state.session_files import FORM_RANGES
 from playground.views.fields import CheckedField, setting_number
+
+if TYPE_CHECKING:
+    from customgrad.function.inputs import ConstSpec, TensorSpec
 
 INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
 
@@ -68,9 +62,11 @@ class InputsForm(QWidget):
         self.rows = QFormLayout(self.box)
         self.rows.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.dtype = QComboBox()
-        self.dtype.addItems(list(DTYPES))
+        self.dtype.addItems(list(DTYPE_NAMES))
         self.device = QComboBox()
-        self.device.addItems(available_devices())
+        self.device.addItem("cpu")
+        if "torch" in sys.modules:  # else once torch has arrived (the main window asks)
+            self.show_devices()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.box)
@@ -80,11 +76,22 @@ class InputsForm(QWidget):
         session.settingsChanged.connect(self._sync_settings)
         self._sync_settings(session.settings)
 
+    def show_devices(self) -> None:
+        """Every device torch has here (cpu only until torch has arrived: it says which)."""
+        from customgrad.function.inputs import available_devices
+
+        for device in available_devices():
+            if self.device.findText(device) < 0:
+                self.device.addItem(device)
+        self._sync_settings(self.session.settings)
+
     def _sync_settings(self, settings) -> None:
-        # the dtype the inputs are drawn in: a complex gallery entry's complex one
         dtype = settings.dtype  # one not supported (a session's float16) stays as it is
-        if dtype in DTYPES:
-            target = getattr(self.session, "target", None)
+        target = getattr(self.session, "target", None)
+        if dtype in DTYPE_NAMES and target is not None:
+            # the dtype the inputs are drawn in: a complex gallery entry's complex one
+            from customgrad.problems.problem import drawn_dtype
+
             dtype = str(drawn_dtype(dtype, target)).replace("torch.", "")
         for combo, value in ((self.dtype, dtype), (self.device, settings.device)):
             if combo.currentText() != value and combo.findText(value) >= 0:
@@ -105,6 +112,8 @@ class InputsForm(QWidget):
 
     def show_specs(self, specs) -> None:
         """Rebuild the rows when the parameters change; otherwise keep what the user typed."""
+        from customgrad.function.inputs import TensorSpec
+
         structure = tuple((s.name, type(s).__name__) for s in specs)
         if structure == self._structure:
             return
@@ -128,6 +137,8 @@ class InputsForm(QWidget):
         self.rows.addRow("device", self.device)
 
     def _tensor_row(self, spec: TensorSpec) -> None:
+        from customgrad.function.inputs import GIVEN, format_shape, parse_shape
+
         name = spec.name
         shape = CheckedField(format_shape(spec.shape), lambda t, n=name: parse_shape(t, n),
                              "Shape: whole numbers joined by x, e.g. 3x8 or 5")
@@ -176,6 +187,8 @@ class InputsForm(QWidget):
         self.fields[f"{name}.grad"] = grad
 
     def _const_row(self, spec: ConstSpec) -> None:
+        from customgrad.function.inputs import parse_const
+
         name, value = spec.name, spec.value
         if isinstance(value, bool):
             box = QCheckBox()
@@ -193,11 +206,14 @@ class InputsForm(QWidget):
         self.fields[name] = field
 
     def unfinished(self) -> tuple[QWidget, str] | None:
-        """The first field whose typed text is not a valid value, and why; None if none."""
+        """The first field whose typed text is not a valid value, and why; None if none (no
+        fields: no Function open yet, torch perhaps still loading)."""
         for name, field in self.fields.items():
             if isinstance(field, CheckedField) and not field.valid:
                 return field.unfinished()
             if isinstance(field, QComboBox) and field.isEditable():
+                from customgrad.function.inputs import parse_init
+
                 try:
                     parse_init(field.currentText(), name.removesuffix(".init"))
                 except SpecError as exc:
@@ -205,6 +221,8 @@ class InputsForm(QWidget):
         return None
 
     def _set_init(self, name: str, combo: QComboBox) -> None:
+        from customgrad.function.inputs import parse_init
+
         try:
             value = parse_init(combo.currentText(), name)
         except SpecError as exc:

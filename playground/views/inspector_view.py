@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
@@ -25,19 +26,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.checking.inspector import ERROR, WARNING, Inspection, Value, shape_text
 from playground.views.fields import ElidedLabel
 from playground.views.fonts import scaled
+
+if TYPE_CHECKING:
+    from customgrad.checking.inspector import Inspection, Value
 
 # (negative, zero, positive, not finite) colours of the heatmaps
 _LIGHT_MAP = ("#2166ac", "#f7f7f7", "#b2182b", "#9c27b0")
 _DARK_MAP = ("#4393c3", "#2b2b2b", "#d6604d", "#e040fb")
-_SEVERITY = {  # (light, dark) text colours
-    ERROR: ("#a11a12", "#ff8a80"),
-    WARNING: ("#8a5a00", "#ffcc66"),
+_SEVERITY = {  # (light, dark) text colours, by customgrad.checking.inspector's severities
+    "error": ("#a11a12", "#ff8a80"),
+    "warning": ("#8a5a00", "#ffcc66"),
     "note": ("#1d4f91", "#9cc3ff"),
 }
-_SYMBOL = {ERROR: "✘", WARNING: "⚠", "note": "ℹ"}
+_SYMBOL = {"error": "✘", "warning": "⚠", "note": "ℹ"}
 
 
 def as_slices(values) -> np.ndarray:
@@ -329,6 +332,8 @@ class InspectorView(QWidget):
 
     def show_failure(self, exc: BaseException) -> None:
         """forward failed (or the call was stopped): nothing to inspect."""
+        from customgrad.checking.inspector import ERROR
+
         self.inspection = self._pending = None
         self._clear()
         where = getattr(exc, "file", None)
@@ -343,6 +348,8 @@ class InspectorView(QWidget):
         """Show ``inspection``. Its value rows (the costly part: 10 to 15 ms of widgets) are
         built only once the view is shown: while another side tab is in front they would
         land in the middle of a run or a comparison, for a tab nobody is looking at."""
+        from customgrad.checking.inspector import ERROR, WARNING, shape_text
+
         self.inspection = ins = inspection
         self._clear()
         args = ", ".join(f"{v.name} {shape_text(v.shape)}" if v.is_tensor else
@@ -374,6 +381,8 @@ class InspectorView(QWidget):
         super().showEvent(event)
 
     def _draw_pending(self) -> None:
+        from customgrad.checking.inspector import Value
+
         if self._pending is None:
             return
         ins, self._pending = self._pending, None

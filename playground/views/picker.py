@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -28,11 +30,11 @@ class FunctionPicker(QWidget):
             group = QTreeWidgetItem(self.tree, [catalog.CATEGORY_TITLES[category]])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             group.setFont(0, scaled(group.font(0), bold=True))
-            for entry in catalog.entries():
+            for entry in catalog.listing():  # data: no torch before the first paint
                 if entry.category == category:
                     item = QTreeWidgetItem(group, [entry.title])
                     item.setData(0, Qt.ItemDataRole.UserRole, entry.name)
-                    item.setToolTip(0, f"{entry.name}: {entry.note}")
+                    item.setToolTip(0, entry.name)
                     self._items[entry.name] = item
             group.setExpanded(True)
         #: the Functions of the file that is open, at the top (none for a gallery Function)
@@ -45,6 +47,16 @@ class FunctionPicker(QWidget):
         self.search.textChanged.connect(self._filter)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
+        if "torch" in sys.modules:  # else once torch has arrived (the main window asks)
+            self.show_notes()
+
+    def show_notes(self) -> None:
+        """Each gallery Function's note as its tooltip (searched too): the gallery's entries
+        are built with their Functions, so this waits for torch."""
+        for entry in catalog.entries():
+            item = self._items.get(entry.name)
+            if item is not None:
+                item.setToolTip(0, f"{entry.name}: {entry.note}")
 
     def apply_font(self, font: QFont) -> None:
         """The tree and search in ``font``; category headings stay bold at the new size."""

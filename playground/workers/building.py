@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
-
-import torch
+from typing import TYPE_CHECKING
 
 from customgrad.errors import Cancelled, FunctionError
-from customgrad.problems.problem import Problem, build
-from customgrad.problems.settings import Settings
 from playground.workers import jobs
 from playground.workers.policy import DEFAULT, JobPolicy
+
+if TYPE_CHECKING:
+    from customgrad.problems.problem import Problem
+    from customgrad.problems.settings import Settings
 
 #: how long preparing the inputs may call the user's code (its forward, the probes) before it
 #: is stopped; counted from the build's start, with room for a cold fork server
@@ -47,6 +48,10 @@ def _build(settings: Settings, target, stop: BuildStop | None = None,
     """build(), in a worker process where ``policy`` isolates, after warming torch's lazy
     imports once: two threads importing them for the first time at the same moment can
     collide inside torch (a half-imported sympy)."""
+    import torch
+
+    from customgrad.problems.problem import build
+
     global _warmed, _warmed_optim
     with _warm:
         if not _warmed:
@@ -71,6 +76,7 @@ def _build_in_child(settings: Settings, target, stop: BuildStop, worker) -> Prob
     """build() in a worker process (``worker``'s, it calls the user's forward), the tensors
     shared back; this process's own build where the child cannot load the Function. ``stop``
     ends the child (Cancel; a forward stuck inside C past the time limit)."""
+    from customgrad.problems.problem import build
     from playground.workers import child_jobs, head_start
 
     head_start.wait_for(child_jobs.warm_key_for(target), stop)

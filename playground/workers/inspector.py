@@ -7,15 +7,18 @@ is stopped."""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
-from customgrad.checking.inspector import Inspection, inspect_call
 from customgrad.errors import Cancelled
 from customgrad.workers.processes import ProblemRef
 from playground.workers.jobs import create_worker, in_child_or_here, interrupt_thread, isolated
 from playground.workers.policy import DEFAULT, JobPolicy
+
+if TYPE_CHECKING:
+    from customgrad.checking.inspector import Inspection
 
 
 class InspectorRunner(QObject):
@@ -66,6 +69,8 @@ class InspectorRunner(QObject):
 
     @staticmethod
     def _work(job: dict, function: type, args: list, seed: int) -> Inspection:
+        from customgrad.checking.inspector import inspect_call
+
         job["thread"] = threading.get_ident()
         try:
             return inspect_call(function, args, seed=seed)
@@ -76,6 +81,7 @@ class InspectorRunner(QObject):
     @staticmethod
     def _work_isolated(job: dict, ref: ProblemRef, function: type, args: list,
                        seed: int) -> Inspection:
+        from customgrad.checking.inspector import inspect_call
         from customgrad.workers import isolation
         from playground.workers import child_jobs, warm_worker
 

@@ -14,21 +14,23 @@ import math
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
 from customgrad import config
-from customgrad.checking.verification import verify
 from customgrad.errors import Cancelled, TargetError
-from customgrad.function.shadow import Shadowed, description_of
-from customgrad.problems.problem import Problem
-from customgrad.workers import processes, runner
-from customgrad.workers.runner import LoopControl, interrupt_thread
+from customgrad.workers import processes
+from customgrad.workers.loop_control import interrupt_thread
 from playground.support import preview
 from playground.support.preview import ProgressPreparer
-from playground.workers import WORKER_MODULES, child_jobs, in_window, warm_worker
-from playground.workers.child_jobs import TopLevelTooSlow
+from playground.workers import WORKER_MODULES, in_window, warm_worker
 from playground.workers.policy import DEFAULT, JobPolicy
+
+if TYPE_CHECKING:  # the engine's (torch) are imported where a job runs, after the first paint
+    from customgrad.function.shadow import Shadowed
+    from customgrad.problems.problem import Problem
+    from customgrad.workers.runner import LoopControl
 
 #: worker threads the window may run at once. They mostly wait on worker processes (the
 #: loop's, a check's, the inspector's, a build's); Qt's default, one per core, let a stuck
@@ -104,6 +106,8 @@ def guarded_module_code(run, label: str, origin: tuple | None = None,
     a load that is not the session's) it runs it after the child did, on a helper
     thread (input waits); after ``IMPORT_TIMEOUT`` seconds it is stopped, and the error
     names the line it was on."""
+    from playground.workers.child_jobs import TopLevelTooSlow
+
     here = sys.modules.get(origin[1]) if origin is not None and origin[0] == "module" else None
     if here is not None and not getattr(here.__spec__, "_initializing", False):
         return run()  # imported here already (made at run time, say): nothing runs again
@@ -172,7 +176,10 @@ def try_import_in_child(origin: tuple | None, label: str, shadows: bool = False,
     in a child where ``policy`` does not isolate (None)."""
     if origin is None or not policy.isolate:
         return None
+    from customgrad.function.shadow import Shadowed
     from customgrad.workers import isolation
+    from playground.workers import child_jobs
+    from playground.workers.child_jobs import TopLevelTooSlow
 
     clock: dict = {}
 
@@ -217,6 +224,8 @@ def _try_first_live(origin: tuple, label: str, shadows: bool,
                     policy: JobPolicy) -> Shadowed | None:
     """:func:`try_import_in_child` on a helper thread while the window keeps painting; it
     ends by itself (the child is stopped past its deadline)."""
+    from playground.workers.child_jobs import TopLevelTooSlow
+
     box, tried = _on_helper_thread(lambda: try_import_in_child(origin, label, shadows, policy),
                                    f"try {label}")
     if not tried.wait(0.05):
@@ -305,6 +314,8 @@ def _descent(problem: Problem, ctrl: LoopControl, process: bool):
     """The loop worker's generator. Starting a process can wait (the first one waits until
     the fork server has imported torch, up to a second after start-up), and making the
     Descent calls the Function's forward: neither may hold up the window."""
+    from customgrad.workers import runner
+
     remote = None
     if process:
         try:
@@ -450,6 +461,8 @@ def in_child_or_here(in_child, here, function: type):
     ``function`` (SetupFailed: a module made at run time, say), ``here()`` on this thread, as
     the loop does, and says so (:mod:`in_window`). A shadow cannot run here: the child's
     reason is raised; so is :class:`processes.StartFailed` (no worker process could start)."""
+    from customgrad.function.shadow import description_of
+
     try:
         return in_child()
     except processes.SetupFailed as exc:
@@ -465,6 +478,8 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
     that, so it computes no further while the view paints, as :func:`_compare` waits
     (:class:`child_jobs._Answer`). It returns the child's report. A crash of the child raises
     :class:`customgrad.workers.isolation.ProcessCrashed`; the next check gets a fresh child."""
+    from playground.workers import child_jobs
+
     state.thread_id = threading.get_ident()
     live: dict = {}
     prepare = ProgressPreparer(pixels)
@@ -522,6 +537,9 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 def _compare(state: _JobState, problem: Problem, args, options, pixels: int):
     """The Jacobian worker's function, on this process's worker thread (for a Function a
     child process cannot load again)."""
+    from customgrad.checking.verification import verify
+    from playground.workers import child_jobs
+
     state.thread_id = threading.get_ident()
     try:
         prepare = ProgressPreparer(pixels)  # previews made here, not on the GUI thread

@@ -11,10 +11,8 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from shiboken6 import isValid
 
 from customgrad.errors import Cancelled
-from customgrad.landscape import compute
 from customgrad.workers.processes import ProblemRef
 from playground.support.contours import prepare
-from playground.workers import child_jobs
 from playground.workers.jobs import create_worker, in_child_or_here, isolated
 from playground.workers.policy import DEFAULT, JobPolicy
 
@@ -86,6 +84,9 @@ def _work(job: dict, problem, steps: int, lrs: list, options: dict, relay,
           policy: JobPolicy) -> tuple:
     """On a worker thread: the landscape in a worker process, or here where none can load
     the Function; with its contours."""
+    from customgrad.landscape import compute
+    from playground.workers import child_jobs
+
     stop = lambda: job["stop"]  # noqa: E731
 
     def on_message(message) -> None:

@@ -185,7 +185,7 @@ def test_the_first_verdict_is_shown_while_its_second_order_is_computed(qtbot, wi
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 
-    from customgrad.checking.second_order import COMPUTING
+    from customgrad.checking.jacobian.report import COMPUTING
 
     flag = tmp_path / "hold"
     flag.touch()

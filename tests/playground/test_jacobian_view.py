@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from customgrad.checking import jacobian
+from customgrad.checking.diagnosis import PHRASES
 from customgrad.checking.jacobian import Axis, Block, Entry, Progress, Report
 from customgrad.problems.problem import build
 from customgrad.problems.settings import Settings
@@ -1167,7 +1168,7 @@ def test_the_order_switch_draws_the_double_backward_and_back(view, qtbot):
     np.testing.assert_array_equal(view.heatmaps.numerical_image.image, second.numerical.numpy())
     verdict = view.banner.verdict_label.text()
     assert verdict.startswith(f"✘ FAILED (double backward): {second.mismatches:,} of")
-    assert verdict.endswith(f"{words.PHRASES[second.diagnoses[0].kind]}?")
+    assert verdict.endswith(f"{PHRASES[second.diagnoses[0].kind]}?")
     assert view.banner.details_label.text().startswith(
         "diagnosis: SigmoidBuggy's double backward returns the same gradients whatever")
     assert view.banner.worst_label.text().startswith("worst: d grad_x")

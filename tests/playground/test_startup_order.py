@@ -18,6 +18,8 @@ pytestmark = pytest.mark.slow
 
 
 ROOT = Path(__file__).resolve().parents[2]
+#: (PYTHONPATH: the fork server, which imports playground.workers.child_jobs, runs this tree's
+#: code too, not an installed copy's)
 #: runs app.main with the fork server's start and the window's imports replaced by probes;
 #: prints whether the server was asked for before the window's imports began, and whether
 #: torch was loaded in this process by then
@@ -53,7 +55,7 @@ app.main(["killhead", "--screenshot", sys.argv[1]])
 def _start(tmp_path, load: float, wait: float) -> list[str]:
     """What the probes saw, the machine's load average reading ``load``; waits ``wait`` s at
     most for the server's start (it is asked for on a thread of its own)."""
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "s.png"), str(load),
                            str(wait)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -117,7 +119,7 @@ def test_the_first_check_gets_a_head_start_in_the_process_the_window_then_uses(t
     variable such as qtpy's QT_API made the window's jobs start another process.)"""
     if not processes.fork_server():
         return  # children are spawned here: the head start needs the fork server
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", HEAD_START, str(tmp_path / "s.png")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
@@ -186,3 +188,58 @@ def test_while_the_workers_import_torch_the_status_bar_says_so(qtbot, monkeypatc
         assert window.status.currentMessage() == PREPARING
     finally:
         window.session.shutdown(wait=0.5)
+
+
+#: app.main as the user starts it (no --screenshot), watched: what the window's process had
+#: loaded, and what its status bar said, at the window's first paint; then the first verdict
+FIRST_PAINT = """
+import os, sys
+import playground.app as app
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication
+seen = {}
+release = app.release_after_show
+
+def watched(session, window, settle=True):
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType() \\
+                    and obj.window() is window and "torch" not in seen:
+                seen["torch"] = "torch" in sys.modules
+                seen["engine"] = sorted(m for m in ("customgrad.checking.jacobian.comparison",
+                                                    "customgrad.checking.diagnosis",
+                                                    "customgrad.checking.inspector",
+                                                    "pyqtgraph.exporters", "pygments.lexers")
+                                        if m in sys.modules)
+                seen["status"] = window.status.currentMessage()
+            return False
+
+    def ready(report):
+        print("torch", seen.get("torch"), "engine", seen.get("engine"), flush=True)
+        print("status", seen.get("status"), flush=True)
+        print("verdict", report.passed, flush=True)
+        os._exit(0)
+    app_ = QApplication.instance()
+    app_.installEventFilter(FirstPaint(app_))
+    session.jacobianReady.connect(ready)
+    release(session, window, settle)
+
+app.release_after_show = watched
+sys.exit(f"exited ({app.main(['killhead'])}) before a verdict")
+"""
+
+
+def test_the_window_paints_before_torch_then_checks_as_before():
+    """The window's process paints its window before it imports torch, or the engine's
+    numerics, diagnosis and inspector, pyqtgraph's exporters or pygments' lexers (the first
+    paint needs none of them: they were most of its wait); its status bar says that torch is
+    loading. torch then arrives (a helper thread imports it) and the first check runs to its
+    verdict as before."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", FIRST_PAINT], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "torch False engine []"
+    assert lines[1].startswith("status Loading torch…")
+    assert lines[2] == "verdict True"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from customgrad.checking.findings import Diagnosis, SubCheck
-from customgrad.checking.jacobian import matrices
-from customgrad.function.inputs import format_shape
+from customgrad.defaults import format_shape
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class Block:
 
 REFERENCE = "reference+compressed"
 FINITE_DIFFERENCES = "finite-differences"
+#: the reason a first-order report gives while its second-order report is still being
+#: computed: an app shows the first verdict before the double backward's
+#: (:func:`customgrad.checking.second_order.beside`)
+COMPUTING = "computing…"
 
 
 @dataclass(frozen=True)
@@ -246,24 +251,26 @@ class Report:
         if "mask" not in self._cache:
             analytic, numerical = self._kept("analytic"), self._kept("numerical")
             if self.mismatches == 0:  # the comparison found none: no need to look again
+                import torch
+
                 self._cache["mask"] = torch.zeros((), dtype=torch.bool).expand(self.shape)
             else:
                 pairs = tuple((a.offset, a.size) for a in self.inputs if a.parts == 2)
-                self._cache["mask"] = ~matrices.agree(analytic, numerical, self.atol,
+                self._cache["mask"] = ~_matrices().agree(analytic, numerical, self.atol,
                                                       self.rtol, pairs)
         return self._cache["mask"]
 
     def value_peak(self) -> float:
         """Largest finite |entry| of both matrices (0 if none; needs them kept); cached."""
         if "value_peak" not in self._cache:
-            self._cache["value_peak"] = max(matrices.finite_absmax(self._kept("analytic")),
-                                            matrices.finite_absmax(self._kept("numerical")))
+            self._cache["value_peak"] = max(_matrices().finite_absmax(self._kept("analytic")),
+                                            _matrices().finite_absmax(self._kept("numerical")))
         return self._cache["value_peak"]
 
     def difference_peak(self) -> float:
         """Largest finite |analytic - numerical| (needs the matrices kept); cached."""
         if "difference_peak" not in self._cache:
-            self._cache["difference_peak"] = matrices.finite_absmax(self.difference())
+            self._cache["difference_peak"] = _matrices().finite_absmax(self.difference())
         return self._cache["difference_peak"]
 
     def overview(self, step: int) -> Overview:
@@ -272,10 +279,10 @@ class Report:
         key = ("overview", step)
         if key not in self._cache:
             self._cache[key] = Overview(
-                step, matrices.pool_signed(self._kept("analytic"), step),
-                matrices.pool_signed(self._kept("numerical"), step),
-                matrices.pool_signed(self.difference(), step),
-                matrices.pool_any(self.mismatch_mask(), step))
+                step, _matrices().pool_signed(self._kept("analytic"), step),
+                _matrices().pool_signed(self._kept("numerical"), step),
+                _matrices().pool_signed(self.difference(), step),
+                _matrices().pool_any(self.mismatch_mask(), step))
         return self._cache[key]
 
     def has_overview(self, step: int) -> bool:
@@ -414,3 +421,10 @@ class Report:
 def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
+
+def _matrices():
+    """The whole-matrix helpers (torch): imported where a report's matrices are read, so that
+    the window can import this module before torch (a test counts their calls there)."""
+    from customgrad.checking.jacobian import matrices
+
+    return matrices

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QMenu
 
 from customgrad.errors import TargetError
-from customgrad.targets.loader import Target, functions_in, import_target, is_function, resolve
 from playground.features.byof.dialogs import ask_import_path, ask_open_file, choose_function
 from playground.features.byof.editor_link import EditorLink
 from playground.features.byof.hot_reload import HotReload
@@ -42,6 +42,9 @@ from playground.features.byof.targets import (
 )
 from playground.state import paths
 from playground.workers.jobs import shadowing
+
+if TYPE_CHECKING:
+    from customgrad.targets.loader import Target
 
 __all__ = ["Byof", "ask_import_path", "ask_open_file", "choose_function", "is_file_spec",
            "split_target"]
@@ -154,6 +157,8 @@ class Byof(QObject):
     def resolve(self, spec: str) -> Target:
         """:func:`customgrad.targets.loader.resolve`, plus: a file with several Functions asks which
         (``chooser``), and a failing import path names the file and line that broke."""
+        from customgrad.targets.loader import resolve
+
         try:
             return resolve(spec, run_code=self.session.run_code)
         except TargetError as exc:
@@ -165,6 +170,8 @@ class Byof(QObject):
     def _recover(self, text: str, exc: TargetError) -> Target | None:
         """The Function the user picks of several in a file; None where the error stands (it
         names the file and line already)."""
+        from customgrad.targets.loader import Target
+
         _where, class_name = split_target(text)
         # the loader hands over the Functions it found: no second import of the file
         functions = exc.choices
@@ -207,6 +214,8 @@ class Byof(QObject):
 
     def open_import_path(self, text: str) -> None:
         """``package.module:Class``, or ``package.module`` to pick one of its Functions."""
+        from customgrad.targets.loader import functions_in, import_target, is_function
+
         text = text.strip()
         if not text:
             return

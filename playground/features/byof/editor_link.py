@@ -11,8 +11,6 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from customgrad.errors import CustomGradError
-from customgrad.function.inputs import TensorSpec, format_shape
-from customgrad.problems.problem import specs_for
 from playground.features.byof.targets import gallery_source, same_file
 
 __all__ = ["EditorLink"]
@@ -65,6 +63,9 @@ class EditorLink(QObject):
     def _input_tables(self) -> dict | None:
         """The current Function's inputs (gallery defaults included) as settings tables, so
         its copy in the editor starts with the same shapes, constants and init."""
+        from customgrad.function.inputs import TensorSpec, format_shape
+        from customgrad.problems.problem import specs_for
+
         target = self.session.target
         try:
             specs = specs_for(target, self.session.settings)

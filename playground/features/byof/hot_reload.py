@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer
 
 from customgrad.errors import TargetError
-from customgrad.function.shadow import description_of
-from customgrad.targets.loader import Target
 from playground.features.byof.targets import import_module, is_file_spec, same_file
+
+if TYPE_CHECKING:
+    from customgrad.targets.loader import Target
 
 __all__ = ["RELOAD_DEBOUNCE_MS", "HotReload"]
 
@@ -96,6 +98,8 @@ class HotReload(QObject):
 
     def reload_if_changed(self) -> None:
         """Re-import the watched file when its text changed (called 200 ms after a save)."""
+        from customgrad.function.shadow import description_of
+
         path, target = self.watched, self.session.target
         if path is None or target is None:
             return

@@ -5,11 +5,14 @@ something serious."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
 
-from customgrad.checking.inspector import ERROR, WARNING, Inspection
 from playground.workers.inspector import InspectorRunner
+
+if TYPE_CHECKING:
+    from customgrad.checking.inspector import Inspection
 
 __all__ = ["InspectorLink"]
 
@@ -60,6 +63,8 @@ class InspectorLink(QObject):
             self.mark(True)
 
     def _inspected(self, inspection: Inspection) -> None:
+        from customgrad.checking.inspector import ERROR, WARNING
+
         self.inspector.show_inspection(inspection)
         serious = inspection.error is not None or any(
             s.severity in (ERROR, WARNING) for s in inspection.surprises)

@@ -8,11 +8,13 @@ import ast
 import inspect
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from customgrad.function.shadow import source_lines
-from customgrad.targets import loader
-from customgrad.targets.loader import Target, split_target
 from playground.state.session_files import is_file_spec
+
+if TYPE_CHECKING:  # the loader imports torch: after the first paint
+    from customgrad.targets import loader
+    from customgrad.targets.loader import Target
 
 __all__ = ["class_line", "gallery_source", "import_module", "is_file_spec", "same_file",
            "split_target"]
@@ -25,15 +27,27 @@ def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
 
 
 def class_line(cls: type) -> int | None:
+    from customgrad.function.shadow import source_lines
+
     try:
         return source_lines(cls)[1]  # a shadow's, as its worker read it
     except (OSError, TypeError):
         return None
 
 
+def split_target(spec: str) -> tuple[str, str | None]:
+    """:func:`customgrad.targets.loader.split_target` (the loader imported here, not before
+    the window's first paint)."""
+    from customgrad.targets.loader import split_target
+
+    return split_target(spec)
+
+
 def import_module(name: str, reload: bool = False, run_code: loader.RunCode | None = None):
     """Import (or re-import) ``name``, its top level run by ``run_code`` (the session's);
     TargetError naming the file and line that failed."""
+    from customgrad.targets import loader
+
     return loader.import_user_module(name, reload=reload, run_code=run_code)
 
 

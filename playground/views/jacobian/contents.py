@@ -4,13 +4,17 @@ comparison has got; and the text for an entry of it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from customgrad.checking.jacobian import Axis, Report
 from customgrad.checking.jacobian.report import REFERENCE
 from playground.support.discard import held
 from playground.views.jacobian import words
 from playground.views.jacobian.progress import Live
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Axis, Report
 
 __all__ = ["Shown"]
 

@@ -17,16 +17,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer
 
-from customgrad.checking.jacobian import Progress, Report
 from playground.support import preview
 from playground.views.jacobian.contents import Shown
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.progress import Live, scan
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Progress, Report
 
 __all__ = ["LiveDrawing", "ReportDrawing"]
 

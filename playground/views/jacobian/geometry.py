@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from customgrad.checking.jacobian import Axis
+from customgrad.checking.jacobian.report import Axis
 
 __all__ = ["ELONGATED", "FILL_TARGET", "MAX_CELL_STRETCH", "MIN_FILL", "block_label",
            "block_ticks", "boundaries", "cell_aspect", "compact_tick_strings", "elongated",

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-import torch
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-from customgrad.checking.jacobian import Axis, Report
 from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
 from playground.support import preview
 from playground.views.fitting import FittedTickSpacing
@@ -27,6 +26,11 @@ from playground.views.fonts import point_size, scaled
 from playground.views.jacobian.geometry import cell_aspect, compact_tick_strings, grid_lines
 from playground.views.jacobian.items import Curve, Image, Scatter, ignore_text_width
 from playground.views.theme import mix
+
+if TYPE_CHECKING:
+    import torch
+
+    from customgrad.checking.jacobian import Axis, Report
 
 __all__ = ["Heatmaps", "Panel"]
 

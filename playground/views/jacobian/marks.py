@@ -4,16 +4,21 @@ dashed outline with its words, and the square on the hovered entry."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
-import torch
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-from customgrad.checking.jacobian import Report
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.items import Image, Scatter
+
+if TYPE_CHECKING:
+    import torch
+
+    from customgrad.checking.jacobian import Report
 
 __all__ = ["SCAN_ENTRIES", "SCATTER_LIMIT", "Marks", "tag_place"]
 

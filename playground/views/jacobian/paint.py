@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 from PySide6.QtWidgets import QWidget
 
-from customgrad.checking.jacobian import Progress
 from playground.views.pacing import paint_later
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Progress
 
 __all__ = ["PaintGate"]
 

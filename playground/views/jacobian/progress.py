@@ -8,11 +8,14 @@ analytic one row by row (second half); only finished parts are read, and each on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from customgrad.checking.jacobian import Progress
 from playground.support import preview
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Progress
 
 __all__ = ["Live", "scan"]
 

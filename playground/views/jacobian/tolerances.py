@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
 
-from customgrad.checking.jacobian import ATOL, EPS, RTOL
+from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.errors import SpecError
 from playground.views.fields import setting_number
 from playground.views.fonts import scaled

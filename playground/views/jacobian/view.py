@@ -7,12 +7,12 @@ heatmaps and the hover line together, takes a comparison's progress and report i
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
-from customgrad.checking.jacobian import Axis, Progress, Report
 from customgrad.checking.jacobian.report import FINITE_DIFFERENCES
 from playground.support import preview
 from playground.views.fields import ElidedLabel
@@ -28,6 +28,9 @@ from playground.views.jacobian.labels import BlockLabels
 from playground.views.jacobian.marks import Marks
 from playground.views.jacobian.paint import PaintGate
 from playground.views.jacobian.tolerances import ToleranceBar
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Axis, Progress, Report
 
 __all__ = ["JacobianView"]
 
@@ -262,6 +265,13 @@ class JacobianView(QWidget):
                   "Press “Check at current point” to compare your backward with "
                   "finite differences.")
         self.hover_label.setText(self._hover_hint())
+
+    def loading_torch(self) -> None:
+        """The window's process is importing torch (once, after the first paint): no check
+        can start before it has."""
+        self._say("neutral", "Loading torch…",
+                  "The first check starts once torch is loaded (a few seconds, once per "
+                  "start); choose a Function or change the settings meanwhile.")
 
     def preparing(self) -> None:
         """The inputs are being drawn (a comparison still running was cancelled for them):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from customgrad.checking.diagnosis import PHRASES
-from customgrad.checking.jacobian import Axis, Report
-from customgrad.checking.jacobian.report import REFERENCE
-from customgrad.checking.second_order import COMPUTING
+from customgrad.checking.jacobian.report import COMPUTING, REFERENCE
 from playground.views.jacobian.geometry import block_ticks
+
+if TYPE_CHECKING:
+    from customgrad.checking.jacobian import Axis, Report
 
 __all__ = ["Verdict", "element", "hover_hint", "hover_text", "legend", "method_line",
            "no_second_order", "number", "phase_text", "second_order_line", "verdict"]
@@ -162,6 +163,8 @@ def verdict(report: Report, order: int = 1) -> Verdict:
     if order == 1 and (report.second_order is not None or report.second_order_reason):
         lines.append(second_order_line(report))
     if report.diagnoses:  # shorter words, so the line keeps to one line
+        from customgrad.checking.diagnosis import PHRASES  # the engine's: after the paint
+
         head = (f"✘ FAILED{second}: {bad:,} of {total:,} entries outside tolerance — "
                 f"{PHRASES[report.diagnoses[0].kind]}?")
         # the most useful line: the first thing Details shows

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from customgrad.landscape import MODE_WORDS, MODES
+from customgrad.defaults import LANDSCAPE_MODE_WORDS, LANDSCAPE_MODES
 from playground.views.export import export_item
 from playground.views.fonts import css_size
 from playground.views.landscape.geometry import legend_html, note_line
@@ -42,8 +42,8 @@ class LandscapeView(QWidget):
         self.model = model
         self.plot = LandscapePlot()
         self.mode = QComboBox()
-        for mode in MODES:
-            words = MODE_WORDS[mode]
+        for mode in LANDSCAPE_MODES:
+            words = LANDSCAPE_MODE_WORDS[mode]
             self.mode.addItem(words[:1].upper() + words[1:], mode)
         self.mode.setToolTip("The plane the loss is drawn on, through the current point")
         # (narrow: the pane shares its row with the loss plot)
