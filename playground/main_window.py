@@ -211,7 +211,7 @@ class MainWindow(QMainWindow):
         s.jacobianStarted.connect(self.jacobian.start)
         s.jacobianProgress.connect(self.jacobian.show_progress)
         s.jacobianReady.connect(self._report)
-        s.secondOrderReady.connect(self.jacobian.show_second_order)
+        s.secondOrderReady.connect(self._second_order)
         s.jacobianFailed.connect(self.jacobian.show_failure)
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self._error_cleared)
@@ -372,6 +372,16 @@ class MainWindow(QMainWindow):
         self.jacobian.show_report(report)
         verdict = "passed" if report.passed else "FAILED"
         self.status.showMessage(f"Jacobian check {verdict} in {report.seconds:.2f} s", 5000)
+
+    def _second_order(self, report) -> None:
+        """The second order's heatmaps (or the banner's line about it), and its verdict in
+        the status bar, where the first order's said "passed" before it was computed."""
+        self.jacobian.show_second_order(report)
+        second = report.second_order
+        if second is not None and self.jacobian.checked is report:
+            verdict = "passed" if second.passed else "FAILED"
+            self.status.showMessage(f"Second order (double backward) {verdict} in "
+                                    f"{second.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
         """The banner; a Function that failed to load leaves the one open in place, and

@@ -235,6 +235,23 @@ def test_the_first_verdict_is_shown_while_its_second_order_is_computed(qtbot, wi
     assert [r.atol for r in seconds] == [2e-5] and seconds[0].second_order is not None
 
 
+def test_the_status_bar_says_the_second_orders_verdict_when_it_arrives(qtbot, window,
+                                                                       tmp_path):
+    """The status bar said "Jacobian check passed" for the first order and kept it when the
+    second order, computed after, failed."""
+    path = tmp_path / "square.py"
+    path.write_text(SLOW_SECOND_ORDER.format(flag=str(tmp_path / "none"), factor=2, slow=0))
+    s = window.session
+    said: list = []  # the status bar once the window has heard each report (it hears first)
+    s.jacobianReady.connect(lambda r: said.append((r.passed, window.status.currentMessage())))
+    s.secondOrderReady.connect(lambda r: said.append((r.second_order.passed,
+                                                      window.status.currentMessage())))
+    s.set_target(f"{path}:Square")
+    qtbot.waitUntil(lambda: len(said) == 2, timeout=TIMEOUT)
+    assert said[0][0] and said[0][1].startswith("Jacobian check passed")
+    assert not said[1][0] and said[1][1].startswith("Second order (double backward) FAILED")
+
+
 def test_heatmaps_and_verdict_match_the_engine(qtbot, window):
     report = open_target(qtbot, window, "killhead_bug")
     engine = build(Settings(target="killhead_bug")).compare()
