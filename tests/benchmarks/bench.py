@@ -392,19 +392,6 @@ def bench_app(quick: bool) -> dict:
     }
 
 
-class _BusyCore:
-    """One core held busy by another process (a spinning interpreter) while in the block."""
-
-    def __enter__(self):
-        self.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        time.sleep(0.2)  # running
-        return self
-
-    def __exit__(self, *exc):
-        self.process.kill()
-        self.process.wait()
-
-
 def _plot_stall(app, plot, points: int, seconds: float) -> tuple[float, float]:
     """Longest stall (s) while the loss plot holds ``points`` and grows by 60 a frame, and
     how much of it the GUI thread waited for a core. (Until
@@ -910,6 +897,19 @@ print(json.dumps(out))
 """
 
 
+def _worker_runs(script: str, *argv: str):
+    """``script`` run in a fresh interpreter set up as a worker process (OpenMP waiting
+    passively), on the machine as it is and then with one core held busy: (condition, load
+    average before it, the JSON its last line printed) for each."""
+    for condition in ("idle", "busy"):
+        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # as in a worker process
+            done = subprocess.run([sys.executable, "-c", script, *argv], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, check=True)
+        yield condition, load, json.loads(done.stdout.splitlines()[-1])
+
+
 def bench_engine(quick: bool) -> dict:
     """Issue 32's four ratios, idle and with one core held by a busy process, each in a fresh
     interpreter set up as a worker process (passive OpenMP waiting, threads from the cores
@@ -920,14 +920,7 @@ def bench_engine(quick: bool) -> dict:
     16x32 against gradgradcheck. Best of the repeats, gradcheck once."""
     repeat = 2 if quick else 3
     out = {}
-    for condition in ("idle", "busy"):
-        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-            env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # as in a worker process
-            done = subprocess.run([sys.executable, "-c", _ENGINE, str(repeat)], cwd=ROOT,
-                                  env=env, capture_output=True, text=True, check=True)
-        t = json.loads(done.stdout.splitlines()[-1])
-        c = condition
+    for c, load, t in _worker_runs(_ENGINE, str(repeat)):
         out[f"engine_{c}_load_1min"] = load
         out[f"engine_{c}_threads"] = t["threads"]
         for name in ("killhead", "linear"):
@@ -997,14 +990,7 @@ def bench_untraceable(quick: bool) -> dict:
     check and of its numerical pass."""
     turns = 3 if quick else 7
     out = {}
-    for condition in ("idle", "busy"):
-        with _BusyCore() if condition == "busy" else contextlib.nullcontext():
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-            env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # as in a worker process
-            done = subprocess.run([sys.executable, "-c", _UNTRACEABLE, str(turns)], cwd=ROOT,
-                                  env=env, capture_output=True, text=True, check=True)
-        t = json.loads(done.stdout.splitlines()[-1])
-        c = condition
+    for c, load, t in _worker_runs(_UNTRACEABLE, str(turns)):
         out[f"untraceable_{c}_load_1min"] = load
         out[f"untraceable_{c}_threads"] = t["threads"]
         for shape in ("64x128", "16x32"):
