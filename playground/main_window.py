@@ -379,9 +379,9 @@ class MainWindow(QMainWindow):
         self.jacobian.show_second_order(report)
         second = report.second_order
         if second is not None and self.jacobian.checked is report:
-            verdict = "passed" if second.passed else "FAILED"
-            self.status.showMessage(f"Second order (double backward) {verdict} in "
-                                    f"{second.seconds:.2f} s", 5000)
+            first, then = ("passed" if r.passed else "FAILED" for r in (report, second))
+            self.status.showMessage(f"Jacobian check {first}; second order (double backward) "
+                                    f"{then} in {second.seconds:.2f} s", 5000)
 
     def _error(self, exc) -> None:
         """The banner; a Function that failed to load leaves the one open in place, and
