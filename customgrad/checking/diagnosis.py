@@ -5,6 +5,7 @@ A correct Function gets no diagnosis: nothing here runs unless the report failed
 (scripts read them): ``factor`` (incl. a sign flip), ``transposed``, ``swapped``,
 ``ignores_grad_output``, ``missing_reduction``, ``accumulation``, ``region`` (a slice, or a
 range of the input's values: "wrong where x < 0"), ``kink``, ``rounding``,
+``undefined`` (forward is NaN a step away: the point is on the edge of its domain),
 ``nondeterministic``, ``mutates`` (backward changes what it saved, or forward its input),
 ``conjugate`` (a missing or extra ``conj()`` in a complex backward).
 The extra calls go through ``apply`` and the autograd engine; an error in one of them only
@@ -30,7 +31,7 @@ from customgrad.function.contract import normalize_outputs
 from customgrad.function.dtypes import DOUBLE, flat_real, real_view
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
-         "accumulation", "region", "kink", "rounding", "nondeterministic", "mutates",
+         "accumulation", "region", "kink", "rounding", "undefined", "nondeterministic", "mutates",
          "conjugate", "no_gradient")
 
 #: each kind in a few words, for a one-line verdict
@@ -44,6 +45,7 @@ PHRASES = {
     "region": "wrong in one region only",
     "kink": "a kink in forward here, not backward's fault",
     "rounding": "rounding in forward, not backward's fault",
+    "undefined": "no derivative at this point, not backward's fault",
     "nondeterministic": "backward is not deterministic",
     "mutates": "backward changes what it saved, or forward its input",
     "conjugate": "a missing or extra conj() in a complex backward",
@@ -77,7 +79,7 @@ def diagnose(report: Report, function: type[Function], args: list, *,
     for block in report.blocks:
         if block.passed or block.input.position in left_out:
             continue
-        point = calls.point(block)
+        point = undefined(report, block) or calls.point(block)
         if point is not None:
             found.append(point)
             continue
@@ -91,6 +93,29 @@ def diagnose(report: Report, function: type[Function], args: list, *,
         if diagnosis is not None:
             found.append(Diagnosis(block.name, *diagnosis))
     return found
+
+
+def undefined(report: Report, block: Block) -> Diagnosis | None:
+    """An ``undefined`` diagnosis where every entry of ``block`` that fails has a NaN
+    finite difference: forward gives NaN a step away from the point (sqrt, log or acos on
+    the edge of its domain), so no derivative can be checked there, whatever backward
+    says; gradcheck fails such a point too."""
+    o, i = block.output, block.input
+    if report.analytic is None or report.numerical is None or 2 in (o.parts, i.parts):
+        return None
+    a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
+    n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
+    failing = ~agree(a, n, report.atol, report.rtol)
+    if not bool(failing.any()) or not bool(n[failing].isnan().all()):
+        return None
+    r, c = (int(k) for k in failing.nonzero()[0])
+    count = int(failing.sum())
+    more = f" (and {count - 1} more {'entry' if count == 2 else 'entries'})" if count > 1 else ""
+    return Diagnosis(block.name, "undefined", (
+        f"no derivative here, not backward's fault: {o.label(r)} is NaN a step of eps from "
+        f"{i.label(c)}{more}: the edge of forward's domain (sqrt or log at 0, acos at 1), "
+        "where finite differences measure nothing and gradcheck fails too. Move the point "
+        "(Regenerate) and check again"), 0.85)
 
 
 # ------------------------------------------------------------------ extra calls
@@ -147,7 +172,10 @@ class _Calls:
                             dtype=torch.complex128 if outs[k].is_complex() else torch.float64)
                 .to(dtype=outs[k].dtype, device=outs[k].device) for k in self.outputs]
 
-    def _same(self, x, y) -> bool:
+    def _same(self, x, y, finite_only: bool = False) -> bool:
+        """``x`` and ``y`` (gradients) equal within rounding; NaN and Inf must sit in both at
+        the same entries, or with ``finite_only`` are left out (linearity means nothing
+        there: -inf + inf is NaN where backward(g1 + g2) may be inf)."""
         double = tuple(DOUBLE.values())
         tol = 1e-9 if self.report.numerical_dtype in double and self.outputs64 and all(
             a.dtype in double for a in x if a is not None) else 1e-4
@@ -157,7 +185,7 @@ class _Calls:
             p, q = torch.broadcast_tensors(p, q)
             # NaN and Inf where both have them, the same, are the same (not nondeterminism)
             finite = p.isfinite() & q.isfinite()
-            if not bool(((p == q) | (p.isnan() & q.isnan()))[~finite].all()):
+            if not finite_only and not bool(((p == q) | (p.isnan() & q.isnan()))[~finite].all()):
                 return False
             p, q = p[finite], q[finite]
             scale = max(float(p.abs().max()) if p.numel() else 0.0,
@@ -252,7 +280,8 @@ class _Calls:
         twice = [None if r is None else 2 * r for r in r1]
         added = [None if a is None and b is None else
                  (a if b is None else b if a is None else a + b) for a, b in zip(r1, r2)]
-        if self._same(doubled, twice) and self._same(summed, added):
+        if self._same(doubled, twice, finite_only=True) \
+                and self._same(summed, added, finite_only=True):
             return []
         how = ("returns the same gradients whatever grad_output is"
                if self._same(r1, r2) else "is not linear in grad_output: backward(2 g) is not "

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from customgrad.checking import jacobian
+from customgrad.checking import diagnosis, jacobian
 from customgrad.checking.jacobian import Axis, compare, estimate_bytes, limits, matrices
+from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
 from customgrad.errors import (
     Cancelled,
     CustomGradError,
@@ -27,6 +28,7 @@ from customgrad.problems.problem import build
 from customgrad.problems.settings import Settings
 from customgrad.targets import catalog
 from customgrad.targets.loader import load_file
+from tests.data import diagnosis_functions as D
 
 U = load_file(Path(__file__).resolve().parents[1] / "data" / "user_functions.py")
 ENTRIES = catalog.entries()
@@ -64,6 +66,13 @@ def torch_gradcheck(p, **kw) -> bool:
     return torch.autograd.gradcheck(f, inputs, **options)
 
 
+def torch_gradcheck_passes(fn: type, *args) -> bool:
+    """gradcheck (the check's own tolerances) on ``fn`` at ``args``, all differentiated."""
+    return torch.autograd.gradcheck(
+        fn.apply, tuple(a.detach().clone().requires_grad_() for a in args), eps=1e-6,
+        atol=1e-5, rtol=1e-3, raise_exception=False)
+
+
 def reference_jacobian(fn: type, args: list, report: jacobian.Report) -> torch.Tensor:
     """torch.autograd.functional.jacobian laid out like the report: rows = the differentiable
     outputs concatenated, columns = the floating tensor inputs concatenated; a complex tensor
@@ -89,11 +98,12 @@ def reference_jacobian(fn: type, args: list, report: jacobian.Report) -> torch.T
 
 
 def scores(report: jacobian.Report) -> torch.Tensor:
-    """gradcheck's rule as a score (> 1 is a mismatch), NaN-aware, from the kept matrices;
-    a complex input's (real, imag) columns compared as one complex entry, on both columns."""
+    """gradcheck's rule as a score (> 1 is a mismatch; NaN agrees with nothing), from the
+    kept matrices; a complex input's (real, imag) columns compared as one complex entry, on
+    both columns."""
     a, n = report.analytic, report.numerical
     s = (a - n).abs() / (report.atol + report.rtol * n.abs())
-    both = (a.isnan() & n.isnan()) | (a == n)
+    both = a == n
     for axis in (x for x in report.inputs if x.parts == 2):
         cols = slice(axis.offset, axis.offset + axis.size)
         ca, cn = (torch.view_as_complex(m[:, cols].reshape(m.shape[0], -1, 2).contiguous())
@@ -312,15 +322,40 @@ def test_function_refusing_float64_falls_back_to_float32_numerics():
 # ------------------------------------------------------------------ NaN, None, zero blocks
 
 
-def test_nan_in_both_jacobians_at_the_same_entries_passes():
+def test_nan_in_both_jacobians_at_the_same_entries_fails_as_in_gradcheck():
+    """sqrt at 0: backward says NaN (no slope), finite differences too (sqrt(-eps)). NaN
+    agrees with nothing in gradcheck's rule (allclose), which fails the point: so do we,
+    counting exactly those entries, and the diagnosis says it is the point's fault."""
     x = torch.tensor([[1.0, 0.0, 2.0], [0.5, 0.0, 3.0]], dtype=torch.float64)
     report = compare(U.SqrtNaN, [x])
     assert report.analytic.isnan().sum() == 2
     assert torch.equal(report.analytic.isnan(), report.numerical.isnan())
-    assert report.passed
-    assert math.isfinite(report.max_abs_error) and report.max_abs_error < 1e-6
-    assert 0 < report.max_rel_error < 1e-6  # NaN entries do not hide the others
+    assert not report.passed
+    assert report.blocks[0].mismatches == 2
+    assert torch.equal(report.mismatch_mask(), report.analytic.isnan())
+    assert not torch_gradcheck_passes(U.SqrtNaN, x)
+    found = diagnosis.diagnose(report, U.SqrtNaN, [x])
+    assert [d.kind for d in found] == ["undefined"]
+    assert "output[0, 1] is NaN a step of eps from x[0, 1] (and 1 more entry)" in found[0].detail
     json.dumps(report.to_dict(), allow_nan=False)
+
+
+def test_a_reference_with_nan_falls_back_to_finite_differences():
+    """acos at 1: autograd's own derivative of forward is -inf there and NaN wherever
+    grad_output is 0 (-0 / 0), so no product tells which rows reach which columns; the
+    reference is refused (it once indexed past the matrix) and the verdict is gradcheck's."""
+    x = torch.tensor([0.2, -0.5, 0.7, 1.0, 0.1], dtype=torch.float64)
+    report = compare(D.Acos, [x])
+    assert report.method.name == FINITE_DIFFERENCES
+    assert "NaN or infinite" in report.method.reason
+    assert not report.passed and report.blocks[0].mismatches == 1
+    assert (report.worst.row, report.worst.col) == (3, 3)
+    assert not torch_gradcheck_passes(D.Acos, x)
+    assert [d.kind for d in diagnosis.diagnose(report, D.Acos, [x])] == ["undefined"]
+    x[3] = 0.9  # off the edge: the reference holds, and the check passes with gradcheck
+    report = compare(D.Acos, [x])
+    assert report.passed and report.method.name == REFERENCE
+    assert torch_gradcheck_passes(D.Acos, x)
 
 
 def test_nan_only_in_the_analytic_jacobian_fails():
@@ -781,13 +816,15 @@ def test_a_passing_report_has_an_empty_mask_without_looking_again(monkeypatch):
     assert not overview.mismatches.any()
 
 
-def test_agree_never_matches_a_number_with_an_infinity():
-    """As the comparison's tally counts it, so that a report's mask marks what it counted."""
+def test_agree_never_matches_a_number_with_an_infinity_nor_nan_with_anything():
+    """As the comparison's tally counts it, so that a report's mask marks what it counted;
+    as gradcheck's allclose, NaN agrees with nothing, not even NaN."""
     inf, nan = math.inf, math.nan
     a = torch.tensor([1.0, inf, nan, 1.0, inf, 2.0, -inf], dtype=torch.float64)
     n = torch.tensor([inf, inf, nan, nan, -inf, 2.0, 3.0], dtype=torch.float64)
-    assert jacobian.agree(a, n, 1e-5, 1e-3).tolist() == [False, True, True, False, False,
+    assert jacobian.agree(a, n, 1e-5, 1e-3).tolist() == [False, True, False, False, False,
                                                           True, False]
+    assert torch.allclose(a[1], n[1]) and not torch.allclose(a[2], n[2])
 
 
 def test_finite_absmax_ignores_nan_and_infinity_and_reads_views(monkeypatch):

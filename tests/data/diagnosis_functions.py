@@ -4,7 +4,8 @@ correct twins. Every kind is here at least twice, over different shapes and inpu
 ``CASES`` lists ``(label, buggy, correct, make_args)``; ``make_args(generator)`` gives forward's
 arguments (float64; complex128 for the complex ones). For ``kink`` the "bug" is the point, not
 the code: the buggy entry is the correct Function at a point where forward has a kink, its
-twin the same at a smooth point.
+twin the same at a smooth point; so for ``undefined``, at a point on the edge of forward's
+domain (sqrt and log at 0, acos at 1: forward is NaN a step away).
 """
 
 from __future__ import annotations
@@ -187,6 +188,36 @@ class Relu(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * (x > 0).to(g.dtype)
+
+
+class Sqrt(Function):
+    """sqrt(x), its slope NaN where it has none (x = 0) and nothing where grad_output is 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.sqrt()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        slope = torch.where(y > 0, 0.5 / y, torch.nan)
+        return torch.where(g == 0, 0.0, g * slope)
+
+
+class Acos(Function):
+    """acos(x): -1 / sqrt(1 - x^2), infinite at x = 1, nothing where grad_output is 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.acos()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(g == 0, 0.0, -g / (1 - x * x).sqrt())
 
 
 class Abs(Function):
@@ -749,6 +780,18 @@ def _tie(g):
     return [x, y]
 
 
+def _with_zeros(g):
+    x = away_from_zero(g, 3, 4).abs()
+    x[0, 1] = x[2, 3] = 0.0
+    return [x]
+
+
+def _at_one(g):
+    x = rand(g, 5).tanh() * 0.9
+    x[3] = 1.0
+    return [x]
+
+
 def crand(g, *shape):
     return torch.randn(*shape, generator=g, dtype=torch.complex128)
 
@@ -782,6 +825,8 @@ CASES = [
     ("kink", Relu, Relu, _relu_at_zero),
     ("kink", Abs, Abs, _abs_near_zero),
     ("kink", Maximum, Maximum, _tie),
+    ("undefined", Sqrt, Sqrt, _with_zeros),
+    ("undefined", Acos, Acos, _at_one),
     ("rounding", SinInFloat32, Sin, lambda g: [rand(g, 6)]),
     ("rounding", TanhInFloat32, Tanh, lambda g: [rand(g, 2, 3)]),
     ("nondeterministic", MulNoisy, Mul, lambda g: [rand(g, 2, 2), rand(g, 2, 2)]),
@@ -827,4 +872,6 @@ TWIN_ARGS = {
     Abs: lambda g: [away_from_zero(g, 6)],
     Maximum: _tie_free,
     LeakyRelu: lambda g: [away_from_zero(g, 2, 5)],
+    Sqrt: lambda g: [away_from_zero(g, 3, 4).abs()],
+    Acos: lambda g: [rand(g, 5).tanh() * 0.9],
 }

@@ -141,9 +141,14 @@ class Traced:
             got = tuple(None if rows[0][j] is None
                         else torch.stack([r[j] for r in rows])  # type: ignore[misc]
                         for j in range(len(leaves)))
-        return torch.cat([torch.zeros(k, leaf.numel(), dtype=torch.float64) if g is None
-                          else g.detach().reshape(k, -1).double()
-                          for g, leaf in zip(got, leaves)], dim=1)
+        out = torch.cat([torch.zeros(k, leaf.numel(), dtype=torch.float64) if g is None
+                         else g.detach().reshape(k, -1).double()
+                         for g, leaf in zip(got, leaves)], dim=1)
+        if not bool(out.isfinite().all()):
+            # 0 * inf is NaN: a product's NaN need not come from the rows it seeded, so the
+            # pattern (and a row's entries) cannot be read from it
+            raise Fallback("autograd's derivative of forward is NaN or infinite at this point")
+        return out
 
     def _seeds(self, k: int) -> torch.Tensor:
         """A zero k x rows matrix for seeds, one buffer kept (its user zeroes what it set):

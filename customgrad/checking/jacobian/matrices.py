@@ -16,8 +16,9 @@ from customgrad.checking.jacobian import limits
 
 def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float,
           pairs: tuple[tuple[int, int], ...] = ()) -> torch.Tensor:
-    """gradcheck's rule, NaN-aware: NaN in both agrees, equal infinities agree, a number
-    and an infinity never do (as the comparison's tally counts them).
+    """gradcheck's rule (``allclose``): NaN agrees with nothing, not even NaN; equal
+    infinities agree, a number and an infinity never do (as the comparison's tally counts
+    them).
 
     ``pairs`` names the column ranges (offset, size) of complex inputs, whose columns go
     (real, imaginary) two by two: gradcheck compares such a pair as one complex entry, by
@@ -36,7 +37,7 @@ def agree(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float,
             gap[:, cols] = pair_modulus(gap[:, cols], dim=1)
             size[:, cols] = pair_modulus(size[:, cols], dim=1)
         ok = (gap <= atol + rtol * size) & gap.isfinite()  # a number is far from inf
-        same = (x == y) | (x.isnan() & y.isnan())
+        same = x == y  # NaN agrees with nothing, as in gradcheck (allclose)
         for offset, width in pairs:
             cols = slice(offset, offset + width)
             same[:, cols] = pair_all(same[:, cols], dim=1)
