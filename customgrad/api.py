@@ -18,7 +18,7 @@ from customgrad.checking.notebook import heatmaps_png, renderer, report_html, re
 from customgrad.checking.verification import CheckOptions, verify
 from customgrad.errors import SpecError, TooLargeError
 from customgrad.function.dtypes import converted, parse_dtype
-from customgrad.function.inputs import forward_parameters, with_defaults
+from customgrad.function.inputs import forward_parameters, spelled_out, with_defaults
 from customgrad.targets import catalog
 from customgrad.targets.loader import is_function, resolve
 
@@ -52,6 +52,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     for bad arguments or tolerances, ``TooLargeError`` beyond 1 GiB of matrices).
     """
     function, label = _function(fn)
+    function = spelled_out(function, len(args))
     target_dtype = None if dtype is None else parse_dtype(dtype)
     args = tuple(with_defaults(function, args))
     options = CheckOptions(eps=EPS if eps is None else eps, atol=ATOL if atol is None else atol,
@@ -73,13 +74,26 @@ def _function(fn: type | str) -> tuple[type, str]:
     if isinstance(fn, str):
         target = resolve(fn)
         return target.function, target.label
-    if not is_function(fn):
+    if not is_function(fn) and not _torch_own(fn):
         raise SpecError(f"check() takes a torch.autograd.Function subclass (or a target name), "
                         f"not {fn!r}.")
     for entry in catalog.entries():
         if entry.function is fn:
             return fn, entry.title
     return fn, fn.__name__
+
+
+def _torch_own(fn: object) -> bool:
+    """A Function torch itself defines (``torch.utils.checkpoint.CheckpointFunction``), not
+    one of its bases: checked as any other when handed to :func:`check`."""
+    return (isinstance(fn, type) and issubclass(fn, torch.autograd.Function)
+            and fn.forward is not torch.autograd.Function.forward
+            and "forward" in {name for k in fn.__mro__ if k.__module__ not in _BASES
+                              for name in vars(k)})
+
+
+#: where torch's base classes of Functions live
+_BASES = ("torch.autograd.function", "torch._C", "torch._functorch.autograd_function")
 
 
 def _requiring_grad(function: type, args: tuple) -> dict[str, bool] | None:

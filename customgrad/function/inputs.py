@@ -92,7 +92,8 @@ def forward_parameters(function: type[Function]) -> list[inspect.Parameter]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise SpecError(
                 f"{function.__name__}.forward takes *{p.name}; give it named parameters "
-                "so the playground knows its inputs."
+                "so the playground knows its inputs (customgrad.check(Function, *args) in "
+                "Python takes it as it is, naming what you pass)."
             )
         if p.kind == p.KEYWORD_ONLY and p.default is p.empty:
             raise SpecError(
@@ -100,6 +101,42 @@ def forward_parameters(function: type[Function]) -> list[inspect.Parameter]:
                 "a default, but apply passes arguments by position; make it positional.")
     # apply passes arguments by position: keyword-only ones keep their defaults
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
+
+
+def spelled_out(function: type[Function], count: int) -> type[Function]:
+    """``function`` itself, or where its ``forward`` takes ``*args`` (``forward(ctx, *inputs)``,
+    as ``torch.utils.checkpoint``'s Function), a subclass whose ``forward`` names the
+    ``count`` arguments it is called with: ``inputs0``, ``inputs1``, ... after the named ones.
+    It hands them on to the user's ``forward`` unchanged; backward, ``setup_context`` and
+    everything else are the user's own (the check needs names for the inputs it reports)."""
+    try:
+        params = list(inspect.signature(function.forward).parameters.values())
+    except (TypeError, ValueError):
+        return function  # forward_parameters says why
+    star = next((p for p in params if p.kind == p.VAR_POSITIONAL), None)
+    if star is None:
+        return function
+    ctx = [] if is_new_style(function) else params[:1]
+    named = [p for p in params[len(ctx):] if p.kind in (p.POSITIONAL_ONLY,
+                                                          p.POSITIONAL_OR_KEYWORD)]
+    taken = {p.name for p in params}
+    extra = []
+    for k in range(max(0, count - len(named))):
+        name = f"{star.name}{k}"
+        while name in taken:
+            name += "_"
+        extra.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY))
+    original = function.forward
+
+    def forward(*args):
+        return original(*args)
+
+    forward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) for p in (*ctx, *named)] + extra)
+    forward.__doc__ = original.__doc__
+    return type(function.__name__, (function,), {
+        "forward": staticmethod(forward), "__module__": function.__module__,
+        "__qualname__": function.__qualname__, "__doc__": function.__doc__})
 
 
 def with_defaults(function: type[Function], args: list | tuple) -> list:

@@ -105,6 +105,51 @@ def test_constants_are_passed_as_apply_takes_them():
     torch.testing.assert_close(report.analytic, 2.5 * torch.eye(6, dtype=torch.float64))
 
 
+class _Product(torch.autograd.Function):
+    """scale * x0 * x1 * ...: forward takes its tensors as *inputs, as real wrappers do."""
+
+    @staticmethod
+    def forward(ctx, scale, *inputs):
+        ctx.save_for_backward(*inputs)
+        ctx.scale = scale
+        out = inputs[0] * scale
+        for t in inputs[1:]:
+            out = out * t
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        xs = ctx.saved_tensors
+        grads = []
+        for i in range(len(xs)):
+            p = g * ctx.scale
+            for j, t in enumerate(xs):
+                if j != i:
+                    p = p * t
+            grads.append(2 * p if _Product.wrong_last and i == len(xs) - 1 else p)
+        return (None, *grads)
+
+    wrong_last = False  # the buggy twin: the last tensor's gradient doubled
+
+
+def test_a_forward_taking_star_args_is_checked_with_the_arguments_given(monkeypatch):
+    """forward(ctx, scale, *inputs): the check names each tensor passed (inputs0, inputs1,
+    ...), and its verdict is gradcheck's, right and wrong (it once refused the class)."""
+    xs = [torch.randn(2, 3, dtype=torch.float64) for _ in range(3)]
+    for wrong in (True, False):
+        monkeypatch.setattr(_Product, "wrong_last", wrong)
+        report = customgrad.check(_Product, 1.5, *xs)
+        leaves = [x.clone().requires_grad_() for x in xs]
+        expected = torch.autograd.gradcheck(lambda *t: _Product.apply(1.5, *t), leaves,
+                                            raise_exception=False)
+        assert report.passed == expected == (not wrong)
+        assert [a.name for a in report.inputs] == ["inputs0", "inputs1", "inputs2"]
+        failing = [b.input.name for b in report.blocks if not b.passed]
+        assert failing == (["inputs2"] if wrong else [])
+    assert customgrad.check(_Product, 2.0, xs[0]).passed  # one tensor: inputs0 alone
+    assert _Product.forward.__code__.co_varnames[1] == "scale"  # the class is left alone
+
+
 def test_dtype_converts_and_the_float32_rule_applies():
     x = torch.randn(3, 3)  # float32
     assert "float32 rule" in " ".join(customgrad.check(MulConstant, x, 2.0).notes)
