@@ -77,9 +77,11 @@ def _arrive() -> None:
 
 
 def start() -> None:
-    """Import torch on a helper thread (once; garbage collection off meanwhile, as for the
-    window's own imports: torch makes about 200,000 objects that live as long as the app);
-    what :func:`when_arrived` holds runs on the GUI thread after. An import that fails lets
+    """Import torch on a helper thread (once; garbage collection off meanwhile, and what it
+    made frozen after, as for the window's own imports: torch makes about 200,000 objects
+    that live as long as the app, which the collection just before the first work
+    (:func:`playground.app.settle_heap`) walked on the GUI thread, 0.2 to 0.5 s here); what
+    :func:`when_arrived` holds runs on the GUI thread after. An import that fails lets
     them run too: the engine's next import of torch raises the error, where it is said."""
     if _state["started"] or arrived():
         return
@@ -94,6 +96,8 @@ def start() -> None:
         try:
             with contextlib.suppress(Exception):  # said where the engine imports it next
                 import torch  # noqa: F401
+
+                gc.freeze()  # as app.imports_frozen freezes the window's (see there)
         finally:
             if was_enabled:
                 gc.enable()
