@@ -206,6 +206,7 @@ class MainWindow(QMainWindow):
         self._loop_status.timeout.connect(self._show_loop_status)
         self.picker.picked.connect(s.set_target)
         s.targetChanged.connect(self._target_changed)
+        s.targetPending.connect(self.preview_target)
         s.runReset.connect(self.loss_plot.start_run)
         s.batchReady.connect(self._batch)
         s.jacobianStarted.connect(self.jacobian.start)
@@ -306,6 +307,20 @@ class MainWindow(QMainWindow):
                                first)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()
+
+    def preview_target(self, spec: str | None) -> None:
+        """A Function not opened yet (torch is on its way): the Code tab shows its source
+        meanwhile, as its file's text says it (read, not run:
+        :mod:`customgrad.targets.preview`); the Function replaces it once it has opened."""
+        from customgrad.targets.preview import preview
+
+        shown = preview(spec) if spec and self.session.target is None else None
+        if shown is None:
+            return
+        self.setWindowTitle(f"Autograd playground — {shown.title}")
+        self.picker.select(spec.strip().lower())  # a gallery name (a file: none selected)
+        self.code.set_function(shown.title, shown.source, shown.note, shown.file,
+                               shown.first_line)
 
     def _list_file_functions(self, target) -> str | None:
         """The picker lists the Functions of the file (or module) that is open, from the
