@@ -305,6 +305,7 @@ class MainWindow(QMainWindow):
             pass
         self.code.set_function(target.label, target.source, target.note, file,
                                first)
+        self.jacobian.new_function(target.label)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()
 
