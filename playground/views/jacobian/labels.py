@@ -16,7 +16,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
 from playground.views.fonts import css_size, point_size, scaled
-from playground.views.jacobian.geometry import block_label, block_ticks, fit_labels
+from playground.views.jacobian.geometry import abbreviations, block_label, block_ticks, fit_labels
 from playground.views.jacobian.heatmaps import Heatmaps
 
 __all__ = ["BlockLabels"]
@@ -118,7 +118,8 @@ class BlockLabels:
             y_ticks, y_full = block_ticks(outputs), True
         else:
             x_ticks, x_full = fit_labels(inputs, x0, x1, vb.width(), metrics.horizontalAdvance,
-                                         None, gap=metrics.horizontalAdvance("  "))
+                                         None, gap=1.5 * metrics.horizontalAdvance(" "),
+                                         shorten=abbreviations)
             y_ticks, y_full = [], True
         if len(outputs) <= 1:
             y_ticks, y_full = [], True  # one output: the column's upright label names it
