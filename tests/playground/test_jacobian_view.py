@@ -1290,3 +1290,29 @@ def test_method_lines_in_words():
     unknown = dataclasses.replace(reference, method=jacobian.report.Method())
     assert words.method_line(unknown, 2) == \
         "numerical Jacobian by finite differences, two backward calls per column"
+
+
+def test_a_check_that_did_not_run_says_why_in_one_short_line(view, qtbot):
+    """linear_bug with a non-square weight: its backward's wrong-shaped gradient stops the
+    check. The banner's large head said the whole message (five lines at 1280 x 720, the
+    heatmaps squeezed below, still showing the matrices of the inputs before); it now says
+    what raised in short, the message under Details, and no matrix of other inputs stays."""
+    _shown(view, qtbot, "linear_bug", width=840, height=420)
+    message = ("LinearFunctionBuggy.backward returned a gradient of shape [4x3] for weight, "
+               "whose shape is [3x4].")
+    view.start()
+    view.show_failure(message)
+    qtbot.wait(50)
+    label = view.banner.verdict_label
+    assert label.text() == "Jacobian not computed: the error above says why"
+    assert label.height() <= 2.5 * label.fontMetrics().lineSpacing()  # one line, or two
+    assert view.banner.details_label.text() == message
+    assert view.shown.numerical is None and view.labels.tick_labels == ([], [])
+    assert not view.hover_label.text().startswith("Checking")
+    view.show_failure("LinearFunctionBuggy.forward raised RuntimeError: The expanded size "
+                      "of the tensor (3) must match the existing size (4)")
+    assert label.text() == "Jacobian not computed: LinearFunctionBuggy.forward raised " \
+                           "RuntimeError"
+    view.show_failure("cancelled")  # the user's Cancel: nothing more to say
+    assert label.text() == "Jacobian not computed: cancelled"
+

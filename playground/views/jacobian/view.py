@@ -251,10 +251,16 @@ class JacobianView(QWidget):
             self.hover_label.setText(self._hover_hint())
 
     def show_failure(self, message: str) -> None:
-        """No verdict: hide the progress UI and say why in the banner."""
+        """No verdict: hide the progress UI and say why in the banner, in short (the whole
+        message under Details). A check that failed (not one the user cancelled) leaves no
+        matrices of an earlier one: they were for other inputs."""
         self._end_computing()
         self.shown.report = self.checked = None
-        self._say("neutral", f"Jacobian not computed: {message}")
+        if message != "cancelled":
+            self._forget_matrix()
+        said = words.not_computed(message)
+        self._say(said.state, said.head, said.details)
+        self.hover_label.setText(self._hover_hint())  # not "Checking …" any more
 
     def clear(self) -> None:
         """Back to the empty state."""
@@ -276,11 +282,7 @@ class JacobianView(QWidget):
         self.shown.report = self.checked = None
         self._method.clear()
         self._set_titles()
-        self._clear_data()
-        self.heatmaps.forget_blocks()
-        self._layout_key = None
-        self.labels.fit_row_axis()
-        self._update_ticks()
+        self._forget_matrix()
         self._function = label
         self._say("neutral", "Preparing inputs…", self._preparing_details())
         self.hover_label.setText(self._preparing_details())
@@ -402,6 +404,15 @@ class JacobianView(QWidget):
         self.heatmaps.clear()
         self.marks.clear()
         self._set_hover(None)
+
+    def _forget_matrix(self) -> None:
+        """No entries, block names or lines of the last matrix (it is out of date); the
+        shape, and so the pane's height, stays until the next one comes."""
+        self._clear_data()
+        self.heatmaps.forget_blocks()
+        self._layout_key = None
+        self.labels.fit_row_axis()
+        self._update_ticks()
 
     def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
              keep_space: bool = False) -> None:
