@@ -661,7 +661,29 @@ def test_the_double_backward_s_columns_all_have_a_label_on_a_projector(qtbot):
         for text, name in zip(texts, names):
             assert text.split(" [")[0] == name or (
                 text.endswith("…") and name.startswith(text[:-1])), (text, name)
+        for panel in win.jacobian.heatmaps.panels:  # and pyqtgraph draws them all
+            assert [t for _, t in _tick_texts(panel.plot.getAxis("bottom"))] == texts
         assert _problems(win) == []
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_every_block_label_laid_out_is_drawn(qtbot):
+    """linear_bug presenting at 1280 x 720, zoom 110 %, an error banner above: "bias [4]"
+    was laid out flush against the axis' end by whole-pixel widths, and pyqtgraph, which
+    measures in fractions of one, found it past the end and did not draw it."""
+    from customgrad.errors import TargetError
+
+    win = _window(qtbot, 1280, 720, percent=110, present=True, target="linear_bug")
+    try:
+        win.errors.show_error(TargetError("Syntax error in my_function.py, line 34: '(' was "
+                                          "never closed."), "LinearFunction stays open.")
+        _settle(qtbot, win)
+        laid_out = [text for _, text in win.jacobian.labels.tick_labels[0]]
+        assert [t.split(" [")[0] for t in laid_out] == ["input", "weight", "bias"]
+        for panel in win.jacobian.heatmaps.panels:
+            drawn = [text for _, text in _tick_texts(panel.plot.getAxis("bottom"))]
+            assert drawn == laid_out
     finally:
         win.session.shutdown(wait=0.5)
 

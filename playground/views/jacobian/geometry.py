@@ -163,7 +163,12 @@ def fit_labels(axes: list[Axis], low: float, high: float, length: float,
         placed, clash = _place_all(labels, along, length, gap)
         if clash is None:
             break
-        _settle(clash, along)
+        dropped = _settle(clash, along)
+        if dropped is not None and shorten is not None:
+            # the room it leaves: the others start again from their longest forms
+            for label in labels:
+                if label is not dropped and label.level < len(label.forms):
+                    label.level = 0
     ticks = [(low + (start + end) / 2 / scale, label.forms[label.level])
              for label, start, end, _ in placed]
     full_texts = {block_label(a) for a in axes}
@@ -264,18 +269,25 @@ def _cheap(form: str) -> bool:
     return form.endswith(("]", "]re, im", "…")) or " [" in form
 
 
-def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], float]) -> None:
+def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], float],
+            ) -> _Label | None:
     """Shorten a label in the clash that has a shorter form: one whose shape or letters are
     already cut (:func:`_cheap`) before a whole name, the widest first ("input weight bias
     gr…" rather than "input weight b… gra…"); when none has,
     drop the label of the smaller of the two clashing blocks."""
-    shorter = [(_cheap(label.forms[label.level]), end - start, -k, label)
-               for k, (label, start, end) in enumerate(clash)
-               if label.level + 1 < len(label.forms)
-               and along(label.forms[label.level + 1]) < end - start]
+    shorter = []
+    for k, (label, start, end) in enumerate(clash):
+        # its next form that is narrower ("grad_outp…" is not: "…" is as wide as "ut")
+        narrower = next((level for level in range(label.level + 1, len(label.forms))
+                         if along(label.forms[level]) < end - start), None)
+        if narrower is not None:
+            shorter.append((_cheap(label.forms[label.level]), end - start, -k, label, narrower))
     if shorter:
-        max(shorter, key=lambda t: t[:3])[3].level += 1
+        chosen = max(shorter, key=lambda t: t[:3])
+        chosen[3].level = chosen[4]
     else:
         a, b = clash[0][0], clash[1][0]
         loser = a if a.end - a.start < b.end - b.start else b
         loser.level = len(loser.forms)
+        return loser
+    return None
