@@ -46,6 +46,8 @@ LOOP_STARTING = "Starting the run's worker process…"
 PREPARING = "Preparing inputs…"
 #: the same while the workers' fork server has not started a child yet (it imports torch)
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
+#: the status bar once a build has ended (for three seconds)
+READY = "Ready"
 #: the same while the window's own process imports torch, after its first paint
 LOADING_TORCH = "Loading torch… (once per start; the picker and the settings work " \
                 "meanwhile)"
@@ -210,6 +212,7 @@ class MainWindow(QMainWindow):
         s.runReset.connect(self.loss_plot.start_run)
         s.batchReady.connect(self._batch)
         s.jacobianStarted.connect(self.jacobian.start)
+        s.jacobianStarted.connect(self._checking)
         s.jacobianProgress.connect(self.jacobian.show_progress)
         s.jacobianReady.connect(self._report)
         s.secondOrderReady.connect(self._second_order)
@@ -380,9 +383,15 @@ class MainWindow(QMainWindow):
 
     def _busy(self, busy: bool) -> None:
         waiting = PREPARING if processes.children_ready() else WORKERS_STARTING
-        self.status.showMessage(waiting if busy else "Ready", 0 if busy else 3000)
+        self.status.showMessage(waiting if busy else READY, 0 if busy else 3000)
         if busy:
             self.jacobian.preparing()
+
+    def _checking(self, message: str) -> None:
+        """The check that follows a build: the status bar's "Ready" (the build's end) would
+        stand beside its progress bar for three seconds; it says the check instead."""
+        if self.status.currentMessage() == READY:
+            self.status.showMessage(message)
 
     def _report(self, report) -> None:
         self.jacobian.show_report(report)

@@ -1221,3 +1221,16 @@ def test_switching_functions_during_a_check_leaves_nothing_of_the_old_one(qtbot,
     assert pane.checked is None and not pane.is_computing()
     qtbot.waitUntil(lambda: pane.checked is not None, timeout=TIMEOUT)
     assert [text for _, text in pane.labels.tick_labels[0]] == ["input1 [3x8]", "input2 [3x8]"]
+
+
+def test_the_status_bar_says_the_check_not_ready_while_it_runs(qtbot, window):
+    """After a build, the status bar said "Ready" for three seconds while the check that
+    follows it ran beside it ("Checking at the start… 0 %" in the Jacobian pane)."""
+    from playground.main_window import READY
+
+    s = window.session
+    with qtbot.waitSignal(s.jacobianStarted, timeout=TIMEOUT):
+        s.set_target("killhead")
+    assert window.status.currentMessage() != READY
+    assert window.status.currentMessage() == "Checking at the start…"
+    qtbot.waitUntil(lambda: window.jacobian.checked is not None, timeout=TIMEOUT)
