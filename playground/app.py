@@ -172,6 +172,8 @@ def window_for(session, args):
     session.errorRaised.connect(failed)
     window = MainWindow(session, restore_prefs=False if shot else None, restore_session=False)
     restore = not (shot or args.target or args.session or config.current().no_restore)
+    # the Code tab shows the first Function's source at once (its file's text), torch or not
+    window.preview_target(first_target(args.target, args.session, restoring=restore))
 
     def start() -> bool:
         try:

@@ -46,6 +46,8 @@ LOOP_STARTING = "Starting the run's worker process…"
 PREPARING = "Preparing inputs…"
 #: the same while the workers' fork server has not started a child yet (it imports torch)
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
+#: the status bar once a build has ended (for three seconds)
+READY = "Ready"
 #: the same while the window's own process imports torch, after its first paint
 LOADING_TORCH = "Loading torch… (once per start; the picker and the settings work " \
                 "meanwhile)"
@@ -206,9 +208,11 @@ class MainWindow(QMainWindow):
         self._loop_status.timeout.connect(self._show_loop_status)
         self.picker.picked.connect(s.set_target)
         s.targetChanged.connect(self._target_changed)
+        s.targetPending.connect(self.preview_target)
         s.runReset.connect(self.loss_plot.start_run)
         s.batchReady.connect(self._batch)
         s.jacobianStarted.connect(self.jacobian.start)
+        s.jacobianStarted.connect(self._checking)
         s.jacobianProgress.connect(self.jacobian.show_progress)
         s.jacobianReady.connect(self._report)
         s.secondOrderReady.connect(self._second_order)
@@ -304,8 +308,23 @@ class MainWindow(QMainWindow):
             pass
         self.code.set_function(target.label, target.source, target.note, file,
                                first)
+        self.jacobian.new_function(target.label)
         self.loss_plot.reset_current()
         self.loss_plot.clear_history()
+
+    def preview_target(self, spec: str | None) -> None:
+        """A Function not opened yet (torch is on its way): the Code tab shows its source
+        meanwhile, as its file's text says it (read, not run:
+        :mod:`customgrad.targets.preview`); the Function replaces it once it has opened."""
+        from customgrad.targets.preview import preview
+
+        shown = preview(spec) if spec and self.session.target is None else None
+        if shown is None:
+            return
+        self.setWindowTitle(f"Autograd playground — {shown.title}")
+        self.picker.select(spec.strip().lower())  # a gallery name (a file: none selected)
+        self.code.set_function(shown.title, shown.source, shown.note, shown.file,
+                               shown.first_line)
 
     def _list_file_functions(self, target) -> str | None:
         """The picker lists the Functions of the file (or module) that is open, from the
@@ -364,9 +383,15 @@ class MainWindow(QMainWindow):
 
     def _busy(self, busy: bool) -> None:
         waiting = PREPARING if processes.children_ready() else WORKERS_STARTING
-        self.status.showMessage(waiting if busy else "Ready", 0 if busy else 3000)
+        self.status.showMessage(waiting if busy else READY, 0 if busy else 3000)
         if busy:
             self.jacobian.preparing()
+
+    def _checking(self, message: str) -> None:
+        """The check that follows a build: the status bar's "Ready" (the build's end) would
+        stand beside its progress bar for three seconds; it says the check instead."""
+        if self.status.currentMessage() == READY:
+            self.status.showMessage(message)
 
     def _report(self, report) -> None:
         self.jacobian.show_report(report)

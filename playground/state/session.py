@@ -51,6 +51,8 @@ class Session(QObject):
     """Owns the settings and orchestrates build -> Jacobian -> descent."""
 
     targetChanged = Signal(object)  # Target
+    #: a TARGET chosen while torch is on its way (it opens once torch has arrived)
+    targetPending = Signal(str)
     specsChanged = Signal(object)  # list[Spec] (for the form)
     problemReady = Signal(object)  # Problem
     runReset = Signal(str)  # a new run starts (label)
@@ -165,6 +167,8 @@ class Session(QObject):
         meanwhile (loading it needs torch)."""
         if not torch_import.arrived():
             torch_import.when_arrived(lambda: self.set_target(spec, carry_over))
+            if isinstance(spec, str):
+                self.targetPending.emit(spec)
             return
         if self.builder.choose(spec, carry_over):
             self._rebuild()

@@ -1188,3 +1188,49 @@ def test_a_cancel_ends_the_wait_for_the_layout(qtbot):
     job = jobs.JacobianJob(problem, None, {}, progress, reports.append, errors.append)
     qtbot.waitUntil(lambda: bool(reports or errors), timeout=5000)
     assert not reports and isinstance(errors[0], Cancelled)
+
+
+def test_switching_functions_during_a_check_leaves_nothing_of_the_old_one(qtbot, window):
+    """Another Function picked with the keyboard while a long check of KillHead fills its
+    heatmaps in: the pane showed KillHead's block names ("input [48x48]", "output [48x48]")
+    and grid under "Preparing inputs…" for the new one until its matrix came. Now nothing
+    of the old check stays, the pane names the Function it prepares, and the new check
+    labels its own blocks."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    s = window.session
+    open_target(qtbot, window, "killhead")
+    with qtbot.waitSignal(s.jacobianProgress, timeout=TIMEOUT,
+                          check_params_cb=lambda p: bool(p.outputs)):
+        s.update(shapes={"input": "48x48"})
+    qtbot.waitUntil(lambda: "input [48x48]" in str(window.jacobian.labels.tick_labels),
+                    timeout=TIMEOUT)
+    window.picker.select("killhead")
+    window.picker.tree.setFocus()
+    QTest.keyClick(window.picker.tree, Qt.Key.Key_Down)  # |u v|
+    QTest.keyClick(window.picker.tree, Qt.Key.Key_Return)
+    pane = window.jacobian
+    label = s.target.label
+    assert s.target.entry.name == "abs_uv"
+    assert pane.labels.tick_labels == ([], [])
+    assert not pane.heatmaps.row_axis.label.isVisible()
+    assert pane.heatmaps.outputs == pane.heatmaps.inputs == []
+    assert pane.banner.verdict_label.text() == "Preparing inputs…"
+    assert pane.hover_label.text().startswith(label)
+    assert pane.checked is None and not pane.is_computing()
+    qtbot.waitUntil(lambda: pane.checked is not None, timeout=TIMEOUT)
+    assert [text for _, text in pane.labels.tick_labels[0]] == ["input1 [3x8]", "input2 [3x8]"]
+
+
+def test_the_status_bar_says_the_check_not_ready_while_it_runs(qtbot, window):
+    """After a build, the status bar said "Ready" for three seconds while the check that
+    follows it ran beside it ("Checking at the start… 0 %" in the Jacobian pane)."""
+    from playground.main_window import READY
+
+    s = window.session
+    with qtbot.waitSignal(s.jacobianStarted, timeout=TIMEOUT):
+        s.set_target("killhead")
+    assert window.status.currentMessage() != READY
+    assert window.status.currentMessage() == "Checking at the start…"
+    qtbot.waitUntil(lambda: window.jacobian.checked is not None, timeout=TIMEOUT)

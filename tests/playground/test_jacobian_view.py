@@ -743,7 +743,13 @@ def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
     assert [t for _, t in ticks] == ["input", "weight", "bias"]
     for (position, _), a in zip(ticks, axes):  # every label stays on its block
         assert a.offset - 0.5 <= position <= a.offset + a.size - 0.5
-    ticks, full = _fit(axes, 148)  # 4 px a column: the smallest block loses its label
+    # 3.6 px a column: the labels before bias move left along their blocks to make room
+    # for it (they stayed centred, and bias lost its label, down from 148 px)
+    ticks, full = _fit(axes, 132)
+    assert [t for _, t in ticks] == ["input", "weight", "bias"]
+    for (position, _), a in zip(ticks, axes):
+        assert a.offset - 0.5 <= position <= a.offset + a.size - 0.5
+    ticks, full = _fit(axes, 128)  # 3.5 px a column: the smallest block loses its label
     assert [t for _, t in ticks] == ["input", "weight"]
     ticks, full = _fit(axes, 74)  # 2 px a column: the biggest keeps its label
     assert ticks == [(21.5, "weight")]
@@ -751,6 +757,32 @@ def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
     # zoomed into the weight block: its label, at the centre of what is visible
     ticks, full = _fit(axes, 400, low=14.5, high=24.5)
     assert ticks == [(pytest.approx(19.5), "weight [20]")]
+
+
+def test_a_narrow_block_s_label_is_cut_short_rather_than_dropped():
+    """With ``shorten`` (the column axis), a block too narrow for its name gets the name cut
+    short with "…": the crowded names first, the short ones with room stay whole."""
+    from playground.views.jacobian.geometry import abbreviations
+
+    assert abbreviations("grad_output") == ["grad_outp…", "grad_out…", "grad_ou…", "grad_o…",
+                                            "grad…", "gra…", "gr…", "g…"]
+    axes = [Axis(name, k, (size,), offset) for k, (name, size, offset) in enumerate(
+        [("input", 12, 0), ("weight", 20, 12), ("bias", 5, 32), ("grad_output", 15, 37)])]
+    total = 52
+
+    def fit(length):
+        return fit_labels(axes, -0.5, total - 0.5, length, lambda text: 8 * len(text), None,
+                          gap=6, shorten=abbreviations)
+
+    ticks, _full = fit(170)  # 3.3 px a column: no room for "grad_output" (88 px in 49)
+    assert [t for _, t in ticks] == ["input", "weight", "bias", "gr…"]
+    for (position, _), a in zip(ticks, axes):
+        assert a.offset - 0.5 <= position <= a.offset + a.size - 0.5
+    without, _full = fit_labels(axes, -0.5, total - 0.5, 170, lambda text: 8 * len(text),
+                                None, gap=6)
+    assert [t for _, t in without] == ["input", "weight"]  # bias and grad_output had none
+    ticks, _full = fit(104)  # 2 px a column: every block still named
+    assert len(ticks) == 4 and all(t.endswith("…") for _, t in ticks[1:])
 
 
 def test_block_ticks_fall_back_to_names_in_a_narrow_window(view, qtbot):
@@ -1258,3 +1290,29 @@ def test_method_lines_in_words():
     unknown = dataclasses.replace(reference, method=jacobian.report.Method())
     assert words.method_line(unknown, 2) == \
         "numerical Jacobian by finite differences, two backward calls per column"
+
+
+def test_a_check_that_did_not_run_says_why_in_one_short_line(view, qtbot):
+    """linear_bug with a non-square weight: its backward's wrong-shaped gradient stops the
+    check. The banner's large head said the whole message (five lines at 1280 x 720, the
+    heatmaps squeezed below, still showing the matrices of the inputs before); it now says
+    what raised in short, the message under Details, and no matrix of other inputs stays."""
+    _shown(view, qtbot, "linear_bug", width=840, height=420)
+    message = ("LinearFunctionBuggy.backward returned a gradient of shape [4x3] for weight, "
+               "whose shape is [3x4].")
+    view.start()
+    view.show_failure(message)
+    qtbot.wait(50)
+    label = view.banner.verdict_label
+    assert label.text() == "Jacobian not computed: the error above says why"
+    assert label.height() <= 2.5 * label.fontMetrics().lineSpacing()  # one line, or two
+    assert view.banner.details_label.text() == message
+    assert view.shown.numerical is None and view.labels.tick_labels == ([], [])
+    assert not view.hover_label.text().startswith("Checking")
+    view.show_failure("LinearFunctionBuggy.forward raised RuntimeError: The expanded size "
+                      "of the tensor (3) must match the existing size (4)")
+    assert label.text() == "Jacobian not computed: LinearFunctionBuggy.forward raised " \
+                           "RuntimeError"
+    view.show_failure("cancelled")  # the user's Cancel: nothing more to say
+    assert label.text() == "Jacobian not computed: cancelled"
+

@@ -641,6 +641,53 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         win.session.shutdown(wait=0.5)
 
 
+def test_the_double_backward_s_columns_all_have_a_label_on_a_projector(qtbot):
+    """The second order of linear (columns input, weight, bias, grad_output) at 1280 x 720,
+    zoom 150 %, presenting: "bias" (and grad_output) had no label for lack of room. Every
+    column block now has one, a name cut short with "…" where it must be (the crowded one
+    first: the short names stay whole), and nothing overlaps."""
+    win = _window(qtbot, 1280, 720, percent=150, present=True, target="linear")
+    try:
+        win.jacobian.set_order(2)
+        with qtbot.waitSignal(win.session.secondOrderReady, timeout=TIMEOUT):
+            win.session.check_now()
+        _settle(qtbot, win)
+        report = win.jacobian.shown.report
+        assert report is win.jacobian.checked.second_order
+        names = [a.name for a in report.inputs]
+        assert names == ["input", "weight", "bias", "grad_output"]
+        texts = [t for _, t in win.jacobian.labels.tick_labels[0]]
+        assert len(texts) == len(names)
+        for text, name in zip(texts, names):
+            assert text.split(" [")[0] == name or (
+                text.endswith("…") and name.startswith(text[:-1])), (text, name)
+        for panel in win.jacobian.heatmaps.panels:  # and pyqtgraph draws them all
+            assert [t for _, t in _tick_texts(panel.plot.getAxis("bottom"))] == texts
+        assert _problems(win) == []
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_every_block_label_laid_out_is_drawn(qtbot):
+    """linear_bug presenting at 1280 x 720, zoom 110 %, an error banner above: "bias [4]"
+    was laid out flush against the axis' end by whole-pixel widths, and pyqtgraph, which
+    measures in fractions of one, found it past the end and did not draw it."""
+    from customgrad.errors import TargetError
+
+    win = _window(qtbot, 1280, 720, percent=110, present=True, target="linear_bug")
+    try:
+        win.errors.show_error(TargetError("Syntax error in my_function.py, line 34: '(' was "
+                                          "never closed."), "LinearFunction stays open.")
+        _settle(qtbot, win)
+        laid_out = [text for _, text in win.jacobian.labels.tick_labels[0]]
+        assert [t.split(" [")[0] for t in laid_out] == ["input", "weight", "bias"]
+        for panel in win.jacobian.heatmaps.panels:
+            drawn = [text for _, text in _tick_texts(panel.plot.getAxis("bottom"))]
+            assert drawn == laid_out
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 @pytest.mark.parametrize("percent", [100, 150])
 def test_an_error_banner_keeps_the_window_on_a_projector(qtbot, tmp_path, percent):
     """A load error's banner (a syntax error) at 1280 x 720: the window still fits the

@@ -243,3 +243,121 @@ def test_the_window_paints_before_torch_then_checks_as_before():
     assert lines[0] == "torch False engine []"
     assert lines[1].startswith("status Loading torch…")
     assert lines[2] == "verdict True"
+
+
+#: app.main on argv[1], watched: at the window's first paint, whether torch was loaded and
+#: what the Code tab held (written to argv[2]); keys typed into the Editor tab then; at the
+#: first verdict, whether the code was coloured and the typed text kept, and the Code tab's
+#: text again (argv[3])
+CODE_AT_FIRST_PAINT = """
+import os, sys
+import playground.app as app
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+seen = {}
+release = app.release_after_show
+
+def watched(session, window, settle=True):
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and obj.isWidgetType() \\
+                    and obj.window() is window and "torch" not in seen:
+                seen["torch"] = "torch" in sys.modules
+                with open(sys.argv[2], "w", encoding="utf-8") as f:
+                    f.write(window.code.source())
+                seen["line"] = window.code.first_line
+                window.editor.code.moveCursor(window.editor.code.textCursor().MoveOperation.End)
+                QTest.keyClicks(window.editor.code, "# typed while torch loads")
+            return False
+
+    def ready(report):
+        with open(sys.argv[3], "w", encoding="utf-8") as f:
+            f.write(window.code.source())
+        print("torch", seen.get("torch"), "line", seen.get("line"), flush=True)
+        print("coloured", window.code.editor._highlighter is not None, flush=True)
+        print("typed", window.editor.text().endswith("# typed while torch loads"), flush=True)
+        print("pid", os.getpid(), flush=True)
+        os._exit(0)
+    app_ = QApplication.instance()
+    app_.installEventFilter(FirstPaint(app_))
+    session.jacobianReady.connect(ready)
+    release(session, window, settle)
+
+app.release_after_show = watched
+sys.exit(f"exited ({app.main([sys.argv[1]])}) before a verdict")
+"""
+
+
+def _code_at_first_paint(tmp_path, target: str) -> tuple[list[str], str, str]:
+    """What CODE_AT_FIRST_PAINT printed (the window's process id last), and the Code tab's
+    text at the first paint and at the first verdict."""
+    at_paint, at_verdict = tmp_path / "paint.txt", tmp_path / "verdict.txt"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT),
+           "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-c", CODE_AT_FIRST_PAINT, target, str(at_paint),
+                           str(at_verdict)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return (proc.stdout.split(), at_paint.read_text(encoding="utf-8"),
+            at_verdict.read_text(encoding="utf-8"))
+
+
+def test_the_code_tab_shows_a_gallery_function_at_the_first_paint(tmp_path):
+    """The Code tab was empty until torch had arrived (seconds): it now holds the Function's
+    source at the window's first paint, read from the gallery's file (torch not loaded), the
+    same text and line as once the Function has opened; the Editor takes keys meanwhile and
+    keeps them."""
+    from customgrad.function.shadow import source_lines
+    from customgrad.targets import catalog
+
+    entry = catalog.get("linear")
+    printed, at_paint, at_verdict = _code_at_first_paint(tmp_path, "linear")
+    source = entry.source.expandtabs(4).rstrip("\n")
+    assert at_paint == source == at_verdict
+    assert printed[:8] == ["torch", "False", "line", str(source_lines(entry.function)[1]),
+                           "coloured", "True", "typed", "True"]
+
+
+def test_the_code_tab_shows_a_user_file_at_the_first_paint_without_running_it(tmp_path):
+    """A user's file: its Function's class is in the Code tab at the first paint, read from
+    the file; neither torch nor the file ran in the window's process (the file notes every
+    process that runs it)."""
+    ran = tmp_path / "ran.txt"
+    user = tmp_path / "my_square.py"
+    user.write_text(
+        "import os\nimport torch\n\n"
+        f"with open({str(ran)!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n\n\n"
+        "class Square(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n"
+        "        return x * x\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        (x,) = ctx.saved_tensors\n"
+        "        return 2 * x * grad\n", encoding="utf-8")
+    printed, at_paint, at_verdict = _code_at_first_paint(tmp_path, str(user))
+    assert at_paint.startswith("class Square(torch.autograd.Function):")
+    assert at_paint == at_verdict
+    assert printed[:4] == ["torch", "False", "line", "8"]
+    assert printed[4:8] == ["coloured", "True", "typed", "True"]
+    pids = ran.read_text().split()
+    assert pids and printed[9] not in pids  # it ran, in worker processes only
+
+
+def test_a_function_picked_while_torch_loads_shows_its_code_at_once(qtbot, monkeypatch):
+    """Picked before torch has arrived, a Function opens once it has: its source is in the
+    Code tab at once meanwhile (it was the one before, or empty)."""
+    from customgrad.targets import catalog
+    from playground.main_window import MainWindow
+    from playground.state.session import Session
+    from playground.workers import torch_import
+
+    monkeypatch.setitem(torch_import._state, "pending", True)
+    monkeypatch.setattr(torch_import, "_waiting", [])
+    window = MainWindow(Session(held=True), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(window)
+    try:
+        window.picker.picked.emit("sigmoid")
+        assert window.session.target is None  # it waits for torch
+        assert window.code.source() == catalog.get("sigmoid").source.rstrip("\n")
+        assert "Sigmoid" in window.windowTitle()
+    finally:
+        window.session.shutdown(wait=0.5)

@@ -100,6 +100,15 @@ def block_label(axis: Axis) -> str:
     return f"{axis.name} [{shape_text(axis.shape)}]{parts}"
 
 
+def abbreviations(name: str) -> list[str]:
+    """``name`` cut shorter and shorter, each ending in "…", down to its first letter
+    ("grad_outp…", ..., "g…"; a cut is one letter shorter than the name at least, so that
+    it is narrower, "…" included): what a block too narrow for its name shows, rather than no
+    label (the hint line below the views spells every block out)."""
+    cuts = (name[:k].rstrip("_ ") for k in range(len(name) - 2, 0, -1))
+    return list(dict.fromkeys(cut + "…" for cut in cuts if cut))
+
+
 def block_ticks(axes: list[Axis]) -> list[tuple[float, str]]:
     """Every block's full label at its centre."""
     return [(a.offset + a.size / 2 - 0.5, block_label(a)) for a in axes]
@@ -134,11 +143,13 @@ class _Label:
 def fit_labels(axes: list[Axis], low: float, high: float, length: float,
                along: Callable[[str], float], fits: Callable[[str], bool] | None,
                gap: float, elide: Callable[[str], str] | None = None,
+               shorten: Callable[[str], list[str]] | None = None,
                ) -> tuple[list[tuple[float, str]], bool]:
     """Block labels along one axis ``length`` pixels long that shows ``low``..``high``.
 
     Each visible block gets the longest of "name [shape]", "name" (and, with ``elide``, the
-    name shortened by it) that ``fits`` across the axis, lies inside the axis with its centre
+    name shortened by it, or with ``shorten`` each of the shorter names it gives, longest
+    first) that ``fits`` across the axis, lies inside the axis with its centre
     on the block's visible part, and keeps ``gap`` pixels from its neighbours' labels
     (shifting along its block if need be); ``along(text)`` is a label's extent along the
     axis. Where two labels clash, the widest of them (and of the labels that pushed them)
@@ -147,12 +158,17 @@ def fit_labels(axes: list[Axis], low: float, high: float, length: float,
     if not axes or high <= low or length <= 0:
         return [], True
     scale = length / (high - low)
-    labels = _labels(axes, low, high, scale, fits, elide)
+    labels = _labels(axes, low, high, scale, fits, elide, shorten)
     while True:
         placed, clash = _place_all(labels, along, length, gap)
         if clash is None:
             break
-        _settle(clash, along)
+        dropped = _settle(clash, along)
+        if dropped is not None and shorten is not None:
+            # the room it leaves: the others start again from their longest forms
+            for label in labels:
+                if label is not dropped and label.level < len(label.forms):
+                    label.level = 0
     ticks = [(low + (start + end) / 2 / scale, label.forms[label.level])
              for label, start, end, _ in placed]
     full_texts = {block_label(a) for a in axes}
@@ -162,7 +178,7 @@ def fit_labels(axes: list[Axis], low: float, high: float, length: float,
 
 def _labels(axes: list[Axis], low: float, high: float, scale: float,
             fits: Callable[[str], bool] | None, elide: Callable[[str], str] | None,
-            ) -> list[_Label]:
+            shorten: Callable[[str], list[str]] | None = None) -> list[_Label]:
     """A label for each block with a visible part, with the forms that fit across."""
     labels = []
     for a in axes:
@@ -172,6 +188,8 @@ def _labels(axes: list[Axis], low: float, high: float, scale: float,
         forms = [block_label(a), a.name]
         if elide is not None:
             forms.append(elide(a.name))
+        if shorten is not None:
+            forms += shorten(a.name)
         if fits is not None:
             forms = [f for f in forms if fits(f)]
         labels.append(_Label((lo - low) * scale, (hi - low) * scale, list(dict.fromkeys(forms))))
@@ -210,6 +228,9 @@ def _place_all(labels: list[_Label], along: Callable[[str], float], length: floa
         if shifted:  # too close to the previous label: shift along its own block
             start = placed[-1][2] + gap
             end = start + (span[1] - span[0])
+            latest = min(length, label.end + (end - start) / 2) - (end - start)
+            if start > latest and _pull_left(placed, latest - gap, gap):
+                start, end = latest, latest + (span[1] - span[0])
             if end > length or (start + end) / 2 > label.end:
                 clash = [(label, *span), placed[-1][:3]]
                 k = len(placed) - 1
@@ -221,15 +242,52 @@ def _place_all(labels: list[_Label], along: Callable[[str], float], length: floa
     return placed, None
 
 
-def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], float]) -> None:
-    """Shorten the widest label in the clash that has a shorter form, or, when none has,
+def _pull_left(placed: list[tuple[_Label, float, float, bool]], limit: float,
+               gap: float) -> bool:
+    """Move the placed labels left, each along its own block, so that the last ends by
+    ``limit`` and each keeps ``gap`` from the next (room for a narrow block's label after
+    them, rather than shorten it); False, and nothing moved, where they cannot."""
+    moved = []
+    for k in range(len(placed) - 1, -1, -1):
+        label, start, end, _shifted = placed[k]
+        if end <= limit:
+            break
+        extent = end - start
+        new_start = limit - extent
+        if new_start < 0 or new_start + extent / 2 < label.start:
+            return False
+        moved.append((k, (label, new_start, limit, True)))
+        limit = new_start - gap
+    for k, item in moved:
+        placed[k] = item
+    return True
+
+
+def _cheap(form: str) -> bool:
+    """Whether shortening this form loses little: it has a shape to drop, or is already an
+    abbreviation (one letter more or less)."""
+    return form.endswith(("]", "]re, im", "…")) or " [" in form
+
+
+def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], float],
+            ) -> _Label | None:
+    """Shorten a label in the clash that has a shorter form: one whose shape or letters are
+    already cut (:func:`_cheap`) before a whole name, the widest first ("input weight bias
+    gr…" rather than "input weight b… gra…"); when none has,
     drop the label of the smaller of the two clashing blocks."""
-    shorter = [(end - start, -k, label) for k, (label, start, end) in enumerate(clash)
-               if label.level + 1 < len(label.forms)
-               and along(label.forms[label.level + 1]) < end - start]
+    shorter = []
+    for k, (label, start, end) in enumerate(clash):
+        # its next form that is narrower ("grad_outp…" is not: "…" is as wide as "ut")
+        narrower = next((level for level in range(label.level + 1, len(label.forms))
+                         if along(label.forms[level]) < end - start), None)
+        if narrower is not None:
+            shorter.append((_cheap(label.forms[label.level]), end - start, -k, label, narrower))
     if shorter:
-        max(shorter, key=lambda t: t[:2])[2].level += 1
+        chosen = max(shorter, key=lambda t: t[:3])
+        chosen[3].level = chosen[4]
     else:
         a, b = clash[0][0], clash[1][0]
         loser = a if a.end - a.start < b.end - b.start else b
         loser.level = len(loser.forms)
+        return loser
+    return None

@@ -225,6 +225,14 @@ class Heatmaps:
             panel.grid_halo.setData(gx, gy)
             panel.grid.setData(gx, gy)
 
+    def forget_blocks(self) -> None:
+        """No blocks to name or draw lines between (another Function's matrix is coming);
+        the shape stays, and with it the pane's height, until that matrix arrives."""
+        self.outputs, self.inputs = [], []
+        for panel in self.panels:
+            panel.grid_halo.setData(np.array([], float), np.array([], float))
+            panel.grid.setData(np.array([], float), np.array([], float))
+
     @staticmethod
     def show_matrix(image: pg.ImageItem, shown: np.ndarray | None, step: int) -> None:
         """Show a matrix (or its preview: every step-th row and column, drawn step cells

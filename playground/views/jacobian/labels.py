@@ -12,11 +12,11 @@ import html
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QFontMetricsF, QPalette
 from PySide6.QtWidgets import QWidget
 
 from playground.views.fonts import css_size, point_size, scaled
-from playground.views.jacobian.geometry import block_label, block_ticks, fit_labels
+from playground.views.jacobian.geometry import abbreviations, block_label, block_ticks, fit_labels
 from playground.views.jacobian.heatmaps import Heatmaps
 
 __all__ = ["BlockLabels"]
@@ -110,15 +110,20 @@ class BlockLabels:
         inputs, outputs = heatmaps.inputs, heatmaps.outputs
         vb = heatmaps.view_box
         (x0, x1), (y0, y1) = vb.viewRange()
-        metrics = QFontMetrics(scaled(self._owner.font(), 1.0))
+        font = scaled(self._owner.font(), 1.0)
+        metrics = QFontMetrics(font)
         laid_out = heatmaps.graphics.isVisible() and vb.width() >= 2 and vb.height() >= 2
         if not laid_out:
             # not on screen yet: every block in full, at its centre
             x_ticks, x_full = block_ticks(inputs), True
             y_ticks, y_full = block_ticks(outputs), True
         else:
-            x_ticks, x_full = fit_labels(inputs, x0, x1, vb.width(), metrics.horizontalAdvance,
-                                         None, gap=metrics.horizontalAdvance("  "))
+            # a pixel to spare at each end (see _drawn_width)
+            pixel = (x1 - x0) / vb.width()
+            x_ticks, x_full = fit_labels(inputs, x0 + pixel, x1 - pixel, vb.width() - 2,
+                                         _drawn_width(font),
+                                         None, gap=1.5 * metrics.horizontalAdvance(" "),
+                                         shorten=abbreviations)
             y_ticks, y_full = [], True
         if len(outputs) <= 1:
             y_ticks, y_full = [], True  # one output: the column's upright label names it
@@ -136,3 +141,12 @@ class BlockLabels:
         full = x_full and y_full
         changed, self.full = full != self.full, full
         return changed
+
+
+def _drawn_width(font: QFont):
+    """A label's width as the axis draws it: pyqtgraph measures its text rectangle in
+    fractions of a pixel and drops a label that it finds reaching past the axis' end by any
+    of them ("bias [4]" fitted flush against the end by whole-pixel advances was not
+    drawn): the width in whole pixels rounded up, and the axis' ends kept a pixel clear."""
+    exact = QFontMetricsF(font)
+    return lambda text: math.ceil(exact.horizontalAdvance(text))

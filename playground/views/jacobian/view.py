@@ -64,6 +64,7 @@ class JacobianView(QWidget):
         self._styling = False
         self._verdict_scale = 1.0
         self._layout_key: tuple | None = None
+        self._function = ""  # the open Function's label, as the pane names it
         self._hover_cell: tuple[int, int] | None = None
         self._build()
         self._connect()
@@ -151,7 +152,8 @@ class JacobianView(QWidget):
         self.banner.hold_height()
         self._say("neutral", message, keep_space=True)
         self.banner.start_progress(message)
-        self.hover_label.setText("Entries fill in as they are computed: finite differences "
+        which = f"Checking {self._function}: entries" if self._function else "Entries"
+        self.hover_label.setText(f"{which} fill in as they are computed: finite differences "
                                  "column by column, then your backward row by row.")
 
     def show_progress(self, progress: Progress) -> None:
@@ -249,10 +251,16 @@ class JacobianView(QWidget):
             self.hover_label.setText(self._hover_hint())
 
     def show_failure(self, message: str) -> None:
-        """No verdict: hide the progress UI and say why in the banner."""
+        """No verdict: hide the progress UI and say why in the banner, in short (the whole
+        message under Details). A check that failed (not one the user cancelled) leaves no
+        matrices of an earlier one: they were for other inputs."""
         self._end_computing()
         self.shown.report = self.checked = None
-        self._say("neutral", f"Jacobian not computed: {message}")
+        if message != "cancelled":
+            self._forget_matrix()
+        said = words.not_computed(message)
+        self._say(said.state, said.head, said.details)
+        self.hover_label.setText(self._hover_hint())  # not "Checking …" any more
 
     def clear(self) -> None:
         """Back to the empty state."""
@@ -266,6 +274,19 @@ class JacobianView(QWidget):
                   "finite differences.")
         self.hover_label.setText(self._hover_hint())
 
+    def new_function(self, label: str) -> None:
+        """Another Function has opened: nothing of the last one's check stays (a check still
+        running was cancelled: its verdict, entries, block names and method), the pane keeps
+        its height till the new matrix comes, and says which Function it prepares."""
+        self._end_computing()
+        self.shown.report = self.checked = None
+        self._method.clear()
+        self._set_titles()
+        self._forget_matrix()
+        self._function = label
+        self._say("neutral", "Preparing inputs…", self._preparing_details())
+        self.hover_label.setText(self._preparing_details())
+
     def loading_torch(self) -> None:
         """The window's process is importing torch (once, after the first paint): no check
         can start before it has."""
@@ -277,9 +298,13 @@ class JacobianView(QWidget):
         """The inputs are being drawn (a comparison still running was cancelled for them):
         the comparison starts once they are ready."""
         self._end_computing()
-        self._say("neutral", "Preparing inputs…",
-                  "The Jacobian comparison starts as soon as they are ready.", keep_space=True)
+        self._say("neutral", "Preparing inputs…", self._preparing_details(), keep_space=True)
+        self.hover_label.setText(self._preparing_details())
         self.banner.offer_cancel()  # a forward stuck inside C can be stopped here too
+
+    def _preparing_details(self) -> str:
+        which = f"{self._function}: the" if self._function else "The"
+        return f"{which} Jacobian comparison starts as soon as they are ready."
 
     def is_computing(self) -> bool:
         return self.shown.computing
@@ -379,6 +404,15 @@ class JacobianView(QWidget):
         self.heatmaps.clear()
         self.marks.clear()
         self._set_hover(None)
+
+    def _forget_matrix(self) -> None:
+        """No entries, block names or lines of the last matrix (it is out of date); the
+        shape, and so the pane's height, stays until the next one comes."""
+        self._clear_data()
+        self.heatmaps.forget_blocks()
+        self._layout_key = None
+        self.labels.fit_row_axis()
+        self._update_ticks()
 
     def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
              keep_space: bool = False) -> None:

@@ -221,3 +221,21 @@ def no_second_order(report: Report) -> Verdict:
                        "checked; its heatmaps follow the first order's verdict.", "", "")
     reason = report.second_order_reason or "this check did not compute it."
     return Verdict("neutral", "Second order not drawn", reason, "", "")
+
+
+#: the longest reason the banner's head gives for a check that did not run (the head is
+#: large and bold: the whole message wrapped over five lines and took the heatmaps' room)
+SHORT_REASON = 48
+
+
+def not_computed(message: str) -> Verdict:
+    """The banner's words for a check that did not run: its head says why in short (what
+    raised, as "LinearFunctionBuggy.forward raised RuntimeError"; where that is long, only
+    that the error banner above says it), the whole message in the details."""
+    text = message.strip()
+    first = text.splitlines()[0] if text else "no reason given"
+    short = first.split(": ", 1)[0]
+    if len(short) > SHORT_REASON:
+        short = "the error above says why"
+    details = "" if short == text else text
+    return Verdict("neutral", f"Jacobian not computed: {short}", details, "", "")
