@@ -717,6 +717,32 @@ def test_editor_and_inspector_in_their_own_windows(qtbot, window):
     assert b.inspector.window() is window
 
 
+def test_new_function_in_a_small_window_opens_the_editor_in_its_own(qtbot, window):
+    """At 1280x720 the editor's tab showed about four lines (a projector's resolution):
+    New Function now gives it its own window, with room; closing it puts it back. So does
+    a hidden side panel (F9). At the fixture's 1400x900 it stays in its tab."""
+    b = window.byof
+    b.actions["new_function"].trigger()
+    assert b.editor.window() is window and window.side_tabs.currentWidget() is b.editor
+    code = b.editor.code
+    assert code.viewport().height() >= byof.EDITOR_LINES * code.fontMetrics().lineSpacing()
+    lines = byof.EDITOR_LINES * code.fontMetrics().lineSpacing()
+    window.resize(1280, 720)
+    qtbot.waitUntil(lambda: code.viewport().height() < lines, timeout=5000)  # laid out
+    b.actions["new_function"].trigger()
+    holder = b.editor.window()
+    assert holder is not window and holder.isVisible()
+    qtbot.waitUntil(lambda: code.viewport().height() >= lines, timeout=5000)
+    holder.close()
+    assert b.editor.window() is window
+    window.classroom.layout.set_side_panel(False)
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: window.height() == 900, timeout=5000)
+    b.actions["new_function"].trigger()
+    assert b.editor.window() is not window and b.editor.isVisible()
+    assert window.side_tabs.isHidden()  # the panel stays as the teacher left it
+
+
 def test_default_chooser_without_a_screen_returns_none():
     assert byof.choose_function(None, "x.py", ["A", "B"]) is None
 

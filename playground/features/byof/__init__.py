@@ -50,6 +50,9 @@ __all__ = ["Byof", "ask_import_path", "ask_open_file", "choose_function", "is_fi
            "split_target"]
 
 
+#: the fewest lines of text the editor shows in its tab before it takes its own window
+EDITOR_LINES = 6
+
 class Byof(QObject):
     """Own Functions in ``window``: opening them, the editor, the inspector, hot reload.
 
@@ -108,8 +111,24 @@ class Byof(QObject):
         return self.hot_reload.watched
 
     def show_tab(self, widget) -> None:
-        """Show the editor, the inspector or the code: its tab, or its own window."""
+        """Show the editor, the inspector or the code: its tab, or its own window. The editor
+        goes to its own window where its tab would show fewer than :data:`EDITOR_LINES`
+        lines (a 1280x720 window, a hidden side panel): New Function there opened a text
+        area a few pixels tall."""
         self.tab_windows.show(widget)
+        if widget is self.editor and self._cramped():
+            self.tab_windows.detach(widget)
+
+    def _cramped(self) -> bool:
+        editor = self.editor
+        if editor.window() is not self.window:
+            return False  # in its own window already
+        if not editor.isVisible():
+            return True  # the side panel is hidden (F9, presentation)
+        self.window.layout().activate()  # (a window just shown may not be laid out yet)
+        editor.layout().activate()
+        code = editor.code
+        return code.viewport().height() < EDITOR_LINES * code.fontMetrics().lineSpacing()
 
     def new_function(self) -> None:
         self.editor_link.new_function()
