@@ -58,6 +58,28 @@ def test_the_sub_check_takes_neither_an_analytic_pass_nor_full_differences():
     assert fast is not None and fast.passed and "verified" in fast.message
 
 
+def test_the_sub_check_maps_no_memory_for_a_matrix_it_never_reads():
+    """The reference's entries are written into the second order's numerical matrix; the
+    sub-check reads only its verdict, so the matrix has no memory (its pages were faulted in
+    one by one as the entries were written)."""
+    from customgrad.checking.jacobian import workspace
+
+    spaces = []
+    real = workspace.allocate
+
+    def kept(*args, **kwargs):
+        spaces.append(real(*args, **kwargs))
+        return spaces[-1]
+
+    with mock.patch.object(workspace, "allocate", kept):
+        fast = verified_double_backward(Exp, [_x(16, 32)])
+    assert fast is not None and fast.passed
+    (space,) = spaces
+    assert space.num_t.is_meta and space.ana is None
+    assert tuple(space.num_t.shape) == (2 * 512, 512)  # (x, grad_output) x grad_x
+    assert space.reference is not None  # (the entries were written: the reference held)
+
+
 def test_a_failed_verification_leaves_the_finite_differences_to_gradgradcheck():
     """A backward that detaches x: the reference's verification fails, and gradgradcheck
     takes the finite differences (they were taken twice: once in full for a report nobody
