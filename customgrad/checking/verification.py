@@ -10,8 +10,9 @@ whose ``passed`` says that every Jacobian entry agrees and no sub-check failed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +24,15 @@ from customgrad.checking.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL
 from customgrad.checking.jacobian.matrices import Allocator, lazy_zeros
 from customgrad.checking.jacobian.report import Progress, Report
 from customgrad.errors import Cancelled, CustomGradError
+from customgrad.function.dtypes import differentiable
+
+#: a check whose tensor inputs hold at most this many floating-point entries runs on one
+#: thread: its tensor operations gain nothing from more, and each one big enough for torch to
+#: split (32,768 entries: a 32 x 1,024 mask of the reference's colouring) wakes the others,
+#: waiting passively in a worker, for tens of microseconds to milliseconds on a busy machine
+#: (Exp 16x32 with its double backward took a third longer on two threads than on one;
+#: docs/performance-log.md, "Double backward")
+ONE_THREAD_ENTRIES = 1024
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,29 @@ def verify(function: type, args: list, options: CheckOptions = CheckOptions(), *
     :func:`~customgrad.checking.jacobian.compare` and :func:`customgrad.checking.subchecks.run`
     raise.
     """
+    with _threads_for(args):
+        return _verify(function, args, options, progress, should_stop, allocate, waited)
+
+
+@contextlib.contextmanager
+def _threads_for(args: list) -> Iterator[None]:
+    """One torch thread while a small check runs (:data:`ONE_THREAD_ENTRIES`), the caller's
+    count again after; a bigger check keeps the caller's (a worker's: its free cores)."""
+    entries = sum(a.numel() for a in args if isinstance(a, torch.Tensor) and differentiable(a))
+    before = torch.get_num_threads()
+    if entries > ONE_THREAD_ENTRIES or before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _verify(function: type, args: list, options: CheckOptions,
+            progress: Callable[[Progress], None] | None, should_stop: Callable[[], bool] | None,
+            allocate: Allocator, waited: Callable[[], float] | None) -> Report:
     o = options
     report = compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
                      memory_cap=o.memory_cap, keep_matrices=o.keep_matrices,

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, TypedDict
+from typing import NoReturn
 
 import torch
 from torch.autograd import Function
@@ -294,14 +294,6 @@ def grad_mutation_error(function: type[Function], k: int, count: int) -> Functio
         file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
-class _Where(TypedDict):
-    """Where a wrong gradient is reported: FunctionError's keyword arguments."""
-
-    file: str | None
-    line: int | None
-    phase: str
-
-
 @dataclass(frozen=True)
 class GradientNote:
     """A legal surprise in backward's result, about one parameter: ``kind`` is ``"none"``
@@ -324,14 +316,20 @@ def check_gradients(function: type[Function], params: list[str], args: list,
     argument, a non-tensor gradient, or a gradient of the wrong shape, dtype or device.
     """
     name = f"{function.__name__}.backward"
-    where: _Where = {"file": source_file(function), "line": return_line(function, "backward"),
-             "phase": "backward"}
+
+    def wrong(message: str) -> FunctionError:
+        # where it is made, looked up only for an error: reading and parsing backward's
+        # source cost more than the whole probe of a small Function (a check's probe is
+        # run where nothing is wrong)
+        return FunctionError(message, file=source_file(function),
+                             line=return_line(function, "backward"), phase="backward")
+
     grads = raw if isinstance(raw, tuple) else (raw,)
     if len(grads) < len(args) or any(g is not None for g in grads[len(args):]):
-        raise FunctionError(
+        raise wrong(
             f"{name} returned {len(grads)} gradient{'s' if len(grads) != 1 else ''}, but forward "
             f"takes {len(args)} argument{'s' if len(args) != 1 else ''} "
-            f"({', '.join(params)}): return one per argument, None for non-tensors.", **where)
+            f"({', '.join(params)}): return one per argument, None for non-tensors.")
     notes = []
     for pos, (param, arg, grad) in enumerate(zip(params, args, grads)):
         if grad is None:
@@ -340,30 +338,29 @@ def check_gradients(function: type[Function], params: list[str], args: list,
                                                          "its gradient is zero."))
             continue
         if not isinstance(arg, torch.Tensor):
-            raise FunctionError(
+            raise wrong(
                 f"{name} returned a gradient for {param} (position {pos}), which is not a tensor "
-                f"but a {type(arg).__name__}; return None there.", **where)
+                f"but a {type(arg).__name__}; return None there.")
         if not isinstance(grad, torch.Tensor):
-            raise FunctionError(f"{name} returned a {type(grad).__name__} as the gradient of "
-                                f"{param}; gradients must be tensors or None.", **where)
+            raise wrong(f"{name} returned a {type(grad).__name__} as the gradient of "
+                        f"{param}; gradients must be tensors or None.")
         if grad.layout != torch.strided:
-            raise FunctionError(f"{name} returned a sparse gradient ({str(grad.layout)[6:]}) for "
-                                f"{param}; the check compares dense Jacobians: return "
-                                "grad.to_dense() there.", **where)
+            raise wrong(f"{name} returned a sparse gradient ({str(grad.layout)[6:]}) for "
+                        f"{param}; the check compares dense Jacobians: return "
+                        "grad.to_dense() there.")
         if grad.device != arg.device:
-            raise FunctionError(f"{name} returned the gradient of {param} on {grad.device}, but "
-                                f"{param} is on {arg.device}.", **where)
+            raise wrong(f"{name} returned the gradient of {param} on {grad.device}, but "
+                        f"{param} is on {arg.device}.")
         if grad.dtype != arg.dtype:
-            raise FunctionError(f"{name} returned the gradient of {param} as "
-                                f"{str(grad.dtype)[6:]}, but {param} is {str(arg.dtype)[6:]}.",
-                                **where)
+            raise wrong(f"{name} returned the gradient of {param} as "
+                        f"{str(grad.dtype)[6:]}, but {param} is {str(arg.dtype)[6:]}.")
         if grad.shape != arg.shape:
             want, got = format_shape(tuple(arg.shape)), format_shape(tuple(grad.shape))
             try:
                 grad.sum_to_size(arg.shape)
             except RuntimeError:
-                raise FunctionError(f"{name} returned a gradient of shape [{got}] for {param}, "
-                                    f"whose shape is [{want}].", **where) from None
+                raise wrong(f"{name} returned a gradient of shape [{got}] for {param}, "
+                            f"whose shape is [{want}].") from None
             notes.append(GradientNote("shape", param, f"shape surprise: backward returns a "
                                                       f"[{got}] gradient for {param}; autograd "
                                                       f"sums it to {param}'s [{want}]."))

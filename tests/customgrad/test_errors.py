@@ -173,6 +173,28 @@ def test_line_helpers():
     assert line.strip().startswith("def backward(")
 
 
+def test_a_right_backward_is_checked_without_reading_its_source(monkeypatch):
+    """The probe's check of backward's result looks up the offending line only for an
+    error: reading and parsing backward's source for every check cost more than the probe
+    of a small Function (and of the second order's, every double_backward sub-check)."""
+    from customgrad.function import contract
+
+    real = contract.return_line
+    looked_up = []
+
+    def counted(function, name):
+        looked_up.append(function.__name__)
+        return real(function, name)
+
+    monkeypatch.setattr(contract, "return_line", counted)
+    assert jacobian.compare(U.Square, [x64(3, 4)]).passed
+    assert looked_up == []
+    with pytest.raises(FunctionError) as info:
+        jacobian.compare(U.WrongShapeGradient, CASES["WrongShapeGradient"][0]())
+    assert looked_up == ["WrongShapeGradient"]
+    assert (info.value.file, info.value.line) == (FILE, marked("WrongShapeGradient"))
+
+
 def test_run_user_passes_through_engine_errors():
     fn = U.Square
     with pytest.raises(Cancelled):

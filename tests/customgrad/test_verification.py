@@ -18,6 +18,7 @@ from customgrad.checking.jacobian.report import Report
 from customgrad.checking.second_order import double_backward_report
 from customgrad.checking.verification import CheckOptions, verify
 from customgrad.cli_args import _parser
+from customgrad.errors import FunctionError
 from customgrad.problems.problem import build
 from customgrad.problems.settings import Settings
 from customgrad.targets.gallery import KillHead, KillHeadBuggy
@@ -151,3 +152,32 @@ def test_backward_s_notes_say_their_kind_and_parameter():
         GradientNote("shape", "w", "shape surprise: backward returns a [3] gradient for w; "
                                    "autograd sums it to w's [1].")]
     assert [str(n) for n in notes] == [n.text for n in notes]
+
+
+def test_a_small_check_runs_on_one_thread_and_gives_the_callers_back(monkeypatch):
+    """Its operations gain nothing from more threads, and each split one wakes them; a
+    bigger check keeps the caller's count (a worker's: the cores free), and so does a
+    check that raises."""
+    from customgrad.checking import verification
+
+    seen = []
+    real = verification.compare
+
+    def counting(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verification, "compare", counting)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        verify(KillHead, [_x(16, 32), 2])  # 512 entries
+        big = verification.ONE_THREAD_ENTRIES + 1
+        verify(KillHead, [_x(1, big), 0])
+        assert seen == [1, 2]
+        assert torch.get_num_threads() == 2
+        with pytest.raises(FunctionError):
+            verify(KillHead, [_x(16), 2])  # KillHead needs 2-D: forward raises
+        assert seen[-1] == 1 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
