@@ -31,7 +31,7 @@ from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.colouring import group_columns, group_sets
 from customgrad.checking.jacobian.probe import Probe, same_values
 from customgrad.checking.jacobian.report import REFERENCE, Method
-from customgrad.checking.jacobian.tiles import by_tile
+from customgrad.checking.jacobian.tiles import by_label, by_tile
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import Cancelled
 from customgrad.function.contract import FakeCtx
@@ -68,7 +68,10 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
         raise
     except Fallback as why:
         return Method(reason=str(why))
-    _write(space, pacer, rows, cols, values)
+    # (written when read where no one watches: the analytic pass writes them first where it
+    # takes every row)
+    later = pacer.later()
+    space.write(lambda: _write(space, later, rows, cols, values))
     space.reference = (rows, cols, values)
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
@@ -194,36 +197,53 @@ class Traced:
     def _rows(self, groups: list[list[int]], starts: torch.Tensor, size: int,
               reach: torch.Tensor,
               pacer: Pacer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every row of every group, by products seeding row j of each group of a class."""
+        """Every row of every group, by products seeding row j of each group of a class (a
+        batch of products may span classes: fewer, larger calls)."""
         n_rows, cols = self.space.rows, self.space.cols
         found_r, found_c, found_v = [], [], []
         count = 0
         step = _batch(n_rows, cols)
-        for members in groups:
-            owner = torch.full((cols,), -1, dtype=torch.int64)  # the group reaching a column
-            for g in members:
-                owner[reach[g]] = int(starts[g])
-            first = torch.tensor([int(starts[g]) for g in members])
-            for j0 in range(0, size, step):
-                js = torch.arange(j0, min(size, j0 + step))
-                rows = first.unsqueeze(0) + js.unsqueeze(1)  # product x group
-                valid = rows < n_rows
-                grads = self._seeds(len(js))
-                at = (torch.arange(len(js)).unsqueeze(1).expand_as(rows)[valid], rows[valid])
-                grads[at] = 1
-                product = self.vjp(grads)
-                grads[at] = 0
-                hit = product.ne(0)  # NaN != 0 too
-                p, c = hit.nonzero(as_tuple=True)
-                if bool((owner[c] < 0).any()):
-                    raise Fallback("a column no group was seen to reach holds an entry")
-                found_r.append(owner[c] + js[p])
-                found_c.append(c)
-                found_v.append(product[p, c])
-                count += len(c)
-                if count > MAX_ENTRIES:
-                    raise Fallback("the Jacobian has too many non-zero entries to keep")
-                pacer.check_stop()
+        firsts = [starts[members] for members in groups]
+        plan = [(m, j) for m in range(len(groups)) for j in range(size)]
+        owners: dict[int, torch.Tensor] = {}  # by class: the group reaching each column
+        for b0 in range(0, len(plan), step):
+            part = plan[b0:b0 + step]
+            local = sorted({m for m, _ in part})
+            for m in list(owners):
+                if m < local[0]:
+                    del owners[m]  # (classes come in order)
+            for m in local:
+                if m not in owners:
+                    owner = torch.full((cols,), -1, dtype=torch.int64)
+                    for g in groups[m]:
+                        owner[reach[g]] = int(starts[g])
+                    owners[m] = owner
+            owner = torch.stack([owners[m] for m in local])
+            where = {m: t for t, m in enumerate(local)}
+            lid = torch.tensor([where[m] for m, _ in part])
+            js = torch.tensor([j for _, j in part])
+            grads = self._seeds(len(part))
+            set_at = []
+            for t, (m, j) in enumerate(part):
+                rows = firsts[m] + j
+                rows = rows[rows < n_rows]
+                grads[t, rows] = 1
+                set_at.append(rows)
+            product = self.vjp(grads)
+            for t, rows in enumerate(set_at):
+                grads[t, rows] = 0
+            hit = product.ne(0)  # NaN != 0 too
+            p, c = hit.nonzero(as_tuple=True)
+            found = owner[lid[p], c]
+            if bool((found < 0).any()):
+                raise Fallback("a column no group was seen to reach holds an entry")
+            found_r.append(found + js[p])
+            found_c.append(c)
+            found_v.append(product[p, c])
+            count += len(c)
+            if count > MAX_ENTRIES:
+                raise Fallback("the Jacobian has too many non-zero entries to keep")
+            pacer.check_stop()
         if not found_r:
             empty = torch.zeros(0, dtype=torch.int64)
             return empty, empty, torch.zeros(0, dtype=torch.float64)
@@ -231,23 +251,23 @@ class Traced:
 
 
 def _batch(n_rows: int, cols: int) -> int:
-    """Products per batch: a quarter of a tile's entries, so the reference's temporaries stay
-    below the analytic pass's (the check's peak memory is the analytic pass's)."""
-    return max(1, limits.CHUNK_ELEMENTS // 4 // max(n_rows, cols))
+    """Products per batch: half a tile's entries, so the reference's temporaries stay below
+    the analytic pass's (the check's peak memory is the analytic pass's)."""
+    return max(1, limits.CHUNK_ELEMENTS // 2 // max(n_rows, cols))
 
 
 def _distinct_columns(reach: torch.Tensor) -> torch.Tensor:
     """``reach`` with the columns no group reaches dropped and identical columns once (the
     overlaps of groups are the same, the matrix much narrower)."""
-    used = reach[:, reach.any(0)]
-    if used.shape[1] == 0:
-        return used
-    # each column's bits packed into bytes, compared whole (torch.unique(dim=1) compares
-    # column by column in Python-sized steps: 0.2 s for 8,192 columns)
-    packed = np.ascontiguousarray(np.packbits(used.T.numpy(), axis=1))
+    # each column's bits packed into bytes (down the columns: no transposed copy of
+    # ``reach``), compared whole (torch.unique(dim=1) compares column by column in
+    # Python-sized steps: 0.2 s for 8,192 columns)
+    packed = np.ascontiguousarray(np.packbits(reach.numpy(), axis=0).T)
     keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
     _, first = np.unique(keys, return_index=True)
-    return used[:, torch.from_numpy(np.sort(first))]
+    first = np.sort(first)
+    first = first[packed[first].any(1)]  # (the one key of the columns no group reaches)
+    return reach[:, torch.from_numpy(first)]
 
 
 class Verifier:
@@ -274,20 +294,23 @@ class Verifier:
         weights = torch.rand((2, n_cols), generator=gen, dtype=torch.float64).add_(1.0)
         weights[1] *= torch.randint(0, 2, (n_cols,), generator=gen).mul_(2).sub_(1)
         step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 2)
-        entry_colour = colour[cols]
+        # the entries and the columns grouped by colour once: a batch takes a slice of each
+        # (a mask over a million entries for each batch cost more than its differences)
+        order, bounds = by_label(colour[cols], colours)
+        rows, cols, values = rows[order], cols[order], values[order]
+        col_order, col_bounds = by_label(colour, colours)
         for k0 in range(0, colours, step):
             k1 = min(colours, k0 + step)
             b = k1 - k0
             # direction 2k: weights over colour k's columns; 2k + 1: signed weights
             directions = torch.zeros((2 * b, n_cols), dtype=torch.float64)
-            in_batch = ((colour >= k0) & (colour < k1)).nonzero(as_tuple=True)[0]
+            in_batch = col_order[col_bounds[k0]:col_bounds[k1]]
             at = 2 * (colour[in_batch] - k0)
             directions[at, in_batch] = weights[0, in_batch]
             directions[at + 1, in_batch] = weights[1, in_batch]
-            sel = slice(None) if b == colours else \
-                ((entry_colour >= k0) & (entry_colour < k1)).nonzero(as_tuple=True)[0]
+            sel = slice(bounds[k0], bounds[k1])
             r, c, v = rows[sel], cols[sel], values[sel]
-            k = 2 * (entry_colour[sel] - k0)
+            k = 2 * (colour[c] - k0)
             expected = torch.zeros(2 * b * n_rows, dtype=torch.float64)
             expected.index_add_(0, k * n_rows + r, v * weights[0, c])
             expected.index_add_(0, (k + 1) * n_rows + r, v * weights[1, c])
