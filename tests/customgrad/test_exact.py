@@ -217,11 +217,19 @@ def test_inputs_not_differentiated_stay_constants():
                                                             w), rtol=0, atol=1e-14)
 
 
-def test_linear_function_compresses_its_columns():
-    report = compare(LinearFunction, [_x(16, 32), _x(16, 32, seed=1)])
+def test_linear_function_compresses_its_columns(monkeypatch):
+    from customgrad.checking.jacobian import exact
+
+    args = [_x(16, 32), _x(16, 32, seed=1)]
+    report = compare(LinearFunction, args)
+    # 64 colours (32 for the input, 32 for the weight): every column at once first, which
+    # holds (a linear forward: the differences are exact to rounding)
     assert report.method.name == REFERENCE and report.passed
-    assert report.method.colours == 64  # 32 for the input, 32 for the weight
-    assert report.method.forwards == 4 * 64
+    assert (report.method.colours, report.method.forwards) == (1, 4)
+    monkeypatch.setattr(exact, "ALL_AT_ONCE_FROM", 65)
+    by_colours = compare(LinearFunction, args)
+    assert (by_colours.method.colours, by_colours.method.forwards) == (64, 4 * 64)
+    assert by_colours.blocks == report.blocks and by_colours.worst == report.worst
 
 
 def test_complex_dense_and_float32_forwards_take_the_full_method():

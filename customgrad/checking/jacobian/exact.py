@@ -43,6 +43,9 @@ VERIFY_SHARE = 0.1
 SMALL = 1 << 16
 #: the most non-zero entries the reference keeps (a denser Jacobian takes finite differences)
 MAX_ENTRIES = 1 << 22
+#: from this many colours on, the verification first tries every column at once (one
+#: colour: four forward calls); only where that fails does it take the colours one by one
+ALL_AT_ONCE_FROM = 16
 
 
 class Fallback(Exception):
@@ -76,7 +79,7 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
-    return Method(REFERENCE, colours, checker.forwards, products)
+    return Method(REFERENCE, checker.colours, checker.forwards, products)
 
 
 def _usable(space: Workspace, base: list, direct: bool) -> None:
@@ -279,6 +282,7 @@ class Verifier:
         self.probe, self.space, self.base, self.forward = probe, space, base, forward
         self.eps, self.atol = eps, atol
         self.forwards = 0
+        self.colours = 0  # the colours the verification took (1: every column at once)
         self.scribbled = False  # forward wrote into an input (each call has its own copies)
         self.vmap: bool | str = True  # until the first batch is checked; False: single calls
 
@@ -293,6 +297,10 @@ class Verifier:
         # half of all pairs cancelled in both directions)
         weights = torch.rand((2, n_cols), generator=gen, dtype=torch.float64).add_(1.0)
         weights[1] *= torch.randint(0, 2, (n_cols,), generator=gen).mul_(2).sub_(1)
+        self.colours = 1
+        if colours >= ALL_AT_ONCE_FROM and self._all_at_once(rows, cols, values, weights):
+            return
+        self.colours = colours
         step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 2)
         # the entries and the columns grouped by colour once: a batch takes a slice of each
         # (a mask over a million entries for each batch cost more than its differences)
@@ -324,6 +332,28 @@ class Verifier:
                     if j % 2:
                         pacer.check_stop()
             pacer.check_stop()
+
+    def _all_at_once(self, rows, cols, values, weights: torch.Tensor) -> bool:
+        """Every column in one colour: forward differenced along the weights and the signed
+        weights over all columns, against the reference times them (each row's entries
+        weighted and summed: a wrong or missing entry moves the sum, and hides only where
+        the row's errors cancel in both directions at once, as within a colour). False where
+        they differ (the colours then decide: a sum of many entries may differ by rounding
+        or curvature where each colour's would not)."""
+        n_rows = self.space.rows
+        expected = torch.zeros((2, n_rows), dtype=torch.float64)
+        expected[0].index_add_(0, rows, values * weights[0, cols])
+        expected[1].index_add_(0, rows, values * weights[1, cols])
+        try:
+            numerical = self._batched_differences(weights)
+            if numerical is not None:
+                self._check(numerical, expected)
+            else:
+                for j in range(2):
+                    self._check(self._difference(weights[j]), expected[j])
+        except Fallback:
+            return False
+        return True
 
     def _batched_differences(self, directions: torch.Tensor) -> torch.Tensor | None:
         """(f(x + eps d) - f(x - eps d)) / (2 eps) for each row d of ``directions``, by one
