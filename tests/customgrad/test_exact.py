@@ -232,6 +232,50 @@ def test_linear_function_compresses_its_columns(monkeypatch):
     assert by_colours.blocks == report.blocks and by_colours.worst == report.worst
 
 
+class MatmulPlusShift(Function):
+    """input @ weight.T plus input rolled by one along its rows (times 0.5): the crossings of
+    a row's two groups hold more columns than the row reaches."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x.mm(w.t()) + 0.5 * x.roll(1, 1)[:, :w.shape[0]]
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        rolled = torch.zeros_like(x)
+        rolled[:, :w.shape[0]] = 0.5 * g
+        return g.mm(w) + rolled.roll(-1, 1), g.t().mm(x)
+
+
+@pytest.mark.parametrize("function, args, fewer", [
+    (LinearFunction, lambda: [_x(16, 32), _x(16, 32, seed=1)], True),
+    (MatmulPlusShift, lambda: [_x(16, 32), _x(16, 32, seed=1)], True),
+    # rows (i, j) of 15 j's in groups of 16: the crossings bound too little, the groups are
+    # refined as before (the second grouping's 16 products lost)
+    (LinearFunction, lambda: [_x(20, 12), _x(15, 12, seed=1)], False)])
+def test_crossed_groups_find_the_entries_with_fewer_products(function, args, fewer,
+                                                             monkeypatch):
+    """Rows (i, j) of a matrix product reach x[i] and w[j]: groups of consecutive rows all
+    share w, and were split until they did not (1,088 products at 64x128 / 64x128); a second
+    grouping across them (rows of the same j) bounds each row by what both its groups reach,
+    and seeds rows whose bounds do not meet together: the same entries, fewer products."""
+    from customgrad.checking.jacobian import exact
+
+    report = compare(function, args())
+    monkeypatch.setattr(exact.Traced, "_crossed", lambda *a: None)
+    refined = compare(function, args())
+    assert report.method.name == refined.method.name == REFERENCE
+    if fewer:
+        assert report.method.products < refined.method.products
+    else:
+        assert report.method.products == refined.method.products + 16
+    assert torch.equal(report.numerical, refined.numerical)
+    assert report.blocks == refined.blocks and report.worst == refined.worst
+    assert report.passed and _gradcheck(function, args())
+
+
 def test_complex_dense_and_float32_forwards_take_the_full_method():
     z = torch.randn(3, dtype=torch.complex128, generator=torch.Generator().manual_seed(0))
     from tests.data.diagnosis_functions import SinInFloat32

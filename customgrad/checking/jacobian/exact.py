@@ -162,7 +162,7 @@ class Traced:
         """The reference's non-zero entries as (rows, columns, values), and how many
         vector-Jacobian products they took."""
         n_rows = self.space.rows
-        size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
+        size = first_size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
         while True:
             starts = torch.arange(0, n_rows, size)
             reach = self._reach(starts, size, pacer)
@@ -170,6 +170,10 @@ class Traced:
             seeded = sum(min(size, n_rows - int(starts[g[0]])) for g in groups)
             if seeded <= n_rows // 4 or size <= 8:
                 break
+            if size == first_size:
+                crossed = self._crossed(reach, size, pacer)
+                if crossed is not None:
+                    return (*crossed, self.products)
             size //= 8
         if seeded > n_rows // 2 and n_rows * self.space.cols > SMALL:
             raise Fallback("the Jacobian is nearly dense: compression saves nothing")
@@ -191,6 +195,79 @@ class Traced:
             lo, hi = g0 * size, min(n_rows, g1 * size)
             at = (group_of[lo:hi] - g0, torch.arange(lo, hi))
             grads[at] = weights[lo:hi]
+            product = self.vjp(grads)
+            grads[at] = 0
+            torch.ne(product, 0, out=reach[g0:g1])  # NaN != 0 too
+            pacer.check_stop()
+        return reach
+
+    def _crossed(self, reach: torch.Tensor, size: int, pacer: Pacer
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The entries where groups of consecutive rows overlap (``reach``: row r in group
+        r // size), by a second grouping across them: rows r with the same r % size (a
+        matrix product's rows (i, j) reach x[i] and w[j]: the first groups share all of w,
+        the second all of x, a row reaches at most what both its groups reach). Rows
+        whose crossings share no column are seeded together (``group_columns`` on the
+        crossings); each non-zero entry of a product belongs to the one row of the product
+        whose crossing holds its column. None where that leaves more than a quarter of the
+        rows to seed (or more products than groups 8 times smaller would take at least), or
+        the crossings hold too many entries: the caller then refines its groups."""
+        n_rows, cols = self.space.rows, self.space.cols
+        across = self._reach_across(size, pacer)
+        if float((reach.double() @ across.double().T).sum()) > MAX_ENTRIES:
+            return None
+        rows_x, cols_x = _crossings(reach, across, size, n_rows)
+        pacer.check_stop()
+        # rows coloured so that rows of a colour share no column of their crossings
+        colour = group_columns(cols_x, rows_x, n_rows)
+        colours = int(colour.max()) + 1 if colour.numel() else 0
+        finer = size // 8  # (the refinement's groups: at least their reach and one class)
+        if colours > n_rows // 4 or colours >= -(-n_rows // finer) + finer:
+            return None
+        order, bounds = by_label(colour[rows_x], colours)
+        rows_x, cols_x = rows_x[order], cols_x[order]
+        members, member_bounds = by_label(colour, colours)
+        found_r, found_c, found_v = [], [], []
+        step = _batch(n_rows, cols)
+        for k0 in range(0, colours, step):
+            k1 = min(colours, k0 + step)
+            owner = torch.full((k1 - k0, cols), -1, dtype=torch.int64)
+            r = rows_x[bounds[k0]:bounds[k1]]
+            owner[colour[r] - k0, cols_x[bounds[k0]:bounds[k1]]] = r
+            seeded = members[member_bounds[k0]:member_bounds[k1]]
+            at = (colour[seeded] - k0, seeded)
+            grads = self._seeds(k1 - k0)
+            grads[at] = 1
+            product = self.vjp(grads)
+            grads[at] = 0
+            p, c = product.ne(0).nonzero(as_tuple=True)  # NaN != 0 too
+            found = owner[p, c]
+            if bool((found < 0).any()):
+                raise Fallback("a column no group was seen to reach holds an entry")
+            found_r.append(found)
+            found_c.append(c)
+            found_v.append(product[p, c])
+            pacer.check_stop()
+        if not found_r:
+            empty = torch.zeros(0, dtype=torch.int64)
+            return empty, empty, torch.zeros(0, dtype=torch.float64)
+        return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+
+    def _reach_across(self, size: int, pacer: Pacer) -> torch.Tensor:
+        """Which columns each group of rows with the same r % size reaches (as
+        :meth:`_reach`)."""
+        n_rows, cols = self.space.rows, self.space.cols
+        gen = torch.Generator().manual_seed(3)
+        weights = torch.rand(n_rows, generator=gen, dtype=torch.float64).add_(1.0)
+        group_of = torch.arange(n_rows) % size
+        reach = torch.empty((size, cols), dtype=torch.bool)
+        step = _batch(n_rows, cols)
+        for g0 in range(0, size, step):
+            g1 = min(size, g0 + step)
+            grads = self._seeds(g1 - g0)
+            rows = ((group_of >= g0) & (group_of < g1)).nonzero(as_tuple=True)[0]
+            at = (group_of[rows] - g0, rows)
+            grads[at] = weights[rows]
             product = self.vjp(grads)
             grads[at] = 0
             torch.ne(product, 0, out=reach[g0:g1])  # NaN != 0 too
@@ -251,6 +328,29 @@ class Traced:
             empty = torch.zeros(0, dtype=torch.int64)
             return empty, empty, torch.zeros(0, dtype=torch.float64)
         return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+
+
+def _crossings(first: torch.Tensor, second: torch.Tensor, size: int,
+               n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rows, columns) of every column that both groups of a row reach: row r is in
+    ``first``'s group r // size and ``second``'s group r % size. Column by column: each
+    group of the first reaching it pairs with each group of the second reaching it."""
+    c1, g1 = first.T.nonzero(as_tuple=True)  # (by column, then group)
+    c2, g2 = second.T.nonzero(as_tuple=True)
+    cols = first.shape[1]
+    count2 = torch.bincount(c2, minlength=cols)
+    start2 = torch.cumsum(count2, 0) - count2
+    repeats = count2[c1]  # each pair of the first meets its column's pairs of the second
+    total = int(repeats.sum())
+    pick = torch.repeat_interleave(torch.arange(len(c1)), repeats, output_size=total)
+    began = torch.cumsum(repeats, 0) - repeats
+    within = torch.arange(total) - torch.repeat_interleave(began, repeats, output_size=total)
+    col = c1[pick]
+    row = g1[pick] * size + g2[start2[col] + within]
+    if n_rows % size == 0:  # (every row of every group exists)
+        return row, col
+    keep = row < n_rows
+    return row[keep], col[keep]
 
 
 def _batch(n_rows: int, cols: int) -> int:
