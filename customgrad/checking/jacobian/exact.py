@@ -224,16 +224,26 @@ class Traced:
         finer = size // 8  # (the refinement's groups: at least their reach and one class)
         if colours > n_rows // 4 or colours >= -(-n_rows // finer) + finer:
             return None
-        order, bounds = by_label(colour[rows_x], colours)
-        rows_x, cols_x = rows_x[order], cols_x[order]
+        # each colour's owner of each column: one map where it is small, else a batch's
+        # (the crossings grouped by colour)
+        whole = colours * cols <= limits.CHUNK_ELEMENTS * 4  # (8 MiB of int32)
+        if whole:
+            owners = torch.full((colours, cols), -1, dtype=torch.int32)
+            owners[colour[rows_x], cols_x] = rows_x.int()
+        else:
+            order, bounds = by_label(colour[rows_x], colours)
+            rows_x, cols_x = rows_x[order], cols_x[order]
         members, member_bounds = by_label(colour, colours)
         found_r, found_c, found_v = [], [], []
         step = _batch(n_rows, cols)
         for k0 in range(0, colours, step):
             k1 = min(colours, k0 + step)
-            owner = torch.full((k1 - k0, cols), -1, dtype=torch.int64)
-            r = rows_x[bounds[k0]:bounds[k1]]
-            owner[colour[r] - k0, cols_x[bounds[k0]:bounds[k1]]] = r
+            if whole:
+                owner = owners[k0:k1]
+            else:
+                owner = torch.full((k1 - k0, cols), -1, dtype=torch.int32)
+                r = rows_x[bounds[k0]:bounds[k1]]
+                owner[colour[r] - k0, cols_x[bounds[k0]:bounds[k1]]] = r.int()
             seeded = members[member_bounds[k0]:member_bounds[k1]]
             at = (colour[seeded] - k0, seeded)
             grads = self._seeds(k1 - k0)
@@ -244,7 +254,7 @@ class Traced:
             found = owner[p, c]
             if bool((found < 0).any()):
                 raise Fallback("a column no group was seen to reach holds an entry")
-            found_r.append(found)
+            found_r.append(found.long())
             found_c.append(c)
             found_v.append(product[p, c])
             pacer.check_stop()
@@ -342,11 +352,13 @@ def _crossings(first: torch.Tensor, second: torch.Tensor, size: int,
     start2 = torch.cumsum(count2, 0) - count2
     repeats = count2[c1]  # each pair of the first meets its column's pairs of the second
     total = int(repeats.sum())
-    pick = torch.repeat_interleave(torch.arange(len(c1)), repeats, output_size=total)
-    began = torch.cumsum(repeats, 0) - repeats
-    within = torch.arange(total) - torch.repeat_interleave(began, repeats, output_size=total)
-    col = c1[pick]
-    row = g1[pick] * size + g2[start2[col] + within]
+    began = torch.cumsum(repeats, 0) - repeats  # where each one's meetings begin
+
+    def spread(values: torch.Tensor) -> torch.Tensor:
+        return torch.repeat_interleave(values, repeats, output_size=total)
+    col = spread(c1)
+    # meeting t of pair k: its column's pair start2 + (t - began[k]) of the second
+    row = spread(g1 * size) + g2[torch.arange(total) + spread(start2[c1] - began)]
     if n_rows % size == 0:  # (every row of every group exists)
         return row, col
     keep = row < n_rows
