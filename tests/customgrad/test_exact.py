@@ -276,6 +276,31 @@ def test_crossed_groups_find_the_entries_with_fewer_products(function, args, few
     assert report.passed and _gradcheck(function, args())
 
 
+def test_the_analytic_pass_takes_the_crossings_row_colours(monkeypatch):
+    """Where the crossings are exactly the entries found (a matrix product's), the analytic
+    pass's colouring of the rows is theirs: not computed again, the same report."""
+    from customgrad.checking.jacobian import exact
+
+    args = [_x(16, 32), _x(16, 32, seed=1)]
+    calls = []
+    real = colouring.group_columns
+    monkeypatch.setattr(colouring, "group_columns",  # (the analytic pass's, not exact's)
+                        lambda *a: calls.append(a[2]) or real(*a))
+    report = compare(LinearFunction, args)
+    assert calls == [] and report.method.name == REFERENCE
+    crossed = exact.Traced._crossed
+
+    def uncoloured(self, *a):
+        found = crossed(self, *a)
+        self.row_colour = None
+        return found
+    monkeypatch.setattr(exact.Traced, "_crossed", uncoloured)
+    again = compare(LinearFunction, args)
+    assert calls == [256]
+    assert torch.equal(report.analytic, again.analytic)
+    assert report.blocks == again.blocks and report.worst == again.worst
+
+
 def test_complex_dense_and_float32_forwards_take_the_full_method():
     z = torch.randn(3, dtype=torch.complex128, generator=torch.Generator().manual_seed(0))
     from tests.data.diagnosis_functions import SinInFloat32

@@ -94,7 +94,8 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
 
     ref_rows, ref_cols, ref_values = space.reference  # type: ignore[misc]
     n_rows, n_cols = space.rows, space.cols
-    colour = group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
+    colour = space.row_colour if space.row_colour is not None else \
+        group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
         torch.zeros(n_rows, dtype=torch.int64)
     colours = int(colour.max()) + 1
     if 3 * colours >= n_rows:
@@ -126,13 +127,14 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
         r, c = e_rows[sel], e_cols[sel]
         k = colour[r] - k0
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
-        owned = torch.zeros_like(ones, dtype=torch.bool)
-        owned[k, c] = True
-        if bool(ones[~owned].any() or p_s[~owned].any() or p_t[~owned].any()):
-            return False  # a column no row of the colour owns (or NaN)
-        one = ones[k, c]
+        one, at_s, at_t = ones[k, c], p_s[k, c], p_t[k, c]
+        # a non-zero (or NaN) where no row of the colour owns the column: more non-zeros in
+        # the products than at their owners' places
+        if any(int(whole.count_nonzero()) != int(owned.count_nonzero())
+               for whole, owned in ((ones, one), (p_s, at_s), (p_t, at_t))):
+            return False
         cap = HIDDEN_SHARE * tally.atol
-        for p, w_owner in ((p_s[k, c], sent[3 * k + 1, r]), (p_t[k, c], sent[3 * k + 2, r])):
+        for p, w_owner in ((at_s, sent[3 * k + 1, r]), (at_t, sent[3 * k + 2, r])):
             scaled = w_owner * one
             limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
             if not bool(((p - scaled).abs() <= limit).all()):

@@ -76,6 +76,7 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     later = pacer.later()
     space.write(lambda: _write(space, later, rows, cols, values))
     space.reference = (rows, cols, values)
+    space.row_colour = traced.row_colour
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
@@ -122,6 +123,9 @@ class Traced:
         self.flat = torch.cat(chosen) if len(chosen) > 1 else chosen[0]
         self.batched = True
         self.products = 0
+        #: the rows coloured by the crossings, where those are exactly the entries found
+        #: (the analytic pass colours the same pattern the same way)
+        self.row_colour: torch.Tensor | None = None
         self._seed_buf: torch.Tensor | None = None
 
     def vjp(self, grads: torch.Tensor) -> torch.Tensor:
@@ -261,7 +265,10 @@ class Traced:
         if not found_r:
             empty = torch.zeros(0, dtype=torch.int64)
             return empty, empty, torch.zeros(0, dtype=torch.float64)
-        return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+        entries = torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+        if len(entries[0]) == len(rows_x):  # (each entry found lies in a crossing, once)
+            self.row_colour = colour
+        return entries
 
     def _reach_across(self, size: int, pacer: Pacer) -> torch.Tensor:
         """Which columns each group of rows with the same r % size reaches (as

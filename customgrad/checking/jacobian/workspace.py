@@ -50,6 +50,9 @@ class Workspace:
     col_tiles: list[tuple[int, int]]
     num_nonzero: torch.Tensor
     reference: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    #: the reference's rows coloured as ``compressed_pass`` colours them, where the
+    #: reference found them so already (its crossed groupings: the same pattern)
+    row_colour: torch.Tensor | None = None
     defer: bool = False
     deferred: list[Callable[[], None]] = field(default_factory=list)
     entries: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
