@@ -272,6 +272,7 @@ def test_crossed_groups_find_the_entries_with_fewer_products(function, args, few
     else:
         assert report.method.products == refined.method.products + 16
     assert torch.equal(report.numerical, refined.numerical)
+    assert torch.equal(report.analytic, refined.analytic)
     assert report.blocks == refined.blocks and report.worst == refined.worst
     assert report.passed and _gradcheck(function, args())
 

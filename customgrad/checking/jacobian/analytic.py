@@ -105,8 +105,13 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
     weights[1] *= torch.randint(0, 2, (n_rows,), generator=gen).mul_(2).sub_(1)
     # the entries and the rows grouped by colour once: a batch takes a slice of each (a mask
     # over a million entries for each batch cost more than its products)
-    order, bounds = by_label(colour[ref_rows], colours)
-    e_rows, e_cols, e_ref = ref_rows[order], ref_cols[order], ref_values[order]
+    labels = colour[ref_rows]
+    if bool((labels[1:] >= labels[:-1]).all()):  # (found colour by colour: the crossings')
+        bounds = [0, *torch.cumsum(torch.bincount(labels, minlength=colours), 0).tolist()]
+        e_rows, e_cols, e_ref = ref_rows, ref_cols, ref_values
+    else:
+        order, bounds = by_label(labels, colours)
+        e_rows, e_cols, e_ref = ref_rows[order], ref_cols[order], ref_values[order]
     row_order, row_bounds = by_label(colour, colours)
     e_ana = torch.empty_like(e_ref)
     step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
