@@ -111,8 +111,8 @@ def _verify(function: type, args: list, options: CheckOptions,
     wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
     checks = subchecks.run(function, _fresh(args), wanted, eps=o.eps, atol=o.atol,
                            rtol=o.rtol, report=report) if wanted else {}
-    return dataclasses.replace(report, label=o.label, function=function.__name__,
-                               diagnoses=diagnoses, checks=checks, seconds=seconds)
+    return report.replace(label=o.label, function=function.__name__, diagnoses=diagnoses,
+                          checks=checks, seconds=seconds)
 
 
 def _kept(report: Report, function: type, args: list, options: CheckOptions,

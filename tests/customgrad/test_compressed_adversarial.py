@@ -546,3 +546,136 @@ def test_nan_inf_and_mixed_rows_get_the_row_by_row_report(function, mismatches):
     assert report.mismatches == rows.mismatches == mismatches
     assert torch.equal(report.mismatch_mask(), rows.mismatch_mask())
     assert (report.worst.row, report.worst.col) == (rows.worst.row, rows.worst.col)
+
+
+# -------------------------------------------------- dense Jacobians (every column at once)
+
+
+class Linear(Function):
+    """input @ weight.T: a Jacobian dense within its rows' blocks (64 column colours at
+    16x32 / 16x32), verified along every column at once."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x.mm(w.t())
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g.mm(w), g.t().mm(x)
+
+
+class LinearWrongAtOneEntry(Linear):
+    """d out[3, 2] / d x[3, 5] off by 0.01: one entry of the reference's pattern."""
+
+    @staticmethod
+    def backward(ctx, g):
+        gx, gw = Linear.backward(ctx, g)
+        gx[3, 5] += 0.01 * g[3, 2]
+        return gx, gw
+
+
+class LinearStrayEntry(Linear):
+    """out[4, 2] puts 0.01 on x[3, 5], where the Jacobian has no entry."""
+
+    @staticmethod
+    def backward(ctx, g):
+        gx, gw = Linear.backward(ctx, g)
+        gx[3, 5] += 0.01 * g[4, 2]
+        return gx, gw
+
+
+class LinearDetachedEntry(Linear):
+    """out[1, 2] plus x[1, 3] * x[1, 3].detach() / 2: autograd sees half of that entry's true
+    derivative (x[1, 3] more than w[2, 3]); backward follows autograd (a bug gradcheck sees)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        out = x.mm(w.t())
+        out[1, 2] = out[1, 2] + 0.5 * x[1, 3] * x[1, 3].detach()
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = g.mm(w)
+        gx[1, 3] += 0.5 * g[1, 2] * x[1, 3]
+        return gx, g.t().mm(x)
+
+
+class LinearDetachedEntryRight(LinearDetachedEntry):
+    """The same forward, with the true derivative in backward."""
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = g.mm(w)
+        gx[1, 3] += g[1, 2] * x[1, 3]
+        return gx, g.t().mm(x)
+
+
+class ExpOfLinear(Linear):
+    """exp(2 input @ weight.T): dense rows with curvature, which differences along every
+    column at once do not resolve to a tenth of atol where each colour's do."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        out = (2 * x.mm(w.t())).exp()
+        ctx.save_for_backward(x, w, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, out = ctx.saved_tensors
+        h = 2 * g * out
+        return h.mm(w), h.t().mm(x)
+
+
+def _dense_args():
+    return [_x(16, 32), _x(16, 32, seed=1)]
+
+
+def test_a_dense_jacobian_is_verified_along_every_column_at_once():
+    report = _agrees_everywhere(Linear, _dense_args())
+    assert report.passed
+    assert report.method.name == REFERENCE
+    assert (report.method.colours, report.method.forwards) == (1, 4)
+
+
+@pytest.mark.parametrize("function", [LinearWrongAtOneEntry, LinearStrayEntry])
+def test_a_dense_backward_wrong_at_one_entry_is_caught_with_the_row_by_row_mask(function):
+    report = _agrees_everywhere(function, _dense_args())
+    assert not report.passed and report.mismatches == 1
+    assert (report.worst.row, report.worst.col) == (3 * 16 + 2 if function is
+                                                    LinearWrongAtOneEntry else 4 * 16 + 2,
+                                                    3 * 32 + 5)
+    assert report.method.name == REFERENCE and report.method.colours == 1
+
+
+@pytest.mark.parametrize("function, passed", [(LinearDetachedEntry, False),
+                                              (LinearDetachedEntryRight, True)])
+def test_a_reference_wrong_at_one_entry_of_a_dense_jacobian_falls_back(function, passed):
+    report = _agrees_everywhere(function, _dense_args())
+    assert report.passed is passed
+    assert report.method.name == FINITE_DIFFERENCES
+    assert "disagrees with finite differences" in report.method.reason
+
+
+def test_where_every_column_at_once_misses_the_colours_decide():
+    from customgrad.checking.jacobian import exact
+
+    # (at 0.45 the sums along every column miss by 2.4 tolerances, the colours' by 0.4 of one)
+    args = [0.45 * a for a in _dense_args()]
+    tried = []
+    real = exact.Verifier._all_at_once
+
+    def all_at_once(self, *a):
+        tried.append(real(self, *a))
+        return tried[-1]
+    with mock.patch.object(exact.Verifier, "_all_at_once", all_at_once):
+        report = _agrees_everywhere(ExpOfLinear, args)
+    assert report.passed and report.method.name == REFERENCE
+    assert False in tried and True not in tried
+    assert report.method.colours == 64 and report.method.forwards == 4 + 4 * 64

@@ -217,11 +217,89 @@ def test_inputs_not_differentiated_stay_constants():
                                                             w), rtol=0, atol=1e-14)
 
 
-def test_linear_function_compresses_its_columns():
-    report = compare(LinearFunction, [_x(16, 32), _x(16, 32, seed=1)])
+def test_linear_function_compresses_its_columns(monkeypatch):
+    from customgrad.checking.jacobian import exact
+
+    args = [_x(16, 32), _x(16, 32, seed=1)]
+    report = compare(LinearFunction, args)
+    # 64 colours (32 for the input, 32 for the weight): every column at once first, which
+    # holds (a linear forward: the differences are exact to rounding)
     assert report.method.name == REFERENCE and report.passed
-    assert report.method.colours == 64  # 32 for the input, 32 for the weight
-    assert report.method.forwards == 4 * 64
+    assert (report.method.colours, report.method.forwards) == (1, 4)
+    monkeypatch.setattr(exact, "ALL_AT_ONCE_FROM", 65)
+    by_colours = compare(LinearFunction, args)
+    assert (by_colours.method.colours, by_colours.method.forwards) == (64, 4 * 64)
+    assert by_colours.blocks == report.blocks and by_colours.worst == report.worst
+
+
+class MatmulPlusShift(Function):
+    """input @ weight.T plus input rolled by one along its rows (times 0.5): the crossings of
+    a row's two groups hold more columns than the row reaches."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x.mm(w.t()) + 0.5 * x.roll(1, 1)[:, :w.shape[0]]
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        rolled = torch.zeros_like(x)
+        rolled[:, :w.shape[0]] = 0.5 * g
+        return g.mm(w) + rolled.roll(-1, 1), g.t().mm(x)
+
+
+@pytest.mark.parametrize("function, args, fewer", [
+    (LinearFunction, lambda: [_x(16, 32), _x(16, 32, seed=1)], True),
+    (MatmulPlusShift, lambda: [_x(16, 32), _x(16, 32, seed=1)], True),
+    # rows (i, j) of 15 j's in groups of 16: the crossings bound too little, the groups are
+    # refined as before (the second grouping's 16 products lost)
+    (LinearFunction, lambda: [_x(20, 12), _x(15, 12, seed=1)], False)])
+def test_crossed_groups_find_the_entries_with_fewer_products(function, args, fewer,
+                                                             monkeypatch):
+    """Rows (i, j) of a matrix product reach x[i] and w[j]: groups of consecutive rows all
+    share w, and were split until they did not (1,088 products at 64x128 / 64x128); a second
+    grouping across them (rows of the same j) bounds each row by what both its groups reach,
+    and seeds rows whose bounds do not meet together: the same entries, fewer products."""
+    from customgrad.checking.jacobian import exact
+
+    report = compare(function, args())
+    monkeypatch.setattr(exact.Traced, "_crossed", lambda *a: None)
+    refined = compare(function, args())
+    assert report.method.name == refined.method.name == REFERENCE
+    if fewer:
+        assert report.method.products < refined.method.products
+    else:
+        assert report.method.products == refined.method.products + 16
+    assert torch.equal(report.numerical, refined.numerical)
+    assert torch.equal(report.analytic, refined.analytic)
+    assert report.blocks == refined.blocks and report.worst == refined.worst
+    assert report.passed and _gradcheck(function, args())
+
+
+def test_the_analytic_pass_takes_the_crossings_row_colours(monkeypatch):
+    """Where the crossings are exactly the entries found (a matrix product's), the analytic
+    pass's colouring of the rows is theirs: not computed again, the same report."""
+    from customgrad.checking.jacobian import exact
+
+    args = [_x(16, 32), _x(16, 32, seed=1)]
+    calls = []
+    real = colouring.group_columns
+    monkeypatch.setattr(colouring, "group_columns",  # (the analytic pass's, not exact's)
+                        lambda *a: calls.append(a[2]) or real(*a))
+    report = compare(LinearFunction, args)
+    assert calls == [] and report.method.name == REFERENCE
+    crossed = exact.Traced._crossed
+
+    def uncoloured(self, *a):
+        found = crossed(self, *a)
+        self.row_colour = None
+        return found
+    monkeypatch.setattr(exact.Traced, "_crossed", uncoloured)
+    again = compare(LinearFunction, args)
+    assert calls == [256]
+    assert torch.equal(report.analytic, again.analytic)
+    assert report.blocks == again.blocks and report.worst == again.worst
 
 
 def test_complex_dense_and_float32_forwards_take_the_full_method():

@@ -15,7 +15,7 @@ import torch
 
 from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.report import Axis, Block, Entry
-from customgrad.checking.jacobian.tiles import runs
+from customgrad.checking.jacobian.tiles import by_label, runs
 from customgrad.checking.jacobian.workspace import Workspace
 
 
@@ -57,13 +57,22 @@ class Tally:
         """Compare the entries at (``rows``, ``cols``), analytic ``ana`` against numerical
         ``num``, every other entry being zero in both matrices (so agreeing exactly): the
         statistics :meth:`fold` gives over the whole matrix, from those entries alone."""
-        for block in self.blocks:
-            o, i = block.output, block.input
-            assert i.parts == 1  # (entries come from the real-only reference)
-            at = ((rows >= o.offset) & (rows < o.offset + o.size)
-                  & (cols >= i.offset) & (cols < i.offset + i.size)).nonzero(as_tuple=True)[0]
+        if torch.equal(ana, num):
+            return  # identical (no NaN): every error and score is 0, as fold finds them
+        assert all(b.input.parts == 1 for b in self.blocks)  # (the real-only reference)
+        if len(self.blocks) == 1:
+            self._fold_entries(self.blocks[0], rows, cols, ana, num)
+            return
+        # each entry's block (output-major, as self.blocks), the entries grouped by it once
+        outs = torch.tensor([o.offset for o in self.space.outputs])
+        ins = torch.tensor([i.offset for i in self.space.inputs])
+        block = (torch.searchsorted(outs, rows, right=True).sub_(1).mul_(len(ins))
+                 .add_(torch.searchsorted(ins, cols, right=True).sub_(1)))
+        order, bounds = by_label(block, len(self.blocks))
+        for b, each in enumerate(self.blocks):
+            at = order[bounds[b]:bounds[b + 1]]
             if at.numel():
-                self._fold_entries(block, rows[at], cols[at], ana[at], num[at])
+                self._fold_entries(each, rows[at], cols[at], ana[at], num[at])
 
     def _fold_entries(self, block: Block, rows: torch.Tensor, cols: torch.Tensor,
                       a: torch.Tensor, n: torch.Tensor) -> None:
@@ -167,11 +176,15 @@ class Tally:
         worst_block = max(self.blocks, key=lambda b: b.worst_score)
         r, c = worst_block.worst
         o, i = worst_block.output, worst_block.input
-        ana = self.space.ana
-        a_val = float(ana[r, c]) if ana is not None else analytic_at(r, c)
+        if self.space.deferred:  # (the entries are not written yet)
+            a_val, n_val = self.space.value_at(r, c)
+        else:
+            ana = self.space.ana
+            a_val = float(ana[r, c]) if ana is not None else analytic_at(r, c)
+            n_val = float(self.space.num_t[c, r])
         return Entry(o.position, i.position, o.element_name(r - o.offset),
                      i.element_name(c - i.offset), o.index(r - o.offset),
-                     i.index(c - i.offset), r, c, a_val, float(self.space.num_t[c, r]))
+                     i.index(c - i.offset), r, c, a_val, n_val)
 
 
 def _first_row_major(score: torch.Tensor, best: float) -> int:

@@ -21,7 +21,7 @@ from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.agreement import Tally
 from customgrad.checking.jacobian.probe import Probe
 from customgrad.checking.jacobian.report import Axis
-from customgrad.checking.jacobian.tiles import TileScan, axis_at, by_tile, runs
+from customgrad.checking.jacobian.tiles import TileScan, axis_at, by_label, by_tile, runs
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import FunctionError
 from customgrad.function.contract import grad_mutation_error, normalize_outputs, run_user
@@ -33,6 +33,7 @@ def analytic_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: Tal
     by compressed products where the verified reference allows it and they prove the rows."""
     if space.reference is not None and compressed_pass(space, pacer, backward, tally):
         return
+    space.flush()  # the reference's entries, where they were put off: the rows read them
     scan = TileScan(space.col_tiles)
     buf = torch.empty((max(r1 - r0 for r0, r1 in space.row_tiles), space.cols),
                       dtype=torch.float64)
@@ -93,7 +94,8 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
 
     ref_rows, ref_cols, ref_values = space.reference  # type: ignore[misc]
     n_rows, n_cols = space.rows, space.cols
-    colour = group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
+    colour = space.row_colour if space.row_colour is not None else \
+        group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
         torch.zeros(n_rows, dtype=torch.int64)
     colours = int(colour.max()) + 1
     if 3 * colours >= n_rows:
@@ -101,15 +103,22 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
     gen = torch.Generator().manual_seed(2)
     weights = torch.rand((2, n_rows), generator=gen, dtype=torch.float64).add_(1.0)
     weights[1] *= torch.randint(0, 2, (n_rows,), generator=gen).mul_(2).sub_(1)
-    e_colour = colour[ref_rows]
-    e_ana = torch.empty_like(ref_values)
+    # the entries and the rows grouped by colour once: a batch takes a slice of each (a mask
+    # over a million entries for each batch cost more than its products)
+    labels = colour[ref_rows]
+    if bool((labels[1:] >= labels[:-1]).all()):  # (found colour by colour: the crossings')
+        bounds = [0, *torch.cumsum(torch.bincount(labels, minlength=colours), 0).tolist()]
+        e_rows, e_cols, e_ref = ref_rows, ref_cols, ref_values
+    else:
+        order, bounds = by_label(labels, colours)
+        e_rows, e_cols, e_ref = ref_rows[order], ref_cols[order], ref_values[order]
+    row_order, row_bounds = by_label(colour, colours)
+    e_ana = torch.empty_like(e_ref)
     step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
     for k0 in range(0, colours, step):
         k1 = min(colours, k0 + step)
-        # this batch's entries (a mask: sorting a million entries by colour costs more)
-        sel = slice(None) if k1 - k0 == colours else \
-            ((e_colour >= k0) & (e_colour < k1)).nonzero(as_tuple=True)[0]
-        members = ((colour >= k0) & (colour < k1)).nonzero(as_tuple=True)[0]
+        sel = slice(bounds[k0], bounds[k1])
+        members = row_order[row_bounds[k0]:row_bounds[k1]]
         seeds = torch.zeros((3 * (k1 - k0), n_rows), dtype=torch.float64)
         at = 3 * (colour[members] - k0)
         seeds[at, members] = 1.0
@@ -120,23 +129,28 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
         if got is None:
             return False
         products, sent = got
-        r, c, k = ref_rows[sel], ref_cols[sel], e_colour[sel] - k0
+        r, c = e_rows[sel], e_cols[sel]
+        k = colour[r] - k0
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
-        owned = torch.zeros_like(ones, dtype=torch.bool)
-        owned[k, c] = True
-        if bool(ones[~owned].any() or p_s[~owned].any() or p_t[~owned].any()):
-            return False  # a column no row of the colour owns (or NaN)
-        one = ones[k, c]
+        one, at_s, at_t = ones[k, c], p_s[k, c], p_t[k, c]
+        # a non-zero (or NaN) where no row of the colour owns the column: more non-zeros in
+        # the products than at their owners' places
+        if any(int(whole.count_nonzero()) != int(owned.count_nonzero())
+               for whole, owned in ((ones, one), (p_s, at_s), (p_t, at_t))):
+            return False
         cap = HIDDEN_SHARE * tally.atol
-        for p, w_owner in ((p_s[k, c], sent[3 * k + 1, r]), (p_t[k, c], sent[3 * k + 2, r])):
+        for p, w_owner in ((at_s, sent[3 * k + 1, r]), (at_t, sent[3 * k + 2, r])):
             scaled = w_owner * one
             limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
             if not bool(((p - scaled).abs() <= limit).all()):
                 return False  # (NaN too)
         e_ana[sel] = one
+    ref_rows, ref_cols, ref_values = e_rows, e_cols, e_ref
     if not _spot_check(space, backward, ref_rows, ref_cols, e_ana):
         return False
-    _write(space, pacer, ref_rows, ref_cols, e_ana)
+    later = pacer.later()
+    space.write(lambda: _write(space, later, ref_rows, ref_cols, e_ana))
+    space.entries = (ref_rows, ref_cols, e_ana, ref_values)
     tally.compare_entries(ref_rows, ref_cols, e_ana, ref_values)
     tally.finish()
     pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
@@ -149,7 +163,14 @@ def _spot_check(space: Workspace, backward: Backward, rows: torch.Tensor, cols: 
     """Three rows called one at a time equal the compressed rows (to rounding)."""
     got = torch.empty((1, space.cols), dtype=torch.float64)
     want = torch.zeros((1, space.cols), dtype=torch.float64)
-    for r in sorted({0, space.rows // 2, space.rows - 1}):
+    checked = sorted({0, space.rows // 2, space.rows - 1})
+    # their entries picked in one pass over all of them
+    picked = (rows == checked[0])
+    for r in checked[1:]:
+        picked |= rows == r
+    at = picked.nonzero(as_tuple=True)[0]
+    rows, cols, values = rows[at], cols[at], values[at]
+    for r in checked:
         backward.row(r, got[0])
         want.zero_()
         at = rows == r

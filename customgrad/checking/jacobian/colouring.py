@@ -67,17 +67,19 @@ def group_columns_in_rounds(rows: torch.Tensor, cols: torch.Tensor,
 def group_sets(members: torch.Tensor) -> list[list[int]]:
     """Groups of the sets (rows of the boolean ``members``) such that no two sets of a group
     share a member, largest sets first, each into the first group it fits (greedy)."""
-    overlap = members.double() @ members.double().T > 0
+    overlap = (members.double() @ members.double().T > 0).numpy()
     sizes = members.sum(1)
     groups: list[list[int]] = []
-    taken: list[torch.Tensor] = []  # per group: which sets it may not take
+    # row g: the sets group g may not take (one numpy row per group: a set finds its group
+    # in one operation, not one per group)
+    clash = np.zeros((len(members), len(members)), dtype=bool)
     for s in torch.argsort(-sizes, stable=True).tolist():
-        for g, clash in enumerate(taken):
-            if not bool(clash[s]):
-                groups[g].append(s)
-                clash |= overlap[s]
-                break
+        free = np.flatnonzero(~clash[:len(groups), s])
+        if free.size:
+            g = int(free[0])
+            groups[g].append(s)
+            clash[g] |= overlap[s]
         else:
             groups.append([s])
-            taken.append(overlap[s].clone())
+            clash[len(groups) - 1] = overlap[s]
     return groups

@@ -16,7 +16,7 @@ from customgrad.checking.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL, Tol
 from customgrad.checking.jacobian.matrices import Allocator, lazy_zeros
 from customgrad.checking.jacobian.numerical import numerical_pass
 from customgrad.checking.jacobian.probe import run_probe
-from customgrad.checking.jacobian.report import Progress, Report
+from customgrad.checking.jacobian.report import Fill, Progress, Report
 from customgrad.checking.jacobian.workspace import Pacer
 from customgrad.checking.jacobian.workspace import allocate as make_workspace
 from customgrad.function.inputs import forward_parameters, with_defaults
@@ -46,6 +46,9 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     notes: list[str] = []
     probe = run_probe(function, args, params, notes, differentiate)
     space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep_matrices, allocate)
+    # no one watches the matrices fill: the compressed method's entries are written when the
+    # report's matrices are first read (never, where they are not kept)
+    space.defer = progress is None and allocate is lazy_zeros
     pacer = Pacer(space, progress, should_stop)
     # the outputs and inputs, before any entry: a display can lay the matrix out first
     pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
@@ -58,4 +61,5 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
         worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
         numerical_dtype=numerical_dtype, analytic_path=backward.path,
         notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
-        seconds=time.perf_counter() - started, method=method)
+        seconds=time.perf_counter() - started, method=method,
+        _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})

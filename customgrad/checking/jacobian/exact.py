@@ -31,7 +31,7 @@ from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.colouring import group_columns, group_sets
 from customgrad.checking.jacobian.probe import Probe, same_values
 from customgrad.checking.jacobian.report import REFERENCE, Method
-from customgrad.checking.jacobian.tiles import by_tile
+from customgrad.checking.jacobian.tiles import by_label, by_tile
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import Cancelled
 from customgrad.function.contract import FakeCtx
@@ -43,6 +43,9 @@ VERIFY_SHARE = 0.1
 SMALL = 1 << 16
 #: the most non-zero entries the reference keeps (a denser Jacobian takes finite differences)
 MAX_ENTRIES = 1 << 22
+#: from this many colours on, the verification first tries every column at once (one
+#: colour: four forward calls); only where that fails does it take the colours one by one
+ALL_AT_ONCE_FROM = 16
 
 
 class Fallback(Exception):
@@ -68,12 +71,16 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
         raise
     except Fallback as why:
         return Method(reason=str(why))
-    _write(space, pacer, rows, cols, values)
+    # (written when read where no one watches: the analytic pass writes them first where it
+    # takes every row)
+    later = pacer.later()
+    space.write(lambda: _write(space, later, rows, cols, values))
     space.reference = (rows, cols, values)
+    space.row_colour = traced.row_colour
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
                      "differences use copies.")
-    return Method(REFERENCE, colours, checker.forwards, products)
+    return Method(REFERENCE, checker.colours, checker.forwards, products)
 
 
 def _usable(space: Workspace, base: list, direct: bool) -> None:
@@ -116,6 +123,9 @@ class Traced:
         self.flat = torch.cat(chosen) if len(chosen) > 1 else chosen[0]
         self.batched = True
         self.products = 0
+        #: the rows coloured by the crossings, where those are exactly the entries found
+        #: (the analytic pass colours the same pattern the same way)
+        self.row_colour: torch.Tensor | None = None
         self._seed_buf: torch.Tensor | None = None
 
     def vjp(self, grads: torch.Tensor) -> torch.Tensor:
@@ -161,7 +171,7 @@ class Traced:
         """The reference's non-zero entries as (rows, columns, values), and how many
         vector-Jacobian products they took."""
         n_rows = self.space.rows
-        size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
+        size = first_size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
         while True:
             starts = torch.arange(0, n_rows, size)
             reach = self._reach(starts, size, pacer)
@@ -169,6 +179,10 @@ class Traced:
             seeded = sum(min(size, n_rows - int(starts[g[0]])) for g in groups)
             if seeded <= n_rows // 4 or size <= 8:
                 break
+            if size == first_size:
+                crossed = self._crossed(reach, size, pacer)
+                if crossed is not None:
+                    return (*crossed, self.products)
             size //= 8
         if seeded > n_rows // 2 and n_rows * self.space.cols > SMALL:
             raise Fallback("the Jacobian is nearly dense: compression saves nothing")
@@ -196,63 +210,191 @@ class Traced:
             pacer.check_stop()
         return reach
 
+    def _crossed(self, reach: torch.Tensor, size: int, pacer: Pacer
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The entries where groups of consecutive rows overlap (``reach``: row r in group
+        r // size), by a second grouping across them: rows r with the same r % size (a
+        matrix product's rows (i, j) reach x[i] and w[j]: the first groups share all of w,
+        the second all of x, a row reaches at most what both its groups reach). Rows
+        whose crossings share no column are seeded together (``group_columns`` on the
+        crossings); each non-zero entry of a product belongs to the one row of the product
+        whose crossing holds its column. None where that leaves more than a quarter of the
+        rows to seed (or more products than groups 8 times smaller would take at least), or
+        the crossings hold too many entries: the caller then refines its groups."""
+        n_rows, cols = self.space.rows, self.space.cols
+        across = self._reach_across(size, pacer)
+        if float((reach.double() @ across.double().T).sum()) > MAX_ENTRIES:
+            return None
+        rows_x, cols_x = _crossings(reach, across, size, n_rows)
+        pacer.check_stop()
+        # rows coloured so that rows of a colour share no column of their crossings
+        colour = group_columns(cols_x, rows_x, n_rows)
+        colours = int(colour.max()) + 1 if colour.numel() else 0
+        finer = size // 8  # (the refinement's groups: at least their reach and one class)
+        if colours > n_rows // 4 or colours >= -(-n_rows // finer) + finer:
+            return None
+        # each colour's owner of each column: one map where it is small, else a batch's
+        # (the crossings grouped by colour)
+        whole = colours * cols <= limits.CHUNK_ELEMENTS * 4  # (8 MiB of int32)
+        if whole:
+            owners = torch.full((colours, cols), -1, dtype=torch.int32)
+            owners[colour[rows_x], cols_x] = rows_x.int()
+        else:
+            order, bounds = by_label(colour[rows_x], colours)
+            rows_x, cols_x = rows_x[order], cols_x[order]
+        members, member_bounds = by_label(colour, colours)
+        found_r, found_c, found_v = [], [], []
+        step = _batch(n_rows, cols)
+        for k0 in range(0, colours, step):
+            k1 = min(colours, k0 + step)
+            if whole:
+                owner = owners[k0:k1]
+            else:
+                owner = torch.full((k1 - k0, cols), -1, dtype=torch.int32)
+                r = rows_x[bounds[k0]:bounds[k1]]
+                owner[colour[r] - k0, cols_x[bounds[k0]:bounds[k1]]] = r.int()
+            seeded = members[member_bounds[k0]:member_bounds[k1]]
+            at = (colour[seeded] - k0, seeded)
+            grads = self._seeds(k1 - k0)
+            grads[at] = 1
+            product = self.vjp(grads)
+            grads[at] = 0
+            p, c = product.ne(0).nonzero(as_tuple=True)  # NaN != 0 too
+            found = owner[p, c]
+            if bool((found < 0).any()):
+                raise Fallback("a column no group was seen to reach holds an entry")
+            found_r.append(found.long())
+            found_c.append(c)
+            found_v.append(product[p, c])
+            pacer.check_stop()
+        if not found_r:
+            empty = torch.zeros(0, dtype=torch.int64)
+            return empty, empty, torch.zeros(0, dtype=torch.float64)
+        entries = torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
+        if len(entries[0]) == len(rows_x):  # (each entry found lies in a crossing, once)
+            self.row_colour = colour
+        return entries
+
+    def _reach_across(self, size: int, pacer: Pacer) -> torch.Tensor:
+        """Which columns each group of rows with the same r % size reaches (as
+        :meth:`_reach`)."""
+        n_rows, cols = self.space.rows, self.space.cols
+        gen = torch.Generator().manual_seed(3)
+        weights = torch.rand(n_rows, generator=gen, dtype=torch.float64).add_(1.0)
+        group_of = torch.arange(n_rows) % size
+        reach = torch.empty((size, cols), dtype=torch.bool)
+        step = _batch(n_rows, cols)
+        for g0 in range(0, size, step):
+            g1 = min(size, g0 + step)
+            grads = self._seeds(g1 - g0)
+            rows = ((group_of >= g0) & (group_of < g1)).nonzero(as_tuple=True)[0]
+            at = (group_of[rows] - g0, rows)
+            grads[at] = weights[rows]
+            product = self.vjp(grads)
+            grads[at] = 0
+            torch.ne(product, 0, out=reach[g0:g1])  # NaN != 0 too
+            pacer.check_stop()
+        return reach
+
     def _rows(self, groups: list[list[int]], starts: torch.Tensor, size: int,
               reach: torch.Tensor,
               pacer: Pacer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every row of every group, by products seeding row j of each group of a class."""
+        """Every row of every group, by products seeding row j of each group of a class (a
+        batch of products may span classes: fewer, larger calls)."""
         n_rows, cols = self.space.rows, self.space.cols
         found_r, found_c, found_v = [], [], []
         count = 0
         step = _batch(n_rows, cols)
-        for members in groups:
-            owner = torch.full((cols,), -1, dtype=torch.int64)  # the group reaching a column
-            for g in members:
-                owner[reach[g]] = int(starts[g])
-            first = torch.tensor([int(starts[g]) for g in members])
-            for j0 in range(0, size, step):
-                js = torch.arange(j0, min(size, j0 + step))
-                rows = first.unsqueeze(0) + js.unsqueeze(1)  # product x group
-                valid = rows < n_rows
-                grads = self._seeds(len(js))
-                at = (torch.arange(len(js)).unsqueeze(1).expand_as(rows)[valid], rows[valid])
-                grads[at] = 1
-                product = self.vjp(grads)
-                grads[at] = 0
-                hit = product.ne(0)  # NaN != 0 too
-                p, c = hit.nonzero(as_tuple=True)
-                if bool((owner[c] < 0).any()):
-                    raise Fallback("a column no group was seen to reach holds an entry")
-                found_r.append(owner[c] + js[p])
-                found_c.append(c)
-                found_v.append(product[p, c])
-                count += len(c)
-                if count > MAX_ENTRIES:
-                    raise Fallback("the Jacobian has too many non-zero entries to keep")
-                pacer.check_stop()
+        firsts = [starts[members] for members in groups]
+        plan = [(m, j) for m in range(len(groups)) for j in range(size)]
+        owners: dict[int, torch.Tensor] = {}  # by class: the group reaching each column
+        for b0 in range(0, len(plan), step):
+            part = plan[b0:b0 + step]
+            local = sorted({m for m, _ in part})
+            for m in list(owners):
+                if m < local[0]:
+                    del owners[m]  # (classes come in order)
+            for m in local:
+                if m not in owners:
+                    owner = torch.full((cols,), -1, dtype=torch.int64)
+                    for g in groups[m]:
+                        owner[reach[g]] = int(starts[g])
+                    owners[m] = owner
+            owner = torch.stack([owners[m] for m in local])
+            where = {m: t for t, m in enumerate(local)}
+            lid = torch.tensor([where[m] for m, _ in part])
+            js = torch.tensor([j for _, j in part])
+            grads = self._seeds(len(part))
+            set_at = []
+            for t, (m, j) in enumerate(part):
+                rows = firsts[m] + j
+                rows = rows[rows < n_rows]
+                grads[t, rows] = 1
+                set_at.append(rows)
+            product = self.vjp(grads)
+            for t, rows in enumerate(set_at):
+                grads[t, rows] = 0
+            hit = product.ne(0)  # NaN != 0 too
+            p, c = hit.nonzero(as_tuple=True)
+            found = owner[lid[p], c]
+            if bool((found < 0).any()):
+                raise Fallback("a column no group was seen to reach holds an entry")
+            found_r.append(found + js[p])
+            found_c.append(c)
+            found_v.append(product[p, c])
+            count += len(c)
+            if count > MAX_ENTRIES:
+                raise Fallback("the Jacobian has too many non-zero entries to keep")
+            pacer.check_stop()
         if not found_r:
             empty = torch.zeros(0, dtype=torch.int64)
             return empty, empty, torch.zeros(0, dtype=torch.float64)
         return torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
 
 
+def _crossings(first: torch.Tensor, second: torch.Tensor, size: int,
+               n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rows, columns) of every column that both groups of a row reach: row r is in
+    ``first``'s group r // size and ``second``'s group r % size. Column by column: each
+    group of the first reaching it pairs with each group of the second reaching it."""
+    c1, g1 = first.T.nonzero(as_tuple=True)  # (by column, then group)
+    c2, g2 = second.T.nonzero(as_tuple=True)
+    cols = first.shape[1]
+    count2 = torch.bincount(c2, minlength=cols)
+    start2 = torch.cumsum(count2, 0) - count2
+    repeats = count2[c1]  # each pair of the first meets its column's pairs of the second
+    total = int(repeats.sum())
+    began = torch.cumsum(repeats, 0) - repeats  # where each one's meetings begin
+
+    def spread(values: torch.Tensor) -> torch.Tensor:
+        return torch.repeat_interleave(values, repeats, output_size=total)
+    col = spread(c1)
+    # meeting t of pair k: its column's pair start2 + (t - began[k]) of the second
+    row = spread(g1 * size) + g2[torch.arange(total) + spread(start2[c1] - began)]
+    if n_rows % size == 0:  # (every row of every group exists)
+        return row, col
+    keep = row < n_rows
+    return row[keep], col[keep]
+
+
 def _batch(n_rows: int, cols: int) -> int:
-    """Products per batch: a quarter of a tile's entries, so the reference's temporaries stay
-    below the analytic pass's (the check's peak memory is the analytic pass's)."""
-    return max(1, limits.CHUNK_ELEMENTS // 4 // max(n_rows, cols))
+    """Products per batch: half a tile's entries, so the reference's temporaries stay below
+    the analytic pass's (the check's peak memory is the analytic pass's)."""
+    return max(1, limits.CHUNK_ELEMENTS // 2 // max(n_rows, cols))
 
 
 def _distinct_columns(reach: torch.Tensor) -> torch.Tensor:
     """``reach`` with the columns no group reaches dropped and identical columns once (the
     overlaps of groups are the same, the matrix much narrower)."""
-    used = reach[:, reach.any(0)]
-    if used.shape[1] == 0:
-        return used
-    # each column's bits packed into bytes, compared whole (torch.unique(dim=1) compares
-    # column by column in Python-sized steps: 0.2 s for 8,192 columns)
-    packed = np.ascontiguousarray(np.packbits(used.T.numpy(), axis=1))
+    # each column's bits packed into bytes (down the columns: no transposed copy of
+    # ``reach``), compared whole (torch.unique(dim=1) compares column by column in
+    # Python-sized steps: 0.2 s for 8,192 columns)
+    packed = np.ascontiguousarray(np.packbits(reach.numpy(), axis=0).T)
     keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
     _, first = np.unique(keys, return_index=True)
-    return used[:, torch.from_numpy(np.sort(first))]
+    first = np.sort(first)
+    first = first[packed[first].any(1)]  # (the one key of the columns no group reaches)
+    return reach[:, torch.from_numpy(first)]
 
 
 class Verifier:
@@ -264,6 +406,7 @@ class Verifier:
         self.probe, self.space, self.base, self.forward = probe, space, base, forward
         self.eps, self.atol = eps, atol
         self.forwards = 0
+        self.colours = 0  # the colours the verification took (1: every column at once)
         self.scribbled = False  # forward wrote into an input (each call has its own copies)
         self.vmap: bool | str = True  # until the first batch is checked; False: single calls
 
@@ -278,21 +421,28 @@ class Verifier:
         # half of all pairs cancelled in both directions)
         weights = torch.rand((2, n_cols), generator=gen, dtype=torch.float64).add_(1.0)
         weights[1] *= torch.randint(0, 2, (n_cols,), generator=gen).mul_(2).sub_(1)
+        self.colours = 1
+        if colours >= ALL_AT_ONCE_FROM and self._all_at_once(rows, cols, values, weights):
+            return
+        self.colours = colours
         step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 2)
-        entry_colour = colour[cols]
+        # the entries and the columns grouped by colour once: a batch takes a slice of each
+        # (a mask over a million entries for each batch cost more than its differences)
+        order, bounds = by_label(colour[cols], colours)
+        rows, cols, values = rows[order], cols[order], values[order]
+        col_order, col_bounds = by_label(colour, colours)
         for k0 in range(0, colours, step):
             k1 = min(colours, k0 + step)
             b = k1 - k0
             # direction 2k: weights over colour k's columns; 2k + 1: signed weights
             directions = torch.zeros((2 * b, n_cols), dtype=torch.float64)
-            in_batch = ((colour >= k0) & (colour < k1)).nonzero(as_tuple=True)[0]
+            in_batch = col_order[col_bounds[k0]:col_bounds[k1]]
             at = 2 * (colour[in_batch] - k0)
             directions[at, in_batch] = weights[0, in_batch]
             directions[at + 1, in_batch] = weights[1, in_batch]
-            sel = slice(None) if b == colours else \
-                ((entry_colour >= k0) & (entry_colour < k1)).nonzero(as_tuple=True)[0]
+            sel = slice(bounds[k0], bounds[k1])
             r, c, v = rows[sel], cols[sel], values[sel]
-            k = 2 * (entry_colour[sel] - k0)
+            k = 2 * (colour[c] - k0)
             expected = torch.zeros(2 * b * n_rows, dtype=torch.float64)
             expected.index_add_(0, k * n_rows + r, v * weights[0, c])
             expected.index_add_(0, (k + 1) * n_rows + r, v * weights[1, c])
@@ -306,6 +456,28 @@ class Verifier:
                     if j % 2:
                         pacer.check_stop()
             pacer.check_stop()
+
+    def _all_at_once(self, rows, cols, values, weights: torch.Tensor) -> bool:
+        """Every column in one colour: forward differenced along the weights and the signed
+        weights over all columns, against the reference times them (each row's entries
+        weighted and summed: a wrong or missing entry moves the sum, and hides only where
+        the row's errors cancel in both directions at once, as within a colour). False where
+        they differ (the colours then decide: a sum of many entries may differ by rounding
+        or curvature where each colour's would not)."""
+        n_rows = self.space.rows
+        expected = torch.zeros((2, n_rows), dtype=torch.float64)
+        expected[0].index_add_(0, rows, values * weights[0, cols])
+        expected[1].index_add_(0, rows, values * weights[1, cols])
+        try:
+            numerical = self._batched_differences(weights)
+            if numerical is not None:
+                self._check(numerical, expected)
+            else:
+                for j in range(2):
+                    self._check(self._difference(weights[j]), expected[j])
+        except Fallback:
+            return False
+        return True
 
     def _batched_differences(self, directions: torch.Tensor) -> torch.Tensor | None:
         """(f(x + eps d) - f(x - eps d)) / (2 eps) for each row d of ``directions``, by one

@@ -8,7 +8,10 @@ display asks for go through :mod:`customgrad.checking.jacobian.matrices` (called
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -176,6 +179,28 @@ class Overview:
     mismatches: torch.Tensor  # bool: any mismatch in the cell
 
 
+class Fill:
+    """Writes a report's matrices put off by the comparison (where no one watched them fill,
+    the compressed method's entries are written when the matrices are first read): kept in
+    the report's cache, run once (under a lock: two threads may read a report)."""
+
+    def __init__(self, write: Callable[[], None]):
+        self.write = write
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def run(cache: dict) -> None:
+        """The pending fill in ``cache``, if any, written and dropped."""
+        fill = cache.get("fill")
+        if not isinstance(fill, Fill):
+            return
+        write = fill.write
+        with fill.lock:
+            if cache.get("fill") is fill:  # (not written by another thread meanwhile)
+                write()
+                del cache["fill"]
+
+
 @dataclass(frozen=True)
 class Report:
     """The verdict and everything needed to explain it: a value, built once
@@ -220,6 +245,28 @@ class Report:
         object.__setattr__(self, "passed", all(b.passed for b in self.blocks)
                            and all(c.passed for c in self.checks.values()))
 
+    def __getattribute__(self, name: str):
+        # the matrices, written first where the comparison put their entries off (Fill)
+        if name == "analytic" or name == "numerical":
+            Fill.run(object.__getattribute__(self, "_cache"))
+        return object.__getattribute__(self, name)
+
+    def __getstate__(self) -> dict:
+        """Pickled with its matrices written (a pending write is not sent)."""
+        Fill.run(self._cache)
+        return dict(self.__dict__)
+
+    def replace(self, **changes) -> Report:
+        """``dataclasses.replace(self, **changes)`` that leaves a pending write of the
+        matrices pending (shared: both reports read the same matrices and cache)."""
+        cache = self._cache
+        fill = cache.pop("fill", None)
+        try:
+            return dataclasses.replace(self, **changes)
+        finally:
+            if fill is not None:
+                cache["fill"] = fill
+
     @property
     def mismatches(self) -> int:
         return sum(b.mismatches for b in self.blocks)
@@ -249,12 +296,13 @@ class Report:
     def mismatch_mask(self) -> torch.Tensor:
         """True where an entry is outside tolerance (needs the matrices kept); cached."""
         if "mask" not in self._cache:
-            analytic, numerical = self._kept("analytic"), self._kept("numerical")
             if self.mismatches == 0:  # the comparison found none: no need to look again
                 import torch
 
+                self._kept("analytic", write=False)
                 self._cache["mask"] = torch.zeros((), dtype=torch.bool).expand(self.shape)
             else:
+                analytic, numerical = self._kept("analytic"), self._kept("numerical")
                 pairs = tuple((a.offset, a.size) for a in self.inputs if a.parts == 2)
                 self._cache["mask"] = ~_matrices().agree(analytic, numerical, self.atol,
                                                       self.rtol, pairs)
@@ -289,8 +337,10 @@ class Report:
         """True if :meth:`overview` for ``step`` is computed already (1: nothing to pool)."""
         return step <= 1 or ("overview", step) in self._cache
 
-    def _kept(self, name: str) -> torch.Tensor:
-        matrix = getattr(self, name)
+    def _kept(self, name: str, write: bool = True) -> torch.Tensor:
+        """Matrix ``name``; ValueError where it was not kept. ``write``: with every entry
+        (else maybe not written yet, see :class:`Fill`)."""
+        matrix = getattr(self, name) if write else object.__getattribute__(self, name)
         if matrix is None:
             raise ValueError("the matrices were not kept (keep_matrices=False)")
         return matrix

@@ -90,15 +90,22 @@ def axis_at(axes: list[Axis], index: int) -> Axis:
 
 def by_tile(index: torch.Tensor, grid: list[tuple[int, int]]) -> tuple[torch.Tensor, list[int]]:
     """For entries at rows (or columns) ``index``: an order that groups them tile by tile
-    (of ``grid``), and where each tile's entries start in it (one more: the end).
-
-    Tile numbers are small: numpy sorts them in 16 bits by radix, several times faster than
-    a comparison sort of a million entries."""
+    (of ``grid``), and where each tile's entries start in it (one more: the end)."""
     starts = torch.tensor([t[0] for t in grid], dtype=torch.int64)
-    tile = torch.searchsorted(starts, index, right=True).sub_(1)
-    if len(grid) < 1 << 15:
-        order = torch.from_numpy(np.argsort(tile.numpy().astype(np.int16), kind="stable"))
+    return by_label(torch.searchsorted(starts, index, right=True).sub_(1), len(grid))
+
+
+def by_label(labels: torch.Tensor, count: int) -> tuple[torch.Tensor, list[int]]:
+    """For entries labelled 0..count-1 (a tile, a colour): an order that groups them label by
+    label, keeping their order within a label, and where each label's entries start in it
+    (one more: the end).
+
+    Labels are small: numpy sorts them in 16 bits by radix, several times faster than a
+    comparison sort of a million entries."""
+    if count < 1 << 15:
+        order = torch.from_numpy(np.argsort(labels.numpy().astype(np.int16), kind="stable"))
     else:
-        order = torch.argsort(tile, stable=True)
-    bounds = torch.searchsorted(tile[order], torch.arange(len(grid) + 1)).tolist()
+        order = torch.argsort(labels, stable=True)
+    sizes = torch.bincount(labels, minlength=count)
+    bounds = [0, *torch.cumsum(sizes, 0).tolist()]
     return order, bounds

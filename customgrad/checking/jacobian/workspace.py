@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -32,6 +32,12 @@ class Workspace:
     ``reference`` is the verified reference's non-zero entries (rows, columns, values), set
     where the numerical matrix is that reference (customgrad.checking.jacobian.exact): the
     analytic pass may then take the user's backward by compressed products.
+
+    Where no one watches the matrices fill (no progress listener, matrices of the
+    comparison's own) the entries of the compressed method are written only when the
+    report's matrices are read: :meth:`write` keeps them in ``deferred`` (``defer``),
+    :meth:`flush` writes them; ``entries`` (rows, columns, analytic and numerical values)
+    names every entry that may be non-zero meanwhile.
     """
 
     outputs: list[Axis]
@@ -44,6 +50,34 @@ class Workspace:
     col_tiles: list[tuple[int, int]]
     num_nonzero: torch.Tensor
     reference: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    #: the reference's rows coloured as ``compressed_pass`` colours them, where the
+    #: reference found them so already (its crossed groupings: the same pattern)
+    row_colour: torch.Tensor | None = None
+    defer: bool = False
+    deferred: list[Callable[[], None]] = field(default_factory=list)
+    entries: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def write(self, fill: Callable[[], None]) -> None:
+        """Run ``fill`` (it writes entries into the matrices) now, or where ``defer``,
+        when :meth:`flush` runs."""
+        if self.defer:
+            self.deferred.append(fill)
+        else:
+            fill()
+
+    def flush(self) -> None:
+        """The deferred writes, in order (each once)."""
+        while self.deferred:
+            self.deferred.pop(0)()
+
+    def value_at(self, r: int, c: int) -> tuple[float, float]:
+        """Entry (r, c) of the analytic and the numerical matrix, written or deferred."""
+        if self.deferred and self.entries is not None:
+            rows, cols, ana, num = self.entries
+            at = ((rows == r) & (cols == c)).nonzero(as_tuple=True)[0]
+            return (float(ana[at[0]]), float(num[at[0]])) if at.numel() else (0.0, 0.0)
+        assert self.ana is not None
+        return float(self.ana[r, c]), float(self.num_t[c, r])
 
 
 def allocate(outputs: list[Axis], inputs: list[Axis], memory_cap: int, keep_matrices: bool,
@@ -86,6 +120,11 @@ class Pacer:
         self.should_stop = should_stop
         self.last = 0.0
         self.peak = 0.0
+
+    def later(self) -> Pacer:
+        """This pacer for a write :meth:`Workspace.write` may defer; where it does, one that
+        never cancels (the write runs when the report's matrices are read)."""
+        return Pacer(self.space, self.progress, None) if self.space.defer else self
 
     def check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
