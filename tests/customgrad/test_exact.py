@@ -5,7 +5,10 @@ runs and says why, and the verdict is gradcheck's either way."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,8 @@ from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
 from customgrad.targets.gallery.seeds import KillHead, LinearFunction
 from tests.data.diagnosis_functions import Linear, LinearBiasNoSum
 from tests.data.parity_functions import ExpInplaceCtx as ExpInPlace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gradcheck(function, args, differentiate=None) -> bool:
@@ -327,6 +332,33 @@ def test_no_two_columns_of_a_colour_share_a_row(group):
         assert int(pattern[:, colour == k].sum(1).max()) <= 1
     diagonal = torch.arange(50)
     assert int(group(diagonal, diagonal, 50).max()) == 0
+
+
+def test_the_colours_are_scipys_and_scipy_optimize_is_not_imported_for_them():
+    """group_columns calls scipy's compiled kernel itself (importing scipy.optimize cost
+    every fresh process's first check 0.6 s): the same colours as
+    scipy.optimize._numdiff.group_columns on random patterns, and a check in a fresh
+    interpreter leaves scipy.optimize and scipy.sparse unimported."""
+    from scipy.optimize._numdiff import group_columns as scipys
+    from scipy.sparse import csc_matrix
+
+    g = torch.Generator().manual_seed(5)
+    for _ in range(60):
+        m, n, k = (int(torch.randint(1, hi, (1,), generator=g)) for hi in (40, 40, 200))
+        rows, cols = torch.randint(0, m, (k,), generator=g), torch.randint(0, n, (k,), generator=g)
+        pattern = csc_matrix((np.ones(k, dtype=np.int8), (rows.numpy(), cols.numpy())),
+                             shape=(int(rows.max()) + 1, n))
+        assert colouring.group_columns(rows, cols, n).tolist() == scipys(pattern).tolist()
+    script = ("import sys, torch, customgrad\n"
+              "from customgrad.targets.gallery import LinearFunction\n"
+              "x, w = torch.randn(8, 16, dtype=torch.float64), torch.randn(4, 16, "
+              "dtype=torch.float64)\n"
+              "report = customgrad.check(LinearFunction, x, w)\n"
+              "assert report.passed and report.method.colours > 0, report\n"
+              "print(sorted(m for m in ('scipy.optimize', 'scipy.sparse') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    assert done.stdout.split("\n")[-2] == "[]"
 
 
 def _second_order_cases():
