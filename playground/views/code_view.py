@@ -37,7 +37,6 @@ __all__ = ["FULL_LINES", "CodeView"]
 FULL_LINES = 6
 #: the margin around the code's text, and folded (as little as reads)
 _FULL_MARGIN, _FOLDED_MARGIN = 6, 2
-_NO_LIMIT = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX
 
 
 class CodeView(QWidget):
@@ -165,9 +164,7 @@ class CodeView(QWidget):
         """Lines of code the full layout (title, note and path on lines of their own) leaves
         at the view's size."""
         font = self.font()
-        head = max(QFontMetrics(scaled(font, 1.35, bold=True)).height(),
-                   self.window_button.sizeHint().height())
-        chrome = 2 * 8 + head
+        chrome = 2 * 8 + QFontMetrics(scaled(font, 1.35, bold=True)).height()
         if self.note_label.text():
             chrome += 6 + self.note_scroll.sizeHint().height()
         if self._file:
@@ -197,8 +194,9 @@ class CodeView(QWidget):
             self.window_button.setAutoRaise(folded)
             self.note_button.setChecked(False)  # folded anew: the note folded too
             self._apply_fonts(self.font())
-        # folded, the buttons are flat and no taller than the title's line
-        tall = self.title_label.sizeHint().height() if folded else _NO_LIMIT
+        # the buttons no taller than the title's line (folded, they are flat): the code
+        # keeps every pixel it had before they came
+        tall = self.title_label.sizeHint().height()
         for button in (self.note_button, self.window_button):
             button.setMaximumHeight(tall)
         self._show_parts()
