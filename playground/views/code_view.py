@@ -2,15 +2,27 @@
 
 The code is shown in :class:`~playground.views.code_editor.CodeEditor` (read-only, line
 numbers of the real file, one highlightable line), under the Function's title, note and path.
+Where these would leave the code fewer than :data:`FULL_LINES` lines (a 1280x720 projector,
+a zoom), they fold into one line: the title, a "Note" toggle (its tooltip: the note and the
+path) and "Own window", the rest is code.
 """
 
 from __future__ import annotations
 
 import os
 
+from PySide6 import QtGui
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFont, QPalette, QTextCursor
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtGui import QFont, QFontMetrics, QPalette, QTextCursor, QTextDocumentFragment
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from playground.views.code_editor import LIGHT_STYLE, CodeEditor
 from playground.views.fields import ElidedLabel
@@ -18,7 +30,13 @@ from playground.views.fitting import FitScroll
 from playground.views.fonts import code_font, point_size, scaled
 from playground.views.theme import mix
 
-__all__ = ["CodeView"]
+__all__ = ["FULL_LINES", "CodeView"]
+
+#: the fewest lines of code the view shows under the title, the note and the path each on
+#: their own lines; with less room they fold into one line above the code
+FULL_LINES = 6
+#: the margin around the code's text, and folded (as little as reads)
+_FULL_MARGIN, _FOLDED_MARGIN = 6, 2
 
 
 class CodeView(QWidget):
@@ -49,10 +67,32 @@ class CodeView(QWidget):
 
         self.editor = CodeEditor(style=style)
 
-        layout = QVBoxLayout(self)
+        #: open the code in a window of its own (see playground.features.byof.tab_windows)
+        self.window_button = QToolButton()
+        self.window_button.setText("Own window")
+        self.window_button.setToolTip("Open the code in its own window (as large as you like, "
+                                      "long lines whole); close that window to put it back")
+        #: folded: shows the note and the path above the code, or hides them again
+        self.note_button = QToolButton()
+        self.note_button.setText("Note")
+        self.note_button.setCheckable(True)
+        self.note_button.setAutoRaise(True)
+        self.note_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.note_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.note_button.toggled.connect(self._note_toggled)
+        self.note_button.hide()
+        self._folded = False
+        self._frame, self._frame_shape = self.editor.frameWidth(), self.editor.frameShape()
+
+        head = QHBoxLayout()
+        head.setContentsMargins(0, 0, 0, 0)
+        head.addWidget(self.title_label, 1)
+        head.addWidget(self.note_button)
+        head.addWidget(self.window_button)
+        self._layout = layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
-        layout.addWidget(self.title_label)
+        layout.addLayout(head)
         # a long note scrolls rather than take the code's room (or the window's, zoomed in)
         self.note_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.note_scroll = FitScroll(self.note_label, self, share=0.4)
@@ -76,18 +116,19 @@ class CodeView(QWidget):
         """Show one Function. Line numbers start at ``first_line`` (its line in ``file``)."""
         self.title_label.setText(title)
         self.note_label.setText(note)
-        self.note_label.setVisible(bool(note))
-        self.note_scroll.setVisible(bool(note))
         self._file = os.fspath(file) if file is not None else None
         if self._file:
             shown = _display_path(self._file)
             self.file_label.setText(f"{shown}, line {int(first_line)}")
             self.file_label.setToolTip(self._file)
-            self.file_label.setVisible(True)
         else:
             self.file_label.clear()
             self.file_label.setToolTip("")
-            self.file_label.setVisible(False)
+        # folded, the toggle's tooltip holds the note and the path whole
+        said = [QTextDocumentFragment.fromHtml(note).toPlainText() if QtGui.Qt.mightBeRichText(note)
+                else note, self.file_label.text()]
+        self.note_button.setToolTip("\n\n".join(part for part in said if part))
+        self._fit()
         self.editor.clear_highlight()
         self.editor.set_first_line(first_line)
         self.editor.setPlainText(source.expandtabs(4).rstrip("\n"))
@@ -110,6 +151,72 @@ class CodeView(QWidget):
 
     def line_number_text(self, block_index: int) -> str:
         return self.editor.line_number_text(block_index)
+
+    # ------------------------------------------------------------------ folding
+
+    @property
+    def folded(self) -> bool:
+        """Whether the title, the note and the path are folded into one line above the code
+        (the room is short: see :data:`FULL_LINES`)."""
+        return self._folded
+
+    def full_lines(self) -> float:
+        """Lines of code the full layout (title, note and path on lines of their own) leaves
+        at the view's size."""
+        font = self.font()
+        chrome = 2 * 8 + QFontMetrics(scaled(font, 1.35, bold=True)).height()
+        if self.note_label.text():
+            chrome += 6 + self.note_scroll.sizeHint().height()
+        if self._file:
+            chrome += 6 + QFontMetrics(scaled(font, 0.85, minimum=6.0)).height()
+        editor = self.editor
+        chrome += 6 + 2 * self._frame + editor.horizontalScrollBar().sizeHint().height() \
+            + 2 * _FULL_MARGIN
+        return (self.height() - chrome) / editor.fontMetrics().lineSpacing()
+
+    def _fit(self) -> None:
+        """Folded where the full layout would leave the code fewer than FULL_LINES lines."""
+        folded = self.full_lines() < FULL_LINES
+        if folded != self._folded:
+            self._folded = folded
+            layout = self._layout
+            # the tab's frame is below: a margin there would cost the code a line
+            layout.setContentsMargins(*((4, 2, 4, 0) if folded else (8, 8, 8, 8)))
+            layout.setSpacing(2 if folded else 6)
+            # the pane's frame is the code's: its own frame, margin and horizontal scroll bar
+            # would take the last line (long lines still scroll sideways: Shift+wheel, a
+            # touchpad, a drag; whole in the code's own window)
+            editor = self.editor
+            editor.setFrameShape(QFrame.Shape.NoFrame if folded else self._frame_shape)
+            editor.document().setDocumentMargin(_FOLDED_MARGIN if folded else _FULL_MARGIN)
+            editor.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff if folded
+                                                else Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+            self.window_button.setAutoRaise(folded)
+            self.note_button.setChecked(False)  # folded anew: the note folded too
+            self._apply_fonts(self.font())
+        # the buttons no taller than the title's line (folded, they are flat): the code
+        # keeps every pixel it had before they came
+        tall = self.title_label.sizeHint().height()
+        for button in (self.note_button, self.window_button):
+            button.setMaximumHeight(tall)
+        self._show_parts()
+
+    def _note_toggled(self, shown: bool) -> None:
+        self.note_button.setArrowType(Qt.ArrowType.DownArrow if shown
+                                      else Qt.ArrowType.RightArrow)
+        self._show_parts()
+
+    def _show_parts(self) -> None:
+        note, file = bool(self.note_label.text()), bool(self._file)
+        shown = not self._folded or self.note_button.isChecked()
+        self.note_button.setVisible(self._folded and (note or file))
+        self.note_label.setVisible(note)
+        self.note_scroll.setVisible(shown and note)
+        self.file_label.setVisible(shown and file)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
 
     # ------------------------------------------------------------------ marks
 
@@ -143,12 +250,14 @@ class CodeView(QWidget):
         kind = event.type()
         if kind == QEvent.Type.FontChange:
             self._apply_fonts(self.font())
+            self._fit()
         elif kind == QEvent.Type.PaletteChange:
             self._apply_label_colors()
         super().changeEvent(event)
 
     def _apply_fonts(self, font: QFont) -> None:
-        self.title_label.setFont(scaled(font, 1.35, bold=True))
+        # folded, the title is a line of the text's size
+        self.title_label.setFont(scaled(font, 1.0 if self._folded else 1.35, bold=True))
         self.note_label.setFont(scaled(font))
         self.file_label.setFont(scaled(font, 0.85, minimum=6.0))
         self.editor.setFont(code_font(point_size(font)))

@@ -717,6 +717,27 @@ def test_editor_and_inspector_in_their_own_windows(qtbot, window):
     assert b.inspector.window() is window
 
 
+
+def test_the_code_in_its_own_window_and_back(qtbot, window):
+    """The code tab's "Own window" (a projector's small tab): the code in a window of its
+    own, unfolded there; an error's line is still marked in it; closing puts it back."""
+    code, tabs = window.code, window.side_tabs
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.session.set_target("killhead")
+    window.resize(1280, 720)
+    qtbot.waitUntil(lambda: code.folded, timeout=5000)
+    index = tabs.indexOf(code)
+    code.window_button.click()
+    holder = code.window()
+    assert holder is not window and holder.isVisible()
+    assert tabs.indexOf(code) == -1 and tabs.tabText(index) == "Code"
+    assert not code.window_button.isEnabled()
+    qtbot.waitUntil(lambda: not code.folded, timeout=5000)  # the room of its own window
+    assert code.highlight_line(code.first_line + 1)
+    holder.close()
+    assert code.window() is window and tabs.indexOf(code) == index
+    assert code.window_button.isEnabled()
+
 def test_new_function_in_a_small_window_opens_the_editor_in_its_own(qtbot, window):
     """At 1280x720 the editor's tab showed about four lines (a projector's resolution):
     New Function now gives it its own window, with room; closing it puts it back. So does

@@ -162,3 +162,46 @@ def test_real_gallery_source(view):
     assert view.highlight_line(first + index)
     assert view.editor.extraSelections()[0].cursor.block().text() == "        return result"
     view.grab()
+
+
+def _whole_lines(editor) -> int:
+    """How many lines of the code the editor shows whole, from its first visible one."""
+    offset, height = editor.contentOffset(), editor.viewport().height()
+    block, count = editor.firstVisibleBlock(), 0
+    while block.isValid() and editor.blockBoundingGeometry(block).translated(offset).bottom() \
+            <= height:
+        count, block = count + 1, block.next()
+    return count
+
+
+LONG = "\n".join(f"x{i} = {i}" for i in range(40))
+NOTE = "Zeroes the first n columns. n is a <b>plain int</b>, stored on ctx; " * 3
+
+
+def test_a_short_pane_folds_the_title_note_and_path_into_one_line(view, qtbot):
+    """A 1280x720 window's code tab (about 430 x 195 pixels): the title, the note and the
+    path took all but two lines; folded into one line, the code gets eight, and the note and
+    path are one click (or a hover) away."""
+    view.set_function("KillHead", LONG, NOTE, "/tmp/seeds.py", 19)
+    view.show()
+    view.resize(430, 195)
+    qtbot.waitUntil(lambda: view.folded)
+    qtbot.wait(50)  # laid out again
+    assert _whole_lines(view.editor) >= 8
+    assert not view.note_scroll.isVisibleTo(view) and not view.file_label.isVisibleTo(view)
+    assert view.note_button.isVisibleTo(view) and view.window_button.isVisibleTo(view)
+    tip = view.note_button.toolTip()
+    assert "n is a plain int, stored on ctx" in tip and "<b>" not in tip  # the note, whole
+    assert "seeds.py, line 19" in tip
+    view.note_button.click()  # the note and path above the code, for a moment
+    assert view.note_scroll.isVisibleTo(view) and view.file_label.isVisibleTo(view)
+    view.note_button.click()
+    assert not view.note_scroll.isVisibleTo(view)
+
+    view.resize(900, 500)  # room: title, note and path on lines of their own
+    qtbot.waitUntil(lambda: not view.folded)
+    qtbot.wait(50)
+    assert view.note_scroll.isVisibleTo(view) and view.file_label.isVisibleTo(view)
+    assert not view.note_button.isVisibleTo(view)
+    assert _whole_lines(view.editor) >= 6
+    assert view.title_label.font().pointSizeF() > view.font().pointSizeF()

@@ -456,6 +456,43 @@ def test_side_panel_hides_with_one_key_and_the_heatmaps_keep_their_room(qtbot):
         win.session.shutdown(wait=0.5)
 
 
+
+def _whole_code_lines(editor) -> int:
+    """How many lines of code the code view's editor shows whole."""
+    offset, height = editor.contentOffset(), editor.viewport().height()
+    block, count = editor.firstVisibleBlock(), 0
+    while block.isValid() and editor.blockBoundingGeometry(block).translated(offset).bottom() \
+            <= height:
+        count, block = count + 1, block.next()
+    return count
+
+
+def test_the_code_tab_shows_eight_lines_on_a_projector_and_the_heatmaps_keep_theirs(qtbot):
+    """1280 x 720: the Code tab showed the title, a 3-line note, the path and two lines of
+    code. Folded into one line (the note a click or a hover away), it shows eight; the
+    heatmaps keep the room they had, the note open or not. 1440 x 900 keeps the full tab."""
+    win = _window(qtbot, 1280, 720)
+    try:
+        code = win.code
+        win.side_tabs.setCurrentWidget(code)
+        _settle(qtbot, win)
+        pane, cell = win.jacobian.height(), _cell_pixels(win)
+        assert code.folded
+        assert _whole_code_lines(code.editor) >= 8
+        assert win.session.target.note.split()[0] in code.note_button.toolTip()
+        code.note_button.click()
+        _settle(qtbot, win)
+        assert code.note_scroll.isVisible() and code.file_label.isVisible()
+        assert _problems(win) == []
+        assert win.jacobian.height() == pane and _cell_pixels(win) == pytest.approx(cell)
+        code.note_button.click()
+        win.resize(1440, 900)
+        _settle(qtbot, win)
+        assert not code.folded and code.note_scroll.isVisible()
+        assert _problems(win) == []
+    finally:
+        win.session.shutdown(wait=0.5)
+
 def test_splitters_and_banner_details_are_remembered(qtbot):
     win = _window(qtbot, 1440, 900)
     try:

@@ -9,7 +9,7 @@
   non-modal "Restore unsaved editor text" offer in the status bar (:mod:`.editor_link`);
 - the Inspector tab (:class:`playground.views.inspector_view.InspectorView`), refreshed whenever the
   session has new inputs (:mod:`.inspection`);
-- both in a window of their own on request (:mod:`.tab_windows`);
+- both, and the code, in a window of their own on request (:mod:`.tab_windows`);
 - hot reload (:mod:`.hot_reload`): the file of a Function opened from a file (or an import
   path) is watched and re-imported when saved; a deleted file keeps the last good Function.
 
@@ -85,6 +85,7 @@ class Byof(QObject):
             reopen=lambda spec, name: self._open_preferring(spec, name, True), parent=self)
         editor.window_button.clicked.connect(lambda: self.tab_windows.detach(editor))
         inspector.window_button.clicked.connect(lambda: self.tab_windows.detach(inspector))
+        code.window_button.clicked.connect(lambda: self.tab_windows.detach(code))
         self.actions = self._make_actions(commands, menus)
         window.setAcceptDrops(True)
         window.installEventFilter(self)

@@ -1,5 +1,5 @@
-"""The editor and the inspector move out of their side tab into a window of their own (a
-projector needs more room than the tab has), and back when that window closes."""
+"""The editor, the inspector and the code move out of their side tab into a window of their
+own (a projector needs more room than the tab has), and back when that window closes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["TabWindows"]
 
 class _OwnWindow(QWidget):
     """A top-level window (still a child of the main window, so zoom and themes reach it)
-    holding the editor or the inspector; ``closed`` puts it back into its tab."""
+    holding the editor, the inspector or the code; ``closed`` puts it back into its tab."""
 
     closed = Signal()
 
