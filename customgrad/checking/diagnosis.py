@@ -96,9 +96,9 @@ def diagnose(report: Report, function: type[Function], args: list, *,
 
 
 def undefined(report: Report, block: Block) -> Diagnosis | None:
-    """An ``undefined`` diagnosis where every entry of ``block`` that fails has a NaN
-    finite difference: forward gives NaN a step away from the point (sqrt, log or acos on
-    the edge of its domain), so no derivative can be checked there, whatever backward
+    """An ``undefined`` diagnosis where every entry of ``block`` that fails lies in a column
+    with a NaN finite difference: forward gives NaN a step away from the point (sqrt, log or
+    acos on the edge of its domain), so no derivative can be checked there, whatever backward
     says; gradcheck fails such a point too."""
     o, i = block.output, block.input
     if report.analytic is None or report.numerical is None or 2 in (o.parts, i.parts):
@@ -106,9 +106,12 @@ def undefined(report: Report, block: Block) -> Diagnosis | None:
     a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
     n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
     failing = ~agree(a, n, report.atol, report.rtol)
-    if not bool(failing.any()) or not bool(n[failing].isnan().all()):
+    # a column whose finite differences hold a NaN has no derivative to check, and its other
+    # entries fail too where backward divides by the point (0 / 0: NaN where grad_output is 0)
+    undefined_column = n.isnan().any(0)
+    if not bool(failing.any()) or not bool(undefined_column[failing.nonzero()[:, 1]].all()):
         return None
-    r, c = (int(k) for k in failing.nonzero()[0])
+    r, c = (int(k) for k in (failing & n.isnan()).nonzero()[0])
     count = int(failing.sum())
     more = f" (and {count - 1} more {'entry' if count == 2 else 'entries'})" if count > 1 else ""
     return Diagnosis(block.name, "undefined", (
