@@ -47,3 +47,93 @@ def test_sqrt_at_zero_with_a_natural_backward_is_undefined_not_a_wrong_region(sh
     assert report.passed is _gradcheck(NaturalSqrt, x) is False
     assert [d.kind for d in report.diagnoses] == ["undefined"]
     assert "x[" in report.diagnoses[0].detail
+
+
+def _gradgradcheck(function, *args) -> bool:
+    leaves = tuple(a.detach().clone().requires_grad_() for a in args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.autograd.gradgradcheck(function.apply, leaves, raise_exception=False,
+                                            check_undefined_grad=False)
+
+
+class _CosTimes(Function):
+    """grad_output * cos(x), a Function of its own (as a layer's backward calls another
+    layer); its backward is right unless ``shift`` (wrong in the grad_output block alone) or
+    ``scale`` (wrong in the x block alone)."""
+
+    shift, scale = 0.0, 1.0
+
+    @staticmethod
+    def forward(ctx, grad_output, x):
+        ctx.save_for_backward(grad_output, x)
+        return grad_output * x.cos()
+
+    @classmethod
+    def _backward(cls, ctx, gg):
+        grad_output, x = ctx.saved_tensors
+        return gg * x.cos() + cls.shift, -gg * grad_output * x.sin() * cls.scale
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _CosTimes._backward(ctx, gg)
+
+
+class _CosTimesWrongInGradOutput(_CosTimes):
+    shift = 1e-2
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _CosTimesWrongInGradOutput._backward(ctx, gg)
+
+
+class _CosTimesWrongInX(_CosTimes):
+    scale = 1.01
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _CosTimesWrongInX._backward(ctx, gg)
+
+
+def _sin_through(inner):
+    class Sin(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return inner.apply(grad_output, x)
+
+    Sin.__name__ = f"SinThrough{inner.__name__}"
+    return Sin
+
+
+class _SinDetachingGradOutput(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output.detach() * x.cos()
+
+
+@pytest.mark.parametrize("function", [
+    _sin_through(_CosTimes), _sin_through(_CosTimesWrongInGradOutput),
+    _sin_through(_CosTimesWrongInX), _SinDetachingGradOutput])
+def test_a_backward_through_another_function_gets_gradgradchecks_verdict(function):
+    """The double_backward sub-check decides on the verified reference (autograd through
+    backward): where backward's graph goes through another Function with a wrong backward,
+    or drops grad_output's graph, the reference is wrong and its verification must fail,
+    as gradgradcheck does; the first-order Jacobian is right in every case."""
+    x = torch.linspace(-1.5, 1.5, 12, dtype=torch.float64).view(3, 4)
+    report = customgrad.check(function, x, checks=["jacobian", "double_backward"])
+    assert all(b.passed for b in report.blocks)
+    expected = "passed" if _gradgradcheck(function, x) else "failed"
+    assert report.checks["double_backward"].status == expected
+    assert expected == ("passed" if function.__name__ == "SinThrough_CosTimes" else "failed")
