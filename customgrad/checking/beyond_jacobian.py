@@ -220,6 +220,34 @@ class DoubleBackwardReport:
     message: str
 
 
+def _in_our_names(line: str, function: type[Function], inputs: tuple, pos: list[int]) -> str:
+    """gradgradcheck's first line in the Function's own names: its "output i" is backward's
+    gradient for the i-th differentiated input, its "input j" the j-th of those inputs, then
+    the grad_outputs ("Jacobian mismatch for output 0 with respect to input 1," read as if
+    the Function had two inputs)."""
+    import re
+
+    found = re.match(r"Jacobian (?:\w+ )?mismatch for output (\d+) with respect to input (\d+)",
+                     line)
+    if found is None:
+        return line
+    names = [p.name for p in forward_parameters(function)]
+    names = [names[i] if i < len(names) else f"input {i}" for i in pos]
+    try:
+        with torch.no_grad():
+            outs = normalize_outputs(function, function.apply(*[_copy(a) for a in inputs]))
+        given = sum(1 for o in outs if isinstance(o, torch.Tensor) and differentiable(o))
+    except Exception:  # the count only names grad_outputs: gradgradcheck ran the Function
+        given = 1
+    wrt = names + (["grad_output"] if given == 1 else
+                   [f"grad_output {k + 1} (for output {k})" for k in range(given)])
+    i, j = int(found.group(1)), int(found.group(2))
+    if i >= len(names) or j >= len(wrt):
+        return line
+    return (f"the gradient backward gives for {names[i]}, differentiated with respect to "
+            f"{wrt[j]}, disagrees with finite differences of backward (gradgradcheck)")
+
+
 def double_backward_check(function: type[Function], args: list, eps: float = EPS,
                           atol: float = ATOL, rtol: float = RTOL, positions: list[int] | None = None
                           ) -> DoubleBackwardReport:
@@ -245,7 +273,8 @@ def double_backward_check(function: type[Function], args: list, eps: float = EPS
                                         "double backward (its backward is once_differentiable "
                                         "or not differentiable).")
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        return DoubleBackwardReport(True, False, f"double backward disagrees: {first}")
+        return DoubleBackwardReport(True, False, "double backward disagrees: "
+                                    + _in_our_names(first, function, inputs, pos))
     except Exception as exc:
         raise FunctionError(f"{function.__name__} raised {type(exc).__name__} during double "
                             f"backward: {exc}", details=format_traceback(exc),

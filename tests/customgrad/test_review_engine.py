@@ -137,3 +137,18 @@ def test_a_backward_through_another_function_gets_gradgradchecks_verdict(functio
     expected = "passed" if _gradgradcheck(function, x) else "failed"
     assert report.checks["double_backward"].status == expected
     assert expected == ("passed" if function.__name__ == "SinThrough_CosTimes" else "failed")
+
+
+@pytest.mark.parametrize("inner, wrt", [(_CosTimesWrongInGradOutput, "grad_output"),
+                                        (_CosTimesWrongInX, "x")])
+def test_a_failed_double_backward_names_the_block_in_the_functions_own_words(inner, wrt):
+    """gradgradcheck's "Jacobian mismatch for output 0 with respect to input 1," counted
+    grad_output as an input a one-input Function does not have: the detail now names
+    backward's gradient for x and what it was differentiated by."""
+    x = torch.linspace(-1.5, 1.5, 12, dtype=torch.float64).view(3, 4)
+    detail = customgrad.check(_sin_through(inner), x,
+                              checks=["jacobian", "double_backward"]).checks["double_backward"]
+    assert detail.status == "failed"
+    assert detail.detail == ("double backward disagrees: the gradient backward gives for x, "
+                             f"differentiated with respect to {wrt}, disagrees with finite "
+                             "differences of backward (gradgradcheck)")
