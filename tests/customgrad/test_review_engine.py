@@ -11,6 +11,7 @@ import torch
 from torch.autograd import Function
 
 import customgrad
+from customgrad.checking.jacobian.report import REFERENCE
 
 
 class NaturalSqrt(Function):
@@ -152,3 +153,43 @@ def test_a_failed_double_backward_names_the_block_in_the_functions_own_words(inn
     assert detail.detail == ("double backward disagrees: the gradient backward gives for x, "
                              f"differentiated with respect to {wrt}, disagrees with finite "
                              "differences of backward (gradgradcheck)")
+
+
+class _MeanSquare(Function):
+    """A loss: one output, every input element a column (64x128 and its target: 16,384)."""
+
+    wrong_at: int | None = None
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return ((x - y) ** 2).mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        d = 2 * (x - y) / x.numel() * g
+        dx = d.clone()
+        if _MeanSquare.wrong_at is not None:
+            dx.view(-1)[_MeanSquare.wrong_at] *= 1.5
+        return dx, -d
+
+
+@pytest.mark.slow  # gradcheck differences 16,384 columns
+@pytest.mark.parametrize("wrong_at", [None, 77])
+def test_a_scalar_loss_of_a_big_input_takes_the_reference_verified_all_at_once(
+        monkeypatch, wrong_at):
+    """Its 16,384 columns are one colour each, so colours saved nothing and it took 2n
+    forward calls of finite differences (3-4 s); every column at once verifies the
+    reference in four, with gradcheck's verdict and the one wrong entry found."""
+    monkeypatch.setattr(_MeanSquare, "wrong_at", wrong_at)
+    g = torch.Generator().manual_seed(0)
+    x, y = (torch.randn(64, 128, generator=g, dtype=torch.float64) for _ in range(2))
+    report = customgrad.check(_MeanSquare, x, y)
+    assert report.method.name == REFERENCE and report.method.forwards <= 4
+    leaves = [x.clone().requires_grad_(), y.clone().requires_grad_()]
+    assert report.passed == torch.autograd.gradcheck(_MeanSquare.apply, leaves,
+                                                     raise_exception=False)
+    assert [b.mismatches for b in report.blocks] == ([0, 0] if wrong_at is None else [1, 0])
+    if wrong_at is not None:
+        assert (report.worst.row, report.worst.col) == (0, wrong_at)
