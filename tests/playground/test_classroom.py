@@ -180,6 +180,31 @@ def test_remembered_zoom_and_theme_apply_at_start(qtbot, window):
         second.session.shutdown(wait=0.5)
 
 
+def test_the_remembered_theme_and_zoom_apply_the_fonts_once(qtbot, window, monkeypatch):
+    """The theme and the zoom restored at the start go through the window's widgets in one
+    font pass, not one each (each a walk over every widget before the first paint), and the
+    fonts are the zoom's: the same as a zoom set in the window."""
+    from playground.views import zoom
+
+    window.preferences.set_zoom(150)
+    window.preferences.set_theme("dark")
+    expected = window.font().pointSizeF()
+    window.preferences.set_zoom(100, remember=False)  # (the application's font: 100 % again)
+    assert window.font().pointSizeF() < expected
+    passes = []
+    apply_zoom = zoom.apply_zoom
+    monkeypatch.setattr(zoom, "apply_zoom", lambda *a, **k: (passes.append(a[1]),
+                                                              apply_zoom(*a, **k))[1])
+    second = make_window(qtbot, restore_prefs=True)
+    try:
+        assert passes == [150]
+        assert second.preferences.theme == "dark"
+        assert second.font().pointSizeF() == pytest.approx(expected)
+        assert second.code.font().pointSizeF() == pytest.approx(expected)
+    finally:
+        second.session.shutdown(wait=0.5)
+
+
 # ---- themes --------------------------------------------------------------------------------
 
 def backgrounds(win) -> tuple[str, ...]:

@@ -464,3 +464,26 @@ def test_where_your_backward_gives_zero_the_axes_say_what_d1_and_d2_are(qtbot):
     # "your backward" and "true gradient")
     assert titles["zero"] == ["d1 (true gradient)", "d2 (the path's direction)"]
     assert titles["parallel"] == ["d1 (your backward)", "d2 (the path's direction)"]
+
+
+def test_the_picture_is_built_when_the_tab_is_first_shown_at_its_shape(qtbot, window):
+    """The tab is hidden at the start: its pyqtgraph picture is built when it is first shown
+    (not with the window, before the first paint), laid out before the model starts its
+    first grid, whose shape is the picture's, and followed as it resizes."""
+    from playground.views.landscape.plot import LandscapePlot
+
+    view = window.landscape
+    qtbot.waitExposed(window)
+    assert window.findChildren(LandscapePlot) == []
+    started_at = []
+    set_active = view.model.set_active
+    view.model.set_active = lambda active: (started_at.append(view.model.aspect) if active
+                                            else None, set_active(active))
+    window.show_landscape()
+    (plot,) = window.findChildren(LandscapePlot)
+    assert plot is view.plot and plot.isVisible() and view.isAncestorOf(plot)
+    qtbot.waitUntil(lambda: plot.plot_item.vb.width() > 0)
+    box = plot.plot_item.vb.size()
+    # (a scroll bar may take its width from the picture after: a few per cent)
+    assert started_at and started_at[0] == pytest.approx(box.width() / box.height(), rel=0.15)
+    assert view.model.aspect == pytest.approx(box.width() / box.height())

@@ -104,8 +104,9 @@ class Classroom(QObject):
         """Apply the remembered theme and zoom, pane sizes and banner details."""
         self.layout.restore()
         prefs = self.preferences
-        prefs.set_theme(prefs.remembered_theme(theme.THEMES), remember=False)
-        prefs.set_zoom(prefs.remembered_zoom(), remember=False)
+        with self.appearance.fonts_once():  # (the theme's and the zoom's in one pass)
+            prefs.set_theme(prefs.remembered_theme(theme.THEMES), remember=False)
+            prefs.set_zoom(prefs.remembered_zoom(), remember=False)
         if prefs.problems:
             self.session.notice.emit("Preferences: " + "; ".join(prefs.problems)
                                      + ". Defaults were used for those.")

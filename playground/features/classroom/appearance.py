@@ -3,6 +3,9 @@ larger readout and verdict of presentation mode; Ctrl + mouse wheel zooms."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -32,10 +35,15 @@ class Appearance(QObject):
         preferences.zoomChanged.connect(self._zoom_changed)
         preferences.themeChanged.connect(self._theme_changed)
         preferences.presentingChanged.connect(self.apply_fonts)
+        #: inside :meth:`fonts_once`: whether fonts were asked for (None outside)
+        self._fonts_asked: bool | None = None
         panes.left.fit_width()  # the form whole at the start size too, not only after a zoom
 
     def apply_fonts(self) -> None:
         """Every pane at the zoom; in presentation mode the readout and verdict larger."""
+        if self._fonts_asked is not None:
+            self._fonts_asked = True
+            return
         presenting, panes = self.preferences.presenting, self.panes
         panes.controls.readout_scale = PRESENT_READOUT if presenting else NORMAL_READOUT
         font = zoom.apply_zoom(self.panes.window, self.preferences.zoom)
@@ -44,6 +52,18 @@ class Appearance(QObject):
             panes.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
         panes.left.fit_width()
         QTimer.singleShot(0, panes.left.fit_width)  # again once the layouts have caught up
+
+    @contextmanager
+    def fonts_once(self) -> Iterator[None]:
+        """Fonts asked for inside (by a theme and a zoom set together) applied once, at the
+        end: each pass goes through every widget of the window."""
+        self._fonts_asked = False
+        try:
+            yield
+        finally:
+            asked, self._fonts_asked = self._fonts_asked, None
+            if asked:
+                self.apply_fonts()
 
     def _zoom_changed(self, percent: int) -> None:
         self.apply_fonts()

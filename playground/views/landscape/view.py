@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFileDialog,
     QFrame,
@@ -40,7 +41,7 @@ class LandscapeView(QWidget):
     def __init__(self, model, parent=None) -> None:
         super().__init__(parent)
         self.model = model
-        self.plot = LandscapePlot()
+        self._plot: LandscapePlot | None = None  # built when first shown or asked for
         self.mode = QComboBox()
         for mode in LANDSCAPE_MODES:
             words = LANDSCAPE_MODE_WORDS[mode]
@@ -77,13 +78,12 @@ class LandscapeView(QWidget):
         layout = self._scrolling_layout()
         layout.addLayout(top)
         layout.addWidget(self.legend)
-        layout.addWidget(self.plot, 1)
+        self._parts = layout  # the picture goes below the legend (index 2) when built
         layout.addWidget(self.note)
         layout.addWidget(self.status)
         self.mode.currentIndexChanged.connect(
             lambda _i: model.set_mode(self.mode.currentData()))
         self.size_box.editingFinished.connect(lambda: model.set_size(self.size_box.value()))
-        self.plot.plot_item.vb.sigResized.connect(self._resized)
         model.started.connect(self._started)
         model.progress.connect(self._progress)
         model.ready.connect(self._ready)
@@ -104,6 +104,19 @@ class LandscapeView(QWidget):
         layout = QVBoxLayout(content)
         layout.setContentsMargins(4, 4, 4, 4)
         return layout
+
+    @property
+    def plot(self) -> LandscapePlot:
+        """The picture. The tab is hidden at the start and draws nothing before it is shown
+        (the model computes only then), so it is built when first shown or used, not with
+        the window, before its first paint."""
+        if self._plot is None:
+            self._plot = plot = LandscapePlot()
+            self._parts.insertWidget(2, plot, 1)
+            plot.plot_item.vb.sigResized.connect(self._resized)
+            if self.isVisible():  # (else Qt shows it a turn of the event loop later)
+                plot.show()
+        return self._plot
 
     @property
     def landscape(self):
@@ -142,7 +155,8 @@ class LandscapeView(QWidget):
         self.status.setText(f"The landscape could not be drawn: {message}")
 
     def _cleared(self) -> None:
-        self.plot.clear_landscape()
+        if self._plot is not None:  # (one never built has nothing drawn)
+            self._plot.clear_landscape()
         self.legend.setText(" ")
         self.note.hide()
         self.note.clear()
@@ -167,6 +181,12 @@ class LandscapeView(QWidget):
             self.model.set_aspect(box.width() / box.height())
 
     def showEvent(self, event) -> None:
+        if self._plot is None:
+            # built before the tab's first paint and laid out at once (the scroll area sizes
+            # its content on the layout's request): the first grid has the picture's shape
+            self.plot  # noqa: B018
+            self._parts.activate()
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         super().showEvent(event)
         self.model.set_active(True)
 
