@@ -14,6 +14,7 @@ import torch
 from torch.autograd import Function
 
 from tests.data import complex_functions as cf
+from tests.data.user_functions import SqrtNaN  # sqrt, its slope NaN at 0
 
 
 def rand(g, *shape):
@@ -188,22 +189,6 @@ class Relu(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * (x > 0).to(g.dtype)
-
-
-class Sqrt(Function):
-    """sqrt(x), its slope NaN where it has none (x = 0) and nothing where grad_output is 0."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = x.sqrt()
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        slope = torch.where(y > 0, 0.5 / y, torch.nan)
-        return torch.where(g == 0, 0.0, g * slope)
 
 
 class Acos(Function):
@@ -825,7 +810,7 @@ CASES = [
     ("kink", Relu, Relu, _relu_at_zero),
     ("kink", Abs, Abs, _abs_near_zero),
     ("kink", Maximum, Maximum, _tie),
-    ("undefined", Sqrt, Sqrt, _with_zeros),
+    ("undefined", SqrtNaN, SqrtNaN, _with_zeros),
     ("undefined", Acos, Acos, _at_one),
     ("rounding", SinInFloat32, Sin, lambda g: [rand(g, 6)]),
     ("rounding", TanhInFloat32, Tanh, lambda g: [rand(g, 2, 3)]),
@@ -872,6 +857,6 @@ TWIN_ARGS = {
     Abs: lambda g: [away_from_zero(g, 6)],
     Maximum: _tie_free,
     LeakyRelu: lambda g: [away_from_zero(g, 2, 5)],
-    Sqrt: lambda g: [away_from_zero(g, 3, 4).abs()],
+    SqrtNaN: lambda g: [away_from_zero(g, 3, 4).abs()],
     Acos: lambda g: [rand(g, 5).tanh() * 0.9],
 }
