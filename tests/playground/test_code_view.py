@@ -164,7 +164,7 @@ def test_real_gallery_source(view):
     view.grab()
 
 
-def _whole_lines(editor) -> int:
+def whole_lines(editor) -> int:
     """How many lines of the code the editor shows whole, from its first visible one."""
     offset, height = editor.contentOffset(), editor.viewport().height()
     block, count = editor.firstVisibleBlock(), 0
@@ -187,7 +187,7 @@ def test_a_short_pane_folds_the_title_note_and_path_into_one_line(view, qtbot):
     view.resize(430, 195)
     qtbot.waitUntil(lambda: view.folded)
     qtbot.wait(50)  # laid out again
-    assert _whole_lines(view.editor) >= 8
+    assert whole_lines(view.editor) >= 8
     assert not view.note_scroll.isVisibleTo(view) and not view.file_label.isVisibleTo(view)
     assert view.note_button.isVisibleTo(view) and view.window_button.isVisibleTo(view)
     tip = view.note_button.toolTip()
@@ -203,5 +203,5 @@ def test_a_short_pane_folds_the_title_note_and_path_into_one_line(view, qtbot):
     qtbot.wait(50)
     assert view.note_scroll.isVisibleTo(view) and view.file_label.isVisibleTo(view)
     assert not view.note_button.isVisibleTo(view)
-    assert _whole_lines(view.editor) >= 6
+    assert whole_lines(view.editor) >= 6
     assert view.title_label.font().pointSizeF() > view.font().pointSizeF()

@@ -21,6 +21,7 @@ from playground.main_window import MainWindow
 from playground.state.session import Session
 from playground.views import pacing, theme
 from playground.views.fitting import fitted_tick_levels
+from tests.playground.test_code_view import whole_lines
 
 #: the whole window at several sizes and zooms, keys in any order
 pytestmark = pytest.mark.slow
@@ -457,16 +458,6 @@ def test_side_panel_hides_with_one_key_and_the_heatmaps_keep_their_room(qtbot):
 
 
 
-def _whole_code_lines(editor) -> int:
-    """How many lines of code the code view's editor shows whole."""
-    offset, height = editor.contentOffset(), editor.viewport().height()
-    block, count = editor.firstVisibleBlock(), 0
-    while block.isValid() and editor.blockBoundingGeometry(block).translated(offset).bottom() \
-            <= height:
-        count, block = count + 1, block.next()
-    return count
-
-
 def test_the_code_tab_shows_eight_lines_on_a_projector_and_the_heatmaps_keep_theirs(qtbot):
     """1280 x 720: the Code tab showed the title, a 3-line note, the path and two lines of
     code. Folded into one line (the note a click or a hover away), it shows eight; the
@@ -478,7 +469,7 @@ def test_the_code_tab_shows_eight_lines_on_a_projector_and_the_heatmaps_keep_the
         _settle(qtbot, win)
         pane, cell = win.jacobian.height(), _cell_pixels(win)
         assert code.folded
-        assert _whole_code_lines(code.editor) >= 8
+        assert whole_lines(code.editor) >= 8
         assert win.session.target.note.split()[0] in code.note_button.toolTip()
         code.note_button.click()
         _settle(qtbot, win)
