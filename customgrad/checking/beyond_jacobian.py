@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 import torch
 from torch.autograd import Function
+from torch.autograd.gradcheck import GradcheckError
 
 from customgrad.checking.backward_function import backward_as_function, once_differentiable
 from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.checking.jacobian.probe import differentiated_inputs
 from customgrad.errors import FunctionError, SpecError, format_traceback
-from customgrad.function.contract import normalize_outputs, run_user
+from customgrad.function.contract import normalize_outputs, raised, run_user, user_location
 from customgrad.function.dtypes import converted, differentiable
 from customgrad.function.inputs import forward_parameters
 
@@ -272,13 +273,17 @@ def double_backward_check(function: type[Function], args: list, eps: float = EPS
             return DoubleBackwardReport(False, False, f"{function.__name__} does not support "
                                         "double backward (its backward is once_differentiable "
                                         "or not differentiable).")
+        if not isinstance(exc, GradcheckError):  # raised by backward itself, not a mismatch
+            return DoubleBackwardReport(True, False, f"{function.__name__}.backward raises "
+                                        f"during double backward: {raised(function, exc)}")
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         return DoubleBackwardReport(True, False, "double backward disagrees: "
                                     + _in_our_names(first, function, inputs, pos))
     except Exception as exc:
+        file, line = user_location(exc, function)
         raise FunctionError(f"{function.__name__} raised {type(exc).__name__} during double "
-                            f"backward: {exc}", details=format_traceback(exc),
-                            phase="backward") from None
+                            f"backward: {exc}", file=file, line=line,
+                            details=format_traceback(exc), phase="backward") from None
     return DoubleBackwardReport(True, bool(ok), "double backward agrees with finite "
                                 "differences of backward (gradgradcheck).")
 

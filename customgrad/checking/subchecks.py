@@ -20,7 +20,7 @@ from customgrad.checking.jacobian.comparison import compare
 from customgrad.checking.jacobian.limits import ATOL, EPS, FLOAT32_FLOOR, RTOL
 from customgrad.defaults import CHECK_NAMES, DEFAULT_CHECKS, parse_checks
 from customgrad.errors import FunctionError, SpecError
-from customgrad.function.contract import normalize_outputs, run_user
+from customgrad.function.contract import normalize_outputs, raised, run_user
 from customgrad.function.customop import op_of
 from customgrad.function.dtypes import DOUBLE, differentiable, real_view, same_kind
 
@@ -196,10 +196,9 @@ class _Context:
                     warnings.filterwarnings("ignore", message="There is a performance drop")
                     got = torch.vmap(vjp)(torch.stack(batch))
             except Exception as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 return SubCheck("batched_grad", "failed", (
                     f"backward cannot run under torch.vmap (for output {k}): "
-                    f"{type(exc).__name__}: {first}"))
+                    f"{raised(self.function, exc)}"))
             for i, x, y in zip(self.pos, got, expected):
                 if not torch.allclose(x, y):
                     return SubCheck("batched_grad", "failed", (
@@ -228,7 +227,7 @@ class _Context:
                                             allow_unused=True)
             except Exception as exc:
                 return (f"backward fails when a grad_output is undefined (None): "
-                        f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
+                        f"{raised(self.function, exc)}")
             for i, g in zip(self.pos, grads):
                 if g is None or bool((g == 0).all()):
                     continue

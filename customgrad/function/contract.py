@@ -164,6 +164,15 @@ def user_location(exc: BaseException, function: type[Function]) -> tuple[str | N
     return best or fallback or (own, None)
 
 
+def raised(function: type[Function], exc: BaseException) -> str:
+    """What the user's code raised, in one line, and where: ``TypeError: message
+    (file:line)``, the line the deepest in the Function's file (or any user file)."""
+    text = str(exc).strip()
+    file, line = user_location(exc, function)
+    where = f" ({file}:{line})" if file and line else ""
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else '(no message)'}{where}"
+
+
 def run_user(function: type[Function], phase: str, call: Callable):
     """Run ``call`` (user code); anything it raises becomes a FunctionError with file:line."""
     try:
