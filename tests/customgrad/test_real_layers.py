@@ -575,6 +575,31 @@ class ModReLUBiasGradNotReal(ModReLU):
         return gz, (active * (g * (z / r)).real).sum(0)
 
 
+class PowerSpectrum(Function):
+    """|fft(z)|^2 of a complex signal (C -> R); the gradient by torch's convention, twice the
+    derivative with respect to conj(z): 2 n ifft(g X)."""
+
+    @staticmethod
+    def forward(ctx, z):
+        X = torch.fft.fft(z)
+        ctx.save_for_backward(X)
+        return (X * X.conj()).real
+
+    @staticmethod
+    def backward(ctx, g):
+        (X,) = ctx.saved_tensors
+        return 2 * X.shape[-1] * torch.fft.ifft(g * X)
+
+
+class PowerSpectrumWirtinger(PowerSpectrum):
+    """The textbook Wirtinger derivative d P / d conj(z) itself, without torch's factor 2."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (X,) = ctx.saved_tensors
+        return X.shape[-1] * torch.fft.ifft(g * X)
+
+
 # ---- float32 forwards ----------------------------------------------------------------------
 
 
@@ -1315,13 +1340,15 @@ CASES = [
          plain=False),
     # complex
     Case("complex-linear", ComplexLinear, lambda: (_g(_c(3, 4)), _g(_c(2, 4, seed=1))),
-         "passed", mask=False),
+         "passed"),
     Case("complex-linear-no-conj", ComplexLinearNoConj,
-         lambda: (_g(_c(3, 4)), _g(_c(2, 4, seed=1))), "failed", mask=False),
-    Case("modrelu", ModReLU, lambda: (_g(_c(3, 4) * 2), _g(_rand(4, seed=1))), "passed",
-         mask=False),
+         lambda: (_g(_c(3, 4)), _g(_c(2, 4, seed=1))), "failed"),
+    Case("power-spectrum", PowerSpectrum, lambda: (_g(_c(2, 5)),), "passed"),
+    Case("power-spectrum-wirtinger-factor", PowerSpectrumWirtinger, lambda: (_g(_c(2, 5)),),
+         "failed"),
+    Case("modrelu", ModReLU, lambda: (_g(_c(3, 4) * 2), _g(_rand(4, seed=1))), "passed"),
     Case("modrelu-bias-grad-no-conj", ModReLUBiasGradNotReal,
-         lambda: (_g(_c(3, 4) * 2), _g(_rand(4, seed=1))), "failed", mask=False),
+         lambda: (_g(_c(3, 4) * 2), _g(_rand(4, seed=1))), "failed"),
     # broadcasting and memory layout
     Case("bias-add-unreduced", BiasAdd, lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))),
          "passed"),
@@ -1411,19 +1438,31 @@ def gradcheck_verdict(case: Case, args: tuple, **options) -> str:
 def gradcheck_mask(case: Case, args: tuple, eps=1e-6, atol=1e-5, rtol=1e-3) -> torch.Tensor:
     """True where gradcheck's analytic and numerical entries differ by more than
     ``atol + rtol * |numerical|``: gradcheck's slow mode's own Jacobians, laid out as
-    customgrad's matrix (a row per output element, a column per input element)."""
+    customgrad's matrix (a row per output element, a column per input element).
+
+    As gradcheck, a complex output is checked as its real part, then its imaginary part
+    (customgrad's two rows per element), and a complex input's entry is one complex number
+    (customgrad's two columns per element, which get its one verdict)."""
     inputs = _copies(args)
-    outs = _GRADCHECK._as_tuple(case.call(*inputs))
-    numerical = _GRADCHECK._transpose(
-        _GRADCHECK._get_numerical_jacobian(case.call, inputs, outs, eps=eps))
+    chosen = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
     rows = []
-    for o, per_input in zip(outs, numerical):
-        if not o.requires_grad:  # an integer or non-differentiable output: not compared
+    for k, out in enumerate(_GRADCHECK._as_tuple(case.call(*inputs))):
+        if not out.requires_grad:  # an integer or non-differentiable output: not compared
             continue
-        analytic = _GRADCHECK._check_analytical_jacobian_attributes(
-            inputs, o, nondet_tol=float("inf"), check_grad_dtypes=False)
-        rows.append(torch.cat([~torch.isclose(a, n, rtol=rtol, atol=atol).t()
-                               for a, n in zip(analytic, per_input)], dim=1))
+        parts = []
+        for part in (torch.real, torch.imag) if out.is_complex() else (None,):
+            def fn(*call, k=k, part=part):
+                o = _GRADCHECK._as_tuple(case.call(*call))[k]
+                return o if part is None else part(o)
+            o = fn(*inputs)
+            numerical = _GRADCHECK._get_numerical_jacobian(fn, inputs, (o,), eps=eps)
+            analytic = _GRADCHECK._check_analytical_jacobian_attributes(
+                inputs, o, nondet_tol=float("inf"), check_grad_dtypes=False)
+            parts.append(torch.cat([
+                (~torch.isclose(a, n, rtol=rtol, atol=atol).t()).repeat_interleave(
+                    2 if x.is_complex() else 1, dim=1)
+                for a, (n,), x in zip(analytic, numerical, chosen)], dim=1))
+        rows.append(torch.stack(parts, dim=1).flatten(0, 1))  # real, imag rows interleaved
     return torch.cat(rows, dim=0)
 
 
@@ -1643,4 +1682,22 @@ def test_a_backward_failing_on_an_undefined_grad_output_names_its_line():
     assert report.checks["jacobian"].status == "passed"
     assert detail.startswith("backward fails when a grad_output is undefined (None): TypeError")
     line = _line_of("return torch.cat([ga, gb], dim=-1)  # ga or gb")
+    assert detail.endswith(f"({__file__}:{line})")
+
+
+def test_a_backward_failing_under_vmap_names_its_line():
+    """batched_grad: grad_output through numpy cannot run under torch.vmap; gradcheck's
+    check_batched_grad fails it, customgrad too, naming the error and the user's line."""
+    x = _rand(3, 4)
+    try:
+        expected = torch.autograd.gradcheck(TanhNumpyBackward.apply, (_g(x.clone()),),
+                                            check_batched_grad=True, raise_exception=False)
+    except RuntimeError:  # gradcheck lets some errors under vmap through: a failure too
+        expected = False
+    assert not expected
+    report = customgrad.check(TanhNumpyBackward, _g(x), checks=["batched_grad"])
+    detail = report.checks["batched_grad"].detail
+    assert report.checks["batched_grad"].status == "failed"
+    assert detail.startswith("backward cannot run under torch.vmap (for output 0): ")
+    line = _line_of("return torch.from_numpy(g.numpy() * (1 - y.numpy()")
     assert detail.endswith(f"({__file__}:{line})")
