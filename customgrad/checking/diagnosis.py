@@ -7,7 +7,9 @@ A correct Function gets no diagnosis: nothing here runs unless the report failed
 range of the input's values: "wrong where x < 0"), ``kink``, ``rounding``,
 ``undefined`` (forward is NaN a step away: the point is on the edge of its domain),
 ``nondeterministic``, ``mutates`` (backward changes what it saved, or forward its input),
-``conjugate`` (a missing or extra ``conj()`` in a complex backward).
+``conjugate`` (a missing or extra ``conj()`` in a complex backward), ``random_forward``
+(forward draws random numbers: dropout, noise), ``straight_through`` (forward is flat, as
+round or sign, and backward is not zero: a surrogate gradient, or a missing mask).
 The extra calls go through ``apply`` and the autograd engine; an error in one of them only
 drops that hypothesis.
 """
@@ -32,7 +34,7 @@ from customgrad.function.dtypes import DOUBLE, flat_real, real_view
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "accumulation", "region", "kink", "rounding", "undefined", "nondeterministic", "mutates",
-         "conjugate", "no_gradient")
+         "conjugate", "no_gradient", "random_forward", "straight_through")
 
 #: each kind in a few words, for a one-line verdict
 PHRASES = {
@@ -50,12 +52,16 @@ PHRASES = {
     "mutates": "backward changes what it saved, or forward its input",
     "conjugate": "a missing or extra conj() in a complex backward",
     "no_gradient": "backward returns None for an input that is differentiated",
+    "random_forward": "forward is random, so finite differences cannot follow it",
+    "straight_through": "forward is flat here, backward is not (a straight-through estimator?)",
 }
 
 #: entries of a block examined for a kink or rounding (the worst ones)
 _POINT_ENTRIES = 4
 #: finite-difference steps tried for rounding, in multiples of eps
 _STEPS = (1, 10, 100, 1000, 10000)
+#: the moves far beyond eps that tell a flat forward from one ignoring its input
+_COARSE = ("up", "down", "negated")
 
 
 def diagnose(report: Report, function: type[Function], args: list, *,
@@ -69,6 +75,9 @@ def diagnose(report: Report, function: type[Function], args: list, *,
         return []
     calls = _Calls(function, list(args), report, seed)
     found = calls.forward_mutates()
+    random = calls.random_forward()
+    if random:  # every finite difference measures the randomness: no other hypothesis holds
+        return found + random
     whole = calls.whole_function()
     if whole or calls.forward_random or report.analytic is None or report.numerical is None:
         return found + whole  # a backward not a function of grad_output explains any matrix
@@ -79,7 +88,7 @@ def diagnose(report: Report, function: type[Function], args: list, *,
     for block in report.blocks:
         if block.passed or block.input.position in left_out:
             continue
-        point = undefined(report, block) or calls.point(block)
+        point = undefined(report, block) or calls.flat(block) or calls.point(block)
         if point is not None:
             found.append(point)
             continue
@@ -244,6 +253,72 @@ class _Calls:
                     f"{axis.name} out (requires_grad=False, --no-grad {axis.name}, or its grad "
                     "box unticked)"), 0.95))
         return found
+
+    def random_forward(self) -> list[Diagnosis]:
+        """A ``random_forward`` diagnosis where two forward calls at the same point (on fresh
+        copies of its arguments) give other outputs: random numbers drawn in forward
+        (dropout, noise) or state kept between calls. Each finite difference then measures
+        the change of those, not the derivative: gradcheck fails such a Function too."""
+        try:
+            first = self._flat_outputs(self._copies())
+            second = self._flat_outputs(self._copies())
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        if same_values(first, second):
+            return []
+        self.forward_random = True
+        return [Diagnosis(None, "random_forward", (
+            f"{self.function.__name__}.forward gives other outputs at the same point on "
+            "every call (random numbers drawn in forward, as dropout's mask or added noise, "
+            "or state kept between calls), so finite differences measure the randomness, "
+            "not the derivative, and gradcheck fails it too: draw the random tensor outside "
+            "and pass it in (or draw it from a seeded torch.Generator) to check backward"),
+            0.95)]
+
+    def flat(self, block: Block) -> Diagnosis | None:
+        """A ``straight_through`` diagnosis where every finite difference of ``block`` is
+        exactly 0 while backward's entries that fail are not, and forward still moves when
+        the input moves by more than eps: forward is piecewise constant (round, sign, floor,
+        a threshold), its slope 0 wherever it has one."""
+        report = self.report
+        o, i = block.output, block.input
+        if report.analytic is None or report.numerical is None or 2 in (o.parts, i.parts):
+            return None
+        a = report.analytic[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
+        n = report.numerical[o.offset:o.offset + o.size, i.offset:i.offset + i.size]
+        if bool((n != 0).any()) or not bool(a.isfinite().all()):
+            return None
+        try:
+            base = self._flat_outputs(self._copies(report.numerical_dtype))
+            moves = any(not same_values(base, self._moved(i, how)) for how in _COARSE)
+        except Cancelled:
+            raise
+        except Exception:
+            return None
+        if not moves:  # forward does not use this input at all: not a surrogate
+            return None
+        count = int((a != 0).sum())
+        return Diagnosis(block.name, "straight_through", (
+            f"forward is flat here: every finite difference of {o.name} with respect to "
+            f"{i.name} is 0 (round, sign, floor or a threshold: piecewise constant), yet "
+            f"backward gives {count:,} nonzero entries. A surrogate gradient on purpose (a "
+            "straight-through estimator) is not forward's derivative, and gradcheck fails it "
+            "too: check the surrogate against its own formula instead. Otherwise backward "
+            "misses forward's zero slope (a mask, a clamp)"), 0.85)
+
+    def _moved(self, axis: Axis, how: str) -> torch.Tensor:
+        """Forward's outputs with input ``axis`` moved far beyond eps (``how``: ``"up"`` by
+        half its scale, ``"down"``, or ``"negated"``)."""
+        args = self._copies(self.report.numerical_dtype)
+        x = real_view(args[axis.position])
+        scale = 0.5 * (float(x.abs().max()) if x.numel() else 1.0) or 0.5
+        if how == "negated":
+            x.neg_()
+        else:
+            x.add_(scale if how == "up" else -scale)
+        return self._flat_outputs(args)
 
     def whole_function(self) -> list[Diagnosis]:
         try:

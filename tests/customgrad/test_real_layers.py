@@ -1608,6 +1608,20 @@ def test_dropout_drawing_its_mask_in_forward_fails_as_in_gradcheck():
                                             raise_exception=False)
         report = customgrad.check(Dropout, _g(_rand(3, 4)))
     assert not report.passed and report.mismatches > 0
+    assert [d.kind for d in report.diagnoses] == ["random_forward"]
+    assert "Dropout.forward gives other outputs at the same point" in report.text()
+
+
+@pytest.mark.parametrize("function", [RoundSTE, HardtanhSTE], ids=["round", "sign-clipped"])
+def test_a_straight_through_estimator_fails_as_in_gradcheck_and_is_named(function):
+    """The wrong Jacobian on purpose: forward's finite differences are all 0, backward's
+    surrogate is not. gradcheck fails it; so does customgrad, saying what it sees."""
+    case = next(c for c in CASES if c.function is function)
+    assert gradcheck_verdict(case, case.make()) == "failed"
+    report = customgrad.check(function, *case.make())
+    assert not report.passed
+    assert [d.kind for d in report.diagnoses] == ["straight_through"]
+    assert "straight-through estimator" in report.diagnoses[0].detail
 
 
 # ==== the double backward, beside gradgradcheck's ==============================================

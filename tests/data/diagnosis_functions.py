@@ -391,6 +391,46 @@ class Exp(Function):
         return g * x.exp()
 
 
+class Round(Function):
+    """round, with its true derivative: 0 (away from the half-integers)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0
+
+
+class Sign(Function):
+    """sign, with its true derivative: 0 (away from 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.sign()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0
+
+
+class DropoutSeeded(Function):
+    """Dropout whose mask comes from a generator seeded in forward: the same at every call."""
+
+    @staticmethod
+    def forward(ctx, x):
+        keep = (torch.rand(x.shape, generator=torch.Generator().manual_seed(0),
+                           dtype=x.dtype) >= 0.5).to(x.dtype) * 2
+        ctx.save_for_backward(keep)
+        return x * keep
+
+    @staticmethod
+    def backward(ctx, g):
+        (keep,) = ctx.saved_tensors
+        return g * keep
+
+
 # ---------------------------------------------------------------- their bugs
 
 
@@ -785,6 +825,47 @@ def _tie_free(g):
     return [rand(g, 2, 3), rand(g, 2, 3) + 5]
 
 
+class RoundStraightThrough(Round):
+    """Quantisation's straight-through estimator: the identity as round's gradient."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class SignClippedStraightThrough(Sign):
+    """A binarised network's sign, with hardtanh's gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sign()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1)
+
+
+class DropoutDrawn(DropoutSeeded):
+    """Dropout drawing its mask from the global generator: another mask at every call."""
+
+    @staticmethod
+    def forward(ctx, x):
+        keep = (torch.rand(x.shape, dtype=x.dtype) >= 0.5).to(x.dtype) * 2
+        ctx.save_for_backward(keep)
+        return x * keep
+
+
+class TanhNoisy(Tanh):
+    """Noise injection: 2 tanh(x) plus fresh Gaussian noise at every call."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.tanh() * 2 + 0.01 * torch.randn(x.shape, dtype=x.dtype)
+
+
 CASES = [
     ("factor", MulFactor, Mul, lambda g: [rand(g, 3, 4), rand(g, 3, 4)]),
     ("factor", SinSignFlip, Sin, lambda g: [rand(g, 5)]),
@@ -849,6 +930,10 @@ CASES = [
      lambda g: [rand(g, 3, 4).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
     ("no_gradient", MatMulNoneForWeight, MatMul,
      lambda g: [rand(g, 2, 3).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
+    ("straight_through", RoundStraightThrough, Round, lambda g: [3 * rand(g, 3, 4)]),
+    ("straight_through", SignClippedStraightThrough, Sign, lambda g: [rand(g, 7)]),
+    ("random_forward", DropoutDrawn, DropoutSeeded, lambda g: [rand(g, 3, 4)]),
+    ("random_forward", TanhNoisy, Tanh, lambda g: [rand(g, 2, 5)]),
 ]
 
 #: the correct twins' points: the kink cases' twin is the same Function at a smooth point
