@@ -1612,6 +1612,24 @@ def test_dropout_drawing_its_mask_in_forward_fails_as_in_gradcheck():
     assert "Dropout.forward gives other outputs at the same point" in report.text()
 
 
+def test_a_forward_varying_in_its_last_bits_is_not_called_random():
+    """Atomics (index_add on a GPU) change a sum's last bits from call to call: far below
+    what moves a finite difference (eps * atol), so a wrong backward is still diagnosed as
+    such, not as a random forward."""
+    class ScaleJittered(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2 + 1e-14 * torch.rand(x.shape, dtype=x.dtype)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    report = customgrad.check(ScaleJittered, _rand(3, 4))
+    assert not report.passed
+    assert [d.kind for d in report.diagnoses] == ["factor"]
+
+
 @pytest.mark.parametrize("function", [RoundSTE, HardtanhSTE], ids=["round", "sign-clipped"])
 def test_a_straight_through_estimator_fails_as_in_gradcheck_and_is_named(function):
     """The wrong Jacobian on purpose: forward's finite differences are all 0, backward's
