@@ -1501,6 +1501,27 @@ def test_the_cli_checks_a_layer_with_a_mask_buffer_and_an_index(capsys):
     assert code == 1 and "d weight[0, " in out  # the padding row's entries fail
 
 
+@pytest.mark.parametrize("name, code", [("MaskedSoftmax", 0), ("MaskedSoftmaxNoCentering", 1)])
+def test_the_cli_keeps_a_drawn_mask_buffer_constant(capsys, name, code):
+    """The mask drawn by the CLI as any float tensor: backward returns None for it, so it
+    is a constant, and the verdict is gradcheck's with x alone differentiated."""
+    assert cli.main(["check", f"{__file__}:{name}", "--shape", "x=3x4", "--shape", "mask=3x4",
+                     "--in-process"]) == code
+    out = capsys.readouterr().out
+    assert "note: mask: backward returns None; treated as not differentiated." in out
+    assert "d output [3x4] / d x [3x4]" in out and "/ d mask" not in out
+
+
+def test_the_cli_checks_batch_norm_updating_its_running_stats(capsys):
+    shapes = [f"--shape={n}=3" for n in ("weight", "bias", "running_mean", "running_var")]
+    assert cli.main(["check", f"{__file__}:BatchNormTrain", "--shape", "x=5x3", *shapes,
+                     "--in-process"]) == 0
+    out = capsys.readouterr().out
+    assert "note: forward modifies its input in place: finite differences use copies." in out
+    for name in ("running_mean", "running_var"):
+        assert f"note: {name}: backward returns None; treated as not differentiated." in out
+
+
 # ==== what gradcheck cannot judge, or judges by another rule ===================================
 
 
