@@ -261,7 +261,7 @@ CASES = [
     function_case("FaultWrongShape",
                   r"FaultWrongShape\.backward returned a gradient of shape \[7\] for x"),
     function_case("FaultWrongDtype", r"FaultWrongDtype\.backward returned the gradient of x as "
-                  r"float16, but x is float(32|64)"),
+                  r"complex64, but x is float(32|64)"),
     function_case("FaultGradForConstant", r"FaultGradForConstant\.backward returned a gradient "
                   r"for n \(position 1\), which is not a tensor"),
     function_case("FaultNonTensorOutput",

@@ -24,7 +24,13 @@ import torch
 from torch.autograd import Function
 
 from customgrad.errors import FunctionError, SpecError
-from customgrad.function.contract import call_backward, normalize_outputs, run_user
+from customgrad.function.contract import (
+    autograd_casts,
+    call_backward,
+    dtype_note,
+    normalize_outputs,
+    run_user,
+)
 from customgrad.function.inputs import forward_parameters
 
 #: tensors with more elements than this keep no values (only shape, dtype and statistics)
@@ -434,10 +440,11 @@ def _check_tensor_gradient(v: Value, param: str, pos: int, g: torch.Tensor, arg:
                      ERROR, pos))
         return
     if g.dtype != arg.dtype:
-        add(Surprise("dtype", f"backward returned the gradient of {param} as "
-                     f"{dtype_text(g.dtype)}, but {param} is {dtype_text(arg.dtype)}: "
-                     "autograd casts it silently; the check treats it as a bug.",
-                     ERROR, pos))
+        cast = autograd_casts(g.dtype, arg.dtype)
+        add(Surprise("dtype", dtype_note(param, g.dtype, arg.dtype) if cast else
+                     f"backward returned the gradient of {param} as {dtype_text(g.dtype)}, "
+                     f"but {param} is {dtype_text(arg.dtype)}: autograd refuses it.",
+                     NOTE if cast else ERROR, pos))
     if g.shape != arg.shape:
         try:
             summed = g.sum_to_size(arg.shape)

@@ -317,6 +317,26 @@ class GradientNote:
         return self.text
 
 
+def autograd_casts(grad: torch.dtype, arg: torch.dtype) -> bool:
+    """Whether autograd casts a gradient of dtype ``grad`` to its input's ``arg`` (as
+    gradcheck sees it, even with ``check_grad_dtypes=True``): the engine's own rule
+    (``validate_outputs``) refuses only a complex gradient for a real input and an integer
+    one for a complex input; a real gradient for a complex input is cast (its imaginary
+    part zero: the comparison then says what that costs)."""
+    return grad.is_floating_point or grad.is_complex == arg.is_complex
+
+
+def dtype_note(param: str, grad: torch.dtype, arg: torch.dtype) -> str:
+    """What a gradient of another floating dtype than its input's means."""
+    said = (f"backward returns the gradient of {param} as {str(grad)[6:]}, but {param} is "
+            f"{str(arg)[6:]}: autograd casts it, as gradcheck sees it")
+    if arg.is_complex and not grad.is_complex:
+        return f"{said}, with no imaginary part."
+    return (f"{said}, with {str(grad)[6:]}'s precision (torch.zeros(shape) and .float() make "
+            f"the default dtype; torch.zeros_like({param}) and {param}.new_zeros keep "
+            f"{param}'s).")
+
+
 def check_gradients(function: type[Function], params: list[str], args: list,
                     raw) -> list[GradientNote]:
     """Check backward's raw result against forward's arguments; notes for legal surprises.
@@ -361,8 +381,11 @@ def check_gradients(function: type[Function], params: list[str], args: list,
             raise wrong(f"{name} returned the gradient of {param} on {grad.device}, but "
                         f"{param} is on {arg.device}.")
         if grad.dtype != arg.dtype:
-            raise wrong(f"{name} returned the gradient of {param} as "
-                        f"{str(grad.dtype)[6:]}, but {param} is {str(arg.dtype)[6:]}.")
+            if not autograd_casts(grad.dtype, arg.dtype):
+                raise wrong(f"{name} returned the gradient of {param} as "
+                            f"{str(grad.dtype)[6:]}, but {param} is {str(arg.dtype)[6:]}: "
+                            "autograd refuses it.")
+            notes.append(GradientNote("dtype", param, dtype_note(param, grad.dtype, arg.dtype)))
         if grad.shape != arg.shape:
             want, got = format_shape(tuple(arg.shape)), format_shape(tuple(grad.shape))
             try:

@@ -1558,17 +1558,64 @@ def test_an_expanded_input_gradcheck_refuses_is_checked_as_its_contiguous_copy()
     assert report.inputs[0].shape == (4, 3)
 
 
-def test_a_float32_gradient_for_a_float64_input_is_refused_where_gradcheck_casts_it():
-    """A KNOWN DIVERGENCE, kept on purpose (customgrad/function/contract.py,
-    check_gradients; the inspector says "the check treats it as a bug"): the autograd engine
-    casts a float32 gradient to the input's float64 before gradcheck sees it, so gradcheck
-    passes it, even with check_grad_dtypes=True; customgrad raises, naming the line."""
+def _scaled_by_two(cast):
+    """x * 2, whose backward hands autograd ``cast(2 g)``."""
+
+    class CastGradient(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return cast(g * 2)
+
+    return CastGradient
+
+
+#: a gradient of another dtype than its input's, as autograd's engine takes it
+#: (``validate_outputs``: cast, except a complex gradient for a real input, or an integer one
+#: for a complex input): gradcheck's verdict, or its refusal, and ours
+CASTS = [
+    ("float16-for-float64", lambda g: g.half(), torch.float64, "passed"),
+    ("bfloat16-for-float64", lambda g: g.bfloat16(), torch.float64, "passed"),
+    ("int64-for-float64", lambda g: g.long(), torch.float64, "passed"),
+    ("complex128-for-float64", lambda g: g.to(torch.complex128), torch.float64, "error"),
+    ("complex64-for-complex128", lambda g: g.to(torch.complex64), torch.complex128, "passed"),
+    ("float64-for-complex128", lambda g: g.real, torch.complex128, "failed"),
+    ("int64-for-complex128", lambda g: g.real.long(), torch.complex128, "error"),
+]
+
+
+def test_a_float32_gradient_for_a_float64_input_passes_as_gradcheck_casts_it():
+    """The autograd engine casts a float32 gradient to the input's float64 before gradcheck
+    sees it, so gradcheck passes it, even with check_grad_dtypes=True: so does customgrad,
+    with a note that names the dtypes; a wrong value in float32 still fails."""
     case = Case("float32-gradient", Float32Gradient, lambda: (_g(_rand(3, 4)),), "passed")
     assert gradcheck_verdict(case, case.make()) == "passed"
     assert gradcheck_verdict(case, case.make(), check_grad_dtypes=True) == "passed"
-    with pytest.raises(FunctionError, match="gradient of x as float32, but x is float64") as e:
-        customgrad.check(Float32Gradient, *case.make())
-    assert (e.value.file, e.value.line) == (__file__, _line_of("return gx  # float32"))
+    report = customgrad.check(Float32Gradient, *case.make())
+    assert report.passed
+    assert any("as float32, but x is float64: autograd casts it" in n for n in report.notes)
+
+
+@pytest.mark.parametrize(("cast", "dtype", "verdict"), [c[1:] for c in CASTS],
+                         ids=[c[0] for c in CASTS])
+def test_a_gradient_of_another_dtype_is_judged_as_gradcheck_judges_it(cast, dtype, verdict):
+    function = _scaled_by_two(cast)
+    x = _g(torch.rand(3, 4, dtype=torch.float64).to(dtype))
+    try:
+        theirs = "passed" if torch.autograd.gradcheck(function.apply, (x,),
+                                                      raise_exception=False) else "failed"
+    except RuntimeError:
+        theirs = "error"
+    assert theirs == verdict
+    if verdict == "error":
+        with pytest.raises(FunctionError, match="autograd refuses it") as e:
+            customgrad.check(function, x)
+        assert (e.value.file, e.value.line) == (__file__, _line_of("return cast(g * 2)"))
+    else:
+        assert customgrad.check(function, x).passed == (verdict == "passed")
 
 
 def test_dropout_drawing_its_mask_in_forward_fails_as_in_gradcheck():

@@ -117,7 +117,7 @@ class FaultWrongDtype(Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        return (grad_output * 2).half()  # <- FaultWrongDtype
+        return (grad_output * 2).to(torch.complex64)  # <- FaultWrongDtype
 
 
 class FaultNonTensorOutput(Function):

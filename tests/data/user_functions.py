@@ -214,7 +214,8 @@ class WrongShapeGradient(Function):
 
 
 class WrongDtypeGradient(Function):
-    """backward returns a float32 gradient for a float64 input."""
+    """backward returns a complex gradient for a real input (autograd refuses it; a float32
+    gradient for a float64 input it casts)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -222,7 +223,7 @@ class WrongDtypeGradient(Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        return (grad_output * 2).float()  # <- WrongDtypeGradient
+        return (grad_output * 2).to(torch.complex128)  # <- WrongDtypeGradient
 
 
 class GradientForConstant(Function):

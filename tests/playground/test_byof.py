@@ -238,7 +238,7 @@ RUNTIME_ERRORS = [
     ("BackwardRaises", r"backward raised ValueError: backward is broken"),
     ("WrongCount", r"returned 1 gradient, but forward takes 2 arguments"),
     ("WrongShape", r"gradient of shape \[5\] for x"),
-    ("WrongDtype", r"as float64, but x is float32"),
+    ("WrongDtype", r"as complex64, but x is float32"),
     ("WrongDevice", r"on meta, but x is on cpu"),
     ("GradForConstant", r"gradient for n .*not a tensor"),
     ("NonTensorOutput", r"forward returned a float"),
