@@ -114,12 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         start_fork_server()  # else it starts once the window is built, as the Session asks
         give_head_start(args)
     with imports_frozen():
+        no_source_scans()
         import playground.main_window  # noqa: F401 (its imports frozen with the rest)
         from playground.state.session import Session
 
     from playground.workers import torch_import
 
     torch_import.expect()  # imported after the first paint: what needs it waits till then
+    # (where torch is here already, it waits for the first paint all the same)
     app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
@@ -128,13 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         return _screenshot(app, window, session, args, start)
     unopened: list[bool] = []
 
-    def open_first() -> None:  # once torch has arrived (at once where it had already)
+    def open_first() -> None:  # once torch has arrived, after the first paint
         if not start():
             unopened.append(True)
             app.exit(ERROR)
     torch_import.when_arrived(open_first)
-    if unopened:
-        return ERROR
     fit_to_screen(app, window)
     window.show()
     if args.present:
@@ -426,6 +426,54 @@ def imports_frozen():
             gc.enable()
 
 
+#: the packages whose modules the window imports by the hundred: PySide6 is told that they
+#: select none of its features before they are imported (:func:`no_source_scans`)
+SCANNED_PACKAGES = ("playground", "customgrad", "pyqtgraph")
+
+
+def no_source_scans() -> None:
+    """Spare PySide6 reading the source of every module imported after it.
+
+    PySide6 wraps ``import`` to learn, for each module imported after it, whether it may
+    select one of its ``__feature__`` options (``snake_case``, ``true_property``): once per
+    module name, it reads the module's whole source (``inspect.getsource``) and looks for
+    "PySide6". The window imports about 380 modules after PySide6 (its own, the engine's,
+    pyqtgraph's, and the standard library's as they are named): 0.05 to 0.1 s before the
+    first paint. This app selects no feature anywhere, so every module sees Qt's own names:
+    PySide6's table (``PySide6.support.feature.pyside_feature_dict``, name -> selection) is
+    given 0 ("no feature") beforehand for the modules loaded now and every module of
+    :data:`SCANNED_PACKAGES` (found on disk, none imported), and PySide6 skips the names it
+    has. A name the table has already keeps its entry; where PySide6 keeps no such table
+    (another version), nothing changes."""
+    import importlib.util
+
+    import PySide6.QtCore  # noqa: F401 (the first import of it installs the hook)
+
+    feature = sys.modules.get("PySide6.support.feature")
+    table = getattr(feature, "pyside_feature_dict", None)
+    if not isinstance(table, dict):
+        return
+    names = set(sys.modules)
+    for package in SCANNED_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            names.update(_module_names(package, folder))
+    for name in names:
+        table.setdefault(name, 0)
+
+
+def _module_names(package: str, folder: str):
+    """The dotted names of the modules under ``folder``, the package ``package``'s."""
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d.isidentifier()]
+        prefix = ".".join([package, *os.path.relpath(here, folder).split(os.sep)]) \
+            if here != folder else package
+        for file in files:
+            if file.endswith(".py"):
+                stem = file[:-3]
+                yield prefix if stem == "__init__" else f"{prefix}.{stem}"
+
+
 def settle_heap() -> None:
     """Once the window is built, before any work starts: the window's objects live as long
     as the app too. Collect the start-up's garbage, then freeze the rest (no job, worker or
@@ -502,7 +550,7 @@ def _screenshot(app, window, session, args, start) -> int:
         done)
     QTimer.singleShot(120_000, lambda: (error(TimeoutError("timed out after 120 s")), save()))
 
-    def open_first() -> None:  # once torch has arrived (at once where it had already)
+    def open_first() -> None:  # once torch has arrived, after the first paint
         session.errorRaised.connect(noted)  # what fails to open: the Function opened instead
         if not start():                     # is shot
             state["unopened"] = True
@@ -517,8 +565,6 @@ def _screenshot(app, window, session, args, start) -> int:
     from playground.workers import torch_import
 
     torch_import.when_arrived(open_first)
-    if state["unopened"]:
-        return ERROR
     app.exec()
     end_workers()
     return ERROR if state["unopened"] else _screenshot_said(state)

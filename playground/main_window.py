@@ -38,7 +38,7 @@ from playground.views.notices import NoticeBar, PendingSessionBar
 from playground.views.panes import LeftPane, MainArea
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape
-from playground.workers import in_window
+from playground.workers import in_window, torch_import
 
 #: the status bar while a new run's process loads the Function (a spawned one, where there is
 #: no fork server, imports torch first: seconds)
@@ -90,6 +90,8 @@ class MainWindow(QMainWindow):
     def _build_views(self) -> None:
         s = self.session
         self.picker = FunctionPicker()
+        if torch_import.arrived() and torch_import.imported():  # else once it has arrived
+            self.picker.show_notes()
         self.inputs = InputsForm(s)
         self.loop_form = LoopForm(s)
         self.controls = ControlsBar(s)
@@ -365,12 +367,11 @@ class MainWindow(QMainWindow):
     def show_torch_loading(self) -> None:
         """Say that torch is loading (:mod:`playground.workers.torch_import`), until it has:
         then the first Function opens, and the session's work says what it does."""
-        from playground.workers import torch_import
-
         if torch_import.arrived():
             return
-        self.status.showMessage(LOADING_TORCH)
-        self.jacobian.loading_torch()
+        if not torch_import.imported():  # else it is here, and arrives with the first paint
+            self.status.showMessage(LOADING_TORCH)
+            self.jacobian.loading_torch()
         torch_import.when_arrived(self._torch_arrived)
 
     def _torch_arrived(self) -> None:

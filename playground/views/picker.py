@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -47,12 +45,11 @@ class FunctionPicker(QWidget):
         self.search.textChanged.connect(self._filter)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
-        if "torch" in sys.modules:  # else once torch has arrived (the main window asks)
-            self.show_notes()
 
     def show_notes(self) -> None:
         """Each gallery Function's note as its tooltip (searched too): the gallery's entries
-        are built with their Functions, so this waits for torch."""
+        are built with their Functions, so this waits for torch (the main window asks once
+        it has arrived, after the first paint: it imports the gallery)."""
         for entry in catalog.entries():
             item = self._items.get(entry.name)
             if item is not None:

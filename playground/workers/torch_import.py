@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-__all__ = ["arrived", "expect", "start", "when_arrived"]
+__all__ = ["arrived", "expect", "imported", "start", "when_arrived"]
 
 _waiting: list[Callable[[], None]] = []
 #: pending: the app imports torch after the first paint (:func:`expect`), not yet arrived;
@@ -30,7 +30,7 @@ _state = {"pending": False, "started": False}
 _bridge: list[QObject] = []  # the one bridge, kept alive
 
 
-def _imported() -> bool:
+def imported() -> bool:
     """torch is imported in full here (not half-way, on another thread)."""
     torch = sys.modules.get("torch")
     return torch is not None and not getattr(torch.__spec__, "_initializing", False)
@@ -46,9 +46,11 @@ def arrived() -> bool:
 
 def expect() -> None:
     """The app imports torch after its window's first paint (:func:`start`): until then,
-    what :func:`when_arrived` is given waits. Nothing waits where torch is imported already."""
-    if not _imported():
-        _state["pending"] = True
+    what :func:`when_arrived` is given waits. Where torch is imported already (a program
+    that imported it before starting the app), it waits all the same, for the first paint
+    only: the window paints first, with the same work before it as when torch comes later,
+    and :func:`start` lets it run at once."""
+    _state["pending"] = True
 
 
 def when_arrived(fn: Callable[[], None]) -> None:
@@ -83,7 +85,12 @@ def start() -> None:
     (:func:`playground.app.settle_heap`) walked on the GUI thread, 0.2 to 0.5 s here); what
     :func:`when_arrived` holds runs on the GUI thread after. An import that fails lets
     them run too: the engine's next import of torch raises the error, where it is said."""
-    if _state["started"] or arrived():
+    if arrived():
+        return
+    if imported():  # here before the app (or a second start): only the paint was waited for
+        _arrive()
+        return
+    if _state["started"]:
         return
     _state["started"] = True
     bridge = _Bridge()
@@ -95,6 +102,7 @@ def start() -> None:
         gc.disable()
         try:
             with contextlib.suppress(Exception):  # said where the engine imports it next
+                load_libraries_unlocked()
                 import torch  # noqa: F401
 
                 gc.freeze()  # as app.imports_frozen freezes the window's (see there)
@@ -104,3 +112,46 @@ def start() -> None:
             bridge.imported.emit()
 
     threading.Thread(target=work, name="import torch", daemon=True).start()
+
+
+#: torch's C++ library, whose loading is most of the time ``import torch._C`` holds the
+#: interpreter's lock (Linux's and macOS's names; Windows loads its libraries its own way)
+_CPU_LIBRARIES = ("libtorch_cpu.so", "libtorch_cpu.dylib")
+
+
+def load_libraries_unlocked() -> bool:
+    """Load torch's C++ library (``libtorch_cpu``, about 400 MB) without holding the
+    interpreter's lock, before ``import torch`` needs it.
+
+    ``import torch._C`` loads it as a dependency of the extension module, inside the
+    import, which holds the lock throughout: its static initialisers (thousands of operator
+    registrations) ran for 0.25 to 1 s here, during which the GUI thread could not run a line
+    of Python (the window froze once while torch loaded). ``dlopen`` called through ctypes
+    releases the lock, as every foreign call does, so the same initialisers run beside the
+    GUI thread; the import then finds the library loaded (it is never unloaded: torch's own
+    import keeps it too). It runs nothing of torch's Python and changes no symbol's scope:
+    the library is opened with the flags Python opens extension modules with, as the
+    extension's own dependency would be. False where there is nothing to load this way
+    (torch not installed, another layout, no ``dlopen``): the import then loads it as
+    before."""
+    import ctypes
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("torch")
+    folders = spec.submodule_search_locations if spec is not None else None
+    if not folders:
+        return False
+    for name in _CPU_LIBRARIES:
+        path = os.path.join(folders[0], "lib", name)
+        if os.path.isfile(path):
+            break
+    else:
+        return False
+    try:
+        dlopen = ctypes.CDLL(None).dlopen
+    except (AttributeError, OSError):
+        return False
+    dlopen.restype = ctypes.c_void_p
+    dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    return bool(dlopen(os.fsencode(path), sys.getdlopenflags()))

@@ -15,10 +15,11 @@ from playground.workers import torch_import
 
 @pytest.fixture
 def loading(monkeypatch):
-    """torch_import as it is while the helper thread imports torch."""
+    """torch_import as it is while the helper thread imports torch (not imported yet)."""
     monkeypatch.setitem(torch_import._state, "pending", True)
     monkeypatch.setitem(torch_import._state, "started", True)
     monkeypatch.setattr(torch_import, "_waiting", [])
+    monkeypatch.setattr(torch_import, "imported", lambda: False)
 
 
 def test_what_waits_for_torch_runs_once_it_arrives_in_order(loading):
@@ -93,3 +94,50 @@ def test_torch_arrives_frozen_so_the_first_collection_does_not_walk_it():
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["ran", "True", "walked", "False"]
+
+
+def test_torch_imported_before_the_app_still_waits_for_the_first_paint(monkeypatch):
+    """A program that imported torch before starting the app: what waits for torch (the
+    first Function, the session's work) waits for the first paint all the same (the window
+    paints after the same work as when torch comes later), and runs as the app starts the
+    import after that paint, at once, in order."""
+    monkeypatch.setitem(torch_import._state, "pending", False)
+    monkeypatch.setitem(torch_import._state, "started", False)
+    monkeypatch.setattr(torch_import, "_waiting", [])
+    assert torch_import.imported()  # this test process has it
+    torch_import.expect()
+    order = []
+    torch_import.when_arrived(lambda: order.append("open"))
+    torch_import.when_arrived(lambda: order.append("release"))
+    assert not torch_import.arrived() and order == []
+    torch_import.start()  # after the first paint
+    assert torch_import.arrived() and order == ["open", "release"]
+
+
+def test_the_pickers_notes_wait_for_torch_with_the_app(qtbot, loading):
+    """The gallery's notes in the picker's tooltips import the gallery (torch): where the app
+    waits for torch, the window is built without them, and they come as it arrives."""
+    from playground.main_window import MainWindow
+    from playground.state.session import Session
+
+    window = MainWindow(Session(held=True), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(window)
+    item = window.picker._items["killhead"]
+    assert item.toolTip(0) == "killhead"
+    window.show_torch_loading()
+    torch_import._arrive()
+    assert item.toolTip(0).startswith("killhead: ") and len(item.toolTip(0)) > 20
+
+
+def test_torchs_library_loads_without_the_interpreters_lock(monkeypatch):
+    """torch's C++ library is found where torch keeps it and loaded through ``dlopen`` (a
+    foreign call: the lock is released); where torch cannot be found it says so, and the
+    import loads it as before."""
+    import importlib.util
+    import sys
+
+    if sys.platform == "win32":
+        pytest.skip("Windows loads torch's libraries its own way (torch/__init__.py)")
+    assert torch_import.load_libraries_unlocked()  # loaded already here: the same handle
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert not torch_import.load_libraries_unlocked()

@@ -131,12 +131,11 @@ class Heatmaps:
     # ------------------------------------------------------------------ construction
 
     def _build_panel(self, key: str, title: str) -> Panel:
-        plot = pg.PlotItem()
+        plot = pg.PlotItem(enableMenu=False)  # (its view box then builds no menu at all)
         self.graphics.addItem(plot, row=0, col=_COLUMNS[key])
         plot.invertY(True)
         plot.setDefaultPadding(0.0)
         plot.hideButtons()
-        plot.setMenuEnabled(False)
         # no left axis: the row labels have their own column, so the three plots are
         # built alike and the layout gives their views equal widths
         plot.showAxes((False, False, False, True), showValues=(False, False, False, True))
@@ -165,11 +164,10 @@ class Heatmaps:
     def _build_rows(self) -> pg.PlotItem:
         """The row labels: a plot with the same rows as the panels (title, view, bottom axis)
         whose view is one pixel wide and follows the analytic view's rows."""
-        rows = pg.PlotItem()
+        rows = pg.PlotItem(enableMenu=False)
         self.graphics.addItem(rows, row=0, col=0)
         rows.invertY(True)
         rows.hideButtons()
-        rows.setMenuEnabled(False)
         rows.setMouseEnabled(x=False, y=False)
         rows.showAxes((True, False, False, True), showValues=(True, False, False, False))
         rows.getAxis("bottom").setTicks([[], []])
