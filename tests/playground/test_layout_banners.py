@@ -226,3 +226,25 @@ def test_a_folded_code_title_keeps_the_functions_name(qtbot):
     assert view.note_button.text() == "Note" and view.window_button.text() == "Own window"
     assert view.title_label.shown_text() == "LinearFunctionBuggy (my_linear_function.py)"
     assert Qt.ToolButtonStyle.ToolButtonTextBesideIcon == view.note_button.toolButtonStyle()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("percent", [100, 150])
+def test_a_diagnosis_tag_is_read_whole_inside_its_heatmap(qtbot, percent):
+    """linear_bug's "transposed" tag, at the weight block's top left, ran past the
+    Difference heatmap's right edge at 1280x720, 150 % and read "transpos"; it is moved left
+    into the view, whole."""
+    import pyqtgraph as pg
+
+    win = _window(qtbot, 1280, 720, percent=percent, target="linear_bug")
+    try:
+        marks = win.jacobian.marks
+        tags = [i for i in marks.diagnosis_items if isinstance(i, pg.TextItem)]
+        assert [t.textItem.toPlainText() for t in tags] == ["transposed"]
+        seen = win.jacobian.heatmaps.panels[2].plot.vb.sceneBoundingRect()
+        for tag in tags:
+            rect = tag.mapRectToScene(tag.boundingRect())
+            assert seen.left() - 1 <= rect.left() and rect.right() <= seen.right() + 1, \
+                (rect, seen)
+    finally:
+        win.session.shutdown(wait=0.5)
