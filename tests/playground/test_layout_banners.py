@@ -167,6 +167,27 @@ def test_high_contrast_at_150_percent_fits_a_projector(qtbot):
         win.session.shutdown(wait=0.5)
 
 
+@pytest.mark.slow
+def test_a_zoom_in_and_out_gives_the_window_its_size_back(qtbot):
+    """1280x720 at 150 %: 175 % needs a wider window, and Qt grows it (1435 px); back at
+    150 % the window stayed 1435 px wide, off the projector's edge, and the normal layout
+    did not come back. It is 1280x720 again, with the layout it had."""
+    win = _window(qtbot, 1280, 720, percent=150, target="linear_bug")
+    try:
+        before, area = _layout_now(win), win.main_area.sizes()
+        heatmaps = _heatmaps(win)
+        win.preferences.zoom_by(1)
+        _settle(qtbot, win)
+        assert win.preferences.zoom == 175 and win.width() > 1280
+        win.preferences.zoom_by(-1)
+        _settle(qtbot, win)
+        assert (win.width(), win.height()) == (1280, 720)
+        assert _layout_now(win) == before and win.main_area.sizes() == area
+        assert _heatmaps(win) == heatmaps
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 # ---- the parts, without a window -------------------------------------------------------------
 
 def _font(points: float) -> QFont:
@@ -248,3 +269,27 @@ def test_a_diagnosis_tag_is_read_whole_inside_its_heatmap(qtbot, percent):
                 (rect, seen)
     finally:
         win.session.shutdown(wait=0.5)
+
+
+def test_a_legend_wider_than_the_loss_plot_is_hidden_till_there_is_room(qtbot):
+    """The loss plot at 1280x720, 150 % (about 350 x 150 px, 16.5 pt): the legend "run 1:
+    seed 0, lr 1, sgd" was wider than the plot, its left cut off ("un 1: …"), over the
+    curve; it is hidden there, and back where it fits."""
+    import numpy as np
+
+    from playground.views.loss_plot import LossPlot
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.apply_font(_font(16.5))
+    plot.start_run("run 1: seed 0, lr 1, sgd")
+    plot.append(np.arange(5), np.linspace(1.0, 0.5, 5))
+    plot.flush()
+    for width, shown in ((350, False), (900, True), (350, False)):
+        plot.resize(width, 300)
+        plot.show()
+        qtbot.waitExposed(plot)
+        qtbot.wait(20)
+        vb = plot.plot_item.vb
+        assert plot.legend.isVisible() == shown, width
+        assert (plot.legend.width() <= vb.width()) == shown, width

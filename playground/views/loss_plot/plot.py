@@ -435,8 +435,12 @@ class LossPlot(QWidget):
             self.legend.anchor((x, y), (x, y), offset=(12 - 24 * x, 12 - 24 * y))
 
     def _sync_legend(self) -> None:
-        """No empty legend box before the first run."""
-        self.legend.setVisible(bool(self.legend.items))
+        """No empty legend box before the first run, and none cut at the plot's edges: a
+        legend wider or taller than the plot (1280x720 at 150 %: "un 1: seed 0, lr 1, sgd",
+        its left cut off, over the whole curve) is hidden till there is room for it."""
+        vb, legend = self.plot_item.vb, self.legend
+        fits = legend.width() <= vb.width() - 8 and legend.height() <= vb.height() - 8
+        legend.setVisible(bool(legend.items) and fits)
 
     def _rerender_legend(self) -> None:
         """pyqtgraph stores a new legend text size/colour but only uses it on setText; a
@@ -447,6 +451,7 @@ class LossPlot(QWidget):
             if label is not None:
                 _fit_label(label, run, room)
         self.legend.updateSize()
+        self._sync_legend()
 
     # ------------------------------------------------------------------ internals
 
@@ -482,6 +487,7 @@ class LossPlot(QWidget):
         if label is not None:
             _fit_label(label, run, self.plot_item.vb.width() - 24)
             self.legend.updateSize()
+            self._sync_legend()
 
     def _update_status(self) -> None:
         self.status_label.setText(self._current.status_text())
