@@ -293,3 +293,19 @@ def test_a_legend_wider_than_the_loss_plot_is_hidden_till_there_is_room(qtbot):
         vb = plot.plot_item.vb
         assert plot.legend.isVisible() == shown, width
         assert (plot.legend.width() <= vb.width()) == shown, width
+
+
+def test_a_verdict_cut_at_a_word_only_where_that_keeps_most_of_it(qtbot):
+    """"Jacobian not computed: BackwardRaises.backward raised ValueError" at 150 %: cut at
+    whole words it read "Jacobian not computed: …" (what raised gone); it keeps the letters
+    that fit instead."""
+    view = JacobianView()
+    qtbot.addWidget(view)
+    view.apply_font(_font(16.5))
+    view.resize(740, 400)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_failure("BackwardRaises.backward raised ValueError: backward is broken")
+    QApplication.processEvents()
+    shown = view.banner.verdict_label.shown_text()
+    assert shown.startswith("Jacobian not computed: BackwardRaises"), shown

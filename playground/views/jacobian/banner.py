@@ -41,7 +41,8 @@ class VerdictLabel(ElidedLabel):
     """The verdict's one line, as tall as a line of its font whatever it says. Too long for
     it, a verdict is set smaller first (down to :attr:`LEAST` of its size, as a slide's title
     shrinks to fit), then loses its " — diagnosis?" (Details leads with the diagnosis), then
-    the words that do not fit, cut with "…"; the text stays whole in :meth:`text` and the tooltip.
+    the words that do not fit (or, where that would leave much less, the letters), cut with
+    "…"; the text stays whole in :meth:`text` and the tooltip.
     ``cutChanged(cut)`` when it starts or stops being cut (another text, width or font)."""
 
     cutChanged = Signal(bool)
@@ -55,16 +56,21 @@ class VerdictLabel(ElidedLabel):
     def shown(self) -> tuple[str, QFont]:
         """The text as drawn at the label's width now, and the font it is drawn in."""
         text, width = self.text(), self.contentsRect().width()
+        least = self._fitted(text, width)
+        elided = QFontMetrics(least).elidedText(text, Qt.TextElideMode.ElideRight, width)
         head, dash, _diagnosis = text.partition(" — ")
         words = head.split(" ")
-        # whole words, then "…" ("… outside …", not "… outsi…")
+        # whole words, then "…" ("… outside …", not "… outsi…"), where they keep most of
+        # what letters cut would ("Jacobian not computed: …" said less than
+        # "Jacobian not computed: BackwardRaises.backw…")
         cuts = [" ".join([*words[:n], "…"]) for n in range(len(words) - 1, 1, -1)]
         for candidate in [text, *([f"{head} …"] if dash else []), *cuts]:
+            if candidate in cuts and len(candidate) < 0.7 * len(elided):
+                break
             font = self._fitted(candidate, width)
             if QFontMetrics(font).horizontalAdvance(candidate) <= width:
                 return candidate, font
-        font = self._fitted(text, width)
-        return QFontMetrics(font).elidedText(text, Qt.TextElideMode.ElideRight, width), font
+        return elided, least
 
     def _fitted(self, text: str, width: int) -> QFont:
         """The label's font, smaller where ``text`` is wider than ``width`` (to fit, but not
