@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from customgrad.errors import FunctionError, SpecError, TargetError
+from playground.views.fields import is_narrow
 
 __all__ = ["ErrorBanner"]
 
@@ -152,12 +153,10 @@ class ErrorBanner(QFrame):
         self.details_button.setChecked(False)
         self.show()
 
-    #: narrower than this many of its letters, the buttons are their signs: the message
-    #: keeps the room (1280x720 at 150 %: three lines of it, not four)
-    NARROW_LETTERS = 80
-
     def _fit_buttons(self, *_args) -> None:
-        short = self.width() < self.NARROW_LETTERS * self.fontMetrics().averageCharWidth()
+        # narrow, the buttons are their signs: the message keeps the room (1280x720 at
+        # 150 %: three lines of it, not four)
+        short = is_narrow(self, self.font())
         shown = self.details_button.isChecked()
         self.details_button.setText(("▾" if shown else "▸") if short else "Details")
         self.dismiss.setText("✕" if short else "Dismiss")

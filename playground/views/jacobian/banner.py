@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from playground.views.fields import ElidedLabel
+from playground.views.fields import ElidedLabel, is_narrow
 from playground.views.fitting import FitScroll
 from playground.views.fonts import scaled
 
@@ -330,16 +330,12 @@ class VerdictBanner(QFrame):
         self._head.invalidate()
         self.restyle_colors()
 
-    #: narrower than this many of its letters, the banner's buttons are short ones
-    NARROW_LETTERS = 80
-
     def _fit_buttons(self) -> None:
         """"2nd order" and "Details" where there is room; "2nd" and the Details arrow
         alone while presenting (a larger verdict) or where the banner is narrow (1280x720 at
         150 %): the verdict keeps the room, to be read whole. By the banner's width and
         font only, not by what the verdict says: the buttons do not change with it."""
-        short = self._presenting or self.width() < self.NARROW_LETTERS * QFontMetrics(
-            self.details_button.font()).averageCharWidth()
+        short = self._presenting or is_narrow(self, self.details_button.font())
         self.order_button.setText("2nd" if short else "2nd order")
         self.details_button.setText("" if short else "Details")
         self.details_button.setToolButtonStyle(
