@@ -114,7 +114,8 @@ class MainWindow(QMainWindow):
         self.left = LeftPane(self.picker, [self.inputs, self.loop_form])
         upper = self._build_upper()
         # the Jacobian pane gets the height its heatmaps' square cells need (see MainArea)
-        self.main_area = MainArea(upper, self.jacobian)
+        self.main_area = MainArea(upper, self.jacobian,
+                                  bars=[self.errors, self.notice, self.pending_bar])
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 4, 4, 4)

@@ -30,7 +30,7 @@ from playground.views.fitting import FitScroll
 from playground.views.fonts import code_font, point_size, scaled
 from playground.views.theme import mix
 
-__all__ = ["FULL_LINES", "CodeView"]
+__all__ = ["FULL_LINES", "CodeView", "TitleLabel"]
 
 #: the fewest lines of code the view shows under the title, the note and the path each on
 #: their own lines; with less room they fold into one line above the code
@@ -47,9 +47,9 @@ class CodeView(QWidget):
         self._file: str | None = None
 
         # one line: wrapped, a long title took the room of the code below it (and was cut at
-        # a large zoom on a small screen); too long for the pane, it ends in "…" (whole: its
-        # tooltip)
-        self.title_label = ElidedLabel()
+        # a large zoom on a small screen); too long for the pane, it loses its file's name
+        # first, then ends in "…" (whole: its tooltip)
+        self.title_label = TitleLabel()
 
         self.note_label = QLabel()
         self.note_label.setWordWrap(True)
@@ -199,7 +199,26 @@ class CodeView(QWidget):
         tall = self.title_label.sizeHint().height()
         for button in (self.note_button, self.window_button):
             button.setMaximumHeight(tall)
+        self._fit_buttons()
         self._show_parts()
+
+    def _fit_buttons(self) -> None:
+        """Folded where the Function's name and the buttons' words do not fit one line (a
+        zoom on a projector cut "KillHead" to "KillHe…"), the buttons are their arrow and
+        sign alone (their tooltips say what they do): the name is what the line is for.
+        Decided by the words' widths, not by the buttons' size now: no back and forth."""
+        title, note, window = (QFontMetrics(w.font()) for w in
+                               (self.title_label, self.note_button, self.window_button))
+        name = title.horizontalAdvance(self.title_label.name())
+        pad = 2 * note.height()  # an arrow or a margin each side, and the layout's spacing
+        words = note.horizontalAdvance("Note") + window.horizontalAdvance("Own window")
+        margins = self._layout.contentsMargins()
+        room = self.width() - margins.left() - margins.right()
+        short = self._folded and name + words + 3 * pad > room
+        self.note_button.setText("" if short else "Note")
+        self.note_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly if short
+                                            else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.window_button.setText("↗" if short else "Own window")
 
     def _note_toggled(self, shown: bool) -> None:
         self.note_button.setArrowType(Qt.ArrowType.DownArrow if shown
@@ -270,6 +289,23 @@ class CodeView(QWidget):
         file_pal = self.file_label.palette()
         file_pal.setColor(QPalette.ColorRole.WindowText, dim)
         self.file_label.setPalette(file_pal)
+
+
+class TitleLabel(ElidedLabel):
+    """The Function's title, "Name (file.py)" for one of a file: where the line is short the
+    file's name goes first (the path says it below the title, or in the Note's tooltip),
+    then the name's end is cut with "…"."""
+
+    def name(self) -> str:
+        """The title without its file's name."""
+        text = self.text()
+        return text[:text.index(" (")] if " (" in text and text.endswith(")") else text
+
+    def shown_text(self) -> str:
+        text, width, metrics = self.text(), self.contentsRect().width(), self.fontMetrics()
+        if metrics.horizontalAdvance(text) <= width:
+            return text
+        return metrics.elidedText(self.name(), Qt.TextElideMode.ElideRight, width)
 
 
 def _display_path(path: str) -> str:

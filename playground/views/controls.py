@@ -7,14 +7,67 @@ import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QPalette
-from PySide6.QtWidgets import QBoxLayout, QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QBoxLayout,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QWidget,
+)
 
 from playground.views import theme
 
-__all__ = ["SPEEDS", "ControlsBar"]
+__all__ = ["SPEEDS", "ControlsBar", "ShortenedButton"]
 
 SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
           ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))
+
+
+class ShortenedButton(QPushButton):
+    """A push button that says ``short`` where the row has no room for ``text``: its least
+    width is the short text's, so it never makes the window wider than the screen (the
+    high-contrast theme's padding at 150 % made 1280 px windows 1311 px wide). Its sizes
+    are the two texts' own, whatever it says now: no back and forth."""
+
+    def __init__(self, text: str, short: str, parent=None):
+        self._texts = (text, short)
+        self._hints: dict[tuple, tuple[QSize, QSize]] = {}
+        super().__init__(text, parent)
+        # narrower than its size hint where the row needs (a push button's policy is not)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def _sizes(self) -> tuple[QSize, QSize]:
+        """The button's size hint with each text, in its font and the application's sheet."""
+        app = QApplication.instance()
+        key = (self.font().key(), app.styleSheet() if app is not None else "",
+               self.iconSize().width(), self.minimumHeight())
+        if key not in self._hints:
+            probe = QPushButton()
+            probe.setFont(self.font())
+            probe.setMinimumHeight(self.minimumHeight())
+            probe.ensurePolished()
+            sizes = []
+            for text in self._texts:
+                probe.setText(text)
+                sizes.append(probe.sizeHint())
+            self._hints[key] = (sizes[0], sizes[1])
+        return self._hints[key]
+
+    def sizeHint(self) -> QSize:
+        return self._sizes()[0]
+
+    def minimumSizeHint(self) -> QSize:
+        return self._sizes()[1]
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        whole = self.width() >= self._sizes()[0].width()
+        text = self._texts[0 if whole else 1]
+        if self.text() != text:
+            self.setText(text)
 
 
 class ControlsBar(QWidget):
@@ -30,7 +83,7 @@ class ControlsBar(QWidget):
         self.step = QPushButton("Step")
         self.reset = QPushButton("Reset")
         self._color_icons()
-        self.check = QPushButton("Check Jacobian here")
+        self.check = ShortenedButton("Check Jacobian here", "Check Jacobian")
         for button, tip in ((self.play, "Run gradient descent (Space)"),
                             (self.step, "Pause, then one step (S or Right)"),
                             (self.reset, "Back to step 0, same seed, same run (R)"),

@@ -1,24 +1,78 @@
-"""One place where anything that went wrong is shown: message, file:line, traceback on demand."""
+"""One place where anything that went wrong is shown: message, file:line, traceback on demand.
+
+The banner is one row: what went wrong (wrapped, in up to three lines; whole in its tooltip
+and under Details), where (the file's name and line, a link to the code), Details and
+Dismiss. Three lines and the whole path took the heatmaps' height on a projector (1280x720 at
+150 %: 160 px of 236 left them) and made the window wider than the screen. Details unfolds
+the whole message, the path and the traceback. The window's main area lends the row's
+height from the loss plot (:class:`~playground.views.panes.MainArea`), not from the heatmaps.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+import os
+
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
+    QWidget,
 )
 
 from customgrad.errors import FunctionError, SpecError, TargetError
+from playground.views.fields import is_narrow
 
-_KIND = {FunctionError: "Your Function", TargetError: "Loading", SpecError: "Input"}
+__all__ = ["ErrorBanner"]
+
+_ANY_WIDTH = 16_777_215  # Qt's QWIDGETSIZE_MAX
+_KIND = {FunctionError: "Error in your Function", TargetError: "Error loading",
+         SpecError: "Error in the inputs"}
+
+
+class _Lines(QLabel):
+    """Wrapped text no taller than :attr:`LINES` lines; what goes past them is cut (the
+    banner's tooltip and Details have it whole)."""
+
+    LINES = 3
+
+    def __init__(self):
+        super().__init__()
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def _cap(self) -> int:
+        return self.LINES * self.fontMetrics().lineSpacing() + 2
+
+    def heightForWidth(self, width: int) -> int:
+        return min(super().heightForWidth(width), self._cap())
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(hint.width(), min(hint.height(), self._cap()))
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), min(hint.height(), self._cap()))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # cut: its first lines shown, not its middle ones
+        cut = QLabel.heightForWidth(self, self.width()) > self.height()
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | (
+            Qt.AlignmentFlag.AlignTop if cut else Qt.AlignmentFlag.AlignVCenter))
 
 
 class ErrorBanner(QFrame):
-    """Non-modal; a new error replaces the old one. ``jump(file, line)`` asks to show the code."""
+    """Non-modal; a new error replaces the old one, folded to its line. ``jump(file, line)``
+    asks to show the code."""
 
     jump = Signal(str, int)
 
@@ -27,31 +81,49 @@ class ErrorBanner(QFrame):
         self.setObjectName("ErrorBanner")
         self.setStyleSheet("#ErrorBanner { background: #fdecea; border: 2px solid #d62728;"
                            " border-radius: 6px; } QLabel { color: #5f0b0b; }")
-        self.title = QLabel()
-        self.message = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag
-                              .TextSelectableByMouse)
+        # "⚠ <the message>" beside the buttons, in up to three lines (the kind of error and
+        # the message whole: its tooltip, and Details)
+        self.title = _Lines()
         self.where = QPushButton()
         self.where.setFlat(True)
         self.where.setCursor(Qt.CursorShape.PointingHandCursor)
         self.where.setStyleSheet("text-decoration: underline; color: #0b4f9c; text-align: left;")
-        self.details_button = QPushButton("Show traceback")
+        self.details_button = QPushButton("Details")
         self.details_button.setCheckable(True)
+        self.details_button.setToolTip("The whole message, where it happened, the traceback")
         self.dismiss = QPushButton("Dismiss")
+        # unfolded: the whole message, the path, the traceback
+        self.message = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag
+                              .TextSelectableByMouse)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.location = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag
+                               .TextSelectableByMouse)
+        self.location.setTextFormat(Qt.TextFormat.PlainText)
+        for label in (self.message, self.location):
+            policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            policy.setHeightForWidth(True)
+            label.setSizePolicy(policy)
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setMaximumHeight(220)
-        self.details.hide()
-        top = QHBoxLayout()
-        top.addWidget(self.title)
-        top.addStretch(1)
-        top.addWidget(self.details_button)
-        top.addWidget(self.dismiss)
+        self.more = QWidget()
+        more = QVBoxLayout(self.more)
+        more.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.message, self.location, self.details):
+            more.addWidget(widget)
+        self.more.hide()
+        row = QHBoxLayout()
+        row.addWidget(self.title, 1)
+        for button in (self.where, self.details_button, self.dismiss):
+            row.addWidget(button)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.message)
-        layout.addWidget(self.where, alignment=Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.details)
+        layout.setContentsMargins(8, 2, 4, 2)
+        layout.setSpacing(4)
+        layout.addLayout(row)
+        layout.addWidget(self.more)
         self.dismiss.clicked.connect(self.hide)
-        self.details_button.toggled.connect(self.details.setVisible)
+        self.details_button.toggled.connect(self.more.setVisible)
+        self.details_button.toggled.connect(self._fit_buttons)
+        self.dismiss.setToolTip("Hide this message")
         self.where.clicked.connect(self._jump)
         self._location: tuple[str, int] | None = None
         self.hide()
@@ -59,21 +131,49 @@ class ErrorBanner(QFrame):
     def show_error(self, exc: BaseException, after: str | None = None) -> None:
         """``after``: a sentence said after the message (which Function is open after a
         load failed)."""
-        kind = next((v for k, v in _KIND.items() if isinstance(exc, k)), "Problem")
-        self.title.setText(f"<b>⚠ {kind}: something went wrong</b>")
+        kind = next((v for k, v in _KIND.items() if isinstance(exc, k)), "Error")
         message = str(exc) or type(exc).__name__
         if after:
             message = f"{message.rstrip()}\n{after}"
-        self.message.setText(message)
+        self.message.setText(f"{kind}: {message}")
+        self.title.setText(f"⚠ {' '.join(message.split())}")  # one line: breaks as spaces
+        self.title.setToolTip(f"{kind}: {message}")
         file, line = getattr(exc, "file", None), getattr(exc, "line", None)
         self._location = (file, line) if file and line else None
         self.where.setVisible(bool(file))
-        self.where.setText(f"{file}:{line}  (show in code)" if line else f"{file or ''}")
+        # the file's name on the line (a path would widen the window past the screen)
+        name = os.path.basename(file) if file else ""
+        self.where.setText(f"{name}:{line}" if line else name)
+        self.where.setToolTip(f"Show {file}, line {line}, in the code" if line else file or "")
+        self.location.setText(f"{file}:{line}" if line else file or "")
+        self.location.setVisible(bool(file))
         details = getattr(exc, "details", "") or ""
         self.details.setPlainText(details)
-        self.details_button.setVisible(bool(details))
+        self.details.setVisible(bool(details))
         self.details_button.setChecked(False)
         self.show()
+
+    def _fit_buttons(self, *_args) -> None:
+        # narrow, the buttons are their signs: the message keeps the room (1280x720 at
+        # 150 %: three lines of it, not four)
+        short = is_narrow(self, self.font())
+        shown = self.details_button.isChecked()
+        self.details_button.setText(("▾" if shown else "▸") if short else "Details")
+        self.dismiss.setText("✕" if short else "Dismiss")
+        # a push button is at least a style's width wide, whatever its text: as wide as
+        # its sign where short
+        width = 2 * self.fontMetrics().height() if short else _ANY_WIDTH
+        for button in (self.details_button, self.dismiss):
+            button.setMaximumWidth(width)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_buttons()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.FontChange:
+            self._fit_buttons()
 
     def apply_theme(self, name: str) -> None:
         """High contrast: the buttons in the banner's own dark red on white, bordered (the
@@ -86,7 +186,8 @@ class ErrorBanner(QFrame):
             button.setStyleSheet(sheet)
 
     def text(self) -> str:
-        return f"{self.title.text()} {self.message.text()} {self.where.text()}"
+        """What the banner says, whole (unfolded or not)."""
+        return f"{self.message.text()} {self.location.text()}"
 
     def _jump(self) -> None:
         if self._location:

@@ -7,17 +7,28 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from customgrad.errors import SpecError
 from customgrad.problems.settings import Settings
 
-__all__ = ["CheckedField", "ElidedLabel", "setting_number"]
+__all__ = ["NARROW_LETTERS", "CheckedField", "ElidedLabel", "is_narrow", "setting_number"]
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
 #: what the message for an empty or unreadable field suggests writing
 _EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3"}
+
+
+#: a bar narrower than this many letters of its font (1280x720 at 150 %) shows its buttons as
+#: their signs, so that its text keeps the room
+NARROW_LETTERS = 80
+
+
+def is_narrow(bar: QWidget, font: QFont) -> bool:
+    """Whether ``bar`` is narrower than :data:`NARROW_LETTERS` letters of ``font``: by its
+    width and font only, not by what it says (no back and forth)."""
+    return bar.width() < NARROW_LETTERS * QFontMetrics(font).averageCharWidth()
 
 
 def setting_number(name: str) -> Callable[[str], float]:

@@ -3,6 +3,8 @@ and the main area (loss plot above, the Jacobian pane below)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 
@@ -69,14 +71,20 @@ class MainArea(QSplitter):
 
     The pane gets the height its heatmaps' square cells need at the width there is
     (``pane.ideal_height()``, refreshed on ``pane.idealHeightChanged``), leaving ``upper`` at
-    least its minimum; unless the user has moved the splitter (:attr:`user_set`)."""
+    least its minimum; unless the user has moved the splitter (:attr:`user_set`).
+
+    ``bars``: widgets shown above the area now and then (the error banner, a notice) that
+    take their height from ``upper``'s minimum, not from the pane: the heatmaps keep their
+    height while a bar is shown, and the layout is the same again once it goes."""
 
     #: ``upper``'s least height, in lines of the font: a loss plot that still reads
     #: (about 120 pixels at 100 %); the side panel beside it scrolls below its own minimum
     UPPER_LINES = 7
 
-    def __init__(self, upper: QWidget, pane: QWidget, parent=None) -> None:
+    def __init__(self, upper: QWidget, pane: QWidget, parent=None,
+                 bars: Sequence[QWidget] = ()) -> None:
         super().__init__(Qt.Orientation.Vertical, parent)
+        self._bars = list(bars)
         self.setChildrenCollapsible(False)
         self.addWidget(upper)
         self.addWidget(pane)
@@ -109,11 +117,18 @@ class MainArea(QSplitter):
         total = sum(sizes)
         if total <= 0:
             return
-        floor = max(upper.minimumHeight(), self.UPPER_LINES * self.fontMetrics().height())
+        least = max(upper.minimumHeight(), upper.minimumSizeHint().height())
+        floor = max(least, self.UPPER_LINES * self.fontMetrics().height() - self.lent())
         height = max(pane.minimumSizeHint().height(), min(pane.ideal_height(), total - floor))
         want = [total - height, height]
         if any(abs(a - b) > 2 for a, b in zip(want, sizes)):
             self.setSizes(want)
+
+    def lent(self) -> int:
+        """The height the bars shown take above the area (with the spacing before each)."""
+        column = self.parentWidget().layout() if self.parentWidget() is not None else None
+        spacing = max(0, column.spacing()) if column is not None else 0
+        return sum(bar.height() + spacing for bar in self._bars if bar.isVisible())
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QSize, QTimer
 from PySide6.QtWidgets import QApplication
 
 from playground.views import theme, zoom
@@ -16,6 +16,7 @@ __all__ = ["Appearance"]
 NORMAL_READOUT = 1.8  # step/loss readout size (times the font)
 PRESENT_READOUT = 2.8  # the same in presentation mode
 PRESENT_JACOBIAN = 1.25  # the verdict line, relative to its size outside presentation
+AFTER_ZOOM_PASSES = 3  # event loop passes a zoom's layouts take to settle (see _after_zoom)
 
 
 class Appearance(QObject):
@@ -37,6 +38,8 @@ class Appearance(QObject):
         preferences.presentingChanged.connect(self.apply_fonts)
         #: inside :meth:`fonts_once`: whether fonts were asked for (None outside)
         self._fonts_asked: bool | None = None
+        #: the window's size before a zoom made it grow, to give back (see _size_back)
+        self._size_before_zoom: QSize | None = None
         panes.left.fit_width()  # the form whole at the start size too, not only after a zoom
 
     def apply_fonts(self) -> None:
@@ -66,9 +69,37 @@ class Appearance(QObject):
                 self.apply_fonts()
 
     def _zoom_changed(self, percent: int) -> None:
+        window = self.panes.window
+        if self._size_before_zoom is None:
+            self._size_before_zoom = window.size()
         self.apply_fonts()
         self.panes.status.showMessage(f"Zoom {percent} %", 2000)
-        QTimer.singleShot(0, self._check_fits)
+        QTimer.singleShot(0, lambda: self._after_zoom(AFTER_ZOOM_PASSES))
+
+    def _after_zoom(self, passes: int) -> None:
+        """The window's size back where it can be, then whether it fits its screen, once the
+        layouts have caught up: the left pane fits its forms a pass after the fonts (at 150 %
+        after 175 % the window still needed 1286 px for a moment, 1265 px after)."""
+        if not self._size_back() and passes > 0:
+            QTimer.singleShot(0, lambda: self._after_zoom(passes - 1))
+            return
+        self._check_fits()
+
+    def _size_back(self) -> bool:
+        """A zoom that needed a larger window grew it (past a projector's 1280 px, at 175 %);
+        zoomed back, the window is the size it had before, once that is enough again.
+        False while the window is larger than it was and still needs to be."""
+        window, wanted = self.panes.window, self._size_before_zoom
+        if wanted is None or window.isFullScreen() or window.isMaximized():
+            self._size_before_zoom = None
+            return True
+        need = window.minimumSizeHint()
+        if need.width() <= wanted.width() and need.height() <= wanted.height():
+            if window.size() != wanted:
+                window.resize(wanted)
+            self._size_before_zoom = None
+            return True
+        return False
 
     def _check_fits(self) -> None:
         """Say so when the window no longer fits its screen at this zoom."""

@@ -1,6 +1,8 @@
 """The Jacobian pane's verdict banner: one line with the verdict (progress and Cancel while
 computing) and a Details toggle that unfolds the numbers, the worst entry and the notes in a
-drawer over the heatmaps (:class:`DetailsDrawer`).
+drawer over the heatmaps (:class:`DetailsDrawer`). The verdict keeps to its line, cut where it
+must be (:class:`VerdictLabel`; the drawer then says it whole): a wrapped verdict took the
+heatmaps' height, and gave it back only when a shorter one came.
 
 Verdicts are spelled out with a symbol too, so nothing depends on telling green from red.
 """
@@ -8,7 +10,7 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -22,16 +24,110 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from playground.views.fields import ElidedLabel, is_narrow
 from playground.views.fitting import FitScroll
 from playground.views.fonts import scaled
 
-__all__ = ["DetailsDrawer", "VerdictBanner"]
+__all__ = ["DetailsDrawer", "VerdictBanner", "VerdictLabel"]
 
 # Banner colours: (background, border, text).
 _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
 _FAIL = ("#fde8e6", "#c0261c", "#7a110b")
 _BORDER, _RADIUS = 2, 6  # pixels
 _ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
+
+
+class VerdictLabel(ElidedLabel):
+    """The verdict's one line, as tall as a line of its font whatever it says. Too long for
+    it, a verdict is set smaller first (down to :attr:`LEAST` of its size, as a slide's title
+    shrinks to fit), then loses its " — diagnosis?" (Details leads with the diagnosis), then
+    the words that do not fit (or, where that would leave much less, the letters), cut with
+    "…"; the text stays whole in :meth:`text` and the tooltip.
+    ``cutChanged(cut)`` when it starts or stops being cut (another text, width or font)."""
+
+    cutChanged = Signal(bool)
+    LEAST = 0.75
+
+    def __init__(self):
+        self._cut = False
+        super().__init__()
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def shown(self) -> tuple[str, QFont]:
+        """The text as drawn at the label's width now, and the font it is drawn in."""
+        text, width = self.text(), self.contentsRect().width()
+        least = self._fitted(text, width)
+        elided = QFontMetrics(least).elidedText(text, Qt.TextElideMode.ElideRight, width)
+        head, dash, _diagnosis = text.partition(" — ")
+        words = head.split(" ")
+        # whole words, then "…" ("… outside …", not "… outsi…"), where they keep most of
+        # what letters cut would ("Jacobian not computed: …" said less than
+        # "Jacobian not computed: BackwardRaises.backw…")
+        cuts = [" ".join([*words[:n], "…"]) for n in range(len(words) - 1, 1, -1)]
+        for candidate in [text, *([f"{head} …"] if dash else []), *cuts]:
+            if candidate in cuts and len(candidate) < 0.7 * len(elided):
+                break
+            font = self._fitted(candidate, width)
+            if QFontMetrics(font).horizontalAdvance(candidate) <= width:
+                return candidate, font
+        return elided, least
+
+    def _fitted(self, text: str, width: int) -> QFont:
+        """The label's font, smaller where ``text`` is wider than ``width`` (to fit, but not
+        below LEAST of its size)."""
+        font = QFont(self.font())
+        wide = QFontMetrics(font).horizontalAdvance(text)
+        if wide <= width or width <= 0:
+            return font
+        points, pixels = font.pointSizeF(), font.pixelSize()
+        if points > 0:
+            font.setPointSizeF(max(self.LEAST * points, points * width / wide))
+        else:
+            font.setPixelSize(max(round(self.LEAST * pixels), pixels * width // wide))
+        # sizes do not scale text's width exactly (hinting): a step smaller where it is over
+        while QFontMetrics(font).horizontalAdvance(text) > width:
+            if points > 0 and font.pointSizeF() - 0.5 >= self.LEAST * points:
+                font.setPointSizeF(font.pointSizeF() - 0.5)
+            elif points <= 0 and font.pixelSize() - 1 >= self.LEAST * pixels:
+                font.setPixelSize(font.pixelSize() - 1)
+            else:
+                break
+        return font
+
+    def shown_text(self) -> str:
+        return self.shown()[0]
+
+    def paintEvent(self, event) -> None:
+        text, font = self.shown()
+        with QPainter(self) as painter:  # ended here, whoever still holds this frame
+            painter.setFont(font)
+            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+            painter.drawText(self.contentsRect(),
+                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                             text)
+
+    def is_cut(self) -> bool:
+        """Whether the line shows less than the whole verdict."""
+        return self.shown_text() != self.text()
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self._check_cut()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._check_cut()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.FontChange:
+            self._check_cut()
+
+    def _check_cut(self) -> None:
+        cut = self.is_cut()
+        if cut != self._cut:
+            self._cut = cut
+            self.cutChanged.emit(cut)
 
 
 class VerdictBanner(QFrame):
@@ -52,12 +148,16 @@ class VerdictBanner(QFrame):
         self.setObjectName("JacobianBanner")
         self._pane = pane
         self._state = "neutral"
-        self.verdict_label = QLabel()
+        self._presenting = False
+        self.verdict_label = VerdictLabel()
         self.verdict_label.setObjectName("JacobianVerdict")
+        self.verdict_label.setTextFormat(Qt.TextFormat.PlainText)
+        #: the whole verdict, first in the drawer, while its line shows less of it
+        self.head_label = QLabel()
         self.details_label = QLabel()
         self.worst_label = QLabel()
         self.notes_label = QLabel()
-        for label in (self.verdict_label, *self._detail_labels()):
+        for label in (self.head_label, *self._detail_labels()):
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             label.setTextFormat(Qt.TextFormat.PlainText)
@@ -71,8 +171,10 @@ class VerdictBanner(QFrame):
         details = QVBoxLayout(self.details_box)
         details.setContentsMargins(0, 0, 0, 0)
         details.setSpacing(3)
-        for label in self._detail_labels():
+        for label in (self.head_label, *self._detail_labels()):
             details.addWidget(label)
+        self.head_label.hide()
+        self.verdict_label.cutChanged.connect(self._show_head)
         self.setContentsMargins(_BORDER, _BORDER, _BORDER, _BORDER)  # inside the border
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 4, 6, 4)
@@ -86,6 +188,9 @@ class VerdictBanner(QFrame):
 
     def _detail_labels(self) -> tuple[QLabel, QLabel, QLabel]:
         return self.details_label, self.worst_label, self.notes_label
+
+    def _show_head(self, cut: bool) -> None:
+        self.head_label.setVisible(cut)
 
     def _build_head(self) -> None:
         """The verdict line: the verdict, the progress bar, Cancel and the Details toggle."""
@@ -163,11 +268,11 @@ class VerdictBanner(QFrame):
         their place when empty while ``keep_lines`` (a verdict, or one coming), so the banner
         keeps its height from one verdict to the next and the heatmaps below never jump (nor
         are laid out again: tens of milliseconds on the GUI thread); ``keep_space`` also
-        keeps extra height a wrapped line had."""
+        keeps the height :meth:`hold_height` held."""
         self._state = state
         self.verdict_label.setText(head)
+        self.head_label.setText(head)
         if not keep_space:
-            self.verdict_label.setMinimumHeight(0)
             self.details_scroll.setMinimumHeight(0)
             self.details_scroll.setMaximumHeight(_ANY_HEIGHT)
         for label, text in zip(self._detail_labels(), (details, worst, notes)):
@@ -177,21 +282,16 @@ class VerdictBanner(QFrame):
         self.restyle_colors()
 
     def hold_height(self) -> None:
-        """Keep the verdict's line and the unfolded details as tall as they are, until the
-        next verdict (while computing: the heatmaps below must not jump): the message may
-        take fewer lines than the verdict did, and empty detail lines ask for other heights
-        than lines with text."""
-        if self.verdict_label.isVisible():  # laid out: its height is real
-            self.verdict_label.setMinimumHeight(self.verdict_label.height())
+        """Keep the unfolded details as tall as they are, until the next verdict (while
+        computing: the drawer must not jump): empty detail lines ask for other heights than
+        lines with text. (The verdict's line is one line whatever it says.)"""
         if self.details_scroll.isVisible():
             self.details_scroll.setFixedHeight(self.details_scroll.height())
 
     # ------------------------------------------------------------------ progress
 
     def start_progress(self, message: str) -> None:
-        # one line while computing, cut at the right if it must be (the bar says the
-        # message too): wrapped where the bar narrows it, it would grow the banner
-        self.verdict_label.setWordWrap(False)
+        # the message is cut at the right where the bar narrows its line (the bar says it)
         self.progress_bar.setValue(0)
         self.progress_bar.setFormat(f"{message}  %p%")
         self.progress_bar.show()
@@ -207,7 +307,6 @@ class VerdictBanner(QFrame):
         self.progress_bar.setFormat(f"{phase}…  %p%")
 
     def end_progress(self) -> None:
-        self.verdict_label.setWordWrap(True)
         self.progress_bar.hide()
         self.cancel_button.hide()
 
@@ -218,12 +317,9 @@ class VerdictBanner(QFrame):
         self.verdict_label.setFont(scaled(base, 1.4 * verdict_scale, bold=True))
         self.details_button.setFont(scaled(base, 1.0))
         self.order_button.setFont(scaled(base, 1.0))
-        self.order_button.setText("2nd order" if verdict_scale == 1.0 else "2nd")
-        # presenting (a larger verdict): the toggle is its arrow only, the verdict keeps a line
-        self.details_button.setText("Details" if verdict_scale == 1.0 else "")
-        self.details_button.setToolButtonStyle(
-            Qt.ToolButtonStyle.ToolButtonTextBesideIcon if verdict_scale == 1.0
-            else Qt.ToolButtonStyle.ToolButtonIconOnly)
+        self._presenting = verdict_scale != 1.0
+        self._fit_buttons()
+        self.head_label.setFont(scaled(base, 1.0, bold=True))
         for widget in (self.details_label, self.worst_label):
             widget.setFont(scaled(base, 1.0))
         self.notes_label.setFont(scaled(base, 0.92))
@@ -233,6 +329,23 @@ class VerdictBanner(QFrame):
                                    QSizePolicy.Policy.Fixed)
         self._head.invalidate()
         self.restyle_colors()
+
+    def _fit_buttons(self) -> None:
+        """"2nd order" and "Details" where there is room; "2nd" and the Details arrow
+        alone while presenting (a larger verdict) or where the banner is narrow (1280x720 at
+        150 %): the verdict keeps the room, to be read whole. By the banner's width and
+        font only, not by what the verdict says: the buttons do not change with it."""
+        short = self._presenting or is_narrow(self, self.details_button.font())
+        self.order_button.setText("2nd" if short else "2nd order")
+        self.details_button.setText("" if short else "Details")
+        self.details_button.setToolButtonStyle(
+            Qt.ToolButtonStyle.ToolButtonIconOnly if short
+            else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit_buttons()
 
     def restyle_colors(self) -> None:
         """The colours of the state: the frame is painted (paintEvent) and the labels'

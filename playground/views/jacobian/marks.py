@@ -146,10 +146,12 @@ class Marks:
         entry (at the top left they sat on it where the worst entry was there)."""
         if not self._tags:
             return
+        vb = self._heatmaps.panels[2].plot.getViewBox()
         try:
-            px, py = self._heatmaps.panels[2].plot.getViewBox().viewPixelSize()
+            px, py = vb.viewPixelSize()
         except Exception:  # not laid out yet: fit_size places them again
             px = py = 0.0
+        (low, high), _rows = vb.viewRange()
         ring = QFontMetrics(self._owner.font()).height() * 0.75 + 4  # its radius and halo
         for label, rect in self._tags:
             text = label.textItem.boundingRect()
@@ -157,8 +159,11 @@ class Marks:
                 (rect[2] / 2, rect[3] / 2)
             reach = (ring * px, ring * py) if px > 0 and py > 0 else (1.0, 1.0)
             (ax, ay), (tx, ty) = tag_place(rect, self._worst_cell, size, reach)
-            label.setAnchor((ax, ay))
-            label.setPos(tx, ty)
+            # inside the view, whole: a narrow block's tag ran past the view's edge, cut
+            # ("transpos" at 1280x720, 150 %)
+            left = max(low, min(tx - ax * size[0], high - size[0]))
+            label.setAnchor((0, ay))
+            label.setPos(left, ty)
 
     def set_hover(self, cell: tuple[int, int] | None) -> None:
         """The square on the hovered entry (row, col), on all three heatmaps."""

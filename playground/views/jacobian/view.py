@@ -145,10 +145,8 @@ class JacobianView(QWidget):
         self._clear_data()
         self.tolerance_row.check_button.setEnabled(False)
         # the banner keeps its height while computing: the heatmaps below it must not jump
-        # (nor be laid out again, which costs the GUI thread tens of milliseconds). The
-        # message first: the progress bar narrows the verdict's line, where the last verdict
-        # would wrap to a second line, and grow the banner, for the message's one line to
-        # shrink it again (two layouts of the heatmaps)
+        # (nor be laid out again, which costs the GUI thread tens of milliseconds); its
+        # verdict's line is one line, and the unfolded details are held
         self.banner.hold_height()
         self._say("neutral", message, keep_space=True)
         self.banner.start_progress(message)

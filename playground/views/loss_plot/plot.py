@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -82,6 +82,7 @@ class LossPlot(QWidget):
         layout.addWidget(self.plot_widget, 1)
 
         self._compact = False
+        self._short = False  # too short for the toolbar (see resizeEvent)
         self._pending = False
         self._last_flush = 0.0
         self._min_interval = _MIN_FLUSH_INTERVAL
@@ -334,9 +335,29 @@ class LossPlot(QWidget):
         """Compact (presentation mode on a small screen): no toolbar and no axis titles, so
         the curve keeps its height; log y stays in the plot's right-click menu."""
         self._compact = bool(on)
-        self.toolbar.setVisible(not on)
+        self.toolbar.setVisible(not on and not self._short)
         for name in ("bottom", "left"):
             self.plot_item.showLabel(name, not on)
+
+    # ------------------------------------------------------------------ size
+
+    def _plot_least(self) -> int:
+        """The least height of the plot without the toolbar (margins included)."""
+        margins = self.layout().contentsMargins()
+        return margins.top() + margins.bottom() + self.plot_widget.minimumSizeHint().height()
+
+    def minimumSizeHint(self) -> QSize:
+        """As short as the plot may be: the toolbar gives way first (an error's banner above
+        the window's main area takes its height from here, not from the heatmaps)."""
+        return QSize(super().minimumSizeHint().width(), self._plot_least())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        short = self.height() < self._plot_least() + self.layout().spacing() \
+            + self.toolbar.sizeHint().height()
+        if short != self._short:
+            self._short = short
+            self.toolbar.setVisible(not self._compact and not short)
 
     # ------------------------------------------------------------------ fonts
 
@@ -414,8 +435,12 @@ class LossPlot(QWidget):
             self.legend.anchor((x, y), (x, y), offset=(12 - 24 * x, 12 - 24 * y))
 
     def _sync_legend(self) -> None:
-        """No empty legend box before the first run."""
-        self.legend.setVisible(bool(self.legend.items))
+        """No empty legend box before the first run, and none cut at the plot's edges: a
+        legend wider or taller than the plot (1280x720 at 150 %: "un 1: seed 0, lr 1, sgd",
+        its left cut off, over the whole curve) is hidden till there is room for it."""
+        vb, legend = self.plot_item.vb, self.legend
+        fits = legend.width() <= vb.width() - 8 and legend.height() <= vb.height() - 8
+        legend.setVisible(bool(legend.items) and fits)
 
     def _rerender_legend(self) -> None:
         """pyqtgraph stores a new legend text size/colour but only uses it on setText; a
@@ -426,6 +451,7 @@ class LossPlot(QWidget):
             if label is not None:
                 _fit_label(label, run, room)
         self.legend.updateSize()
+        self._sync_legend()
 
     # ------------------------------------------------------------------ internals
 
@@ -461,6 +487,7 @@ class LossPlot(QWidget):
         if label is not None:
             _fit_label(label, run, self.plot_item.vb.width() - 24)
             self.legend.updateSize()
+            self._sync_legend()
 
     def _update_status(self) -> None:
         self.status_label.setText(self._current.status_text())

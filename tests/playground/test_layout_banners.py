@@ -1,0 +1,311 @@
+"""Banners and titles on a projector (1280 x 720, at 100 % and 150 %): an error's banner, the
+verdict's line and the code's title take their room from what can give it, never from the
+heatmaps, and the layout is the same again once they go. Geometry only (exact under
+offscreen Qt: the same fonts, sizes and layouts give the same pixels)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QKeySequence
+from PySide6.QtWidgets import QApplication
+
+from customgrad.errors import FunctionError
+from playground.views.code_view import CodeView
+from playground.views.jacobian.view import JacobianView
+from tests.playground.test_layout import (  # noqa: F401 (app_font: the fixture, autouse)
+    TIMEOUT,
+    _layout_now,
+    _press,
+    _settle,
+    _window,
+    app_font,
+)
+
+DATA = "tests/data/byof_errors.py"
+#: a long message (two lines at 150 %) in a long path, with a traceback, as a user's file has
+LONG_PATH = "/home/teacher/courses/autograd/week-07/exercises/solutions/my_linear_function.py"
+MESSAGE = ("LinearFunctionBuggy.backward returned a gradient of shape [4x3] for weight, whose "
+           "shape is [3x4].")
+
+
+def _heatmaps(win) -> tuple[int, float, float]:
+    """The heatmaps' height on screen: their view, the matrix' box in it, and its width."""
+    vb = win.jacobian.heatmaps.view_box
+    return win.jacobian.heatmaps.graphics.height(), vb.height(), vb.width()
+
+
+def _key(qtbot, win, sequence: str) -> None:
+    combo = QKeySequence(sequence)[0]
+    _press(qtbot, win, combo.key(), combo.keyboardModifiers())
+    _settle(qtbot, win)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("percent", [100, 150])
+def test_an_error_banner_takes_no_height_from_the_heatmaps(qtbot, percent):
+    """WrongShape's backward returns a gradient of the wrong shape: the error banner above
+    (a long path, a traceback) and the pane's "Jacobian not computed" line. At 1280x720 the
+    banner's three lines took the heatmaps' height (at 150 %: 160 px of 236 left them) and its
+    path made the window wider than the screen; now the loss plot gives the room, the
+    heatmaps keep every pixel with the banner or without it, through F5/Esc, F9, F2 and a
+    zoom back and forth, and the layout is the same again once it goes."""
+    win = _window(qtbot, 1280, 720, percent=percent)
+    try:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+        start, start_area = _layout_now(win), win.main_area.sizes()
+        start_heatmaps = _heatmaps(win)
+        with qtbot.waitSignal(win.session.jacobianFailed, timeout=TIMEOUT):
+            win.session.set_target(f"{DATA}:WrongShape")
+        _settle(qtbot, win)
+        assert win.errors.isVisible()
+        assert win.width() == 1280
+        shown = _heatmaps(win)
+        error = FunctionError(MESSAGE, file=LONG_PATH, line=12,
+                              details="Traceback (most recent call last):\n" * 8)
+        win.session.errorRaised.emit(error)  # a longer one, over it
+        _settle(qtbot, win)
+        assert win.errors.isVisible() and win.width() == 1280
+        assert _heatmaps(win) == shown
+        banner = win.errors.height()
+        win.errors.dismiss.click()
+        _settle(qtbot, win)
+        gone, gone_layout, gone_area = _heatmaps(win), _layout_now(win), win.main_area.sizes()
+        assert gone == shown  # the heatmaps were not what gave way
+        for keys in (["F5", "Esc"], ["F9", "F9"], ["F2", "F2", "F2"], ["Ctrl+-", "Ctrl+="]):
+            area = win.main_area.sizes()
+            win.session.errorRaised.emit(error)
+            _settle(qtbot, win)
+            for sequence in keys:
+                _key(qtbot, win, sequence)
+            assert win.errors.isVisible() and win.errors.height() == banner, keys
+            assert _heatmaps(win) == gone, keys
+            win.errors.dismiss.click()
+            _settle(qtbot, win)
+            assert _layout_now(win) == gone_layout, keys
+            assert win.main_area.sizes()[1] == gone_area[1], keys  # the Jacobian pane's
+            if keys[0] != "F2":  # (a round of themes leaves the status bar 8 px taller)
+                assert win.main_area.sizes() == area, keys
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("killhead")  # another Function: the layout it had
+        _settle(qtbot, win)
+        assert _heatmaps(win) == start_heatmaps
+        assert _layout_now(win) == start
+        assert win.main_area.sizes()[1] == start_area[1]
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("percent", [100, 150])
+def test_the_verdict_keeps_its_line_and_the_heatmaps_their_height(qtbot, percent):
+    """linear_bug's verdict ("✘ FAILED: 72 of 384 entries outside tolerance — a transposed
+    gradient?") wrapped to three lines at 150 % and took the heatmaps' height (and killhead's
+    passing one to two); the line is one line whatever it says, the count is read on it, and
+    Details says it whole."""
+    win = _window(qtbot, 1280, 720, percent=percent, target="linear_bug")
+    try:
+        j = win.jacobian
+        before, banner = _heatmaps(win), j.banner.height()
+        label = j.banner.verdict_label
+        assert "— a transposed gradient?" in label.text()
+        assert label.shown_text().startswith("✘ FAILED: 72 of 384 entries outside")
+        report = j.checked
+        j.show_failure(f"{MESSAGE}\n{MESSAGE}")  # a check that did not run: a long head
+        _settle(qtbot, win)
+        assert j.banner.height() == banner
+        j.show_report(report)
+        _settle(qtbot, win)
+        assert _heatmaps(win) == before and j.banner.height() == banner
+        j.set_details_shown(True)
+        _settle(qtbot, win)
+        cut = label.shown_text() != label.text()
+        assert j.banner.head_label.isVisible() == cut
+        assert _heatmaps(win) == before
+        j.set_details_shown(False)
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
+def test_the_code_tabs_title_reads_whole_at_150_percent(qtbot):
+    """1280x720 at 150 %: the folded Code tab cut "KillHead" to "KillHe…" beside "Note" and
+    "Own window"; the buttons are their signs there, and the name is read whole."""
+    win = _window(qtbot, 1280, 720, percent=150)
+    try:
+        code = win.code
+        win.side_tabs.setCurrentWidget(code)
+        _settle(qtbot, win)
+        assert code.folded
+        assert code.title_label.shown_text() == "KillHead"
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("linear_bug")
+        _settle(qtbot, win)
+        name = code.title_label.name()
+        assert code.title_label.shown_text() == name
+        assert name == win.session.target.label.split(" (")[0]
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
+def test_high_contrast_at_150_percent_fits_a_projector(qtbot):
+    """High contrast pads its buttons: at 150 % the controls' row ("Check Jacobian here")
+    and the forms made a 1280 px window 1311 px wide, off the projector's edge. The button
+    says "Check Jacobian" where the row is short; the window keeps to the screen."""
+    win = _window(qtbot, 1280, 720, theme_name="high-contrast", percent=150)
+    try:
+        assert win.minimumSizeHint().width() <= 1280 and win.width() == 1280
+        check = win.controls.check
+        assert check.text() in ("Check Jacobian here", "Check Jacobian")
+        assert check.fontMetrics().horizontalAdvance(check.text()) < check.width()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
+def test_a_zoom_in_and_out_gives_the_window_its_size_back(qtbot):
+    """1280x720 at 150 %: 175 % needs a wider window, and Qt grows it (1435 px); back at
+    150 % the window stayed 1435 px wide, off the projector's edge, and the normal layout
+    did not come back. It is 1280x720 again, with the layout it had."""
+    win = _window(qtbot, 1280, 720, percent=150, target="linear_bug")
+    try:
+        before, area = _layout_now(win), win.main_area.sizes()
+        heatmaps = _heatmaps(win)
+        win.preferences.zoom_by(1)
+        _settle(qtbot, win)
+        assert win.preferences.zoom == 175 and win.width() > 1280
+        win.preferences.zoom_by(-1)
+        _settle(qtbot, win)
+        assert (win.width(), win.height()) == (1280, 720)
+        assert _layout_now(win) == before and win.main_area.sizes() == area
+        assert _heatmaps(win) == heatmaps
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+# ---- the parts, without a window -------------------------------------------------------------
+
+def _font(points: float) -> QFont:
+    font = QFont(QApplication.instance().font())
+    font.setPointSizeF(points)
+    return font
+
+
+@pytest.mark.parametrize("width", [1000, 620, 400])
+def test_a_verdict_too_long_for_its_line_is_set_smaller_then_cut_at_a_word(qtbot, width):
+    """The verdict's line as at 150 % (16.5 pt): a long verdict drops its diagnosis, then
+    whole words, and is drawn no smaller than 3/4 of its size; the banner is as tall with
+    any verdict, and the drawer says the whole verdict while the line shows less."""
+    view = JacobianView()
+    qtbot.addWidget(view)
+    view.apply_font(_font(16.5))
+    view.resize(width, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    banner, label = view.banner, view.banner.verdict_label
+    heights = set()
+    for text in ("✔ PASSED", "✘ FAILED: 72 of 384 entries outside tolerance — a transposed "
+                 "gradient?", "Jacobian not computed: " + "x" * 80):
+        banner.set_text("failed", text)
+        QApplication.processEvents()
+        heights.add(banner.height())
+        shown, font = label.shown()
+        assert font.pointSizeF() >= 0.75 * label.font().pointSizeF() - 1e-9
+        assert label.fontMetrics().lineSpacing() <= label.height()
+        assert shown == text or shown.endswith("…")
+        assert (not banner.head_label.isHidden()) == (shown != text)
+        if shown != text and "FAILED" in text:
+            assert shown.startswith("✘ FAILED: 72 of" if width < 600 else
+                                    "✘ FAILED: 72 of 384 entries")
+            assert not shown.endswith(("outsi…", "toleranc…"))  # whole words
+    assert len(heights) == 1
+
+
+def test_a_folded_code_title_keeps_the_functions_name(qtbot):
+    """The Code tab at 1280x720, 150 % (about 370 x 190 px, 16.5 pt): the file's name goes,
+    then the buttons' words; the Function's name stays whole."""
+    view = CodeView()
+    qtbot.addWidget(view)
+    view.apply_font(_font(16.5))
+    view.resize(370, 190)
+    view.show()
+    qtbot.waitExposed(view)
+    for title, name in (("KillHead", "KillHead"),
+                        ("LinearFunctionBuggy (my_linear_function.py)", "LinearFunctionBuggy")):
+        view.set_function(title, "x = 1\n" * 20, "A note.", LONG_PATH, 3)
+        QApplication.processEvents()
+        assert view.folded
+        assert view.title_label.shown_text() == name
+        assert view.title_label.toolTip() == title
+    view.resize(900, 190)  # room: the words come back
+    QApplication.processEvents()
+    assert view.note_button.text() == "Note" and view.window_button.text() == "Own window"
+    assert view.title_label.shown_text() == "LinearFunctionBuggy (my_linear_function.py)"
+    assert Qt.ToolButtonStyle.ToolButtonTextBesideIcon == view.note_button.toolButtonStyle()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("percent", [100, 150])
+def test_a_diagnosis_tag_is_read_whole_inside_its_heatmap(qtbot, percent):
+    """linear_bug's "transposed" tag, at the weight block's top left, ran past the
+    Difference heatmap's right edge at 1280x720, 150 % and read "transpos"; it is moved left
+    into the view, whole."""
+    import pyqtgraph as pg
+
+    win = _window(qtbot, 1280, 720, percent=percent, target="linear_bug")
+    try:
+        marks = win.jacobian.marks
+        tags = [i for i in marks.diagnosis_items if isinstance(i, pg.TextItem)]
+        assert [t.textItem.toPlainText() for t in tags] == ["transposed"]
+        seen = win.jacobian.heatmaps.panels[2].plot.vb.sceneBoundingRect()
+        for tag in tags:
+            rect = tag.mapRectToScene(tag.boundingRect())
+            assert seen.left() - 1 <= rect.left() and rect.right() <= seen.right() + 1, \
+                (rect, seen)
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def test_a_legend_wider_than_the_loss_plot_is_hidden_till_there_is_room(qtbot):
+    """The loss plot at 1280x720, 150 % (about 350 x 150 px, 16.5 pt): the legend "run 1:
+    seed 0, lr 1, sgd" was wider than the plot, its left cut off ("un 1: …"), over the
+    curve; it is hidden there, and back where it fits."""
+    import numpy as np
+
+    from playground.views.loss_plot import LossPlot
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.apply_font(_font(16.5))
+    plot.start_run("run 1: seed 0, lr 1, sgd")
+    plot.append(np.arange(5), np.linspace(1.0, 0.5, 5))
+    plot.flush()
+    for width, shown in ((350, False), (900, True), (350, False)):
+        plot.resize(width, 300)
+        plot.show()
+        qtbot.waitExposed(plot)
+        qtbot.wait(20)
+        vb = plot.plot_item.vb
+        assert plot.legend.isVisible() == shown, width
+        assert (plot.legend.width() <= vb.width()) == shown, width
+
+
+def test_a_verdict_cut_at_a_word_only_where_that_keeps_most_of_it(qtbot):
+    """"Jacobian not computed: BackwardRaises.backward raised ValueError" at 150 %: cut at
+    whole words it read "Jacobian not computed: …" (what raised gone); it keeps the letters
+    that fit instead."""
+    view = JacobianView()
+    qtbot.addWidget(view)
+    view.apply_font(_font(16.5))
+    view.resize(740, 400)
+    with qtbot.waitExposed(view):
+        view.show()
+    view.show_failure("BackwardRaises.backward raised ValueError: backward is broken")
+    QApplication.processEvents()
+    shown = view.banner.verdict_label.shown_text()
+    assert shown.startswith("Jacobian not computed: BackwardRaises"), shown
