@@ -205,9 +205,10 @@ def _by_colour(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally,
             return False
         products, sent = got
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
-        outside = found.values[k0:k1].eq(0)  # (no owner, or the owner's entry is 0)
-        # a non-zero (or NaN) where the reference has no entry
-        if any(bool(whole.ne(0).logical_and_(outside).any()) for whole in (ones, p_s, p_t)):
+        # a non-zero (or NaN) in any of the three where the reference has no entry (no
+        # owner, or the owner's entry is 0)
+        outside = found.values[k0:k1].eq(0).unsqueeze(1)
+        if bool(products.view(k1 - k0, 3, n_cols).ne(0).logical_and_(outside).any()):
             return False
         owner = found.owner(k0, k1).clamp_min(0).long()  # (unowned: 0 there, any row)
         if not _proportional(((p_s, sent[1::3].gather(1, owner)),
@@ -236,6 +237,8 @@ def _proportional(pairs, one: torch.Tensor, cap: float) -> bool:
     their size and ``cap`` (NaN is not)."""
     for p, w_owner in pairs:
         scaled = w_owner * one
+        if not bool(torch.sub(p, scaled).any()):
+            continue  # exactly proportional (NaN and inf - inf are not 0): within any limit
         limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
         if not bool(((p - scaled).abs() <= limit).all()):
             return False  # (NaN too)

@@ -62,7 +62,7 @@ class ByColour(Entries):
 
     def owner(self, k0: int, k1: int) -> torch.Tensor:
         """Colours k0:k1's owner of each column (int32, -1: none), (k1 - k0) x cols."""
-        return self.owners[k0:k1][:, self.class_of]
+        return self.owners[k0:k1].index_select(1, self.class_of)
 
     def triples(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self._cached is None:
@@ -89,7 +89,7 @@ class ByColour(Entries):
         # the dense products weighted column by column, added into their owners' rows (an
         # unowned place, whose value is 0, into a row past the end): in the order the
         # triples give, so the same sums bit for bit (an entry's 0.0 adds nothing)
-        index = (self.owners + 1)[:, self.class_of].view(-1)
+        index = (self.owners + 1).index_select(1, self.class_of).view(-1)
         out = torch.zeros((weights.shape[0], n_rows + 1), dtype=torch.float64)
         for j in range(weights.shape[0]):
             out[j].index_add_(0, index, (self.values * weights[j]).view(-1))

@@ -151,7 +151,7 @@ class Traced:
         out = torch.cat([torch.zeros(k, leaf.numel(), dtype=torch.float64) if g is None
                          else g.detach().reshape(k, -1).double()
                          for g, leaf in zip(got, leaves)], dim=1)
-        if not bool(out.isfinite().all()):
+        if out.numel() and not all(math.isfinite(float(m)) for m in torch.aminmax(out)):
             # 0 * inf is NaN: a product's NaN need not come from the rows it seeded, so the
             # pattern (and a row's entries) cannot be read from it
             raise Fallback("autograd's derivative of forward is NaN or infinite at this point")
@@ -225,7 +225,8 @@ class Traced:
         n_rows, cols = self.space.rows, self.space.cols
         across = self._reach_across(size, pacer)
         # (every crossing, as the product of the groupings' reach would count them)
-        if int((reach.sum(0) * across.sum(0)).sum()) > MAX_ENTRIES:
+        per_column = [m.view(torch.uint8).sum(0, dtype=torch.int64) for m in (reach, across)]
+        if int((per_column[0] * per_column[1]).sum()) > MAX_ENTRIES:
             return None
         firsts, class_of = _column_classes(torch.cat([reach, across]))
         rows_x, class_x = _crossings(reach[:, firsts], across[:, firsts], size, n_rows)
@@ -256,14 +257,14 @@ class Traced:
             grads[at] = 1
             product = self.vjp(grads)
             grads[at] = 0
-            owner = owners[k0:k1][:, class_of]
-            if bool(product.ne(0).logical_and_(owner.lt(0)).any()):  # NaN != 0 too
+            unowned = owners[k0:k1].lt(0).index_select(1, class_of)
+            if bool(product.ne(0).logical_and_(unowned).any()):  # NaN != 0 too
                 raise Fallback("a column no group was seen to reach holds an entry")
             if dense:
                 values[k0:k1] = product
             else:
                 p, c = product.ne(0).nonzero(as_tuple=True)
-                found_r.append(owner[p, c].long())
+                found_r.append(owners[k0 + p, class_of[c]].long())
                 found_c.append(c)
                 found_v.append(product[p, c])
             pacer.check_stop()
