@@ -58,6 +58,7 @@ class ByColour(Entries):
         self.owners = owners  # colours x classes, int32
         self.class_of = class_of  # cols, int64
         self.colour = colour  # rows, int64
+        self.per_colour = values.count_nonzero(1)  # each colour's entries
         self._cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     def owner(self, k0: int, k1: int) -> torch.Tensor:
@@ -78,12 +79,10 @@ class ByColour(Entries):
         return (rows, c, *(d[k, c] for d in dense))
 
     def most_in_a_row(self, n_rows: int) -> int:
-        """A bound from below of the most entries in a row, without the triples: colour k's
-        entries over its rows, the largest such mean (no row of the colour holds fewer
-        than... at least one holds as many)."""
-        per_colour = self.values.count_nonzero(1)
+        """A bound from below of the most entries in a row, without the triples: the largest
+        mean over a colour's rows of its entries (some row of the colour holds as many)."""
         rows = torch.bincount(self.colour, minlength=self.values.shape[0]).clamp_min_(1)
-        return int(torch.ceil(per_colour / rows).max()) if per_colour.numel() else 0
+        return int(torch.ceil(self.per_colour / rows).max()) if rows.numel() else 0
 
     def sums(self, weights: torch.Tensor, n_rows: int) -> torch.Tensor:
         # the dense products weighted column by column, added into their owners' rows (an
