@@ -50,7 +50,7 @@ class ByColour(Entries):
     row of colour k reaching class d (-1: none), ``class_of[c]`` column c's class.
 
     The entries are the non-zero values; :meth:`triples` lists them colour by colour, column
-    by column (taken once, where a pass needs them)."""
+    by column (taken where a pass needs them)."""
 
     def __init__(self, values: torch.Tensor, owners: torch.Tensor, class_of: torch.Tensor,
                  colour: torch.Tensor):
@@ -59,24 +59,28 @@ class ByColour(Entries):
         self.class_of = class_of  # cols, int64
         self.colour = colour  # rows, int64
         self.per_colour = values.count_nonzero(1)  # each colour's entries
-        self._cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     def owner(self, k0: int, k1: int) -> torch.Tensor:
         """Colours k0:k1's owner of each column (int32, -1: none), (k1 - k0) x cols."""
         return self.owners[k0:k1].index_select(1, self.class_of)
 
     def triples(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self._cached is None:
-            rows, cols, values = self.pick(self.values)
-            self._cached = rows, cols, values
-        return self._cached
+        """Taken anew at each call (not kept: the matrices' writes take them one after the
+        other, and a million triples held beside the products would raise the peak)."""
+        rows, cols, values = self.pick(self.values)
+        return rows, cols, values
 
     def pick(self, *dense: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """(rows, columns, then each of ``dense`` at them) over the entries, in the order of
         :meth:`triples`: ``dense`` are colours x cols matrices laid out as ``values``."""
-        k, c = self.values.ne(0).nonzero(as_tuple=True)
+        # (flat places, then their colour and column: nonzero(as_tuple=True) gives views of
+        # one places x 2 tensor, which the columns would keep whole)
+        flat = self.values.view(-1).ne(0).nonzero().squeeze_(1)
+        picked = [d.reshape(-1)[flat] for d in dense]
+        k, c = flat.div(self.values.shape[1], rounding_mode="floor"), flat.remainder_(
+            self.values.shape[1])
         rows = self.owners[k, self.class_of[c]].long()
-        return (rows, c, *(d[k, c] for d in dense))
+        return (rows, c, *picked)
 
     def most_in_a_row(self, n_rows: int) -> int:
         """A bound from below of the most entries in a row, without the triples: the largest

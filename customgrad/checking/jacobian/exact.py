@@ -466,6 +466,7 @@ class Verifier:
             self.colours = 1
             if self._all_at_once(found, weights):
                 return
+        found = Entries(*found.triples())  # (taken once: the colours and each batch read them)
         rows, cols, _ = found.triples()
         colour = group_columns(rows, cols, n_cols)
         colours = int(colour.max()) + 1 if colour.numel() else 0
