@@ -10,12 +10,12 @@ from unittest import mock
 
 import pytest
 import torch
-from torch.autograd import Function
 
 from customgrad.checking.jacobian import analytic, colouring, compare, exact
 from customgrad.checking.jacobian.entries import ByColour, Entries
 from customgrad.checking.jacobian.report import REFERENCE
 from customgrad.targets.gallery.seeds import LinearFunction
+from tests.customgrad.test_compressed_adversarial import Linear
 
 
 def _x(*shape, seed=0):
@@ -58,46 +58,26 @@ def _same_report(got, want):
     assert got.method == want.method and got.passed is want.passed
 
 
-class WrongInWeight(Function):
-    """input @ weight.T, d out[5, 7] / d w[7, 11] off by 0.01 (the weight's block)."""
+def _off_at(block, at, value, name):
+    """Linear with ``value`` added to the gradient of the input ``block`` (0: x, 1: w) at
+    ``at`` wherever out[5, 7] (for x: out[3, 2]) is seeded (where its seed is 0, so is what
+    is added: NaN * 0 would be NaN everywhere)."""
+    seed = (3, 2) if block == 0 else (5, 7)
 
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        return x.mm(w.t())
-
-    @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        gw = g.t().mm(x)
-        gw[7, 11] += 0.01 * g[5, 7]
-        return g.mm(w), gw
+        grads = list(Linear.backward(ctx, g))
+        s = g[seed]
+        grads[block][at] = grads[block][at] + torch.where(s != 0, value * s, 0 * s)
+        return tuple(grads)
+    return type(name, (Linear,), {"backward": staticmethod(backward),
+                                  "__doc__": f"{value} on {'xw'[block]}{list(at)} from "
+                                             f"out{list(seed)}"})
 
 
-class StrayInWeight(WrongInWeight):
-    """out[5, 7] puts 0.01 on w[6, 11], where the Jacobian has no entry."""
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        gw = g.t().mm(x)
-        gw[6, 11] += 0.01 * g[5, 7]
-        return g.mm(w), gw
-
-
-def _at_one_entry(value, name):
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        gx = g.mm(w)
-        at = g[3, 2]  # (where it is 0, value * 0 would be NaN too: 0 there)
-        gx[3, 5] = gx[3, 5] + torch.where(at != 0, torch.full_like(at, value), 0 * at)
-        return gx, g.t().mm(x)
-    return type(name, (WrongInWeight,), {"backward": staticmethod(backward),
-                                         "__doc__": f"{value} at one entry"})
-
-
-NanAtOneEntry = _at_one_entry(float("nan"), "NanAtOneEntry")
-InfAtOneEntry = _at_one_entry(float("inf"), "InfAtOneEntry")
+WrongInWeight = _off_at(1, (7, 11), 0.01, "WrongInWeight")  # (w[7] feeds out[:, 7])
+StrayInWeight = _off_at(1, (6, 11), 0.01, "StrayInWeight")  # (no entry there)
+NanAtOneEntry = _off_at(0, (3, 5), float("nan"), "NanAtOneEntry")
+InfAtOneEntry = _off_at(0, (3, 5), float("inf"), "InfAtOneEntry")
 
 
 def test_a_matrix_products_reference_is_held_by_colour_with_the_triples_report():

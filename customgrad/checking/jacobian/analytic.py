@@ -120,6 +120,23 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
     return True
 
 
+def _batches(space: Workspace, pacer: Pacer, backward: Backward, colour: torch.Tensor,
+             colours: int, weights: torch.Tensor):
+    """The colours a batch at a time: (k0, k1, the user's products of their seeds, the seeds
+    as backward received them); None, and no more, where vmap cannot batch backward."""
+    row_order, row_bounds = by_label(colour, colours)
+    step = max(1, limits.CHUNK_ELEMENTS // max(space.rows, space.cols) // 3)
+    for k0 in range(0, colours, step):
+        k1 = min(colours, k0 + step)
+        members = row_order[row_bounds[k0]:row_bounds[k1]]
+        got = backward.products(_seeds(colour, members, k0, k1, weights))
+        pacer.check_stop()
+        if got is None:
+            yield None
+            return
+        yield (k0, k1, *got)
+
+
 def _seeds(colour: torch.Tensor, members: torch.Tensor, k0: int, k1: int,
            weights: torch.Tensor) -> torch.Tensor:
     """Colours k0:k1's three seeds each (ones, the weights, the signed weights over the
@@ -136,7 +153,6 @@ def _by_entries(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally
                 found: Entries, colour: torch.Tensor, weights: torch.Tensor) -> bool:
     """:func:`compressed_pass` over the reference's entries as triples."""
     ref_rows, ref_cols, ref_values = found.triples()
-    n_rows, n_cols = space.rows, space.cols
     colours = int(colour.max()) + 1
     # the entries and the rows grouped by colour once: a batch takes a slice of each (a mask
     # over a million entries for each batch cost more than its products)
@@ -147,18 +163,12 @@ def _by_entries(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally
     else:
         order, bounds = by_label(labels, colours)
         e_rows, e_cols, e_ref = ref_rows[order], ref_cols[order], ref_values[order]
-    row_order, row_bounds = by_label(colour, colours)
     e_ana = torch.empty_like(e_ref)
-    step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
-    for k0 in range(0, colours, step):
-        k1 = min(colours, k0 + step)
-        sel = slice(bounds[k0], bounds[k1])
-        members = row_order[row_bounds[k0]:row_bounds[k1]]
-        got = backward.products(_seeds(colour, members, k0, k1, weights))
-        pacer.check_stop()
-        if got is None:
+    for batch in _batches(space, pacer, backward, colour, colours, weights):
+        if batch is None:
             return False
-        products, sent = got
+        k0, k1, products, sent = batch
+        sel = slice(bounds[k0], bounds[k1])
         r, c = e_rows[sel], e_cols[sel]
         k = colour[r] - k0
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
@@ -193,17 +203,11 @@ def _by_colour(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally,
     colour = found.colour
     colours = found.values.shape[0]
     n_rows, n_cols = space.rows, space.cols
-    row_order, row_bounds = by_label(colour, colours)
     ana = torch.empty_like(found.values)
-    step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
-    for k0 in range(0, colours, step):
-        k1 = min(colours, k0 + step)
-        members = row_order[row_bounds[k0]:row_bounds[k1]]
-        got = backward.products(_seeds(colour, members, k0, k1, weights))
-        pacer.check_stop()
-        if got is None:
+    for batch in _batches(space, pacer, backward, colour, colours, weights):
+        if batch is None:
             return False
-        products, sent = got
+        k0, k1, products, sent = batch
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
         # a non-zero (or NaN) in any of the three where the reference has no entry (no
         # owner, or the owner's entry is 0)
