@@ -19,6 +19,7 @@ import torch
 
 from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.agreement import Tally
+from customgrad.checking.jacobian.entries import ByColour, Entries, EntryPairs
 from customgrad.checking.jacobian.probe import Probe
 from customgrad.checking.jacobian.report import Axis
 from customgrad.checking.jacobian.tiles import TileScan, axis_at, by_label, by_tile, runs
@@ -90,19 +91,69 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
     if backward.path != "direct" or any(a.parts == 2 for a in (*space.inputs,
                                                                *space.outputs)):
         return False
-    from customgrad.checking.jacobian.colouring import group_columns
+    found = space.reference
+    assert found is not None
+    n_rows = space.rows
+    if space.row_colour is not None:
+        colour = space.row_colour
+    else:
+        from customgrad.checking.jacobian.colouring import group_columns
 
-    ref_rows, ref_cols, ref_values = space.reference  # type: ignore[misc]
-    n_rows, n_cols = space.rows, space.cols
-    colour = space.row_colour if space.row_colour is not None else \
-        group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
-        torch.zeros(n_rows, dtype=torch.int64)
+        ref_rows, ref_cols, _ = found.triples()
+        colour = group_columns(ref_cols, ref_rows, n_rows) if ref_rows.numel() else \
+            torch.zeros(n_rows, dtype=torch.int64)
     colours = int(colour.max()) + 1
     if 3 * colours >= n_rows:
         return False  # no fewer backward calls than rows
     gen = torch.Generator().manual_seed(2)
     weights = torch.rand((2, n_rows), generator=gen, dtype=torch.float64).add_(1.0)
     weights[1] *= torch.randint(0, 2, (n_rows,), generator=gen).mul_(2).sub_(1)
+    if isinstance(found, ByColour) and found.colour is colour:
+        proved = _by_colour(space, pacer, backward, tally, found, weights)
+    else:
+        proved = _by_entries(space, pacer, backward, tally, found, colour, weights)
+    if not proved:
+        return False
+    tally.finish()
+    pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
+    backward.compressed = colours
+    return True
+
+
+def _batches(space: Workspace, pacer: Pacer, backward: Backward, colour: torch.Tensor,
+             colours: int, weights: torch.Tensor):
+    """The colours a batch at a time: (k0, k1, the user's products of their seeds, the seeds
+    as backward received them); None, and no more, where vmap cannot batch backward."""
+    row_order, row_bounds = by_label(colour, colours)
+    step = max(1, limits.CHUNK_ELEMENTS // max(space.rows, space.cols) // 3)
+    for k0 in range(0, colours, step):
+        k1 = min(colours, k0 + step)
+        members = row_order[row_bounds[k0]:row_bounds[k1]]
+        got = backward.products(_seeds(colour, members, k0, k1, weights))
+        pacer.check_stop()
+        if got is None:
+            yield None
+            return
+        yield (k0, k1, *got)
+
+
+def _seeds(colour: torch.Tensor, members: torch.Tensor, k0: int, k1: int,
+           weights: torch.Tensor) -> torch.Tensor:
+    """Colours k0:k1's three seeds each (ones, the weights, the signed weights over the
+    colour's rows ``members``): 3 (k1 - k0) x rows."""
+    seeds = torch.zeros((3 * (k1 - k0), colour.numel()), dtype=torch.float64)
+    at = 3 * (colour[members] - k0)
+    seeds[at, members] = 1.0
+    seeds[at + 1, members] = weights[0, members]
+    seeds[at + 2, members] = weights[1, members]
+    return seeds
+
+
+def _by_entries(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally,
+                found: Entries, colour: torch.Tensor, weights: torch.Tensor) -> bool:
+    """:func:`compressed_pass` over the reference's entries as triples."""
+    ref_rows, ref_cols, ref_values = found.triples()
+    colours = int(colour.max()) + 1
     # the entries and the rows grouped by colour once: a batch takes a slice of each (a mask
     # over a million entries for each batch cost more than its products)
     labels = colour[ref_rows]
@@ -112,23 +163,12 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
     else:
         order, bounds = by_label(labels, colours)
         e_rows, e_cols, e_ref = ref_rows[order], ref_cols[order], ref_values[order]
-    row_order, row_bounds = by_label(colour, colours)
     e_ana = torch.empty_like(e_ref)
-    step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 3)
-    for k0 in range(0, colours, step):
-        k1 = min(colours, k0 + step)
-        sel = slice(bounds[k0], bounds[k1])
-        members = row_order[row_bounds[k0]:row_bounds[k1]]
-        seeds = torch.zeros((3 * (k1 - k0), n_rows), dtype=torch.float64)
-        at = 3 * (colour[members] - k0)
-        seeds[at, members] = 1.0
-        seeds[at + 1, members] = weights[0, members]
-        seeds[at + 2, members] = weights[1, members]
-        got = backward.products(seeds)
-        pacer.check_stop()
-        if got is None:
+    for batch in _batches(space, pacer, backward, colour, colours, weights):
+        if batch is None:
             return False
-        products, sent = got
+        k0, k1, products, sent = batch
+        sel = slice(bounds[k0], bounds[k1])
         r, c = e_rows[sel], e_cols[sel]
         k = colour[r] - k0
         ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
@@ -138,23 +178,74 @@ def compressed_pass(space: Workspace, pacer: Pacer, backward: Backward, tally: T
         if any(int(whole.count_nonzero()) != int(owned.count_nonzero())
                for whole, owned in ((ones, one), (p_s, at_s), (p_t, at_t))):
             return False
-        cap = HIDDEN_SHARE * tally.atol
-        for p, w_owner in ((at_s, sent[3 * k + 1, r]), (at_t, sent[3 * k + 2, r])):
-            scaled = w_owner * one
-            limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
-            if not bool(((p - scaled).abs() <= limit).all()):
-                return False  # (NaN too)
+        if not _proportional(((at_s, sent[3 * k + 1, r]), (at_t, sent[3 * k + 2, r])), one,
+                             HIDDEN_SHARE * tally.atol):
+            return False
         e_ana[sel] = one
     ref_rows, ref_cols, ref_values = e_rows, e_cols, e_ref
     if not _spot_check(space, backward, ref_rows, ref_cols, e_ana):
         return False
     later = pacer.later()
     space.write(lambda: _write(space, later, ref_rows, ref_cols, e_ana))
-    space.entries = (ref_rows, ref_cols, e_ana, ref_values)
+    space.entries = EntryPairs(Entries(ref_rows, ref_cols, ref_values), e_ana, ref_values)
     tally.compare_entries(ref_rows, ref_cols, e_ana, ref_values)
-    tally.finish()
-    pacer.emit(1.0, "done", force=True, columns_done=space.cols, rows_done=space.rows)
-    backward.compressed = colours
+    return True
+
+
+def _by_colour(space: Workspace, pacer: Pacer, backward: Backward, tally: Tally,
+               found: ByColour, weights: torch.Tensor) -> bool:
+    """:func:`compressed_pass` over the reference held as products over the same row
+    colours (``ByColour``): the user's products are laid out as the reference's, so each
+    relation is one dense operation over colours x columns, the same rule at every entry
+    (a place no row owns, or whose reference is 0, must be 0 in all three products: there
+    the relations hold trivially), and the entries are taken as triples only where the
+    matrices differ or are read."""
+    colour = found.colour
+    colours = found.values.shape[0]
+    n_rows, n_cols = space.rows, space.cols
+    ana = torch.empty_like(found.values)
+    for batch in _batches(space, pacer, backward, colour, colours, weights):
+        if batch is None:
+            return False
+        k0, k1, products, sent = batch
+        ones, p_s, p_t = products[0::3], products[1::3], products[2::3]
+        # a non-zero (or NaN) in any of the three where the reference has no entry (no
+        # owner, or the owner's entry is 0)
+        outside = found.values[k0:k1].eq(0).unsqueeze(1)
+        if bool(products.view(k1 - k0, 3, n_cols).ne(0).logical_and_(outside).any()):
+            return False
+        owner = found.owner(k0, k1).clamp_min(0).long()  # (unowned: 0 there, any row)
+        if not _proportional(((p_s, sent[1::3].gather(1, owner)),
+                              (p_t, sent[2::3].gather(1, owner))), ones,
+                             HIDDEN_SHARE * tally.atol):
+            return False
+        ana[k0:k1] = ones
+    # the spot check's three rows' entries, row by row
+    checked = sorted({0, n_rows // 2, n_rows - 1})
+    picked = [found.row(r, ana) for r in checked]
+    if not _spot_check(space, backward,
+                       torch.cat([torch.full_like(c, r) for r, (c, _) in zip(checked, picked)]),
+                       torch.cat([c for c, _ in picked]), torch.cat([v for _, v in picked])):
+        return False
+    pairs = EntryPairs(found, ana, found.values)
+    later = pacer.later()
+    space.write(lambda: _write(space, later, *pairs.analytic()))
+    space.entries = pairs
+    if not torch.equal(ana, found.values):  # (identical, no NaN: nothing to fold)
+        tally.compare_entries(*pairs.both())
+    return True
+
+
+def _proportional(pairs, one: torch.Tensor, cap: float) -> bool:
+    """Each ``p`` of ``pairs`` (p, w) is ``w * one`` to rounding: within ``ROUNDING`` of
+    their size and ``cap`` (NaN is not)."""
+    for p, w_owner in pairs:
+        scaled = w_owner * one
+        if not bool(torch.sub(p, scaled).any()):
+            continue  # exactly proportional (NaN and inf - inf are not 0): within any limit
+        limit = (p.abs() + scaled.abs()).mul_(ROUNDING).clamp_max_(cap)
+        if not bool(((p - scaled).abs() <= limit).all()):
+            return False  # (NaN too)
     return True
 
 

@@ -29,6 +29,7 @@ import torch
 
 from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.colouring import group_columns, group_sets
+from customgrad.checking.jacobian.entries import ByColour, Entries
 from customgrad.checking.jacobian.probe import Probe, same_values
 from customgrad.checking.jacobian.report import REFERENCE, Method
 from customgrad.checking.jacobian.tiles import by_label, by_tile
@@ -43,6 +44,10 @@ VERIFY_SHARE = 0.1
 SMALL = 1 << 16
 #: the most non-zero entries the reference keeps (a denser Jacobian takes finite differences)
 MAX_ENTRIES = 1 << 22
+#: a matrix product's reference is kept as its products over row colours (entries.ByColour)
+#: where they hold at most this many places per entry of the crossings (a place takes 8
+#: bytes, an entry's triple 24), else as the triples of its non-zero entries
+DENSE_WITHIN = 2
 #: from this many colours on, the verification first tries every column at once (one
 #: colour: four forward calls); only where that fails does it take the colours one by one
 ALL_AT_ONCE_FROM = 16
@@ -60,16 +65,9 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     try:
         _usable(space, base, direct)
         traced = Traced(probe, space, base)
-        rows, cols, values, products = traced.entries(pacer)
-        colour = group_columns(rows, cols, space.cols)
-        colours = int(colour.max()) + 1 if colour.numel() else 0
+        found, products = traced.entries(pacer)
         checker = Verifier(probe, space, base, forward, eps, atol * VERIFY_SHARE)
-        if 4 * colours < 2 * space.cols:
-            checker.run(pacer, rows, cols, values, colour, colours)
-        elif not checker.at_once(rows, cols, values):
-            # (a scalar loss of a 64x128 input: 16,384 columns, one colour each, verified
-            # along all of them at once in four forward calls where the sum holds)
-            raise Fallback("the Jacobian's columns compress too little to save forward calls")
+        checker.verify(pacer, found)
     except Cancelled:
         raise
     except Fallback as why:
@@ -77,8 +75,8 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     # (written when read where no one watches: the analytic pass writes them first where it
     # takes every row)
     later = pacer.later()
-    space.write(lambda: _write(space, later, rows, cols, values))
-    space.reference = (rows, cols, values)
+    space.write(lambda: _write(space, later, *found.triples()))
+    space.reference = found
     space.row_colour = traced.row_colour
     if checker.scribbled and notes is not None:
         notes.append("forward modifies its input in place at some points: finite "
@@ -157,7 +155,7 @@ class Traced:
         out = torch.cat([torch.zeros(k, leaf.numel(), dtype=torch.float64) if g is None
                          else g.detach().reshape(k, -1).double()
                          for g, leaf in zip(got, leaves)], dim=1)
-        if not bool(out.isfinite().all()):
+        if out.numel() and not all(math.isfinite(float(m)) for m in torch.aminmax(out)):
             # 0 * inf is NaN: a product's NaN need not come from the rows it seeded, so the
             # pattern (and a row's entries) cannot be read from it
             raise Fallback("autograd's derivative of forward is NaN or infinite at this point")
@@ -170,9 +168,9 @@ class Traced:
             self._seed_buf = torch.zeros((k, self.space.rows), dtype=torch.float64)
         return self._seed_buf[:k]
 
-    def entries(self, pacer: Pacer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        """The reference's non-zero entries as (rows, columns, values), and how many
-        vector-Jacobian products they took."""
+    def entries(self, pacer: Pacer) -> tuple[Entries, int]:
+        """The reference's non-zero entries, and how many vector-Jacobian products they
+        took."""
         n_rows = self.space.rows
         size = first_size = 1 << max(0, round(math.log2(math.sqrt(n_rows))))
         while True:
@@ -185,12 +183,11 @@ class Traced:
             if size == first_size:
                 crossed = self._crossed(reach, size, pacer)
                 if crossed is not None:
-                    return (*crossed, self.products)
+                    return crossed, self.products
             size //= 8
         if seeded > n_rows // 2 and n_rows * self.space.cols > SMALL:
             raise Fallback("the Jacobian is nearly dense: compression saves nothing")
-        rows, cols, values = self._rows(groups, starts, size, reach, pacer)
-        return rows, cols, values, self.products
+        return Entries(*self._rows(groups, starts, size, reach, pacer)), self.products
 
     def _reach(self, starts: torch.Tensor, size: int, pacer: Pacer) -> torch.Tensor:
         """Which columns each group of ``size`` rows reaches (random positive weights: a
@@ -213,8 +210,7 @@ class Traced:
             pacer.check_stop()
         return reach
 
-    def _crossed(self, reach: torch.Tensor, size: int, pacer: Pacer
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    def _crossed(self, reach: torch.Tensor, size: int, pacer: Pacer) -> Entries | None:
         """The entries where groups of consecutive rows overlap (``reach``: row r in group
         r // size), by a second grouping across them: rows r with the same r % size (a
         matrix product's rows (i, j) reach x[i] and w[j]: the first groups share all of w,
@@ -223,60 +219,79 @@ class Traced:
         crossings); each non-zero entry of a product belongs to the one row of the product
         whose crossing holds its column. None where that leaves more than a quarter of the
         rows to seed (or more products than groups 8 times smaller would take at least), or
-        the crossings hold too many entries: the caller then refines its groups."""
+        the crossings hold too many entries: the caller then refines its groups.
+
+        A column's crossing rows depend only on which groups of each grouping reach it, so
+        columns reached alike form one class (a matrix product's 16,384 columns: 128), and
+        the crossings, their colouring and the owner map are built over the classes: the
+        same colours as over every column (the rows' overlaps are the same), without a pair
+        per entry."""
         n_rows, cols = self.space.rows, self.space.cols
         across = self._reach_across(size, pacer)
-        if float((reach.double() @ across.double().T).sum()) > MAX_ENTRIES:
+        # (every crossing, as the product of the groupings' reach would count them)
+        per_column = [m.view(torch.uint8).sum(0, dtype=torch.int64) for m in (reach, across)]
+        if int((per_column[0] * per_column[1]).sum()) > MAX_ENTRIES:
             return None
-        rows_x, cols_x = _crossings(reach, across, size, n_rows)
+        firsts, class_of = _column_classes(torch.cat([reach, across]))
+        rows_x, class_x = _crossings(reach[:, firsts], across[:, firsts], size, n_rows)
         pacer.check_stop()
         # rows coloured so that rows of a colour share no column of their crossings
-        colour = group_columns(cols_x, rows_x, n_rows)
+        colour = group_columns(class_x, rows_x, n_rows)
         colours = int(colour.max()) + 1 if colour.numel() else 0
         finer = size // 8  # (the refinement's groups: at least their reach and one class)
         if colours > n_rows // 4 or colours >= -(-n_rows // finer) + finer:
             return None
-        # each colour's owner of each column: one map where it is small, else a batch's
-        # (the crossings grouped by colour)
-        whole = colours * cols <= limits.CHUNK_ELEMENTS * 4  # (8 MiB of int32)
-        if whole:
-            owners = torch.full((colours, cols), -1, dtype=torch.int32)
-            owners[colour[rows_x], cols_x] = rows_x.int()
-        else:
-            order, bounds = by_label(colour[rows_x], colours)
-            rows_x, cols_x = rows_x[order], cols_x[order]
+        classes = len(firsts)
+        crossings = int((torch.bincount(class_x, minlength=classes)
+                         * torch.bincount(class_of, minlength=classes)).sum())
+        # the products kept whole where they take no more memory than the entries' triples
+        # would (each entry lies in a crossing), else their non-zero entries as triples
+        dense = colours * cols <= DENSE_WITHIN * crossings
+        values = torch.empty((colours, cols) if dense else (0, cols), dtype=torch.float64)
+        # each colour's owner of each class of columns (a colour's rows share none): kept
+        # whole with the products, else a batch's at a time (the crossings by colour)
+        owners = torch.full((colours if dense else 0, classes), -1, dtype=torch.int32)
+        order, bounds = by_label(colour[rows_x], colours)
+        rows_x, class_x = rows_x[order], class_x[order]
         members, member_bounds = by_label(colour, colours)
         found_r, found_c, found_v = [], [], []
         step = _batch(n_rows, cols)
         for k0 in range(0, colours, step):
             k1 = min(colours, k0 + step)
-            if whole:
-                owner = owners[k0:k1]
-            else:
-                owner = torch.full((k1 - k0, cols), -1, dtype=torch.int32)
-                r = rows_x[bounds[k0]:bounds[k1]]
-                owner[colour[r] - k0, cols_x[bounds[k0]:bounds[k1]]] = r.int()
             seeded = members[member_bounds[k0]:member_bounds[k1]]
             at = (colour[seeded] - k0, seeded)
             grads = self._seeds(k1 - k0)
             grads[at] = 1
             product = self.vjp(grads)
             grads[at] = 0
-            p, c = product.ne(0).nonzero(as_tuple=True)  # NaN != 0 too
-            found = owner[p, c]
-            if bool((found < 0).any()):
+            owner = owners[k0:k1] if dense else torch.empty((k1 - k0, classes),
+                                                            dtype=torch.int32)
+            owner.fill_(-1)
+            r = rows_x[bounds[k0]:bounds[k1]]
+            owner[colour[r] - k0, class_x[bounds[k0]:bounds[k1]]] = r.int()
+            unowned = owner.lt(0).index_select(1, class_of)
+            if bool(product.ne(0).logical_and_(unowned).any()):  # NaN != 0 too
                 raise Fallback("a column no group was seen to reach holds an entry")
-            found_r.append(found.long())
-            found_c.append(c)
-            found_v.append(product[p, c])
+            if dense:
+                values[k0:k1] = product
+            else:
+                p, c = product.ne(0).nonzero(as_tuple=True)
+                found_r.append(owner[p, class_of[c]].long())
+                found_c.append(c)
+                found_v.append(product[p, c])
             pacer.check_stop()
-        if not found_r:
+        found: Entries
+        if dense:
+            held = ByColour(values, owners, class_of, colour)
+            found, count = held, int(held.per_colour.sum())
+        else:
             empty = torch.zeros(0, dtype=torch.int64)
-            return empty, empty, torch.zeros(0, dtype=torch.float64)
-        entries = torch.cat(found_r), torch.cat(found_c), torch.cat(found_v)
-        if len(entries[0]) == len(rows_x):  # (each entry found lies in a crossing, once)
+            found = Entries(torch.cat([empty, *found_r]), torch.cat([empty, *found_c]),
+                            torch.cat([empty.double(), *found_v]))
+            count = len(found.triples()[0])
+        if count == crossings:  # (each entry found lies in a crossing, once)
             self.row_colour = colour
-        return entries
+        return found
 
     def _reach_across(self, size: int, pacer: Pacer) -> torch.Tensor:
         """Which columns each group of rows with the same r % size reaches (as
@@ -389,15 +404,36 @@ def _batch(n_rows: int, cols: int) -> int:
 def _distinct_columns(reach: torch.Tensor) -> torch.Tensor:
     """``reach`` with the columns no group reaches dropped and identical columns once (the
     overlaps of groups are the same, the matrix much narrower)."""
-    # each column's bits packed into bytes (down the columns: no transposed copy of
-    # ``reach``), compared whole (torch.unique(dim=1) compares column by column in
-    # Python-sized steps: 0.2 s for 8,192 columns)
-    packed = np.ascontiguousarray(np.packbits(reach.numpy(), axis=0).T)
-    keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
-    _, first = np.unique(keys, return_index=True)
-    first = np.sort(first)
-    first = first[packed[first].any(1)]  # (the one key of the columns no group reaches)
-    return reach[:, torch.from_numpy(first)]
+    firsts, _ = _column_classes(reach)
+    firsts = firsts[reach[:, firsts].any(0)]  # (the class of the columns no group reaches)
+    return reach[:, firsts]
+
+
+def _column_classes(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The classes of identical columns of the boolean ``matrix``: each class's first column
+    (in order), and each column's class."""
+    # each column's bits packed into 64-bit words, in torch (numpy's packbits down the
+    # columns of a 128 x 16,384 matrix: 23 ms; this, 0.3 ms), the columns sorted by them
+    # (torch.unique(dim=1) compares column by column in Python-sized steps: 0.2 s for 8,192
+    # columns; np.unique of the bytes as one opaque value compares them byte by byte)
+    n, cols = matrix.shape
+    nbytes = -(-n // 64) * 8
+    bits = torch.zeros((nbytes * 8, cols), dtype=torch.uint8)
+    bits[:n] = matrix
+    place = torch.tensor([1 << k for k in range(8)], dtype=torch.uint8).view(1, 8, 1)
+    packed = bits.view(nbytes, 8, cols).mul_(place).sum(1, dtype=torch.uint8)
+    words = packed.T.contiguous().numpy().view(np.uint64)  # columns x words
+    order = np.lexsort(words.T[::-1])  # (stable: a class's first column comes first)
+    ranked = words[order]
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = (ranked[1:] != ranked[:-1]).any(1)
+    first = order[starts]  # each class's first column, classes in the words' order
+    by_first = np.argsort(first)
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(first))
+    classes = np.empty(len(order), dtype=np.int64)
+    classes[order] = rank[np.cumsum(starts) - 1]
+    return (torch.from_numpy(first[by_first].astype(np.int64)), torch.from_numpy(classes))
 
 
 class Verifier:
@@ -413,16 +449,47 @@ class Verifier:
         self.scribbled = False  # forward wrote into an input (each call has its own copies)
         self.vmap: bool | str = True  # until the first batch is checked; False: single calls
 
-    def run(self, pacer: Pacer, rows, cols, values, colour, colours: int) -> None:
+    def verify(self, pacer: Pacer, found: Entries) -> None:
+        """Verify the reference's entries ``found``, or raise Fallback: along the colours of
+        its columns (``group_columns``), from ``ALL_AT_ONCE_FROM`` colours on along every
+        column at once first; where the colours would cost as many forward calls as finite
+        differences (2n), along every column at once alone.
+
+        Every column at once is tried before the colours are computed where no colouring can
+        have fewer than ``ALL_AT_ONCE_FROM`` colours (a row holds as many entries): where it
+        holds, the colours were not needed; where it fails, the colours decide as before
+        (the sums are not taken twice)."""
+        n_cols = self.space.cols
+        weights = self._weights()
+        tried = found.most_in_a_row(self.space.rows) >= ALL_AT_ONCE_FROM
+        if tried:
+            self.colours = 1
+            if self._all_at_once(found, weights):
+                return
+        found = Entries(*found.triples())  # (taken once: the colours and each batch read them)
+        rows, cols, _ = found.triples()
+        colour = group_columns(rows, cols, n_cols)
+        colours = int(colour.max()) + 1 if colour.numel() else 0
+        if 4 * colours < 2 * n_cols:
+            self.run(pacer, found, colour, colours, tried)
+        elif tried or not self.at_once(found):
+            # (a scalar loss of a 64x128 input: 16,384 columns, one colour each, verified
+            # along all of them at once in four forward calls where the sum holds)
+            raise Fallback("the Jacobian's columns compress too little to save forward calls")
+
+    def run(self, pacer: Pacer, found: Entries, colour, colours: int,
+            tried: bool = False) -> None:
         """Each colour's two directions (weights, signed weights), a batch of colours at a time:
         forward vmapped over the batch's directions where it batches (its first batch
         checked against single calls), else called once per direction and side."""
         n_rows, n_cols = self.space.rows, self.space.cols
         weights = self._weights()
         self.colours = 1
-        if colours >= ALL_AT_ONCE_FROM and self._all_at_once(rows, cols, values, weights):
+        if (not tried and colours >= ALL_AT_ONCE_FROM
+                and self._all_at_once(found, weights)):
             return
         self.colours = colours
+        rows, cols, values = found.triples()
         step = max(1, limits.CHUNK_ELEMENTS // max(n_rows, n_cols) // 2)
         # the entries and the columns grouped by colour once: a batch takes a slice of each
         # (a mask over a million entries for each batch cost more than its differences)
@@ -464,24 +531,21 @@ class Verifier:
         weights[1] *= torch.randint(0, 2, (self.space.cols,), generator=gen).mul_(2).sub_(1)
         return weights
 
-    def at_once(self, rows, cols, values) -> bool:
+    def at_once(self, found: Entries) -> bool:
         """The reference verified along every column at once alone (four forward calls),
         for a Jacobian whose colours would cost more forward calls than finite differences;
         False where the sums differ (the caller then takes finite differences)."""
         self.colours = 1
-        return self._all_at_once(rows, cols, values, self._weights())
+        return self._all_at_once(found, self._weights())
 
-    def _all_at_once(self, rows, cols, values, weights: torch.Tensor) -> bool:
+    def _all_at_once(self, found: Entries, weights: torch.Tensor) -> bool:
         """Every column in one colour: forward differenced along the weights and the signed
         weights over all columns, against the reference times them (each row's entries
         weighted and summed: a wrong or missing entry moves the sum, and hides only where
         the row's errors cancel in both directions at once, as within a colour). False where
         they differ (the colours then decide: a sum of many entries may differ by rounding
         or curvature where each colour's would not)."""
-        n_rows = self.space.rows
-        expected = torch.zeros((2, n_rows), dtype=torch.float64)
-        expected[0].index_add_(0, rows, values * weights[0, cols])
-        expected[1].index_add_(0, rows, values * weights[1, cols])
+        expected = found.sums(weights, self.space.rows)
         try:
             numerical = self._batched_differences(weights)
             if numerical is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from customgrad.checking.jacobian import limits, matrices, tiles
+from customgrad.checking.jacobian.entries import Entries, EntryPairs
 from customgrad.checking.jacobian.report import Axis, Progress
 from customgrad.errors import Cancelled, TooLargeError
 
@@ -49,13 +50,13 @@ class Workspace:
     row_tiles: list[tuple[int, int]]
     col_tiles: list[tuple[int, int]]
     num_nonzero: torch.Tensor
-    reference: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    reference: Entries | None = None
     #: the reference's rows coloured as ``compressed_pass`` colours them, where the
     #: reference found them so already (its crossed groupings: the same pattern)
     row_colour: torch.Tensor | None = None
     defer: bool = False
     deferred: list[Callable[[], None]] = field(default_factory=list)
-    entries: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    entries: EntryPairs | None = None
 
     def write(self, fill: Callable[[], None]) -> None:
         """Run ``fill`` (it writes entries into the matrices) now, or where ``defer``,
@@ -73,9 +74,7 @@ class Workspace:
     def value_at(self, r: int, c: int) -> tuple[float, float]:
         """Entry (r, c) of the analytic and the numerical matrix, written or deferred."""
         if self.deferred and self.entries is not None:
-            rows, cols, ana, num = self.entries
-            at = ((rows == r) & (cols == c)).nonzero(as_tuple=True)[0]
-            return (float(ana[at[0]]), float(num[at[0]])) if at.numel() else (0.0, 0.0)
+            return self.entries.value_at(r, c)
         assert self.ana is not None
         return float(self.ana[r, c]), float(self.num_t[c, r])
 
