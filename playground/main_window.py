@@ -48,6 +48,11 @@ PREPARING = "Preparing inputs…"
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
 #: the status bar once a build has ended (for three seconds)
 READY = "Ready"
+#: the status bar while a check runs begins so (playground.state.checks: "Checking at …");
+#: what it says when the check ends with no verdict
+CHECKING = "Checking at "
+CHECK_NOT_COMPUTED = "Jacobian not computed: the banner above the heatmaps says why"
+CHECK_CANCELLED = "Jacobian check cancelled"
 #: the same while the window's own process imports torch, after its first paint
 LOADING_TORCH = "Loading torch… (once per start; the picker and the settings work " \
                 "meanwhile)"
@@ -220,6 +225,7 @@ class MainWindow(QMainWindow):
         s.jacobianReady.connect(self._report)
         s.secondOrderReady.connect(self._second_order)
         s.jacobianFailed.connect(self.jacobian.show_failure)
+        s.jacobianFailed.connect(self._check_failed)
         s.errorRaised.connect(self._error)
         s.errorCleared.connect(self._error_cleared)
         s.notice.connect(self.notice.show_notice)
@@ -394,6 +400,13 @@ class MainWindow(QMainWindow):
         stand beside its progress bar for three seconds; it says the check instead."""
         if self.status.currentMessage() == READY:
             self.status.showMessage(message)
+
+    def _check_failed(self, message: str) -> None:
+        """No verdict: the status bar's "Checking at …" (the check's start) gives way to
+        what became of it; the banner above the heatmaps says why."""
+        if self.status.currentMessage().startswith(CHECKING):
+            self.status.showMessage(CHECK_CANCELLED if message == "cancelled"
+                                    else CHECK_NOT_COMPUTED, 5000)
 
     def _report(self, report) -> None:
         self.jacobian.show_report(report)

@@ -1234,3 +1234,16 @@ def test_the_status_bar_says_the_check_not_ready_while_it_runs(qtbot, window):
     assert window.status.currentMessage() != READY
     assert window.status.currentMessage() == "Checking at the start…"
     qtbot.waitUntil(lambda: window.jacobian.checked is not None, timeout=TIMEOUT)
+
+
+def test_the_status_bar_does_not_say_checking_after_a_check_with_no_verdict(qtbot, window):
+    """A backward that returns the wrong shape ends the check with no verdict: the status
+    bar said "Checking at the start…" beside the error banner until something else spoke."""
+    from playground.main_window import CHECK_NOT_COMPUTED
+
+    user_functions = os.path.join(os.path.dirname(__file__), "..", "data", "user_functions.py")
+    s = window.session
+    with qtbot.waitSignal(s.jacobianFailed, timeout=TIMEOUT):
+        s.set_target(f"{user_functions}:WrongShapeGradient")
+    assert window.status.currentMessage() == CHECK_NOT_COMPUTED
+    assert not window.errors.isHidden()
