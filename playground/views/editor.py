@@ -35,6 +35,7 @@ from playground.views.code_editor import DARK_STYLE, LIGHT_STYLE, CodeEditor
 from playground.views.fields import ElidedLabel
 from playground.views.fitting import FitScroll
 from playground.views.fonts import code_font, point_size, scaled
+from playground.views.status_notice import NoRoomWhileHidden
 
 AUTOSAVE_NAME = "editor-autosave.py"
 PREVIOUS_AUTOSAVE_NAME = "editor-autosave.previous.py"
@@ -161,7 +162,7 @@ class EditableCodeEditor(CodeEditor):
         edit.endEditBlock()
 
 
-class RestoreOffer(QFrame):
+class RestoreOffer(NoRoomWhileHidden, QFrame):
     """"Unsaved editor text from last time" with Restore and Discard buttons (non-modal)."""
 
     restoreClicked = Signal()

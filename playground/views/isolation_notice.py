@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
+from playground.views.status_notice import NoRoomWhileHidden
 
-class IsolationNotice(QLabel):
+
+class IsolationNotice(NoRoomWhileHidden, QLabel):
     """Empty and hidden while the user's code runs in worker processes only."""
 
     def __init__(self, parent=None) -> None:
