@@ -81,6 +81,34 @@ def preload(*modules: str) -> None:
             _context.set_forkserver_preload(PRELOAD)
 
 
+class _PeerGoneIsQuiet:
+    """``sys`` as :mod:`multiprocessing.resource_sharer` sees it, but for one thing.
+
+    A tensor sent to a worker process travels as a file descriptor, which the receiver
+    fetches from this process's resource sharer (a thread). A worker ended before it
+    fetched one (a cancelled check, a Function switched, a worker killed for its memory)
+    resets that connection, and the sharer's thread hands the error to ``sys.excepthook``:
+    a traceback in the terminal for nothing wrong (the descriptor is closed as the process
+    exits), and an error of the Qt event loop for pytest-qt. Those are dropped here; any
+    other error goes to ``sys.excepthook`` as before."""
+
+    def __getattr__(self, name):
+        return getattr(sys, name)
+
+    @staticmethod
+    def excepthook(kind, value, traceback) -> None:
+        if not issubclass(kind, (ConnectionResetError, BrokenPipeError, EOFError)):
+            sys.excepthook(kind, value, traceback)
+
+
+def _quiet_resource_sharer() -> None:
+    """:class:`_PeerGoneIsQuiet` for the resource sharer (where it reads ``sys``)."""
+    from multiprocessing import resource_sharer
+
+    if getattr(resource_sharer, "sys", None) is sys:
+        resource_sharer.sys = _PeerGoneIsQuiet()  # type: ignore[attr-defined,assignment]
+
+
 def context():
     """Where children come from: the fork server's context (the server starts on first
     use), or ``spawn``'s where there is no fork server (:func:`fork_server`)."""
@@ -88,6 +116,7 @@ def context():
     with _context_lock:
         if not _ending:  # registered after multiprocessing's own exit handler: runs before it
             atexit.register(end_children)
+            _quiet_resource_sharer()
             _ending = True
         if not fork_server():
             return multiprocessing.get_context("spawn")
