@@ -105,6 +105,11 @@ JustBelowHundred = _linear("JustBelowHundred", lambda gr, g, x, w: _add_at(
     gr, 0, (2, 5), _tolerance_x_at(w, 0.8) * g[2, 3]))
 
 
+# the entry (out[2, 3], w[3, 5]) left out: exactly 0 where the reference has x[2, 5]
+MissingEntry = _linear("MissingEntry", lambda gr, g, x, w: _add_at(
+    gr, 1, (3, 5), -x[2, 5] * g[2, 3]))
+
+
 def _row_of_x(gr, g, x, w):
     gr[0] = gr[0].clone()
     gr[0][4] = gr[0][4] * 1.01
@@ -130,6 +135,30 @@ def _bias_half(gr, g, x, w):
 
 
 BiasHalf = _linear("BiasHalf", _bias_half)
+
+
+class TanhLinear(Function):
+    """tanh(x @ w.T): a matrix product's pattern, entries that vary (every column at once
+    differenced with curvature)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        y = torch.tanh(x @ w.T)
+        ctx.save_for_backward(x, w, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, y = ctx.saved_tensors
+        s = g * (1 - y * y)
+        return s @ w, s.T @ x
+
+
+class TanhLinearNoDerivative(TanhLinear):
+    @staticmethod
+    def backward(ctx, g):  # (tanh's derivative forgotten on the weight's side)
+        x, w, y = ctx.saved_tensors
+        return (g * (1 - y * y)) @ w, g.T @ x
 
 
 class SquareWeight(Function):
@@ -454,6 +483,11 @@ def _ragged():
     return [_x(10, 24), _x(13, 24, seed=1)]
 
 
+def _medium():
+    """out 32 x 32 (1,024 rows, 4,096 columns, 65,536 entries)."""
+    return [_x(32, 64), _x(32, 64, seed=1)]
+
+
 def _square():
     return [_x(16, 32), _x(32, 32, seed=1)]
 
@@ -601,18 +635,25 @@ def _verdict_and_mask(function, make, path, mask=True):
 # (function, inputs, the path it must take)
 FAST = [
     (Linear, _lin, "colour"),
-    (Linear, _lin_bias, "colour"),
     (OneWeightEntry, _lin, "colour"),
     (AffineWeightEntry, _lin, "colour"),
-    (DenseWrongColumn, _lin, "colour"),
     (JustAbove, _lin, "colour"),
     (JustBelow, _lin, "colour"),
-    (OneRowOfX, _lin, "colour"),
     (ScaledWeight, _lin, "colour"),
-    (NoisyWeight, _lin, "colour"),
     (BiasHalf, _lin_bias, "colour"),
     (Linear, _zeros, "colour"),
     (AbsSeed, _lin, "colour"),
+    (DetachedHalves, _square, "fd"),
+    (NumpyLinear, _lin, "fd"),
+    (TwoOutputsSecondIgnored, _lin, "held"),
+]
+
+SLOW = [
+    (Linear, _lin_bias, "colour"),
+    (DenseWrongColumn, _lin, "colour"),
+    (MissingEntry, _lin, "colour"),
+    (OneRowOfX, _lin, "colour"),
+    (NoisyWeight, _lin, "colour"),
     (SquaredSeed, _lin, "colour"),
     (OneWeightEntry, _zeros, "colour"),
     (Linear, _nan, "fd"),
@@ -622,16 +663,14 @@ FAST = [
     (ScaledWeight, _hundred, "colour"),
     (JustAboveHundred, _hundred, "colour"),
     (JustBelowHundred, _hundred, "colour"),
+    (TanhLinear, _lin, "colour"),
+    (TanhLinearNoDerivative, _lin, "colour"),
     (Outer, _outer, "colour"),
     (OuterWrongEntry, _outer, "colour"),
-    (DetachedHalves, _square, "fd"),
     (DetachedHalvesAutogradShaped, _square, "fd"),
-    (NumpyLinear, _lin, "fd"),
     (TwoOutputs, _lin, "held"),
-    (TwoOutputsSecondIgnored, _lin, "held"),
-]
-
-SLOW = [
+    (Linear, _medium, "colour"),
+    (OneWeightEntry, _medium, "colour"),
     (Linear, _thin, "colour"),
     (OneThinEntry, _thin, "colour"),
     (Linear, _ragged, "ref"),
@@ -687,8 +726,8 @@ def test_complex_takes_the_full_method_with_gradchecks_verdict(function, passes)
 def test_the_fast_cases_hold_right_and_wrong_backwards_on_the_new_path():
     """A test that cannot fail is a defect: the new path's cases include failing ones, and
     the masks compared are not all empty."""
-    on_new = [c for c in FAST if c[2] == "colour"]
-    assert len(on_new) >= 10
+    on_new = [c for c in FAST + SLOW if c[2] == "colour"]
+    assert len(on_new) >= 20 and sum(c[2] == "colour" for c in FAST) >= 8
     report = _verdict_and_mask(OneWeightEntry, _lin, "colour")
     assert report.mismatches == 1 and not report.passed
     assert bool(report.mismatch_mask()[2 * 16 + 3, 512 + 3 * 32 + 5])
