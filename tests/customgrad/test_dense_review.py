@@ -549,21 +549,30 @@ def _judged(args):
     return [a.double() if a.dtype == torch.float32 else a for a in args]
 
 
-def _gradcheck_verdict(function, args) -> bool:
-    leaves = [a.detach().clone().requires_grad_() for a in _judged(args)]
+def _leaves(args, differentiated=None):
+    """Copies at gradcheck's point, each requiring grad where ``differentiated`` (positions;
+    None: all) names it."""
+    return [a.detach().clone().requires_grad_(differentiated is None or k in differentiated)
+            for k, a in enumerate(_judged(args))]
+
+
+def _gradcheck_verdict(function, args, differentiated=None, fast_mode=False) -> bool:
+    leaves = _leaves(args, differentiated)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.autograd.gradcheck(function.apply, tuple(leaves), eps=EPS, atol=ATOL,
                                         rtol=RTOL, raise_exception=False,
-                                        check_undefined_grad=False, fast_mode=False)
+                                        check_undefined_grad=False, fast_mode=fast_mode)
 
 
-def _gradcheck_mask(function, args) -> torch.Tensor:
+def _gradcheck_mask(function, args, differentiated=None) -> torch.Tensor:
     """gradcheck's slow-mode Jacobians, as it computes them (its internals take a minute
     here): each input entry perturbed by +-eps in place, (f(x + eps) - f(x - eps)) / 2eps;
     a row of backward per output entry (autograd.grad with a unit vector); rows: outputs,
-    columns: inputs, as the report's. True where they are not close by gradcheck's rule."""
-    leaves = [a.detach().clone().requires_grad_() for a in _judged(args)]
+    columns: the differentiated inputs, as the report's. True where they are not close by
+    gradcheck's rule."""
+    leaves = _leaves(args, differentiated)
+    wrt = [leaf for leaf in leaves if leaf.requires_grad]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         outputs = function.apply(*leaves)
@@ -573,13 +582,13 @@ def _gradcheck_mask(function, args) -> torch.Tensor:
         for r in range(flat.numel()):
             unit = torch.zeros_like(flat)
             unit[r] = 1
-            grads = torch.autograd.grad(flat, leaves, unit, retain_graph=True,
+            grads = torch.autograd.grad(flat, wrt, unit, retain_graph=True,
                                         allow_unused=True)
             ana.append(torch.cat([torch.zeros(a.numel(), dtype=a.dtype) if g is None
-                                  else g.reshape(-1) for g, a in zip(grads, leaves)]))
+                                  else g.reshape(-1) for g, a in zip(grads, wrt)]))
         columns = []
         with torch.no_grad():
-            for leaf in leaves:
+            for leaf in wrt:
                 entry = leaf.detach()  # (a view: perturbed in place, as gradcheck does)
                 view = entry.view(-1)
                 for c in range(view.numel()):
@@ -597,7 +606,7 @@ def _gradcheck_mask(function, args) -> torch.Tensor:
     return ~torch.isclose(both[0], both[1], rtol=RTOL, atol=ATOL)
 
 
-def _report(function, args):
+def _report(function, args, differentiated=None):
     """The report, and how its reference was held and its analytic pass went."""
     seen = []
     real = analytic.compressed_pass
@@ -609,7 +618,8 @@ def _report(function, args):
         return real(space, *a)
     with mock.patch.object(analytic, "compressed_pass", spy), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = customgrad.check(function, *args, checks=["jacobian"])
+        report = customgrad.check(function, *(_leaves(args, differentiated) if differentiated
+                                              else args), checks=["jacobian"])
     if report.method.name == FINITE_DIFFERENCES:
         path = "fd"
     else:
@@ -618,17 +628,15 @@ def _report(function, args):
     return report, path
 
 
-def _verdict_and_mask(function, make, path, mask=True):
+def _verdict_and_mask(function, make, path, differentiated=None):
     args = make()
-    report, took = _report(function, args)
+    report, took = _report(function, args, differentiated)
     assert took == path, (took, report.method)
-    assert report.passed is _gradcheck_verdict(function, args)
-    if mask:
-        want = _gradcheck_mask(function, args)
-        got = report.mismatch_mask()
-        assert got.shape == want.shape
-        assert torch.equal(got, want), (int(got.sum()), int(want.sum()),
-                                        int((got != want).sum()))
+    assert report.passed is _gradcheck_verdict(function, args, differentiated)
+    want = _gradcheck_mask(function, args, differentiated)
+    got = report.mismatch_mask()
+    assert got.shape == want.shape
+    assert torch.equal(got, want), (int(got.sum()), int(want.sum()), int((got != want).sum()))
     return report
 
 
@@ -731,3 +739,36 @@ def test_the_fast_cases_hold_right_and_wrong_backwards_on_the_new_path():
     report = _verdict_and_mask(OneWeightEntry, _lin, "colour")
     assert report.mismatches == 1 and not report.passed
     assert bool(report.mismatch_mask()[2 * 16 + 3, 512 + 3 * 32 + 5])
+
+
+@pytest.mark.parametrize("function, differentiated, path", [
+    (Linear, {1}, "colour"), (OneWeightEntry, {1}, "colour"), (OneRowOfX, {0}, "ref")],
+    ids=["Linear-w", "OneWeightEntry-w", "OneRowOfX-x"])
+def test_only_some_inputs_differentiated(function, differentiated, path):
+    """Only the weight requiring grad (out[i, j] reaches w[j] alone: the crossings are the
+    columns of w[j], 16 colours, held by colour), or only x (block diagonal: the first
+    grouping compresses, triples): gradcheck's verdict and mask over those columns."""
+    _verdict_and_mask(function, _lin, path, differentiated)
+
+
+def _seed_pattern_backward(ctx, g):
+    """Right on every seed with one non-zero (gradcheck's slow mode), 1% off on the weight's
+    gradient where out[5, 7] is seeded together with other rows (the compressed seeds of
+    out[5, 7]'s colour; rows 0, 128 and 255, the spot check's, are in other colours)."""
+    gx, gw, gb = Linear.backward(ctx, g)
+    together = (g[5, 7] != 0) & (g.count_nonzero() > 1)
+    return gx, gw * torch.where(together, 1.01, 1.0), gb
+
+
+SeedPattern = type("SeedPattern", (Linear,), {"backward": staticmethod(_seed_pattern_backward)})
+
+
+@pytest.mark.xfail(strict=True, reason="not from this branch (main's triples pass does the "
+                   "same): a backward not linear in its seed, right on one-hot seeds only, "
+                   "is right by gradcheck's slow mode and wrong in the compressed products of "
+                   "out[5, 7]'s colour, which the spot check's three rows miss: 64 "
+                   "mismatches where gradcheck's slow mode finds none (its fast mode fails it)")
+def test_a_backward_right_on_one_hot_seeds_only():
+    args = _lin()
+    assert not _gradcheck_verdict(SeedPattern, args, fast_mode=True)  # (the layer is wrong)
+    _verdict_and_mask(SeedPattern, _lin, "colour")
