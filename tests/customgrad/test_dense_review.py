@@ -25,6 +25,9 @@ import customgrad
 from customgrad.checking.jacobian import analytic
 from customgrad.checking.jacobian.entries import ByColour
 from customgrad.checking.jacobian.report import FINITE_DIFFERENCES, REFERENCE
+from customgrad.targets.gallery.bugs import SoftmaxBuggy  # (y (1 - y) g: the diagonal only)
+from customgrad.targets.gallery.classic import Softmax
+from tests.data.diagnosis_functions import MatMul as SquareWeight  # (x @ w, right)
 
 ATOL, RTOL, EPS = 1e-5, 1e-3, 1e-6
 
@@ -83,26 +86,18 @@ OneThinEntry = _linear("OneThinEntry", lambda gr, g, x, w: _add_at(gr, 1, (3, 2)
                                                                    1e-2 * g[2, 3]))
 
 
-def _tolerance_at(x, scale):
-    """scale x gradcheck's tolerance of entry (out[2, 3], w[3, 5]), x[2, 5]."""
-    return scale * (ATOL + RTOL * abs(float(x[2, 5])))
+def _near_tolerance(name, block, at, entry, scale):
+    """``scale`` x gradcheck's tolerance of the entry (out[2, 3], input ``block`` at ``at``)
+    added there; ``entry(x, w)`` is its value (w[3, 5] for x[2, 5], x[2, 5] for w[3, 5])."""
+    def change(gr, g, x, w):
+        _add_at(gr, block, at, scale * (ATOL + RTOL * abs(float(entry(x, w)))) * g[2, 3])
+    return _linear(name, change)
 
 
-JustAbove = _linear("JustAbove", lambda gr, g, x, w: _add_at(
-    gr, 1, (3, 5), _tolerance_at(x, 1.2) * g[2, 3]))
-JustBelow = _linear("JustBelow", lambda gr, g, x, w: _add_at(
-    gr, 1, (3, 5), _tolerance_at(x, 0.8) * g[2, 3]))
-
-
-def _tolerance_x_at(w, scale):
-    """scale x gradcheck's tolerance of entry (out[2, 3], x[2, 5]), w[3, 5]."""
-    return scale * (ATOL + RTOL * abs(float(w[3, 5])))
-
-
-JustAboveHundred = _linear("JustAboveHundred", lambda gr, g, x, w: _add_at(
-    gr, 0, (2, 5), _tolerance_x_at(w, 1.2) * g[2, 3]))
-JustBelowHundred = _linear("JustBelowHundred", lambda gr, g, x, w: _add_at(
-    gr, 0, (2, 5), _tolerance_x_at(w, 0.8) * g[2, 3]))
+JustAbove = _near_tolerance("JustAbove", 1, (3, 5), lambda x, w: x[2, 5], 1.2)
+JustBelow = _near_tolerance("JustBelow", 1, (3, 5), lambda x, w: x[2, 5], 0.8)
+JustAboveHundred = _near_tolerance("JustAboveHundred", 0, (2, 5), lambda x, w: w[3, 5], 1.2)
+JustBelowHundred = _near_tolerance("JustBelowHundred", 0, (2, 5), lambda x, w: w[3, 5], 0.8)
 
 
 # the entry (out[2, 3], w[3, 5]) left out: exactly 0 where the reference has x[2, 5]
@@ -159,20 +154,6 @@ class TanhLinearNoDerivative(TanhLinear):
     def backward(ctx, g):  # (tanh's derivative forgotten on the weight's side)
         x, w, y = ctx.saved_tensors
         return (g * (1 - y * y)) @ w, g.T @ x
-
-
-class SquareWeight(Function):
-    """out = x @ w with a square w, backward right."""
-
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        return x @ w
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        return g @ w.T, x.T @ g
 
 
 class TransposedWeight(SquareWeight):
@@ -328,28 +309,6 @@ class NumpyLinear(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         return g @ w, g.T @ x
-
-
-class Softmax(Function):
-    """Softmax over rows of 256: 256 x 256 dense blocks."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = x.softmax(-1)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return y * (g - (g * y).sum(-1, keepdim=True))
-
-
-class SoftmaxNoCorrection(Softmax):
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return y * g
 
 
 class Cumsum(Function):
@@ -510,6 +469,7 @@ def _outer():
 
 
 def _softmax():
+    """Softmax (or cumsum) over rows of 256: 256 x 256 dense blocks."""
     return [_x(4, 256)]
 
 
@@ -694,7 +654,7 @@ SLOW = [
     (BilinearWrongA, _bilinear, "fd"),
     (WeightData, lambda: [_x(16, 32), _x(32, 16, seed=1), _x(16, seed=2)], "fd"),
     (Softmax, _softmax, "ref"),
-    (SoftmaxNoCorrection, _softmax, "ref"),
+    (SoftmaxBuggy, _softmax, "ref"),
     (Cumsum, _softmax, "ref"),
     (CumsumOffByOne, _softmax, "ref"),
     (Attention, _attention, "ref"),
