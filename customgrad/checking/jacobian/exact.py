@@ -659,9 +659,16 @@ class Verifier:
             return
         if bool(infinite[failed[0]]):
             raise Fallback("NaN or Inf near the base point")
-        raise Fallback("autograd through forward disagrees with finite differences "
-                       "(forward does something autograd does not see: .detach(), .data, "
-                       "numpy, a non-differentiable operation)")
+        gap = float((reference - numerical)[failed].abs().max())
+        scale = float(numerical[failed].abs().max())
+        raise Fallback(f"autograd through forward disagrees with finite differences by up to "
+                       f"{gap:.2g} (forward does something autograd does not see: .detach(), "
+                       ".data, numpy, a non-differentiable operation; or, with values as "
+                       f"large as {scale:.2g}, finite differences round too coarsely to "
+                       "confirm it)" if gap <= 1e-6 * scale else
+                       f"autograd through forward disagrees with finite differences by up to "
+                       f"{gap:.2g} (forward does something autograd does not see: .detach(), "
+                       ".data, numpy, a non-differentiable operation)")
 
 
 def _write(space: Workspace, pacer: Pacer, rows: torch.Tensor, cols: torch.Tensor,
