@@ -20,6 +20,7 @@ from customgrad.workers import processes
 from playground.features.byof import Byof
 from playground.features.classroom import Classroom, Panes
 from playground.features.commands import Commands
+from playground.state.checks import CHECKING
 from playground.state.landscape import LandscapeModel
 from playground.state.preferences import Preferences
 from playground.state.session import Session
@@ -48,9 +49,7 @@ PREPARING = "Preparing inputs…"
 WORKERS_STARTING = "Preparing inputs… (the worker processes are starting: importing torch)"
 #: the status bar once a build has ended (for three seconds)
 READY = "Ready"
-#: the status bar while a check runs begins so (playground.state.checks: "Checking at …");
-#: what it says when the check ends with no verdict
-CHECKING = "Checking at "
+#: what the status bar says when a check ends with no verdict
 CHECK_NOT_COMPUTED = "Jacobian not computed: the banner above the heatmaps says why"
 CHECK_CANCELLED = "Jacobian check cancelled"
 #: the same while the window's own process imports torch, after its first paint

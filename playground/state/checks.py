@@ -17,6 +17,9 @@ from playground.state.owner import Owner
 from playground.support.discard import discard
 from playground.workers.jobs import JacobianJob
 
+#: how the status bar's word for a running check begins ("Checking at the start…")
+CHECKING = "Checking at "
+
 
 class Checks:
     """Jacobian jobs for the session's Problem; they speak through the session's signals
@@ -41,7 +44,7 @@ class Checks:
         options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
                    "differentiate": dict(s.differentiate)}
         where = "the start" if args is None else f"step {session.step}"
-        session.jacobianStarted.emit(f"Checking at {where}…")  # short: beside the progress bar
+        session.jacobianStarted.emit(f"{CHECKING}{where}…")  # short: beside the progress bar
         problem = session.problem
         assert problem is not None, "a check needs a built Problem"
         self._serial += 1
