@@ -4,7 +4,6 @@ errors with file:line, autosave restore, drag-and-drop."""
 from __future__ import annotations
 
 import copy
-import itertools
 import os
 import re
 import shutil
@@ -309,11 +308,16 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
     timeout = 1.5
     monkeypatch.setattr(jobs, "IMPORT_TIMEOUT", timeout)
     live = []
+    waiting = []  # True while the GUI thread is inside the wait for the module's thread
     wait_live = jobs._wait_live
 
     def recording(done, seconds):
         start = time.perf_counter()
-        wait_live(done, seconds)
+        waiting.append(True)
+        try:
+            wait_live(done, seconds)
+        finally:
+            waiting.pop()
         live.append(time.perf_counter() - start)
     monkeypatch.setattr(jobs, "_wait_live", recording)
     endless = tmp_path / "endless.py"
@@ -321,17 +325,16 @@ def test_a_file_whose_top_level_never_ends_is_stopped(qtbot, window, tmp_path, m
     open_target(qtbot, window, "killhead")  # a settled window, as when a user opens a file
     ticks = []
     timer = QTimer(interval=20)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.timeout.connect(lambda: ticks.append(bool(waiting)))
     timer.start()
-    started = time.perf_counter()
     exc = _expect_error(qtbot, window, str(endless), r"Importing endless.py failed with "
                         r"TopLevelTooSlow: .*still running after 1.5 s", endless, 4)
     timer.stop()
-    # timers (and so painting) went on while the module spun, if slower than normal: the
-    # module's thread competes for the GIL. A GUI thread inside the import would show one gap
-    # as long as the whole timeout; a loaded machine only slows the ticks down.
-    assert len(ticks) >= 4
-    assert max(b - a for a, b in itertools.pairwise([started, *ticks])) < timeout * 2 / 3
+    # timers (and so painting) went on while the module spun on its thread: a GUI thread inside
+    # the import would fire none of them until the import was given up. How many fire depends
+    # on the machine's load (the module's thread competes for the GIL), so only their presence
+    # is asserted, not their spacing.
+    assert sum(ticks) >= 2
     assert isinstance(exc, TargetError)
     assert sum(live) >= timeout * 0.8  # the GUI thread was in the event loop, not in the module
     assert open_target(qtbot, window, "killhead").passed  # and the app stays usable
