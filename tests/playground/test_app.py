@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import subprocess
@@ -628,9 +627,9 @@ def test_pause_regains_control_from_a_stuck_step(qtbot, loop_mode, window, tmp_p
     assert_mode(s, loop_mode)
     qtbot.wait(300)  # the step is inside backward now
     started = time.perf_counter()
-    ticks = []
+    ticks = []  # True for each tick before the step was called stuck
     timer = QTimer(interval=20)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.timeout.connect(lambda: ticks.append(not any("stuck" in n for n in notices)))
     timer.start()
     s.pause()
     # Pause ends a stuck step STUCK_SECONDS later; the margin is for a loaded machine: what
@@ -640,8 +639,9 @@ def test_pause_regains_control_from_a_stuck_step(qtbot, loop_mode, window, tmp_p
     qtbot.waitUntil(lambda: s.descent_worker is None and bool(resets), timeout=10_000)
     timer.stop()
     assert time.perf_counter() - started >= STUCK_SECONDS * 0.9  # it waited for the step first
-    # the window kept painting: no gap near the STUCK_SECONDS it spent waiting
-    assert max(b - a for a, b in itertools.pairwise(ticks)) < STUCK_SECONDS * 0.9
+    # the window kept painting while it waited: a GUI thread held inside pause() would fire
+    # no timer before the step was called stuck (how many fire depends on the machine's load)
+    assert sum(ticks) >= 2
     assert s.step == 0 and not s.running
     flag.unlink()
     s.run_steps(2)
