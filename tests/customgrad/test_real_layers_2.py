@@ -27,6 +27,7 @@ from tests.customgrad.test_real_layers import (
     gradcheck_mask,
     gradcheck_verdict,
 )
+from tests.data.diagnosis_functions import LayerScale as RowScale  # x [n, d] * w [d]
 
 # ---- new-style Functions: forward without ctx, setup_context, vmap -------------------------
 
@@ -591,20 +592,6 @@ class ScalarPolyCosSign(ScalarPoly):
     def backward(ctx, g):
         a, x = ctx.saved_tensors
         return g * (x * x - torch.cos(a)), g * 2 * a * x
-
-
-class RowScale(Function):
-    """x * w per column: run on an empty batch (size 0) as well."""
-
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        return x * w
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        return g * w, (g * x).sum(0)
 
 
 class RowScaleWeightUnsummed(RowScale):
