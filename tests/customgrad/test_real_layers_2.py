@@ -633,6 +633,28 @@ class SinJvpWrong(SinJvp):
         return -t * ctx.x.sin()
 
 
+class RowNormJvp(RowNormVmap):
+    """x / ||x|| with a jvp beside backward (saved on ctx for it)."""
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(output, x.norm(dim=-1, keepdim=True))
+        ctx.y, ctx.n = output, x.norm(dim=-1, keepdim=True)
+
+    @staticmethod
+    def jvp(ctx, t):
+        return (t - ctx.y * (t * ctx.y).sum(-1, keepdim=True)) / ctx.n
+
+
+class RowNormJvpUnscaled(RowNormJvp):
+    """The jvp's 1/||x|| forgotten: right along x alone (where both are 0)."""
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t - ctx.y * (t * ctx.y).sum(-1, keepdim=True)
+
+
 # ---- generator, device, dtype arguments ------------------------------------------------------
 
 
@@ -925,9 +947,13 @@ def test_a_function_with_nothing_to_check_is_refused_naming_its_return_line():
         customgrad.check(RowScale, _g(empty), _g(w))
 
 
-@pytest.mark.parametrize("function, verdict", [(SinJvp, "passed"), (SinJvpWrong, "failed")],
-                         ids=["jvp", "jvp-wrong"])
+@pytest.mark.parametrize("function, verdict", [
+    (SinJvp, "passed"), (SinJvpWrong, "failed"), (RowNormJvp, "passed"),
+    (RowNormJvpUnscaled, "failed"),
+], ids=["jvp", "jvp-wrong", "row-norm-jvp", "row-norm-jvp-unscaled"])
 def test_the_forward_ad_verdict_is_gradchecks(function, verdict):
+    """The row norm's jvp without 1/||x|| passed at x drawn with seed 0: the direction was
+    drawn with seed 0 too, x itself, along which both jvps are 0."""
     x = _rand(3, 4)
     theirs = torch.autograd.gradcheck(function.apply, (_g(x.clone()),), check_forward_ad=True,
                                       check_backward_ad=False, raise_exception=False)
