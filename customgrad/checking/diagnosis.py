@@ -24,6 +24,7 @@ from torch.autograd import Function
 
 from customgrad.checking.findings import Diagnosis
 from customgrad.checking.fits import FIT_SLACK, BlockFit
+from customgrad.checking.jacobian.comparison import compare
 from customgrad.checking.jacobian.matrices import agree
 from customgrad.checking.jacobian.probe import same_values
 from customgrad.checking.jacobian.report import Axis, Block, Report
@@ -46,7 +47,7 @@ PHRASES = {
     "accumulation": "a gradient assigned where it should accumulate",
     "region": "wrong in one region only",
     "kink": "a kink in forward here, not backward's fault",
-    "rounding": "rounding in forward, not backward's fault",
+    "rounding": "rounding (in forward, or a half-precision backward), not the formula",
     "undefined": "no derivative at this point, not backward's fault",
     "nondeterministic": "backward is not deterministic",
     "mutates": "backward changes what it saved, or forward its input",
@@ -78,6 +79,9 @@ def diagnose(report: Report, function: type[Function], args: list, *,
     random = calls.random_forward()
     if random:  # every finite difference measures the randomness: no other hypothesis holds
         return found + random
+    half = calls.half_precision()
+    if half:  # the same backward in float64 passes: its rounding explains every entry
+        return found + half
     whole = calls.whole_function()
     if whole or calls.forward_random or report.analytic is None or report.numerical is None:
         return found + whole  # a backward not a function of grad_output explains any matrix
@@ -190,7 +194,9 @@ class _Calls:
         there: -inf + inf is NaN where backward(g1 + g2) may be inf)."""
         double = tuple(DOUBLE.values())
         tol = 1e-9 if self.report.numerical_dtype in double and self.outputs64 and all(
-            a.dtype in double for a in x if a is not None) else 1e-4
+            a.dtype in double for a in x if a is not None) else max(
+            [1e-4, *(16 * torch.finfo(a.dtype).eps for a in (*x, *y)
+                     if a is not None and a.is_floating_point())])  # float16's is ~1e-3
         for p, q in zip(x, y):
             p = torch.zeros(()) if p is None else real_view(p.detach()).double().cpu()
             q = torch.zeros(()) if q is None else real_view(q.detach()).double().cpu()
@@ -328,6 +334,33 @@ class _Calls:
         else:
             x.add_(scale if how == "up" else -scale)
         return self._flat_outputs(args)
+
+    def half_precision(self) -> list[Diagnosis]:
+        """A float16 or bfloat16 backward that passes at the same point in float64: its
+        rounding (about 1e-3 and 8e-3 of each value, the size of rtol), not its formula,
+        fails it. gradcheck fails it too."""
+        low = [self.args[i].dtype for i in self.inputs
+               if self.args[i].dtype in (torch.float16, torch.bfloat16)]
+        if not low:
+            return []
+        report = self.report
+        try:
+            again = compare(self.function, self._copies(torch.float64), eps=report.eps,
+                            atol=report.atol, rtol=report.rtol, keep_matrices=False,
+                            differentiate={a.name: True for a in report.inputs})
+        except Cancelled:
+            raise
+        except Exception:
+            return []
+        if not again.passed:
+            return []
+        name, dtype = self.function.__name__, str(low[0])[6:]
+        return [Diagnosis(None, "rounding", (
+            f"rounding, not backward: {name}.backward computes in {dtype}, whose values are "
+            f"rounded to about {torch.finfo(low[0]).eps:.0e} of their size, as large as rtol "
+            f"{report.rtol:g}; the same Function at the same point in float64 passes. Check "
+            "it in float64 (dtype=float64), or loosen rtol and atol for "
+            f"{dtype}"), 0.9)]
 
     def whole_function(self) -> list[Diagnosis]:
         try:

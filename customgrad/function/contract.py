@@ -263,9 +263,18 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
+#: stands in for an item of forward's tuple that is not a tensor (an int, a dict, None:
+#: autograd passes it through and hands backward None for it, and gradcheck skips it): empty
+#: and not floating point, so never differentiated, and backward gets None for it
+NOT_A_TENSOR = torch.empty(0, dtype=torch.bool)
+
+
 def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]:
-    """forward's result as a tuple of tensors; FunctionError for anything else."""
+    """forward's result as a tuple of tensors, an item that is not a tensor as
+    :data:`NOT_A_TENSOR` where the tuple has a tensor; FunctionError for anything else."""
     outs = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if any(isinstance(out, torch.Tensor) for out in outs):
+        outs = tuple(out if isinstance(out, torch.Tensor) else NOT_A_TENSOR for out in outs)
     for k, out in enumerate(outs):
         if not isinstance(out, torch.Tensor):
             raise FunctionError(

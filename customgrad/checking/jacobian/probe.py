@@ -18,11 +18,14 @@ from torch.autograd import Function
 from customgrad.checking.jacobian.report import Axis
 from customgrad.errors import FunctionError, SpecError
 from customgrad.function.contract import (
+    NOT_A_TENSOR,
     FakeCtx,
     call_backward,
     check_gradients,
     normalize_outputs,
+    return_line,
     run_user,
+    source_file,
 )
 from customgrad.function.dtypes import differentiable
 from customgrad.function.inputs import is_new_style
@@ -43,6 +46,9 @@ class Probe:
     outputs: list[Axis]  # the matrix's rows
     inputs: list[Axis]  # its columns
     node: object | None  # the Function's graph node; None: rows go through the engine
+    #: whether autograd hands backward zeros, not None, for the outputs a row does not seed
+    #: (its default; ``ctx.set_materialize_grads(False)`` turns it off)
+    materializes: bool = True
 
     def copies(self, base: list) -> list:
         """``base`` with a copy of each tensor argument (a forward working in place on one,
@@ -71,10 +77,9 @@ class Probe:
 
     def zero_grad(self, out: torch.Tensor):
         """The gradient handed to backward for an output nobody differentiates."""
-        materialize = getattr(self.node, "materialize_grads", True) if self.node else True
         if not differentiable(out):
             return None
-        return torch.zeros_like(out) if materialize else None
+        return torch.zeros_like(out) if self.materializes else None
 
 
 def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
@@ -110,6 +115,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
             notes.append(f"{name}: backward returns None; treated as not differentiated.")
             del leaves[params.index(name)]
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
+        probe.materializes = _materializes(probe)
     else:
         notes.append(
             "a torch.library op: every row goes through the autograd engine (the op's "
@@ -120,6 +126,57 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _materializes(probe: Probe) -> bool:
+    """Whether autograd hands backward zeros (True) or None (after
+    ``ctx.set_materialize_grads(False)``) for the outputs a row does not seed: gradcheck
+    seeds one output at a time, so a backward that answers None for them otherwise (``if
+    g_mean is None: return None``) is judged on what it does then. The node cannot be asked
+    (the flag is write-only), so an output is seeded through the engine wherever backward
+    answers zeros and None differently; where it cannot take None, zeros (the
+    ``undefined_grad`` sub-check names that error)."""
+    fn, outs = probe.function, probe.out_all
+    leaves = [probe.leaves[i] for i in probe.in_pos]
+    if len(outs) == 1 or not leaves:
+        return True
+    gen = torch.Generator().manual_seed(1)
+    for k in probe.out_pos:
+        g = torch.randn(outs[k].shape, generator=gen, dtype=outs[k].dtype).to(outs[k].device)
+        seeded = [g if j == k else None for j in range(len(outs))]
+        zeros = [torch.zeros_like(o) if j != k and differentiable(o) else seeded[j]
+                 for j, o in enumerate(outs)]
+        try:
+            with_none = _direct_grads(probe, seeded)
+        except Exception:
+            return True
+        if _same_grads(with_none, _direct_grads(probe, zeros)):
+            continue
+        engine = run_user(fn, "backward", lambda k=k, g=g: torch.autograd.grad(
+            outs[k], leaves, g, retain_graph=True, allow_unused=True))
+        return not _same_grads(engine, with_none)
+    return True
+
+
+def _direct_grads(probe: Probe, grads: list) -> list:
+    """backward called directly on the node with ``grads``: the differentiated inputs'."""
+    with torch.no_grad():
+        raw = probe.function.backward(probe.node, *grads)
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    return [raw[i] if i < len(raw) else None for i in probe.in_pos]
+
+
+def _same_grads(first, second) -> bool:
+    """The same gradients (None as zeros; to rounding, NaN equal to NaN)."""
+    for a, b in zip(first, second):
+        if a is None and b is None:
+            continue
+        a = torch.zeros_like(b) if a is None else a.detach()
+        b = torch.zeros_like(a) if b is None else b.detach()
+        if a.shape != b.shape or not torch.allclose(a.to(b.dtype), b, rtol=1e-10,
+                                                    atol=1e-12, equal_nan=True):
+            return False
+    return True
 
 
 def _copy(value: object) -> object:
@@ -150,13 +207,15 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
         raise SpecError(f"differentiate given for {', '.join(unknown)}, but forward's "
                         f"parameters are {', '.join(params)}.", field=unknown[0])
     floating = [i for i, a in enumerate(args)
-                if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()]
+                if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()
+                and a.layout == torch.strided]
     wanted = [params.index(n) for n, on in differentiate.items() if on]
     for i in wanted:
         if i not in floating:
             a = args[i]
             what = "not a tensor" if not isinstance(a, torch.Tensor) else "empty" \
-                if not a.numel() else f"{str(a.dtype)[6:]}, not floating point"
+                if not a.numel() else _layout(a) if a.layout != torch.strided \
+                else f"{str(a.dtype)[6:]}, not floating point"
             raise SpecError(f"{params[i]} cannot be differentiated: it is {what}.",
                             field=params[i])
     off = {n for n, on in differentiate.items() if not on}
@@ -167,6 +226,9 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
                          "floating point: not differentiated.")
         elif isinstance(a, torch.Tensor) and not a.numel():
             notes.append(f"input {params[i]} is empty: not differentiated.")
+        elif isinstance(a, torch.Tensor) and a.layout != torch.strided:
+            notes.append(f"input {params[i]} is {_layout(a).split(':')[0]}: not "
+                         "differentiated.")
         elif i in floating and i not in in_pos:
             notes.append(f"input {params[i]} is not differentiated (a constant here, as a "
                          "tensor that does not require grad is for gradcheck).")
@@ -180,12 +242,23 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
     return in_pos, bool(wanted)
 
 
+def _layout(a: torch.Tensor) -> str:
+    """Why a sparse (or otherwise not strided) tensor is not differentiated."""
+    layout = str(a.layout).removeprefix("torch.")
+    return (f"a {layout} tensor: customgrad differentiates dense (strided) tensors only; "
+            "pass its to_dense() to check its gradient, or keep it a constant "
+            "(requires_grad=False)")
+
+
 def _differentiated_outputs(function: type[Function], outs: tuple, notes: list[str]) -> list[int]:
-    """Positions of the non-empty floating-point outputs on the graph (FunctionError if none)."""
-    out_pos = []
+    """Positions of the non-empty floating-point outputs on the graph (FunctionError if none,
+    saying why of each)."""
+    out_pos, first = [], len(notes)
     for k, out in enumerate(outs):
         oname = output_name(k, len(outs), function)
-        if not differentiable(out):
+        if out is NOT_A_TENSOR:
+            notes.append(f"{oname} is not a tensor: skipped.")
+        elif not differentiable(out):
             notes.append(f"{oname} ({str(out.dtype)[6:]}) is not differentiable: skipped.")
         elif not out.requires_grad:
             notes.append(f"{oname} is marked non-differentiable (or does not depend on "
@@ -197,8 +270,10 @@ def _differentiated_outputs(function: type[Function], outs: tuple, notes: list[s
         if differentiable(out) and not torch.isfinite(out).all():
             notes.append(f"{oname} contains NaN or Inf at this point.")
     if not out_pos:
-        raise FunctionError(f"{function.__name__} has no differentiable output to check.",
-                            phase="forward")
+        why = "; ".join(n.removesuffix(": skipped.").removesuffix(".") for n in notes[first:])
+        raise FunctionError(f"{function.__name__} has no differentiable output to check "
+                            f"({why}).", file=source_file(function),
+                            line=return_line(function, "forward"), phase="forward")
     return out_pos
 
 
@@ -246,5 +321,7 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """``a`` and ``b`` hold the same values (NaN where the other has NaN)."""
+    if a.layout != torch.strided or b.layout != torch.strided:  # sparse: no torch.equal
+        a, b = a.to_dense(), b.to_dense()
     return bool(torch.equal(a, b) or (differentiable(a) and a.shape == b.shape and
                                        torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
