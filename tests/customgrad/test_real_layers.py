@@ -1686,8 +1686,13 @@ _SLOW_DOUBLE = {"attention", "attention-with-weights", "attention-weights-non-di
     pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.id in _SLOW_DOUBLE else [])
     for c in CASES if c.id in DOUBLE])
 def test_the_double_backward_verdict_is_gradgradchecks(case):
-    expected = torch.autograd.gradgradcheck(case.call, _copies(case.make()),
-                                            raise_exception=False)
+    with torch.random.fork_rng():
+        # gradgradcheck draws its grad_outputs from the global generator: seeded here, its
+        # verdict does not depend on the tests run before (at seed 0 they would be the
+        # inputs _rand draws with seed 0: test_real_layers_2's blind spot)
+        torch.manual_seed(1)
+        expected = torch.autograd.gradgradcheck(case.call, _copies(case.make()),
+                                                raise_exception=False)
     assert ("passed" if expected else "failed") == DOUBLE[case.id]
     report = customgrad.check(case.function, *case.make(), checks=["double_backward"])
     double = report.checks["double_backward"]
