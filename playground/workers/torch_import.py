@@ -84,17 +84,37 @@ def in_background(work: Callable[[], None], then: Callable[[], None], name: str)
     bridge.done.connect(bridge.call)
 
     def run() -> None:
-        was_enabled = gc.isenabled()
-        gc.disable()
         try:
-            with contextlib.suppress(Exception):
+            with collector_off(), contextlib.suppress(Exception):
                 work()
         finally:
-            if was_enabled:
-                gc.enable()
             bridge.done.emit(then)
 
     threading.Thread(target=run, name=name, daemon=True).start()
+
+
+#: the helper threads running with the collector off, and whether it was on before the first
+_collector = {"off": 0, "was_enabled": False}
+_collector_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def collector_off():
+    """Garbage collection off while any helper thread is inside this, and back as it was
+    once the last has left (two threads each saving and restoring ``gc.isenabled()`` would
+    turn it back on while the other still imports)."""
+    with _collector_lock:
+        if not _collector["off"]:
+            _collector["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _collector["off"] += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector["off"] -= 1
+            if not _collector["off"] and _collector["was_enabled"]:
+                gc.enable()
 
 
 def _arrive() -> None:
