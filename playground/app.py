@@ -118,10 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         import playground.main_window  # noqa: F401 (its imports frozen with the rest)
         from playground.state.session import Session
 
+    from playground.views import code_editor
     from playground.workers import torch_import
 
     torch_import.expect()  # imported after the first paint: what needs it waits till then
     # (where torch is here already, it waits for the first paint all the same)
+    code_editor.hold_highlighting()  # superqt and the lexer imported after it too, off the GUI
     app = application()
     session = Session(held=True)  # no work starts before the window has painted
     shot = bool(args.screenshot)
@@ -371,6 +373,7 @@ def release_after_show(session, window, settle: bool = True) -> None:
     from PySide6.QtCore import QEvent, QObject, QTimer
     from PySide6.QtWidgets import QApplication
 
+    from playground.views import code_editor
     from playground.workers import torch_import
 
     app = QApplication.instance()
@@ -390,6 +393,9 @@ def release_after_show(session, window, settle: bool = True) -> None:
             QTimer.singleShot(0, session, after_paint)
 
     def after_paint() -> None:
+        if code_editor.highlighting_held():  # the code's colours, beside torch's import
+            torch_import.in_background(code_editor.prepare_highlighting,
+                                       code_editor.release_highlighting, "highlighting")
         torch_import.when_arrived(lambda: (settle and settle_heap(), session.release()))
         torch_import.start()
 

@@ -10,3 +10,7 @@ No pane imports another, and no helper imports a pane (import-linter contracts i
 pyproject.toml). Views draw from the session's signals and call its methods; they never start
 workers themselves.
 """
+
+from playground.views.pyqtgraph_compat import lazy_qt_mirrors
+
+lazy_qt_mirrors()  # before any view imports pyqtgraph: its Qt mirrors filled as used

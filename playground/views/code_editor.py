@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFontDatabase,
@@ -27,7 +27,8 @@ from playground.views.theme import mix
 if TYPE_CHECKING:
     from superqt.utils import CodeSyntaxHighlight
 
-__all__ = ["DARK_STYLE", "LIGHT_STYLE", "CodeEditor"]
+__all__ = ["DARK_STYLE", "LIGHT_STYLE", "CodeEditor", "hold_highlighting", "prepare_highlighting",
+           "release_highlighting"]
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "monokai"
@@ -41,6 +42,47 @@ def _color(value: str | None) -> QColor | None:
         value = "#" + value
     color = QColor(value)
     return color if color.isValid() else None
+
+
+class _Highlighting(QObject):
+    """Says when the editors may make their highlighters (made on the GUI thread)."""
+
+    released = Signal()
+
+
+#: the held gate (:func:`hold_highlighting`), while held; empty otherwise
+_held: list[_Highlighting] = []
+
+
+def hold_highlighting() -> None:
+    """Editors make their highlighters once :func:`release_highlighting` is called, not from
+    their first paint: the app has :func:`prepare_highlighting` run off the GUI thread
+    meanwhile (superqt's import and pygments' lexer, 0.25 to 0.3 s of CPU, froze the window
+    right after its first paint). Called on the GUI thread, before the editors paint."""
+    if not _held:
+        _held.append(_Highlighting())
+
+
+def highlighting_held() -> bool:
+    return bool(_held)
+
+
+def prepare_highlighting() -> None:
+    """What making a highlighter imports and builds, on any thread: superqt's module (and
+    qtpy, pygments' formatter) and pygments' Python lexer, whose token table is compiled
+    once per class, on its first instance. Makes no Qt object."""
+    from pygments.lexers import get_lexer_by_name
+    from superqt.utils import CodeSyntaxHighlight  # noqa: F401 (imported for the GUI thread)
+
+    get_lexer_by_name("python")
+
+
+def release_highlighting() -> None:
+    """On the GUI thread: the editors waiting (:func:`hold_highlighting`) make their
+    highlighters in turn, and editors made from now on from their first paint as usual."""
+    if _held:
+        gate = _held.pop()  # kept until the signal is sent (its QObject goes with it)
+        gate.released.emit()
 
 
 class _LineNumberArea(QWidget):
@@ -85,7 +127,8 @@ class CodeEditor(QPlainTextEdit):
     def highlighter(self) -> CodeSyntaxHighlight:
         """The syntax highlighter, made on first use: building pygments' Python lexer takes
         a tenth of a second, so the window paints first and colours the code a moment later
-        (see :meth:`paintEvent`)."""
+        (see :meth:`paintEvent`; in the app, once superqt and the lexer are ready:
+        :func:`hold_highlighting`)."""
         if self._highlighter is None:
             from superqt.utils import CodeSyntaxHighlight
 
@@ -98,7 +141,13 @@ class CodeEditor(QPlainTextEdit):
         super().paintEvent(event)
         if self._highlighter is None and not self._highlight_soon:
             self._highlight_soon = True
-            QTimer.singleShot(0, self, lambda: self.highlighter)  # dropped if self is gone
+            if _held:  # made once its imports are ready (the app's: hold_highlighting)
+                _held[0].released.connect(self._highlight_soon_now)
+            else:
+                self._highlight_soon_now()
+
+    def _highlight_soon_now(self) -> None:
+        QTimer.singleShot(0, self, lambda: self.highlighter)  # dropped if self is gone
 
     # ------------------------------------------------------------------ numbers
 

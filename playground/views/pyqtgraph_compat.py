@@ -5,18 +5,28 @@ pyproject.toml's bound on pyqtgraph is the same): on any other version pyqtgraph
 behaviour stays, so a newer release that changed its insides cannot be broken by a patch
 written for an older one. To allow a new release, check both patches there (the tests named
 in each docstring) and move the bound here and in pyproject.toml together.
+
+This module imports pyqtgraph only where a function uses it: :func:`lazy_qt_mirrors` runs
+before pyqtgraph's first import (``playground.views`` calls it).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import re
-from typing import Any
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-__all__ = ["CHECKED", "checked", "ignore_text_width", "svg_tolerates_close_path"]
+if TYPE_CHECKING:
+    import pyqtgraph as pg
+
+__all__ = ["CHECKED", "checked", "ignore_text_width", "lazy_qt_mirrors",
+           "svg_tolerates_close_path"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -30,7 +40,11 @@ def release(text: str) -> tuple[int, ...]:
 
 def checked(version: str | None = None) -> bool:
     """Whether ``version`` (pyqtgraph's own by default) is one the patches were checked on."""
-    numbers = release(pg.__version__ if version is None else version)
+    if version is None:
+        import pyqtgraph
+
+        version = pyqtgraph.__version__
+    numbers = release(version)
     low, high = CHECKED
     return bool(numbers) and low <= numbers < high
 
@@ -87,3 +101,73 @@ def ignore_text_width(label: pg.LabelItem) -> None:
         label.updateGeometry()
 
     label.updateMin = update_min
+
+
+#: the Qt modules pyqtgraph mirrors (``pyqtgraph.Qt.QtCore`` ...), each PySide6's of that name
+MIRRORED = ("QtCore", "QtGui", "QtWidgets")
+
+
+class LazyMirror(types.ModuleType):
+    """``pyqtgraph.Qt.QtCore`` (or QtGui, QtWidgets) that takes each name from PySide6's
+    module the first time it is asked for, and keeps it.
+
+    pyqtgraph's ``Qt/__init__.py`` fills its mirrors (empty modules of its own) with
+    ``_copy_attrs``: ``getattr`` on every name of PySide6's three modules, which makes
+    PySide6 create every class and enum it has (611 Python enums, about 0.27 s of CPU before
+    the first paint) where pyqtgraph and the app use a few hundred. Asked by ``_copy_attrs``
+    whether it has a name, this mirror says yes without fetching it; asked for the name by
+    anyone else, it fetches it. What pyqtgraph sets on its mirror (its Qt5 names) stays on
+    the mirror, as before."""
+
+    def __init__(self, name: str, source: types.ModuleType) -> None:
+        super().__init__(name, source.__doc__)
+        self.__dict__["_mirror_source"] = source
+
+    def __getattr__(self, name: str) -> Any:
+        if _asked_by_copy_attrs(sys._getframe(1)):
+            return None  # "hasattr": yes, so _copy_attrs copies nothing
+        value = getattr(self.__dict__["_mirror_source"], name)
+        setattr(self, name, value)
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(self.__dict__["_mirror_source"])))
+
+
+def _asked_by_copy_attrs(frame: types.FrameType) -> bool:
+    code = frame.f_code
+    return code.co_name == "_copy_attrs" and code.co_filename.endswith(
+        os.path.join("pyqtgraph", "Qt", "__init__.py"))
+
+
+def installed_version() -> str:
+    """pyqtgraph's version as its ``__init__.py`` states it, without importing it (which
+    :mod:`importlib.metadata` would take 25 ms to find); "" where it cannot be read."""
+    spec = importlib.util.find_spec("pyqtgraph")
+    if spec is None or spec.origin is None or not os.path.isfile(spec.origin):
+        return ""
+    with open(spec.origin, encoding="utf-8") as file:
+        match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", file.read(), re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def lazy_qt_mirrors(version: str | None = None) -> bool:
+    """Put :class:`LazyMirror` modules in ``sys.modules`` as pyqtgraph's Qt mirrors, for its
+    import to find (its own are empty files): pyqtgraph's import then takes 0.33-0.47 s of
+    CPU where it took 0.45-0.65 (docs/startup.md). Only before pyqtgraph is imported, on a
+    checked version (``version``: the installed one by default) and where pyqtgraph will pick
+    PySide6 (``PYQTGRAPH_QT_LIB`` unset or PySide6, PyQt6 not imported: pyqtgraph prefers
+    it); else nothing changes. True where the mirrors are in place (now or before).
+    Checked by tests/playground/test_pyqtgraph_compat.py."""
+    names = [f"pyqtgraph.Qt.{name}" for name in MIRRORED]
+    if all(isinstance(sys.modules.get(name), LazyMirror) for name in names):
+        return True
+    if "pyqtgraph" in sys.modules or any(name in sys.modules for name in names):
+        return False
+    if os.environ.get("PYQTGRAPH_QT_LIB", "PySide6") != "PySide6" or "PyQt6" in sys.modules:
+        return False
+    if not checked(installed_version() if version is None else version):
+        return False
+    for name, full in zip(MIRRORED, names):
+        sys.modules[full] = LazyMirror(full, importlib.import_module(f"PySide6.{name}"))
+    return True

@@ -21,13 +21,12 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-__all__ = ["arrived", "expect", "imported", "start", "when_arrived"]
+__all__ = ["arrived", "expect", "imported", "in_background", "start", "when_arrived"]
 
 _waiting: list[Callable[[], None]] = []
 #: pending: the app imports torch after the first paint (:func:`expect`), not yet arrived;
 #: started: that import has begun
 _state = {"pending": False, "started": False}
-_bridge: list[QObject] = []  # the one bridge, kept alive
 
 
 def imported() -> bool:
@@ -63,13 +62,59 @@ def when_arrived(fn: Callable[[], None]) -> None:
 
 
 class _Bridge(QObject):
-    """Lives on the GUI thread; its signal, sent from the importing thread, is queued there."""
+    """Lives on the GUI thread; its signal, sent from a helper thread, is queued there."""
 
-    imported = Signal()
+    done = Signal(object)
 
-    @Slot()
-    def arrive(self) -> None:
-        _arrive()
+    @Slot(object)
+    def call(self, fn: Callable[[], None]) -> None:
+        _bridges.remove(self)
+        fn()
+
+
+_bridges: list[_Bridge] = []  # the bridges of the helper threads still running, kept alive
+
+
+def in_background(work: Callable[[], None], then: Callable[[], None], name: str) -> None:
+    """Run ``work`` on a helper thread named ``name`` (garbage collection off meanwhile),
+    then ``then`` on the GUI thread (whether ``work`` raised or not: its error is left to
+    whoever needs what it made next). Called on the GUI thread."""
+    bridge = _Bridge()
+    _bridges.append(bridge)
+    bridge.done.connect(bridge.call)
+
+    def run() -> None:
+        try:
+            with collector_off(), contextlib.suppress(Exception):
+                work()
+        finally:
+            bridge.done.emit(then)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+
+#: the helper threads running with the collector off, and whether it was on before the first
+_collector = {"off": 0, "was_enabled": False}
+_collector_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def collector_off():
+    """Garbage collection off while any helper thread is inside this, and back as it was
+    once the last has left (two threads each saving and restoring ``gc.isenabled()`` would
+    turn it back on while the other still imports)."""
+    with _collector_lock:
+        if not _collector["off"]:
+            _collector["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _collector["off"] += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector["off"] -= 1
+            if not _collector["off"] and _collector["was_enabled"]:
+                gc.enable()
 
 
 def _arrive() -> None:
@@ -93,25 +138,14 @@ def start() -> None:
     if _state["started"]:
         return
     _state["started"] = True
-    bridge = _Bridge()
-    _bridge.append(bridge)
-    bridge.imported.connect(bridge.arrive)
 
-    def work() -> None:
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with contextlib.suppress(Exception):  # said where the engine imports it next
-                load_libraries_unlocked()
-                import torch  # noqa: F401
+    def work() -> None:  # an error is said where the engine imports torch next
+        load_libraries_unlocked()
+        import torch  # noqa: F401
 
-                gc.freeze()  # as app.imports_frozen freezes the window's (see there)
-        finally:
-            if was_enabled:
-                gc.enable()
-            bridge.imported.emit()
+        gc.freeze()  # as app.imports_frozen freezes the window's (see there)
 
-    threading.Thread(target=work, name="import torch", daemon=True).start()
+    in_background(work, _arrive, "import torch")
 
 
 #: torch's C++ library, whose loading is most of the time ``import torch._C`` holds the

@@ -205,3 +205,60 @@ def test_a_short_pane_folds_the_title_note_and_path_into_one_line(view, qtbot):
     assert not view.note_button.isVisibleTo(view)
     assert whole_lines(view.editor) >= 6
     assert view.title_label.font().pointSizeF() > view.font().pointSizeF()
+
+
+def test_held_highlighting_waits_for_its_release_then_colours(qtbot):
+    """Held (the app: superqt and the lexer are imported off the GUI thread meanwhile), an
+    editor's first paint makes no highlighter; released, each editor that painted makes its
+    own, and editors made after colour from their first paint as before."""
+    from PySide6.QtWidgets import QApplication
+
+    from playground.views import code_editor
+
+    code_editor.hold_highlighting()
+    try:
+        views = [CodeView(), CodeView()]
+        for view in views:
+            qtbot.addWidget(view)
+            view.set_function("Square", SOURCE, "", "/tmp/sq.py", 1)
+            view.show()
+            qtbot.waitExposed(view)
+            view.editor.viewport().repaint()
+        QApplication.processEvents()
+        assert code_editor.highlighting_held()
+        assert [v.editor._highlighter for v in views] == [None, None]
+        code_editor.prepare_highlighting()  # what the app's helper thread runs
+    finally:
+        code_editor.release_highlighting()
+    assert not code_editor.highlighting_held()
+    qtbot.waitUntil(lambda: all(v.editor._highlighter is not None for v in views))
+    later = CodeView()
+    qtbot.addWidget(later)
+    later.show()
+    qtbot.waitExposed(later)
+    qtbot.waitUntil(lambda: later.editor._highlighter is not None)
+
+
+def test_an_editor_gone_before_the_release_is_skipped(qtbot):
+    """An editor deleted while held is not called on the release (its connection went with
+    it): the release raises nothing and the other editors still colour."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from playground.views import code_editor
+
+    code_editor.hold_highlighting()
+    try:
+        gone, kept = CodeView(), CodeView()
+        qtbot.addWidget(kept)
+        for view in (gone, kept):
+            view.show()
+            qtbot.waitExposed(view)
+            view.editor.viewport().repaint()
+        QApplication.processEvents()
+        assert gone.editor._highlight_soon and kept.editor._highlight_soon
+        gone.deleteLater()
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    finally:
+        code_editor.release_highlighting()
+    qtbot.waitUntil(lambda: kept.editor._highlighter is not None)

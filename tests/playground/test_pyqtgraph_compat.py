@@ -4,7 +4,11 @@ dependency's bound in pyproject.toml is that range."""
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -49,3 +53,102 @@ def test_on_a_version_not_checked_pyqtgraph_is_left_as_it_is(monkeypatch, qtbot)
     compat.ignore_text_width(label)
     label.setText("a much longer title than before")
     assert label.minimumWidth() == 0
+
+
+#: imports pyqtgraph as the app does (playground.views first: the lazy mirrors), or with the
+#: version gate given argv[1]; then uses it as the app does and prints what it found
+MIRRORS = """
+import json, os, sys, tempfile
+import PySide6.QtCore, PySide6.QtGui, PySide6.QtWidgets
+from playground.views import pyqtgraph_compat as compat
+if sys.argv[1] != "app":
+    for name in compat.MIRRORED:  # as though playground.views had not run it
+        sys.modules.pop(f"pyqtgraph.Qt.{name}", None)
+    print(json.dumps({"installed": compat.lazy_qt_mirrors(version=sys.argv[1])}))
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters
+compat.svg_tolerates_close_path()  # as playground.views.export does
+from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
+mirrors = (QtCore, QtGui, QtWidgets)
+kinds = [type(m).__name__ for m in mirrors]
+fetched = sum(len(vars(m)) for m in mirrors)  # names held after the import
+app = QtWidgets.QApplication([])
+widget = pg.PlotWidget()
+widget.plot(np.arange(100.0), np.sin(np.arange(100.0)), pen="r")
+image = pg.ImageItem(np.random.default_rng(0).random((8, 8)))
+bar = pg.ColorBarItem(values=(0, 1), colorMap="viridis")
+bar.setImageItem(image)
+plot = widget.getPlotItem()
+plot.addItem(image)
+widget.resize(300, 200)
+widget.show()
+app.processEvents()
+folder = tempfile.mkdtemp()
+sizes = {}
+for kind, ending in (("ImageExporter", "png"), ("SVGExporter", "svg"), ("CSVExporter", "csv")):
+    path = os.path.join(folder, f"{kind}.{ending}")
+    getattr(pg.exporters, kind)(plot).export(path)
+    sizes[kind] = os.path.getsize(path) > 0
+missing = [(m.__name__, n) for m, src in zip(mirrors, (PySide6.QtCore, PySide6.QtGui,
+           PySide6.QtWidgets)) for n in dir(src) if getattr(m, n) is not getattr(src, n)
+           and not n.startswith("__") and n != "QFileSystemModel"]
+print(json.dumps({"kinds": kinds, "fetched": fetched,
+                  "names": sum(len(dir(s)) for s in (PySide6.QtCore, PySide6.QtGui,
+                                                      PySide6.QtWidgets)),
+                  "exported": sizes, "missing": missing,
+                  "dir_complete": all(set(dir(src)) <= set(dir(m)) for m, src in zip(
+                      mirrors, (PySide6.QtCore, PySide6.QtGui, PySide6.QtWidgets))),
+                  "opengl": hasattr(QtWidgets, "QOpenGLWidget"),
+                  "version": compat.installed_version() == pg.__version__,
+                  "pyside_untouched": not hasattr(PySide6.QtWidgets, "QOpenGLWidget")}))
+"""
+
+
+def _mirrors(way: str) -> list[dict]:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    env.pop("PYQTGRAPH_QT_LIB", None)
+    proc = subprocess.run([sys.executable, "-c", MIRRORS, way], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_pyqtgraph_imported_with_lazy_mirrors_works_as_before():
+    """As the app imports it (playground.views first), pyqtgraph's Qt mirrors are filled as
+    used: after its import they hold a fraction of PySide6's names (it fetched each of them,
+    making every class and enum); every name still resolves to PySide6's own object, listed
+    by ``dir``; pyqtgraph's own additions stay on its mirror; plots, images, colour bars and
+    the PNG, SVG and CSV exporters work."""
+    (found,) = _mirrors("app")
+    assert found["kinds"] == ["LazyMirror"] * 3
+    assert found["fetched"] < found["names"] / 2
+    assert found["missing"] == []
+    assert found["dir_complete"] and found["opengl"] and found["version"]
+    assert found["pyside_untouched"]
+    assert found["exported"] == {"ImageExporter": True, "SVGExporter": True,
+                                 "CSVExporter": True}
+
+
+def test_on_a_version_not_checked_pyqtgraph_fills_its_own_mirrors():
+    """The version gate: on a version the mirrors were not checked on, pyqtgraph's import
+    finds no mirror of ours and copies PySide6's names itself, as without this module."""
+    told, found = _mirrors("0.15.0")
+    assert told == {"installed": False}
+    assert found["kinds"] == ["module"] * 3
+    assert found["fetched"] >= found["names"]
+    assert found["missing"] == [] and found["exported"]["SVGExporter"]
+
+
+def test_no_mirrors_once_pyqtgraph_is_imported_or_for_another_qt(monkeypatch):
+    """Too late (pyqtgraph imported) or another Qt binding asked for: nothing changes."""
+    assert "pyqtgraph" in sys.modules  # imported at the top of this file
+    assert compat.lazy_qt_mirrors() is isinstance(sys.modules["pyqtgraph.Qt.QtCore"],
+                                                 compat.LazyMirror)
+    for name in compat.MIRRORED:
+        monkeypatch.delitem(sys.modules, f"pyqtgraph.Qt.{name}")
+    assert compat.lazy_qt_mirrors() is False  # pyqtgraph is here: its own stay
+    monkeypatch.delitem(sys.modules, "pyqtgraph")
+    monkeypatch.setenv("PYQTGRAPH_QT_LIB", "PyQt6")
+    assert compat.lazy_qt_mirrors() is False
+    assert not any(f"pyqtgraph.Qt.{name}" in sys.modules for name in compat.MIRRORED)

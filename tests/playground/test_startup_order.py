@@ -193,12 +193,20 @@ def test_while_the_workers_import_torch_the_status_bar_says_so(qtbot, monkeypatc
 #: app.main as the user starts it (no --screenshot), watched: what the window's process had
 #: loaded, and what its status bar said, at the window's first paint; then the first verdict
 FIRST_PAINT = """
-import os, sys
+import os, sys, threading
 import playground.app as app
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 seen = {}
 release = app.release_after_show
+
+class Where:  # which thread imports superqt.utils (the code's highlighter's module)
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "superqt.utils":
+            seen.setdefault("superqt", threading.current_thread().name)
+        return None
+sys.meta_path.insert(0, Where)
 
 def watched(session, window, settle=True):
     class FirstPaint(QObject):
@@ -212,12 +220,15 @@ def watched(session, window, settle=True):
                                                     "pyqtgraph.exporters", "pygments.lexers")
                                         if m in sys.modules)
                 seen["status"] = window.status.currentMessage()
+                seen["coloured"] = window.code.editor._highlighter is not None
             return False
 
     def ready(report):
         print("torch", seen.get("torch"), "engine", seen.get("engine"), flush=True)
         print("status", seen.get("status"), flush=True)
         print("verdict", report.passed, flush=True)
+        print("superqt imported on", seen.get("superqt"), "coloured", seen.get("coloured"),
+              window.code.editor._highlighter is not None, flush=True)
         os._exit(0)
     app_ = QApplication.instance()
     app_.installEventFilter(FirstPaint(app_))
@@ -234,7 +245,9 @@ def test_the_window_paints_before_torch_then_checks_as_before():
     numerics, diagnosis and inspector, pyqtgraph's exporters or pygments' lexers (the first
     paint needs none of them: they were most of its wait); its status bar says that torch is
     loading. torch then arrives (a helper thread imports it) and the first check runs to its
-    verdict as before."""
+    verdict as before. The code's highlighter is made after the first paint, once superqt
+    (and pygments' lexer) were imported on a helper thread, not on the GUI thread (where it
+    froze the window for 0.2 to 0.3 s right after its first paint)."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", FIRST_PAINT], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -243,6 +256,7 @@ def test_the_window_paints_before_torch_then_checks_as_before():
     assert lines[0] == "torch False engine []"
     assert lines[1].startswith("status Loading torch…")
     assert lines[2] == "verdict True"
+    assert lines[3] == "superqt imported on highlighting coloured False True"
 
 
 #: app.main on argv[1], watched: at the window's first paint, whether torch was loaded and

@@ -141,3 +141,40 @@ def test_torchs_library_loads_without_the_interpreters_lock(monkeypatch):
     assert torch_import.load_libraries_unlocked()  # loaded already here: the same handle
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     assert not torch_import.load_libraries_unlocked()
+
+
+def test_in_background_runs_the_work_on_a_helper_thread_then_on_the_gui_thread(qtbot):
+    """The work runs on a thread of the name given, then ``then`` on the GUI thread, also
+    where the work raised."""
+    import threading
+
+    where = []
+    for work, count in ((lambda: where.append(threading.current_thread().name), 2),
+                        (lambda: 1 / 0, 3)):
+        torch_import.in_background(work, lambda: where.append(threading.current_thread()),
+                                   "helper")
+        qtbot.waitUntil(lambda: len(where) == count)  # noqa: B023 (waited for at once)
+    assert where[0] == "helper"
+    assert where[1] is where[2] is threading.main_thread()
+
+
+def test_the_collector_stays_off_until_the_last_helper_thread_leaves():
+    """Two helper threads overlapping (torch's import, the highlighter's): the collector
+    is back on only once both have left, and left as it was if it was off."""
+    import gc
+
+    assert gc.isenabled()
+    first, second = torch_import.collector_off(), torch_import.collector_off()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the other still imports
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with torch_import.collector_off():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
