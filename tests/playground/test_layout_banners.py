@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QKeySequence
+from PySide6.QtGui import QColor, QFont, QKeySequence
 from PySide6.QtWidgets import QApplication
 
 from customgrad.errors import FunctionError
@@ -175,6 +175,53 @@ def test_high_contrast_at_150_percent_fits_a_projector(qtbot, target):
         base = controls.font().pointSizeF()
         assert base < controls.loss_label.font().pointSizeF() <= base * controls.readout_scale
         assert _heatmaps(win)[0] > 0 and win.jacobian.heatmaps.graphics.isVisible()
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+def _ink_height(widget) -> int:
+    """How tall what ``widget`` draws inside its frame is, in pixels: the rows (3 px in from
+    its edges) holding a pixel far from the inside's most common colour (its background)."""
+    image = widget.grab().toImage()
+    inside = range(3, image.height() - 3), range(3, image.width() - 3)
+    counts: dict[int, int] = {}
+    for y in inside[0]:
+        for x in inside[1]:
+            counts[image.pixel(x, y)] = counts.get(image.pixel(x, y), 0) + 1
+    background = QColor(max(counts, key=counts.__getitem__))
+
+    def far(x, y) -> bool:
+        c = QColor(image.pixel(x, y))
+        return abs(c.red() - background.red()) + abs(c.green() - background.green()) \
+            + abs(c.blue() - background.blue()) > 200
+
+    rows = [y for y in inside[0] if any(far(x, y) for x in inside[1])]
+    return rows[-1] - rows[0] + 1 if rows else 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theme_name", ["light", "high-contrast"])
+def test_the_details_button_reads_on_a_projector(qtbot, theme_name):
+    """Presenting at 1280x720, 150 %: the Details button was the style's arrow alone, a
+    speck a few pixels tall beside "2nd". Its mark is as tall as the letters of "2nd",
+    the button as tall as "2nd"'s, folded and unfolded; the verdict keeps its words and the
+    heatmaps their height."""
+    win = _window(qtbot, 1280, 720, theme_name=theme_name, percent=150, present=True,
+                  target="linear_bug")
+    try:
+        banner = win.jacobian.banner
+        details, order = banner.details_button, banner.order_button
+        assert order.text() == "2nd"
+        letters = _ink_height(order)
+        shown, heatmaps = banner.verdict_label.shown_text(), _heatmaps(win)
+        for unfolded in (False, True, False):
+            banner.set_details_shown(unfolded)
+            _settle(qtbot, win)
+            assert details.height() == order.height()
+            assert _ink_height(details) >= 0.8 * letters, (_ink_height(details), letters)
+            assert banner.verdict_label.shown_text() == shown
+        assert "outside tolerance" in shown
+        assert _heatmaps(win) == heatmaps
     finally:
         win.session.shutdown(wait=0.5)
 
