@@ -228,6 +228,41 @@ def test_the_details_button_reads_on_a_projector(qtbot, theme_name):
 
 
 @pytest.mark.slow
+def test_the_row_label_follows_the_heatmaps_height_through_a_round_of_themes(qtbot):
+    """KillHead at 1280x720, 150 %, an error banner above: the one output's row label
+    ("output [3x8]", written upwards) was fitted when the graphics view resized, not when the
+    views inside it did; fitted at a passing height, it read "output" with room for the
+    whole, and a round of themes (F2) changed which. It is the whole label wherever that
+    fits the views' height, before, during and after the round."""
+    from PySide6.QtGui import QFontMetrics
+
+    from playground.views.fonts import scaled
+    from playground.views.jacobian.geometry import block_label
+
+    win = _window(qtbot, 1280, 720, percent=150)
+    try:
+        win.session.errorRaised.emit(FunctionError(MESSAGE, file=LONG_PATH, line=3,
+                                                   details="Traceback ...\n" * 5))
+        _settle(qtbot, win)
+        heatmaps = win.jacobian.heatmaps
+        whole = block_label(heatmaps.outputs[0])
+        seen = []
+        for name in (None, "dark", "high-contrast", "light"):
+            if name is not None:
+                win.preferences.set_theme(name, remember=False)
+                _settle(qtbot, win)
+            metrics = QFontMetrics(scaled(win.jacobian.font(), 1.0))
+            room = heatmaps.view_box.height()
+            shown = heatmaps.row_axis.label.toPlainText().strip()
+            fits = metrics.horizontalAdvance(whole) <= room
+            assert (shown == whole) == fits, (name, shown, room)
+            seen.append((shown, room))
+        assert seen[-1] == seen[0] and seen[0][0] == whole
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
 def test_a_zoom_in_and_out_gives_the_window_its_size_back(qtbot):
     """1280x720 at 150 %: 175 % needs a wider window, and Qt grows it (1435 px); back at
     150 % the window stayed 1435 px wide, off the projector's edge, and the normal layout
