@@ -256,6 +256,13 @@ def test_the_row_label_follows_the_heatmaps_height_through_a_round_of_themes(qtb
             shown = heatmaps.row_axis.label.toPlainText().strip()
             fits = metrics.horizontalAdvance(whole) <= room
             assert (shown == whole) == fits, (name, shown, room)
+            # and drawn along the views, centred on them: not past their top
+            label, axis = heatmaps.row_axis.label, heatmaps.row_axis
+            drawn = label.mapRectToScene(label.boundingRect())
+            along = axis.mapRectToScene(axis.boundingRect())
+            assert along.top() - 1 <= drawn.top() and drawn.bottom() <= along.bottom() + 1, \
+                (name, drawn, along)
+            assert abs(drawn.center().y() - along.center().y()) <= 2, (name, drawn, along)
             seen.append((shown, room))
         assert seen[-1] == seen[0] and seen[0][0] == whole
     finally:
