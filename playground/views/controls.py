@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QFont, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
@@ -21,6 +21,13 @@ from PySide6.QtWidgets import (
 from playground.views import theme
 
 __all__ = ["SPEEDS", "ControlsBar", "ShortenedButton"]
+
+#: the widest step and loss the readout keeps room for (a millionth step widens it once)
+STEP_WIDEST = "step 000000"
+LOSS_WIDEST = "loss −0.0000e+00"
+READOUT_GAP = 24  # pixels between the step and the loss
+#: the readout's least size (times the font) where its row is short: the buttons' own
+LEAST_READOUT = 1.0
 
 SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
           ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))
@@ -108,7 +115,7 @@ class ControlsBar(QWidget):
         self._readout.setContentsMargins(0, 0, 0, 0)
         self._readout.addStretch(1)
         self._readout.addWidget(self.step_label)
-        self._readout.addSpacing(24)
+        self._readout.addSpacing(READOUT_GAP)
         self._readout.addWidget(self.loss_label)
         # one row; the readout moves below the buttons when a large font needs the room
         self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
@@ -125,23 +132,38 @@ class ControlsBar(QWidget):
         session.runReset.connect(self._reset)
 
     def apply_font(self, font: QFont) -> None:
-        """Buttons in ``font``; the step and loss readout ``readout_scale`` times larger."""
+        """Buttons in ``font``; the step and loss readout ``readout_scale`` times larger (less
+        where its row is narrower than that needs: see :meth:`_fit_readout`)."""
         self.setFont(font)
-        big = QFont(font)
-        big.setPointSizeF((font.pointSizeF() if font.pointSizeF() > 0 else 10.0)
-                          * self.readout_scale)
-        big.setBold(True)
-        for label in (self.step_label, self.loss_label):
-            label.setFont(big)
-        # fixed widths: a changing number must not re-layout (and repaint) the window
-        self.loss_label.setMinimumWidth(self.loss_label.fontMetrics().horizontalAdvance(
-            "loss −0.0000e+00"))
-        self.step_label.setMinimumWidth(self.step_label.fontMetrics().horizontalAdvance(
-            "step 000000"))  # a millionth step widens it once
+        self._base_points = font.pointSizeF() if font.pointSizeF() > 0 else 10.0
+        self._set_readout_points(self._base_points * self.readout_scale)
         for layout in (self._buttons, self._readout, self._layout):
             layout.invalidate()
         self.updateGeometry()
         self._arrange()
+
+    def _readout_font(self, points: float) -> QFont:
+        big = QFont(self.font())
+        big.setPointSizeF(points)
+        big.setBold(True)
+        return big
+
+    def _reserved_width(self, points: float) -> int:
+        """The readout's width at ``points``: its two labels' fixed widths and the gap."""
+        metrics = QFontMetrics(self._readout_font(points))
+        return (metrics.horizontalAdvance(STEP_WIDEST) + READOUT_GAP
+                + metrics.horizontalAdvance(LOSS_WIDEST))
+
+    def _set_readout_points(self, points: float) -> None:
+        big = self._readout_font(points)
+        if self.step_label.font() == big and self.loss_label.font() == big:
+            return
+        for label in (self.step_label, self.loss_label):
+            label.setFont(big)
+        # fixed widths: a changing number must not re-layout (and repaint) the window
+        metrics = QFontMetrics(big)
+        self.loss_label.setMinimumWidth(metrics.horizontalAdvance(LOSS_WIDEST))
+        self.step_label.setMinimumWidth(metrics.horizontalAdvance(STEP_WIDEST))
 
     def lend_readout(self, layout: QBoxLayout | None) -> None:
         """Show the readout in ``layout`` (elsewhere in the window), one number above the
@@ -164,7 +186,10 @@ class ControlsBar(QWidget):
         return self.readout.parent() is not self
 
     def _readout_width(self) -> int:
-        return self._readout.minimumSize().width() if self.readout.parent() is self else 0
+        """The readout's width beside the buttons at its full size (0 while lent)."""
+        if self.readout.parent() is not self:
+            return 0
+        return self._reserved_width(self._base_points * self.readout_scale)
 
     def _one_row_width(self) -> int:
         m = self._layout.contentsMargins()
@@ -172,9 +197,13 @@ class ControlsBar(QWidget):
                 + self._readout_width() + m.left() + m.right())
 
     def minimumSizeHint(self) -> QSize:
-        """As narrow as the wider of the two rows: the readout can wrap below."""
+        """As narrow as the buttons' row: the readout wraps below them, and is set smaller
+        there where that row is narrower than it (it never makes the window wider than the
+        screen: high contrast at 150 % with linear_bug's forms needed 1289 px)."""
         m = self._layout.contentsMargins()
-        width = max(self._buttons.minimumSize().width(), self._readout_width())
+        least = (self._reserved_width(self._base_points * LEAST_READOUT)
+                 if self.readout.parent() is self else 0)
+        width = max(self._buttons.minimumSize().width(), least)
         return QSize(width + m.left() + m.right(), super().minimumSizeHint().height())
 
     def resizeEvent(self, event) -> None:
@@ -182,11 +211,31 @@ class ControlsBar(QWidget):
         self._arrange()
 
     def _arrange(self) -> None:
+        """One row where the buttons and the full-size readout fit, else the readout below;
+        by the widths at full size only, never by the size the readout is set at now (no
+        back and forth)."""
         wrap = self.width() < self._one_row_width()
         direction = QBoxLayout.Direction.TopToBottom if wrap else QBoxLayout.Direction.LeftToRight
         if self._layout.direction() != direction:
             self._layout.setDirection(direction)
             self.updateGeometry()
+        self._fit_readout(wrap)
+
+    def _fit_readout(self, wrapped: bool) -> None:
+        """The readout at ``readout_scale`` times the font where its row has the room; in a
+        row of its own narrower than that, the largest size (in tenths of a point, at least
+        :data:`LEAST_READOUT` times the font) whose width fits it."""
+        if self.readout.parent() is not self:
+            return  # lent: sized where it is (presentation mode)
+        points = self._base_points * self.readout_scale
+        m = self._layout.contentsMargins()
+        room = self.width() - m.left() - m.right()
+        if wrapped and self._reserved_width(points) > room:
+            least = self._base_points * LEAST_READOUT
+            points = math.floor(points * 10) / 10
+            while points > least and self._reserved_width(points) > room:
+                points = max(least, round(points - 0.1, 1))
+        self._set_readout_points(points)
 
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.PaletteChange:

@@ -1,8 +1,10 @@
-"""Function picker: the gallery grouped by category, with a search field."""
+"""Function picker: the gallery grouped by category, with a search field. Keys alone pick:
+type in the search, Return opens the first Function it shows (Down goes to the list, where
+Return opens the one chosen); the list then has the keys, so Space and S act at once."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
@@ -43,6 +45,7 @@ class FunctionPicker(QWidget):
         self.file_group.setHidden(True)
         self._file_items: dict[str, QTreeWidgetItem] = {}
         self.search.textChanged.connect(self._filter)
+        self.search.installEventFilter(self)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
 
@@ -61,6 +64,35 @@ class FunctionPicker(QWidget):
         bold = scaled(font, bold=True)
         for i in range(self.tree.topLevelItemCount()):
             self.tree.topLevelItem(i).setFont(0, bold)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """In the search field: Return (Enter) opens the first Function shown, Down goes to
+        the list on it. Either way the list has the keys after: a text field takes Space and
+        S as letters, and a keys-only user found Return and Down doing nothing there."""
+        if watched is self.search and event.type() == QEvent.Type.KeyPress \
+                and event.modifiers() in (Qt.KeyboardModifier.NoModifier,
+                                          Qt.KeyboardModifier.KeypadModifier):
+            key = event.key()
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Down):
+                item = self._first_shown()
+                if item is not None:
+                    self.tree.setCurrentItem(item)
+                    self.tree.setFocus(Qt.FocusReason.OtherFocusReason)
+                    if key != Qt.Key.Key_Down:
+                        self._activated(item)
+                return True
+        return super().eventFilter(watched, event)
+
+    def _first_shown(self) -> QTreeWidgetItem | None:
+        """The first Function the list shows (the search's top match), None if none."""
+        for i in range(self.tree.topLevelItemCount()):
+            group = self.tree.topLevelItem(i)
+            if group.isHidden():
+                continue
+            for j in range(group.childCount()):
+                if not group.child(j).isHidden():
+                    return group.child(j)
+        return None
 
     def _activated(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         name = item.data(0, Qt.ItemDataRole.UserRole)

@@ -6,6 +6,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
 from customgrad.targets import catalog
 from playground.views.picker import FunctionPicker
 
@@ -19,3 +22,53 @@ def test_picker_headings_are_the_catalog_titles(qtbot):
     assert headings[0] == "From the lessons"
     first = picker.tree.topLevelItem(1).child(0)
     assert first.text(0) == catalog.entries()[0].title  # entries by their display title too
+
+
+def _shown_names(picker) -> list[str]:
+    return [item.data(0, Qt.ItemDataRole.UserRole)
+            for i in range(picker.tree.topLevelItemCount())
+            if not (group := picker.tree.topLevelItem(i)).isHidden()
+            for item in (group.child(j) for j in range(group.childCount()))
+            if not item.isHidden()]
+
+
+def test_return_in_the_search_opens_its_first_function_and_the_list_has_the_keys(qtbot):
+    """Keys only: "linear" typed in the search, then Return, opened nothing (nor did Down
+    reach the list); the keys stayed in the field, where Space and S are letters. Return
+    opens the first Function shown and the list takes the keys; Down goes to the list on
+    it, where Down and Return pick another."""
+    picker = FunctionPicker()
+    qtbot.addWidget(picker)
+    with qtbot.waitExposed(picker):
+        picker.show()
+    picker.activateWindow()
+    qtbot.waitUntil(picker.isActiveWindow)
+    picker.search.setFocus()
+    QTest.keyClicks(picker.search, "linear")
+    shown = _shown_names(picker)
+    assert len(shown) >= 2 and all("linear" in n.lower() or "linear" in
+                                   picker._items[n].text(0).lower() for n in shown)
+    with qtbot.waitSignal(picker.picked) as picked:
+        QTest.keyClick(picker.search, Qt.Key.Key_Return)
+    assert picked.args == [shown[0]]
+    assert picker.tree.hasFocus() and picker.tree.currentItem() is picker._items[shown[0]]
+    picker.search.setFocus()
+    with qtbot.assertNotEmitted(picker.picked):
+        QTest.keyClick(picker.search, Qt.Key.Key_Down)
+    assert picker.tree.hasFocus() and picker.tree.currentItem() is picker._items[shown[0]]
+    QTest.keyClick(picker.tree, Qt.Key.Key_Down)
+    with qtbot.waitSignal(picker.picked) as picked:
+        QTest.keyClick(picker.tree, Qt.Key.Key_Return)
+    assert picked.args == [shown[1]]
+
+
+def test_return_in_a_search_that_shows_nothing_opens_nothing(qtbot):
+    picker = FunctionPicker()
+    qtbot.addWidget(picker)
+    picker.show()
+    QTest.keyClicks(picker.search, "no such function")
+    assert _shown_names(picker) == []
+    with qtbot.assertNotEmitted(picker.picked):
+        QTest.keyClick(picker.search, Qt.Key.Key_Return)
+        QTest.keyClick(picker.search, Qt.Key.Key_Down)
+    assert picker.search.text() == "no such function"

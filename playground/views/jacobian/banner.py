@@ -35,6 +35,8 @@ _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
 _FAIL = ("#fde8e6", "#c0261c", "#7a110b")
 _BORDER, _RADIUS = 2, 6  # pixels
 _ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
+#: the Details button's short label, folded and unfolded
+SHORT_DETAILS = {False: "\u25b6", True: "\u25bc"}
 
 
 class VerdictLabel(ElidedLabel):
@@ -149,6 +151,7 @@ class VerdictBanner(QFrame):
         self._pane = pane
         self._state = "neutral"
         self._presenting = False
+        self._short = False  # the buttons' short labels ("2nd", the Details triangle)
         self.verdict_label = VerdictLabel()
         self.verdict_label.setObjectName("JacobianVerdict")
         self.verdict_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -254,8 +257,7 @@ class VerdictBanner(QFrame):
         if self.details_button.isChecked() != shown:
             self.details_button.setChecked(shown)  # comes back here through toggled
             return
-        self.details_button.setArrowType(Qt.ArrowType.DownArrow if shown
-                                         else Qt.ArrowType.RightArrow)
+        self._label_details()
         self.details_scroll.setVisible(shown)
         self.detailsToggled.emit(shown)
 
@@ -337,10 +339,22 @@ class VerdictBanner(QFrame):
         font only, not by what the verdict says: the buttons do not change with it."""
         short = self._presenting or is_narrow(self, self.details_button.font())
         self.order_button.setText("2nd" if short else "2nd order")
-        self.details_button.setText("" if short else "Details")
-        self.details_button.setToolButtonStyle(
-            Qt.ToolButtonStyle.ToolButtonIconOnly if short
-            else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self._short = short
+        self._label_details()
+
+    def _label_details(self) -> None:
+        """"Details" beside the style's arrow; short, a triangle as tall as the letters of
+        "2nd" beside it (▶ folded, ▼ unfolded): the style's arrow alone was a speck on a
+        projector (presenting at 150 %), a "Details" there would take the verdict's words."""
+        button, shown = self.details_button, self.details_button.isChecked()
+        if self._short:
+            button.setArrowType(Qt.ArrowType.NoArrow)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+            button.setText(SHORT_DETAILS[shown])
+        else:
+            button.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            button.setText("Details")
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

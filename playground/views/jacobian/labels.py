@@ -65,9 +65,14 @@ class BlockLabels:
                 if room >= 2 and metrics.horizontalAdvance(text) > room:
                     text = metrics.elidedText(outputs[0].name, Qt.TextElideMode.ElideRight,
                                               max(int(room), 1))
+            before = axis.label.toPlainText()
             axis.setLabel(html.escape(text), **{"font-size": css_size(font, 1.0),
                                                 "color": heatmaps.text_color})
             axis.showLabel(bool(text))
+            if axis.label.toPlainText() != before:
+                # pyqtgraph centres the label along the axis when the axis resizes only: a
+                # new text at the same size stayed placed for the old one (past the views)
+                axis.resizeEvent(None)
             width = metrics.height() + max(4, round(points * 0.5)) + 4
         else:
             axis.showLabel(False)

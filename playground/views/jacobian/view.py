@@ -444,6 +444,10 @@ class JacobianView(QWidget):
             self.pixelsChanged.emit(pixels)
         self.drawing.resized()
         self.labels.fit_titles()
+        # the one output's "name [shape]" is fitted to the views' height, which a theme's
+        # or a banner's passes change inside an unchanged graphics view: fitted at a
+        # passing height, "output [3x8]" stayed "output" after a round of themes
+        self.labels.fit_row_axis()
         self._update_ticks()
 
     def _update_ticks(self, *_args) -> None:
