@@ -15,6 +15,7 @@ from torch.autograd.function import once_differentiable
 
 import customgrad
 from customgrad.checking.backward_function import SEED
+from tests.customgrad.test_dense_review import Cumsum as CumSum
 from tests.customgrad.test_real_layers import (
     Case,
     _copies,
@@ -23,7 +24,11 @@ from tests.customgrad.test_real_layers import (
     gradcheck_mask,
     gradcheck_verdict,
 )
+from tests.customgrad.test_real_layers import (
+    SigmoidSavesOutput as Sigmoid,
+)
 from tests.customgrad.test_real_layers_2 import RowNormJvpUnscaled, RowNormVmap
+from tests.data.user_functions import Square
 
 # ---- several outputs after set_materialize_grads(False) ---------------------------------------
 
@@ -266,18 +271,6 @@ class ThreeShapesSumForgottenAlone(ThreeShapes):
 # ---- ordinary Functions (one output, the probe not involved) ----------------------------------
 
 
-class Square(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        return 2 * x * g
-
-
 class SquareFactorForgotten(Square):
     @staticmethod
     def backward(ctx, g):
@@ -330,33 +323,10 @@ class LogSumExpMaxOnly(LogSumExp):
         return g.unsqueeze(-1) * hot
 
 
-class CumSum(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.cumsum(-1)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g.flip(-1).cumsum(-1).flip(-1)
-
-
 class CumSumNotReversed(CumSum):
     @staticmethod
     def backward(ctx, g):
         return g.cumsum(-1)
-
-
-class Sigmoid(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.sigmoid(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        y, = ctx.saved_tensors
-        return g * y * (1 - y)
 
 
 class SigmoidOfOutput(Sigmoid):
