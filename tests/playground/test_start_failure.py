@@ -86,3 +86,26 @@ def test_a_target_that_opens_says_nothing(qtbot, home):
     window = released(qtbot, started(qtbot, ["linear_bug"]))
     assert window.session.target.spec == "linear_bug" and banner(window) is None
     window.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("argv", [["killhead", "--screenshot", "shot.png"], ["killhead"]],
+                         ids=["screenshot", "no-restore"])
+def test_a_start_that_restores_no_preferences_still_applies_the_light_theme(qtbot, home, argv):
+    """Where preferences are not restored (a screenshot; AUTOGRAD_PLAYGROUND_NO_RESTORE, set
+    for the tests), the window has the light theme's colours, as after F2 back to it, not the
+    style's own; and the screenshot's theme is not remembered."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from playground.views import theme
+
+    qapp = QApplication.instance()
+    before = qapp.palette()
+    qapp.setPalette(qapp.style().standardPalette())  # Fusion's, as at a start
+    try:
+        window = started(qtbot, argv)
+        role = QPalette.ColorRole.Highlight
+        assert qapp.palette().color(role) == theme.palette("light").color(role)
+        assert window.preferences.store.value("view/theme", None) is None
+    finally:
+        qapp.setPalette(before)
