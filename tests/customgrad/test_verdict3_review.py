@@ -28,6 +28,7 @@ from tests.customgrad.test_real_layers import (
     SigmoidSavesOutput as Sigmoid,
 )
 from tests.customgrad.test_real_layers_2 import RowNormJvpUnscaled, RowNormVmap
+from tests.data.diagnosis_functions import MatMul
 from tests.data.user_functions import Square
 
 # ---- several outputs after set_materialize_grads(False) ---------------------------------------
@@ -276,18 +277,6 @@ class SquareFactorForgotten(Square):
     def backward(ctx, g):
         x, = ctx.saved_tensors
         return x * g
-
-
-class MatMul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a @ b
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g @ b.T, a.T @ g
 
 
 class MatMulNoTranspose(MatMul):
