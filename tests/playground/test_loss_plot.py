@@ -414,3 +414,17 @@ def test_the_legend_is_placed_from_the_points_drawn_not_all_of_them(plot, monkey
     view, size = ((0.0, 100.0), (0.0, 2.0)), (0.4, 0.3)
     assert quiet_corner(steps, losses, view, size, False, "bottom") == \
         quiet_corner(steps[:102], losses[:102], view, size, False, "bottom")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_the_step_axis_shows_whole_steps_only(plot, qtbot, n):
+    """Steps are whole numbers: a run of one or two points labelled 0.2, 0.4... before."""
+    plot.start_run("lr=0.1")
+    plot.append(np.arange(n, dtype=np.int64), np.linspace(1.0, 0.5, n))
+    plot.flush()
+    plot.show()
+    qtbot.waitExposed(plot)
+    axis = plot.plot_item.getAxis("bottom")
+    low, high = plot.plot_item.vb.viewRange()[0]
+    values = [v for _spacing, level in axis.tickValues(low, high, axis.width()) for v in level]
+    assert values and all(float(v).is_integer() for v in values), values

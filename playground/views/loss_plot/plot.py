@@ -64,6 +64,12 @@ def _cache_axes(plot_item: pg.PlotItem) -> None:
         plot_item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 
+def whole_steps(levels: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """pyqtgraph's tick levels (spacing, offset) for the step axis, without those finer than
+    one step (steps are whole numbers: a run of one or two points showed 0.2, 0.4...)."""
+    return [(spacing, offset) for spacing, offset in levels if spacing >= 1] or [(1.0, 0.0)]
+
+
 class LossPlot(QWidget):
     """Loss against step for the current run, earlier runs as fainter overlays."""
 
@@ -145,6 +151,9 @@ class LossPlot(QWidget):
         # overlapping ones
         left = self.plot_item.getAxis("left")
         left.tickSpacing = FittedTickSpacing(left)
+        bottom = self.plot_item.getAxis("bottom")
+        bottom.tickSpacing = lambda low, high, size: whole_steps(
+            pg.AxisItem.tickSpacing(bottom, low, high, size))
         self.plot_item.layout.setContentsMargins(6, 6, 14, 6)
         # A million points stay smooth: draw only the visible x range, and at most
         # about two points (min and max) per pixel column. Curves added later
