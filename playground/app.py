@@ -444,12 +444,12 @@ SCANNED_PACKAGES = ("playground", "customgrad", "pyqtgraph")
 def no_source_scans() -> None:
     """Spare PySide6 reading the source of every module imported after it.
 
-    PySide6 wraps ``import`` to learn, for each module imported after it, whether it may
-    select one of its ``__feature__`` options (``snake_case``, ``true_property``): once per
-    module name, it reads the module's whole source (``inspect.getsource``) and looks for
-    "PySide6". The window imports about 380 modules after PySide6 (its own, the engine's,
-    pyqtgraph's, and the standard library's as they are named): 0.05 to 0.1 s before the
-    first paint. This app selects no feature anywhere, so every module sees Qt's own names:
+    PySide6 wraps ``import`` to learn, for each module imported after it, whether it may select one
+    of its ``__feature__`` options (``snake_case``, ``true_property``): once per module name, it
+    reads the module's whole source (``inspect.getsource``) and looks for "PySide6". The window
+    imports hundreds of modules after PySide6 (its own, the engine's, pyqtgraph's, and the
+    standard library's as they are named), all before the first paint (docs/startup.md has the
+    measurements). This app selects no feature anywhere, so every module sees Qt's own names:
     PySide6's table (``PySide6.support.feature.pyside_feature_dict``, name -> selection) is
     given 0 ("no feature") beforehand for the modules loaded now and every module of
     :data:`SCANNED_PACKAGES` (found on disk, none imported), and PySide6 skips the names it

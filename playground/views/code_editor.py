@@ -57,8 +57,8 @@ _held: list[_Highlighting] = []
 def hold_highlighting() -> None:
     """Editors make their highlighters once :func:`release_highlighting` is called, not from
     their first paint: the app has :func:`prepare_highlighting` run off the GUI thread
-    meanwhile (superqt's import and pygments' lexer, 0.25 to 0.3 s of CPU, froze the window
-    right after its first paint). Called on the GUI thread, before the editors paint."""
+    meanwhile (superqt's import and pygments' lexer froze the window right after its first
+    paint: docs/startup.md). Called on the GUI thread, before the editors paint."""
     if not _held:
         _held.append(_Highlighting())
 

@@ -113,8 +113,8 @@ class LazyMirror(types.ModuleType):
 
     pyqtgraph's ``Qt/__init__.py`` fills its mirrors (empty modules of its own) with
     ``_copy_attrs``: ``getattr`` on every name of PySide6's three modules, which makes
-    PySide6 create every class and enum it has (611 Python enums, about 0.27 s of CPU before
-    the first paint) where pyqtgraph and the app use a few hundred. Asked by ``_copy_attrs``
+    PySide6 create every class and enum it has, before the first paint, where pyqtgraph and
+    the app use a few hundred (docs/startup.md has the measurements). Asked by ``_copy_attrs``
     whether it has a name, this mirror says yes without fetching it; asked for the name by
     anyone else, it fetches it. What pyqtgraph sets on its mirror (its Qt5 names) stays on
     the mirror, as before."""
@@ -142,7 +142,7 @@ def _asked_by_copy_attrs(frame: types.FrameType) -> bool:
 
 def installed_version() -> str:
     """pyqtgraph's version as its ``__init__.py`` states it, without importing it (which
-    :mod:`importlib.metadata` would take 25 ms to find); "" where it cannot be read."""
+    :mod:`importlib.metadata` is slower to find); "" where it cannot be read."""
     spec = importlib.util.find_spec("pyqtgraph")
     if spec is None or spec.origin is None or not os.path.isfile(spec.origin):
         return ""
@@ -153,8 +153,8 @@ def installed_version() -> str:
 
 def lazy_qt_mirrors(version: str | None = None) -> bool:
     """Put :class:`LazyMirror` modules in ``sys.modules`` as pyqtgraph's Qt mirrors, for its
-    import to find (its own are empty files): pyqtgraph's import then takes 0.33-0.47 s of
-    CPU where it took 0.45-0.65 (docs/startup.md). Only before pyqtgraph is imported, on a
+    import to find (its own are empty files): pyqtgraph's import then takes about a third
+    less CPU (docs/startup.md). Only before pyqtgraph is imported, on a
     checked version (``version``: the installed one by default) and where pyqtgraph will pick
     PySide6 (``PYQTGRAPH_QT_LIB`` unset or PySide6, PyQt6 not imported: pyqtgraph prefers
     it); else nothing changes. True where the mirrors are in place (now or before).

@@ -154,20 +154,19 @@ _CPU_LIBRARIES = ("libtorch_cpu.so", "libtorch_cpu.dylib")
 
 
 def load_libraries_unlocked() -> bool:
-    """Load torch's C++ library (``libtorch_cpu``, about 400 MB) without holding the
+    """Load torch's C++ library (``libtorch_cpu``, hundreds of MB) without holding the
     interpreter's lock, before ``import torch`` needs it.
 
-    ``import torch._C`` loads it as a dependency of the extension module, inside the
-    import, which holds the lock throughout: its static initialisers (thousands of operator
-    registrations) ran for 0.25 to 1 s here, during which the GUI thread could not run a line
-    of Python (the window froze once while torch loaded). ``dlopen`` called through ctypes
-    releases the lock, as every foreign call does, so the same initialisers run beside the
-    GUI thread; the import then finds the library loaded (it is never unloaded: torch's own
-    import keeps it too). It runs nothing of torch's Python and changes no symbol's scope:
-    the library is opened with the flags Python opens extension modules with, as the
-    extension's own dependency would be. False where there is nothing to load this way
-    (torch not installed, another layout, no ``dlopen``): the import then loads it as
-    before."""
+    ``import torch._C`` loads it as a dependency of the extension module, inside the import, which
+    holds the lock throughout: its static initialisers (thousands of operator registrations) ran
+    for up to a second (docs/startup.md), during which the GUI thread could not run a line of
+    Python (the window froze once while torch loaded). ``dlopen`` called through ctypes releases
+    the lock, as every foreign call does, so the same initialisers run beside the GUI thread;
+    the import then finds the library loaded (it is never unloaded: torch's own import keeps it
+    too). It runs nothing of torch's Python and changes no symbol's scope: the library is opened
+    with the flags Python opens extension modules with, as the extension's own dependency would
+    be. False where there is nothing to load this way (torch not installed, another layout, no
+    ``dlopen``): the import then loads it as before."""
     import ctypes
     import importlib.util
     import os

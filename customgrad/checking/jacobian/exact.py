@@ -413,9 +413,9 @@ def _column_classes(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The classes of identical columns of the boolean ``matrix``: each class's first column
     (in order), and each column's class."""
     # each column's bits packed into 64-bit words, in torch (numpy's packbits down the
-    # columns of a 128 x 16,384 matrix: 23 ms; this, 0.3 ms), the columns sorted by them
-    # (torch.unique(dim=1) compares column by column in Python-sized steps: 0.2 s for 8,192
-    # columns; np.unique of the bytes as one opaque value compares them byte by byte)
+    # columns was far slower: docs/engine.md, step 8), the columns sorted by
+    # them (torch.unique(dim=1) compares column by column in Python-sized steps; np.unique
+    # of the bytes as one opaque value compares them byte by byte)
     n, cols = matrix.shape
     nbytes = -(-n // 64) * 8
     bits = torch.zeros((nbytes * 8, cols), dtype=torch.uint8)
