@@ -147,10 +147,10 @@ def _materializes(probe: Probe) -> bool:
         zeros = [torch.zeros_like(o) if j != k and differentiable(o) else seeded[j]
                  for j, o in enumerate(outs)]
         try:
-            with_none = _direct_grads(probe, seeded)
-        except Exception:
+            with_none, with_zeros = _direct_grads(probe, seeded), _direct_grads(probe, zeros)
+        except Exception:  # the rows' own calls say what backward raised, where it did
             return True
-        if _same_grads(with_none, _direct_grads(probe, zeros)):
+        if _same_grads(with_none, with_zeros):
             continue
         engine = run_user(fn, "backward", lambda k=k, g=g: torch.autograd.grad(
             outs[k], leaves, g, retain_graph=True, allow_unused=True))
@@ -212,12 +212,8 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
     wanted = [params.index(n) for n, on in differentiate.items() if on]
     for i in wanted:
         if i not in floating:
-            a = args[i]
-            what = "not a tensor" if not isinstance(a, torch.Tensor) else "empty" \
-                if not a.numel() else _layout(a) if a.layout != torch.strided \
-                else f"{str(a.dtype)[6:]}, not floating point"
-            raise SpecError(f"{params[i]} cannot be differentiated: it is {what}.",
-                            field=params[i])
+            raise SpecError(f"{params[i]} cannot be differentiated: it is "
+                            f"{_not_differentiable(args[i])}.", field=params[i])
     off = {n for n, on in differentiate.items() if not on}
     in_pos = sorted(wanted) if wanted else [i for i in floating if params[i] not in off]
     for i, a in enumerate(args):
@@ -240,6 +236,17 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
         raise SpecError(f"{function.__name__} has no floating-point tensor input (real or "
                         "complex) to differentiate; give at least one parameter a shape.")
     return in_pos, bool(wanted)
+
+
+def _not_differentiable(a: object) -> str:
+    """What ``a``, asked to be differentiated, is instead."""
+    if not isinstance(a, torch.Tensor):
+        return "not a tensor"
+    if not a.numel():
+        return "empty"
+    if a.layout != torch.strided:
+        return _layout(a)
+    return f"{str(a.dtype)[6:]}, not floating point"
 
 
 def _layout(a: torch.Tensor) -> str:
