@@ -172,12 +172,13 @@ def window_for(session, args):
     def failed(exc: BaseException) -> None:
         failures.append(exc)
     session.errorRaised.connect(failed)
-    restore_prefs = not (shot or config.current().no_restore)
+    no_restore = config.current().no_restore
+    restore_prefs = not (shot or no_restore)
     window = MainWindow(session, restore_prefs=restore_prefs, restore_session=False)
     if not (restore_prefs or args.theme):
         # the theme is applied as at any other start (its palette, not Fusion's), unremembered
         window.preferences.set_theme(window.preferences.theme, remember=False)
-    restore = not (shot or args.target or args.session or config.current().no_restore)
+    restore = not (shot or args.target or args.session or no_restore)
     # the Code tab shows the first Function's source at once (its file's text), torch or not
     window.preview_target(first_target(args.target, args.session, restoring=restore))
 
