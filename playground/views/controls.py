@@ -230,11 +230,16 @@ class ControlsBar(QWidget):
         points = self._base_points * self.readout_scale
         m = self._layout.contentsMargins()
         room = self.width() - m.left() - m.right()
-        if wrapped and self._reserved_width(points) > room:
-            least = self._base_points * LEAST_READOUT
-            points = math.floor(points * 10) / 10
+        full = self._reserved_width(points)
+        if wrapped and full > room:
+            # the width grows about as the size: start from the size in proportion, then
+            # step by tenths to the largest that fits (a few font measurements, not hundreds)
+            least, most = self._base_points * LEAST_READOUT, points
+            points = max(least, math.floor(points * room / full * 10) / 10)
             while points > least and self._reserved_width(points) > room:
                 points = max(least, round(points - 0.1, 1))
+            while points + 0.1 < most and self._reserved_width(round(points + 0.1, 1)) <= room:
+                points = round(points + 0.1, 1)
         self._set_readout_points(points)
 
     def changeEvent(self, event) -> None:
