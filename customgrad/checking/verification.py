@@ -105,12 +105,13 @@ def _verify(function: type, args: list, options: CheckOptions,
                      progress=progress, should_stop=should_stop, allocate=allocate)
     seconds = max(0.0, report.seconds - (waited() if waited is not None else 0.0))
     diagnoses = []
-    if o.diagnose and not report.passed:
+    if o.diagnose and not report.agrees:  # (not where only a finding of the probe fails it)
         diagnoses = diagnose(_kept(report, function, args, o, should_stop), function,
                              _fresh(args))
     wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
     checks = subchecks.run(function, _fresh(args), wanted, eps=o.eps, atol=o.atol,
                            rtol=o.rtol, report=report) if wanted else {}
+    checks.update(report.checks)  # what the comparison's probe found (saved_tensors)
     return report.replace(label=o.label, function=function.__name__, diagnoses=diagnoses,
                           checks=checks, seconds=seconds)
 

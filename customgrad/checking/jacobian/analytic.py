@@ -307,8 +307,10 @@ class Backward:
         self._onehot: torch.Tensor | None = None  # a batch of one-hot rows
         self._onehot_for: tuple[int, int] | None = None  # (output position, batch size)
         self.compressed = 0  # colours, where the rows came by compressed products
-        self.path = "direct" if probe.node is not None and self.direct_matches() else "engine"
-        if self.path == "engine" and probe.node is not None:
+        # (backward wrote into what forward saved: a second direct call on the node raises)
+        direct = probe.node is not None and "saved_tensors" not in probe.findings
+        self.path = "direct" if direct and self.direct_matches() else "engine"
+        if self.path == "engine" and direct:
             notes.append("calling backward directly disagreed with the autograd engine; "
                          "every row went through the engine.")
         # vmap batches real tensors only: a complex axis goes row by row

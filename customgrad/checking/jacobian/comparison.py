@@ -61,5 +61,5 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
         worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
         numerical_dtype=numerical_dtype, analytic_path=backward.path,
         notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
-        seconds=time.perf_counter() - started, method=method,
+        seconds=time.perf_counter() - started, method=method, checks=dict(probe.findings),
         _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})

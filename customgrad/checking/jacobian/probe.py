@@ -10,11 +10,12 @@ the numerical pass: ``forward`` called directly (a few microseconds) when it rep
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.autograd import Function
 
+from customgrad.checking.findings import SubCheck
 from customgrad.checking.jacobian.report import Axis
 from customgrad.errors import FunctionError, SpecError
 from customgrad.function.contract import (
@@ -22,10 +23,12 @@ from customgrad.function.contract import (
     FakeCtx,
     call_backward,
     check_gradients,
+    method_line,
     normalize_outputs,
     return_line,
     run_user,
     source_file,
+    write_site,
 )
 from customgrad.function.dtypes import differentiable
 from customgrad.function.inputs import is_new_style
@@ -49,6 +52,9 @@ class Probe:
     #: whether autograd hands backward zeros, not None, for the outputs a row does not seed
     #: (its default; ``ctx.set_materialize_grads(False)`` turns it off)
     materializes: bool = True
+    #: what the probe's backward call showed that fails the check though every entry may
+    #: agree (``saved_tensors``: backward wrote into a tensor forward saved), by name
+    findings: dict[str, SubCheck] = field(default_factory=dict)
 
     def copies(self, base: list) -> list:
         """``base`` with a copy of each tensor argument (a forward working in place on one,
@@ -104,6 +110,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
+        saved = _saved_versions(node)
         raw_grads = call_backward(function, node, grads)
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
@@ -116,6 +123,9 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
             del leaves[params.index(name)]
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
         probe.materializes = _materializes(probe)
+        written = [k for k, (t, v) in enumerate(saved) if t._version != v]
+        if written:
+            probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
     else:
         notes.append(
             "a torch.library op: every row goes through the autograd engine (the op's "
@@ -126,6 +136,66 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _saved_versions(node) -> list[tuple[torch.Tensor, int]]:
+    """The tensors forward saved (``ctx.save_for_backward``) and their versions now: a
+    backward that writes into one (``y.mul_(g)`` on a saved output, a version bump alone
+    included) makes autograd raise when backward reads them again, as gradcheck's second
+    row does. Empty where they cannot be read (what the backward call then says)."""
+    try:
+        saved = node.saved_tensors
+    except Exception:
+        return []
+    return [(t, t._version) for t in saved if isinstance(t, torch.Tensor)]
+
+
+def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
+    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where
+    (backward run once more, on a graph of its own, watching the saved tensors), and
+    whether it changed their values."""
+    fn = probe.function
+    call = probe.leaf_call()
+    outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+    node = outs[probe.out_pos[0]].grad_fn
+    saved = [t for t, _ in _saved_versions(node)]
+    before = [t.clone() for t in saved]
+
+    def backward():
+        with torch.no_grad():
+            fn.backward(node, *[g.clone() if isinstance(g, torch.Tensor) else g
+                                for g in grads])
+    file, line = write_site(fn, backward, saved)
+    if line is None:
+        file, line = source_file(fn), method_line(fn, "backward")
+    which = [k for k in written if k < len(saved)] or written
+    what = " and ".join(_saved_name(probe, call, outs, saved[k]) if k < len(saved)
+                        else f"saved_tensors[{k}]" for k in which)
+    changed = any(k < len(saved) and not same_values(saved[k], before[k]) for k in which)
+    where = f" ({file}:{line})" if file and line else ""
+    return SubCheck("saved_tensors", "failed", (
+        f"{fn.__name__}.backward writes in place into {what}, a tensor forward saved"
+        f"{where}{', changing its values' if changed else ''}: autograd checks a saved tensor "
+        "each time backward reads it, so a second backward through the graph "
+        "(retain_graph=True, a double backward, gradcheck's second row) raises \"one of "
+        "the variables needed for gradient computation has been modified by an inplace "
+        "operation\". Compute on a copy (y * g, not y.mul_(g))."))
+
+
+def _saved_name(probe: Probe, call: list, outs: tuple, saved: torch.Tensor) -> str:
+    """A saved tensor in words: the input or output it is (the same memory and shape),
+    else its shape."""
+    def same(t: object) -> bool:
+        return (isinstance(t, torch.Tensor) and t is not NOT_A_TENSOR and t.numel() > 0
+                and t.shape == saved.shape and t.layout == torch.strided
+                and t.untyped_storage().data_ptr() == saved.untyped_storage().data_ptr())
+    for i, a in enumerate(call):
+        if same(a):
+            return f"input {probe.params[i]}"
+    for k, o in enumerate(outs):
+        if same(o):
+            return output_name(k, len(outs), probe.function)
+    return f"a [{'x'.join(map(str, saved.shape)) or 'scalar'}] tensor"
 
 
 def _materializes(probe: Probe) -> bool:

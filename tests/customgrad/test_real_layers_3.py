@@ -1,0 +1,725 @@
+"""A third set of custom autograd Functions written as people write them, none of them in
+tests/customgrad/test_real_layers.py or test_real_layers_2.py: backwards writing in place into
+what forward saved, complex layers in complex64 and complex128 (polar form, holomorphic and
+not), in-place forwards scaling by a differentiated input, keyword-only arguments, a constant
+filter whose (wrong) gradient backward computes anyway, index_add with int64 indices, a
+forward computing in float32 at a float64 point, backwards returning views, transposes,
+expanded tensors, too few or too many gradients, a gradient for an integer index, saved
+outputs of an in-place forward, a backward with a little noise (gradcheck's reentrancy and
+nondet_tol), nn.Parameter and a tensor subclass as inputs, and a buffer requiring grad that
+backward ignores. Each is right or has the bug people make in it, and customgrad's verdict
+(and mismatch mask) is held to gradcheck's. Our own code, written for these tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.autograd import Function
+
+import customgrad
+from customgrad import cli
+from customgrad.errors import FunctionError
+from tests.customgrad.test_real_layers import (
+    Case,
+    _c,
+    _g,
+    _rand,
+    gradcheck_mask,
+    gradcheck_verdict,
+)
+
+# ---- backward writing in place into what forward saved -------------------------------------
+
+
+class SquareSavedBump(Function):
+    """x^2 whose backward "normalises" the saved input in place by 1: no value changes,
+    only the version counter moves."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x.mul_(1.0)
+        return 2 * x * g
+
+
+class SquareSavedDoubled(Function):
+    """x^2 whose backward doubles the saved input in place to form 2 x: right values, the
+    caller's x changed."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x *= 2
+        return x * g
+
+
+class ExpSavedOutputInPlace(Function):
+    """exp(x), saving its output, whose backward multiplies the saved output by g in place
+    (``y.mul_(g)``, the memory-saving habit)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y.mul_(g)
+
+
+class ExpSavedOutputCopy(ExpSavedOutputInPlace):
+    """The same, out of place: right."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * g
+
+
+class ReluMaskInPlace(Function):
+    """relu whose backward zeroes the saved mask's complement through ``masked_fill_`` on
+    the saved (intermediate) derivative tensor."""
+
+    @staticmethod
+    def forward(ctx, x):
+        d = torch.ones_like(x)
+        ctx.save_for_backward(x, d)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, d = ctx.saved_tensors
+        d.masked_fill_(x <= 0, 0.0)
+        return g * d
+
+
+class CenterSavedInPlace(Function):
+    """x - mean(x) over the last dim, whose backward centres g and writes the result into
+    the saved x by ``torch.sub(..., out=x)`` (a buffer reused)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x - x.mean(-1, keepdim=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        torch.sub(g, g.mean(-1, keepdim=True), out=x)
+        return x
+
+
+# ---- complex layers -------------------------------------------------------------------------
+
+
+class Polar(Function):
+    """``r * exp(i theta)`` from a real magnitude and phase (R x R -> C, as torch.polar)."""
+
+    @staticmethod
+    def forward(ctx, r, theta):
+        ctx.save_for_backward(r, theta)
+        return torch.polar(r, theta)
+
+    @staticmethod
+    def backward(ctx, g):
+        r, theta = ctx.saved_tensors
+        u = torch.polar(torch.ones_like(r), theta)
+        # real inputs: the real part of conj(d out / d input) * g
+        return (g * u.conj()).real, (g * (1j * r * u).conj()).real
+
+
+class PolarPhaseSign(Polar):
+    """The phase's gradient with the conjugate forgotten: its sign flips."""
+
+    @staticmethod
+    def backward(ctx, g):
+        r, theta = ctx.saved_tensors
+        u = torch.polar(torch.ones_like(r), theta)
+        return (g * u.conj()).real, (g * (1j * r * u)).real
+
+
+class ComplexExp(Function):
+    """exp(z) (holomorphic): the gradient is g * conj(exp(z))."""
+
+    @staticmethod
+    def forward(ctx, z):
+        y = z.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y.conj()
+
+
+class ComplexExpNoConj(ComplexExp):
+    """``g * exp(z)``: the real-valued rule carried over."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+class AbsSquaredLoss(Function):
+    """sum |z - t|^2 with a complex target t never differentiated (C -> R, a 0-dim loss)."""
+
+    @staticmethod
+    def forward(ctx, z, t):
+        ctx.save_for_backward(z - t)
+        return (z - t).abs().square().sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        return 2 * g * d, None
+
+
+class AbsSquaredLossHalf(AbsSquaredLoss):
+    """``g * d``: the d/d conj(z) of Wirtinger calculus, without torch's factor 2."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        return g * d, None
+
+
+# ---- in-place forwards, keyword-only arguments, constants, indices --------------------------
+
+
+class ScaleInPlace(Function):
+    """``x.mul_(s)`` in place, marked dirty, with a differentiated scale s [d]: the saved
+    input must be the one before the write."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.save_for_backward(x.clone(), s)
+        x.mul_(s)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        return g * s, (g * x).sum(0)
+
+
+class ScaleInPlaceSavesOutput(ScaleInPlace):
+    """Saves the written x (x * s) and divides by s for x: right while s has no zero."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        x.mul_(s)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x, s)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        y, s = ctx.saved_tensors
+        return g * s, (g * y / s).sum(0)
+
+
+class ScaleInPlaceWrongSave(ScaleInPlace):
+    """Saves x itself, then writes into it: s's gradient reads x * s for x."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.save_for_backward(s)
+        ctx.x = x
+        x.mul_(s)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        return g * s, (g * ctx.x).sum(0)
+
+
+class SmoothKeywordOnly(Function):
+    """``x * sigmoid(beta * x)`` (SiLU with a slope) whose beta is keyword-only with a
+    default, and a keyword-only flag with a default."""
+
+    @staticmethod
+    def forward(ctx, x, *, beta=1.5, scale_out=False):
+        ctx.save_for_backward(x)
+        ctx.beta, ctx.scale_out = beta, scale_out
+        y = x * torch.sigmoid(beta * x)
+        return y * 2 if scale_out else y
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(ctx.beta * x)
+        d = s + ctx.beta * x * s * (1 - s)
+        return g * d * (2 if ctx.scale_out else 1)
+
+
+class SmoothKeywordOnlyBetaForgotten(SmoothKeywordOnly):
+    """The derivative of x sigmoid(x): right only at beta = 1."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * (s + x * s * (1 - s)) * (2 if ctx.scale_out else 1)
+
+
+class FirFilter(Function):
+    """A causal FIR filter y[t] = sum_k h[k] x[t-k] with fixed taps h: backward returns the
+    gradient of the taps too (never asked for: h does not require grad)."""
+
+    @staticmethod
+    def forward(ctx, x, h):
+        ctx.save_for_backward(x, h)
+        n, k = x.shape[-1], h.shape[-1]
+        xp = torch.nn.functional.pad(x, (k - 1, 0))
+        return torch.stack([(xp[..., t:t + k] * h.flip(-1)).sum(-1) for t in range(n)], -1)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, h = ctx.saved_tensors
+        n, k = x.shape[-1], h.shape[-1]
+        gp = torch.nn.functional.pad(g, (0, k - 1))
+        gx = torch.stack([(gp[..., t:t + k] * h).sum(-1) for t in range(n)], -1)
+        return gx, FirFilter.taps_grad(x, g, k)
+
+    @staticmethod
+    def taps_grad(x, g, k):
+        xp = torch.nn.functional.pad(x, (k - 1, 0))
+        n = x.shape[-1]
+        return torch.stack([(g * xp[..., k - 1 - j:k - 1 - j + n]).sum() for j in range(k)])
+
+
+class FirFilterTapsGradWrong(FirFilter):
+    """The taps' gradient off by a factor 2 (right for x): wrong only for h."""
+
+    @staticmethod
+    def backward(ctx, g):
+        gx, gh = FirFilter.backward(ctx, g)
+        return gx, 2 * gh
+
+
+class IndexAdd(Function):
+    """``out.index_add(0, index, x)``: rows of x [n, d] summed into m rows by an int64
+    index (repeated entries)."""
+
+    @staticmethod
+    def forward(ctx, x, index, m):
+        ctx.save_for_backward(index)
+        return x.new_zeros(m, x.shape[1]).index_add(0, index, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        return g.index_select(0, index), None, None
+
+
+class IndexAddAveraged(IndexAdd):
+    """The gradient divided by how often each row's target occurs (index_add taken for a
+    mean, as ``index_reduce(..., "mean")``)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        counts = torch.bincount(index, minlength=g.shape[0]).to(g.dtype)
+        return (g / counts.clamp(min=1).unsqueeze(-1)).index_select(0, index), None, None
+
+
+class IndexAddIndexGrad(IndexAdd):
+    """Right, and returns a zero gradient for the int64 index (autograd drops it)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        return g.index_select(0, index), torch.zeros_like(index), None
+
+
+# ---- float32 inside a float64 check ---------------------------------------------------------
+
+
+class TanhInFloat32(Function):
+    """tanh computed in float32 (``x.float()``) and returned in x's dtype, backward in
+    float64: at a float64 point, forward's rounding is 1e-7 of its values."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x.float()).to(x.dtype)
+        ctx.save_for_backward(x)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (1 - torch.tanh(x) ** 2)
+
+
+# ---- what backward returns: views, layouts, counts ------------------------------------------
+
+
+class ScaleReturnsView(Function):
+    """``x * c`` (c a float) whose backward returns a view of a fresh tensor
+    (``(g * c)[:]``) and the transpose of a transpose."""
+
+    @staticmethod
+    def forward(ctx, x, c=3.0):
+        ctx.c = c
+        return x * c
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g * ctx.c).t().contiguous().t()[:], None
+
+
+class MatmulNonContiguousGrad(Function):
+    """x @ w whose gradients are returned as transposes (non-contiguous): ``(w @ g^T)^T``."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return (w @ g.t()).t(), (g.t() @ x).t()
+
+
+class MatmulNonContiguousGradSwapped(MatmulNonContiguousGrad):
+    """The weight's gradient transposed once too often: right only for a square one."""
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return (w @ g.t()).t(), (g.t() @ x)
+
+
+class SumExpanded(Function):
+    """sum(x * w) per row, whose input gradient is g expanded (stride 0) times w."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return (x * w).sum(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g.unsqueeze(-1).expand_as(x) * w, (g.unsqueeze(-1).expand_as(x) * x).sum(0)
+
+
+class SumExpandedOnlyExpand(SumExpanded):
+    """The weight's gradient returned as an expanded [n, d] (autograd sums it), and the
+    input's without w."""
+
+    @staticmethod
+    def backward(ctx, g):
+        x, _ = ctx.saved_tensors
+        return g.unsqueeze(-1).expand_as(x), g.unsqueeze(-1).expand_as(x) * x
+
+
+class AffineTooFewGradients(Function):
+    """``x * a + b`` whose backward forgets the bias's gradient (returns two of three)."""
+
+    @staticmethod
+    def forward(ctx, x, a, b):
+        ctx.save_for_backward(x, a)
+        return x * a + b
+
+    @staticmethod
+    def backward(ctx, g):
+        x, a = ctx.saved_tensors
+        return g * a, (g * x).sum(0)
+
+
+class AffineTooManyGradients(AffineTooFewGradients):
+    """Four gradients for three inputs, the last a tensor."""
+
+    @staticmethod
+    def backward(ctx, g):
+        x, a = ctx.saved_tensors
+        return g * a, (g * x).sum(0), g.sum(0), g.sum()
+
+
+# ---- nondeterminism, subclasses, buffers requiring grad -------------------------------------
+
+
+class TanhJitteredBackward(Function):
+    """tanh whose backward's result varies by 1e-12 of itself from call to call (an
+    atomicAdd's summation order, as on a GPU): well within the tolerances, but two calls
+    on the same graph differ."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y) * (1 + 1e-12 * torch.randn_like(y))
+
+
+class Tagged(torch.Tensor):
+    """A tensor subclass that only carries a tag (as people subclass to tag units)."""
+
+
+class Softsign(Function):
+    """x / (1 + |x|)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + x.abs())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1 + x.abs()) ** 2
+
+
+class SoftsignNoSquare(Softsign):
+    """1 / (1 + |x|) for its square."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1 + x.abs())
+
+
+class ScaleWithBuffer(Function):
+    """``x * w`` where a running mean (a buffer created with requires_grad=True by mistake)
+    is updated in forward and never differentiated: backward returns None for it."""
+
+    @staticmethod
+    def forward(ctx, x, w, running):
+        running.mul_(0.9).add_(0.1 * x.detach().mean(0))
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, (g * x).sum(0), None
+
+
+class ScaleByBufferIgnored(Function):
+    """``x * w * b`` with a buffer b requiring grad whose gradient backward leaves out
+    (None): wrong wherever b is differentiated."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w, b)
+        return x * w * b
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, b = ctx.saved_tensors
+        return g * w * b, (g * x * b).sum(0), None
+
+
+# ==== the cases =================================================================================
+
+_IDX = torch.tensor([0, 2, 0, 1, 2])
+
+
+def _c64(*shape, seed=0):
+    return _c(*shape, seed=seed).to(torch.complex64)
+
+
+def _param(t):
+    return torch.nn.Parameter(t)
+
+
+def _tagged(t):
+    return t.as_subclass(Tagged).requires_grad_()
+
+
+CASES = [
+    # backward writing in place into a saved tensor: gradcheck raises at its second row
+    Case("saved-input-version-bump", SquareSavedBump, lambda: (_g(_rand(3, 4)),), "error",
+         ours="failed", mask=False),
+    Case("saved-input-doubled", SquareSavedDoubled, lambda: (_g(_rand(3, 4)),), "error",
+         ours="failed", mask=False),
+    Case("saved-output-mul-in-place", ExpSavedOutputInPlace, lambda: (_g(_rand(3, 4)),),
+         "error", ours="failed", mask=False),
+    Case("saved-output-copy", ExpSavedOutputCopy, lambda: (_g(_rand(3, 4)),), "passed"),
+    Case("saved-intermediate-masked-fill", ReluMaskInPlace, lambda: (_g(_rand(3, 4)),),
+         "error", ours="failed", mask=False),
+    Case("saved-input-out-buffer", CenterSavedInPlace, lambda: (_g(_rand(3, 4)),), "error",
+         ours="failed", mask=False),
+    # complex
+    Case("polar", Polar, lambda: (_g(_rand(3, 4).abs() + 0.5), _g(_rand(3, 4, seed=1))),
+         "passed"),
+    Case("polar-phase-sign", PolarPhaseSign,
+         lambda: (_g(_rand(3, 4).abs() + 0.5), _g(_rand(3, 4, seed=1))), "failed"),
+    Case("complex-exp", ComplexExp, lambda: (_g(_c(3, 4) * 0.5),), "passed"),
+    Case("complex-exp-no-conj", ComplexExpNoConj, lambda: (_g(_c(3, 4) * 0.5),), "failed"),
+    Case("complex64-exp", ComplexExp, lambda: (_g(_c64(3, 4) * 0.5),), "failed",
+         ours="passed", mask=False),
+    Case("complex64-exp-no-conj", ComplexExpNoConj, lambda: (_g(_c64(3, 4) * 0.5),),
+         "failed", mask=False),
+    Case("abs-squared-loss-complex-target", AbsSquaredLoss,
+         lambda: (_g(_c(3, 4)), _c(3, 4, seed=1)), "passed"),
+    Case("abs-squared-loss-wirtinger-half", AbsSquaredLossHalf,
+         lambda: (_g(_c(3, 4)), _c(3, 4, seed=1)), "failed"),
+    # in-place forwards, keyword-only arguments, constants with a gradient, indices
+    Case("scale-in-place", ScaleInPlace, lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))),
+         "passed", inplace=0),
+    Case("scale-in-place-saves-output", ScaleInPlaceSavesOutput,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))), "passed", inplace=0),
+    Case("scale-in-place-saves-input-then-writes", ScaleInPlaceWrongSave,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))), "failed", inplace=0),
+    Case("keyword-only-defaults", SmoothKeywordOnly, lambda: (_g(_rand(3, 4)),), "passed"),
+    Case("keyword-only-beta-forgotten", SmoothKeywordOnlyBetaForgotten,
+         lambda: (_g(_rand(3, 4)),), "failed"),
+    Case("fir-taps-constant", FirFilter, lambda: (_g(_rand(2, 6)), _rand(3, seed=1)),
+         "passed"),
+    Case("fir-taps-constant-wrong-taps-grad", FirFilterTapsGradWrong,
+         lambda: (_g(_rand(2, 6)), _rand(3, seed=1)), "passed", plain=False),
+    Case("fir-taps-differentiated-wrong", FirFilterTapsGradWrong,
+         lambda: (_g(_rand(2, 6)), _g(_rand(3, seed=1))), "failed"),
+    Case("index-add", IndexAdd, lambda: (_g(_rand(5, 2)), _IDX, 3), "passed"),
+    Case("index-add-averaged", IndexAddAveraged, lambda: (_g(_rand(5, 2)), _IDX, 3), "failed"),
+    Case("index-add-zero-grad-for-index", IndexAddIndexGrad,
+         lambda: (_g(_rand(5, 2)), _IDX, 3), "passed"),
+    # float32 inside a float64 check
+    Case("tanh-in-float32", TanhInFloat32, lambda: (_g(_rand(3, 4)),), "failed"),
+    # what backward returns
+    Case("grad-a-view", ScaleReturnsView, lambda: (_g(_rand(3, 4)),), "passed"),
+    Case("grads-transposed", MatmulNonContiguousGrad,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, 2, seed=1))), "passed"),
+    Case("grads-transposed-swapped", MatmulNonContiguousGradSwapped,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, 4, seed=1))), "failed"),
+    Case("grads-expanded", SumExpanded, lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))),
+         "passed"),
+    Case("grads-expanded-unreduced-and-wrong", SumExpandedOnlyExpand,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1))), "failed"),
+    Case("too-few-gradients", AffineTooFewGradients,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1)), _g(_rand(4, seed=2))), "error"),
+    Case("too-many-gradients", AffineTooManyGradients,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1)), _g(_rand(4, seed=2))), "error"),
+    # nondeterminism, subclasses, buffers requiring grad
+    Case("parameter-input", Softsign, lambda: (_param(_rand(3, 4)),), "passed"),
+    Case("parameter-input-no-square", SoftsignNoSquare, lambda: (_param(_rand(3, 4)),),
+         "failed"),
+    Case("subclass-input", Softsign, lambda: (_tagged(_rand(3, 4)),), "passed"),
+    Case("buffer-requiring-grad-updated", ScaleWithBuffer,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1)), _g(torch.zeros(4,
+                                                                        dtype=torch.float64))),
+         "passed", inplace=2),
+    Case("buffer-requiring-grad-ignored", ScaleByBufferIgnored,
+         lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1)), _g(_rand(4, seed=2))), "failed",
+         plain=False),
+]
+
+
+def _verdict(report) -> str:
+    return "passed" if report.passed else "failed"
+
+
+def _line_of(text: str) -> int:
+    """The line of this file holding ``text`` (once)."""
+    lines = [k for k, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+             if line.strip().startswith(text)]
+    assert len(lines) == 1, (text, lines)
+    return lines[0]
+
+
+# ==== the verdicts, beside gradcheck's =========================================================
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
+def test_the_verdict_and_mismatch_mask_are_gradchecks(case):
+    expected = gradcheck_verdict(case, case.make())
+    assert expected == case.expected  # the case is the one named (right, or its bug)
+    ours = case.ours or expected
+    if ours == "error":
+        with pytest.raises(FunctionError) as info:
+            customgrad.check(case.function, *case.make())
+        assert info.value.file == __file__ and info.value.line is not None
+        return
+    report = customgrad.check(case.function, *case.make())
+    assert _verdict(report) == ours, report.text()
+    if case.mask:
+        mask = gradcheck_mask(case, case.make())
+        assert torch.equal(report.mismatch_mask(), mask)
+        assert report.mismatches == int(mask.sum())
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES
+                                  if c.plain and "error" not in (c.expected, c.ours)])
+def test_with_nothing_requiring_grad_the_verdict_is_the_same(case):
+    """No tensor requires grad: every floating-point one is differentiated but those that
+    backward returns None for (the complex target, the running buffer)."""
+    args = case.make()
+    plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
+    report = customgrad.check(case.function, *plain)
+    assert _verdict(report) == (case.ours or case.expected)
+
+
+# ---- a backward writing into what forward saved ----------------------------------------------
+
+#: (case, what the finding names, the line of the write)
+SAVED_WRITES = [
+    ("saved-input-version-bump", "into input x", "x.mul_(1.0)", False),
+    ("saved-input-doubled", "into input x", "x *= 2", True),
+    ("saved-output-mul-in-place", "into output", "return y.mul_(g)", True),
+    ("saved-intermediate-masked-fill", "into a [3x4] tensor", "d.masked_fill_(x <= 0, 0.0)",
+     True),
+    ("saved-input-out-buffer", "into input x", "torch.sub(g, g.mean(-1, keepdim=True), out=x)",
+     True),
+]
+
+
+@pytest.mark.parametrize("name, what, line, changed", SAVED_WRITES,
+                         ids=[s[0] for s in SAVED_WRITES])
+def test_a_backward_writing_into_a_saved_tensor_fails_naming_it_and_its_line(
+        name, what, line, changed):
+    """gradcheck raises at its second row ("modified by an inplace operation"); customgrad
+    passed them all before (its rows then went through the engine, a graph each), and now
+    fails them, the Jacobian agreeing, with the finding ``saved_tensors`` naming the tensor
+    and the line of the write."""
+    case = next(c for c in CASES if c.id == name)
+    report = customgrad.check(case.function, *case.make())
+    assert not report.passed and report.mismatches == 0
+    finding = report.checks["saved_tensors"]
+    assert finding.status == "failed"
+    assert f"writes in place {what}, a tensor forward saved ({__file__}:{_line_of(line)})" \
+        in finding.detail
+    assert ("changing its values" in finding.detail) == changed
+    assert "FAILED (saved_tensors)" in report.summary()
+    assert report.checks["jacobian"].status == "passed"
+    assert not report.diagnoses  # (no entry to explain)
+
+
+def test_a_saved_tensor_write_fails_with_no_sub_check_asked_for_and_from_the_cli(capsys):
+    """The finding is the probe's, as gradcheck's error is its Jacobian's: it fails the
+    check whatever sub-checks run, the bare comparison too, and the CLI's exit code."""
+    args = (_rand(3, 4),)
+    assert not customgrad.check(SquareSavedBump, *args, checks=["jacobian"]).passed
+    from customgrad.checking.jacobian import compare
+
+    assert not compare(SquareSavedBump, list(args)).passed
+    assert cli.main(["check", f"{__file__}:ExpSavedOutputInPlace", "--shape=x=3x4",
+                     "--in-process"]) == 1
+    out = capsys.readouterr().out
+    assert "saved_tensors" in out and f"{__file__}:{_line_of('return y.mul_(g)')}" in out
