@@ -618,6 +618,8 @@ CASES = [
     Case("too-many-gradients", AffineTooManyGradients,
          lambda: (_g(_rand(3, 4)), _g(_rand(4, seed=1)), _g(_rand(4, seed=2))), "error"),
     # nondeterminism, subclasses, buffers requiring grad
+    Case("backward-jitter-1e-12", TanhJitteredBackward, lambda: (_g(_rand(3, 4)),),
+         "failed"),
     Case("parameter-input", Softsign, lambda: (_param(_rand(3, 4)),), "passed"),
     Case("parameter-input-no-square", SoftsignNoSquare, lambda: (_param(_rand(3, 4)),),
          "failed"),
@@ -723,3 +725,25 @@ def test_a_saved_tensor_write_fails_with_no_sub_check_asked_for_and_from_the_cli
                      "--in-process"]) == 1
     out = capsys.readouterr().out
     assert "saved_tensors" in out and f"{__file__}:{_line_of('return y.mul_(g)')}" in out
+
+
+# ---- a backward that is not reentrant ----------------------------------------------------------
+
+
+def test_a_backward_varying_from_call_to_call_fails_as_not_reentrant_unless_nondet_tol_allows():
+    """gradcheck calls backward twice on the same graph and fails it where the two differ by
+    more than nondet_tol (0: any bit); customgrad passed it (every entry well within
+    tolerance). Now it fails it with the finding ``reentrant``, and both pass it at a
+    nondet_tol above the gap."""
+    x = _rand(3, 4)
+    assert not torch.autograd.gradcheck(TanhJitteredBackward.apply, (_g(x.clone()),),
+                                        raise_exception=False)
+    assert torch.autograd.gradcheck(TanhJitteredBackward.apply, (_g(x.clone()),),
+                                    nondet_tol=1e-9)
+    report = customgrad.check(TanhJitteredBackward, x)
+    assert not report.passed and report.mismatches == 0
+    finding = report.checks["reentrant"]
+    assert finding.status == "failed" and "not reentrant" in finding.detail
+    assert "gradients of x that differ by up to" in finding.detail
+    assert customgrad.check(TanhJitteredBackward, x, nondet_tol=1e-9).passed
+    assert customgrad.check(Softsign, x).checks.get("reentrant") is None  # (deterministic)

@@ -89,13 +89,15 @@ class Probe:
 
 
 def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
-              differentiate: Mapping[str, bool] | None = None) -> Probe:
+              differentiate: Mapping[str, bool] | None = None,
+              nondet_tol: float = 0.0) -> Probe:
     """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
     or FunctionError for what no comparison can start from; explain the rest in ``notes``.
 
     ``differentiate`` chooses the inputs as gradcheck's ``requires_grad`` does (see
     :func:`differentiated_inputs`); an input nobody chose that backward returns None for is
-    then a constant, with a note."""
+    then a constant, with a note. ``nondet_tol``: how far two backward calls on the same
+    graph may differ (gradcheck's; 0: not at all), else the ``reentrant`` finding."""
     in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
     call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
@@ -126,6 +128,8 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         written = [k for k, (t, v) in enumerate(saved) if t._version != v]
         if written:
             probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
+        else:
+            _reentrant(probe, grads, raw_grads, nondet_tol)
     else:
         notes.append(
             "a torch.library op: every row goes through the autograd engine (the op's "
@@ -148,6 +152,39 @@ def _saved_versions(node) -> list[tuple[torch.Tensor, int]]:
     except Exception:
         return []
     return [(t, t._version) for t in saved if isinstance(t, torch.Tensor)]
+
+
+def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> None:
+    """gradcheck's reentrancy check: backward called again on the same graph with the same
+    grad_outputs must give the same gradients (within ``nondet_tol``, 0 by default: the
+    same bits); else the failed ``reentrant`` finding. A backward with a little noise, or
+    atomic adds in another order (scatter_add and index_add on a GPU), passed every entry
+    within tolerance, where gradcheck fails it "not reentrant"."""
+    fn = probe.function
+    again = call_backward(fn, probe.node, grads)
+    again = again if isinstance(again, tuple) else (again,)
+    gap, worst = 0.0, None
+    for i in probe.in_pos:
+        pair = [g[i] if i < len(g) else None for g in (first, again)]
+        if pair[0] is None and pair[1] is None:
+            continue
+        like = next(g for g in pair if g is not None)
+        a, b = (torch.zeros_like(like) if g is None else g.detach() for g in pair)
+        if a.shape != b.shape:
+            a, b = torch.broadcast_tensors(a, b)
+        # as gradcheck's ``(j1 - j2).abs().max() > nondet_tol``: a NaN anywhere (NaN
+        # against NaN, inf against inf) makes the maximum NaN, which is no gap
+        d = float((a.to(b.dtype) - b).abs().max()) if b.numel() else 0.0
+        if d > gap:
+            gap, worst = d, probe.params[i]
+    if gap > nondet_tol:
+        probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
+            f"{fn.__name__}.backward is not reentrant: called twice on the same graph with "
+            f"the same grad_outputs, it returns gradients of {worst} that differ by up to "
+            f"{gap:.3g} (gradcheck's nondet_tol, {nondet_tol:g}, allows "
+            f"{'none' if not nondet_tol else 'less'}). gradcheck fails it too. A backward "
+            "that is nondeterministic on purpose (atomic adds on a GPU) passes with "
+            "nondet_tol set to the gap it can have."))
 
 
 def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
