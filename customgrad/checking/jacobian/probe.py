@@ -170,6 +170,8 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
             continue
         like = next(g for g in pair if g is not None)
         a, b = (torch.zeros_like(like) if g is None else g.detach() for g in pair)
+        if torch.equal(a, b):  # (the usual answer, in a few microseconds)
+            continue
         if a.shape != b.shape:
             a, b = torch.broadcast_tensors(a, b)
         # as gradcheck's ``(j1 - j2).abs().max() > nondet_tol``: a NaN anywhere (NaN
