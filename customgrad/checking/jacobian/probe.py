@@ -161,7 +161,15 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
     atomic adds in another order (scatter_add and index_add on a GPU), passed every entry
     within tolerance, where gradcheck fails it "not reentrant"."""
     fn = probe.function
-    again = call_backward(fn, probe.node, grads)
+    try:
+        again = call_backward(fn, probe.node, grads)
+    except FunctionError as exc:  # (``del ctx.x`` after use, say)
+        where = f" ({exc.file}:{exc.line})" if exc.file and exc.line else ""
+        probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
+            f"{fn.__name__}.backward raises when called a second time on the same graph"
+            f"{where}: {exc}. gradcheck calls it once per row, and raises too; so does "
+            "a second backward with retain_graph=True. Keep what backward reads on ctx."))
+        return
     again = again if isinstance(again, tuple) else (again,)
     gap, worst = 0.0, None
     for i in probe.in_pos:
@@ -183,10 +191,10 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
         probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
             f"{fn.__name__}.backward is not reentrant: called twice on the same graph with "
             f"the same grad_outputs, it returns gradients of {worst} that differ by up to "
-            f"{gap:.3g} (gradcheck's nondet_tol, {nondet_tol:g}, allows "
-            f"{'none' if not nondet_tol else 'less'}). gradcheck fails it too. A backward "
-            "that is nondeterministic on purpose (atomic adds on a GPU) passes with "
-            "nondet_tol set to the gap it can have."))
+            f"{gap:.3g} (nondet_tol {nondet_tol:g}): its result depends on random numbers, "
+            "on the order of atomic adds (a GPU), or on how often it ran (it writes into "
+            "what it reads: a saved tensor through numpy, a tensor kept on ctx). gradcheck "
+            "fails it too; where the gap is summation order, pass nondet_tol above it."))
 
 
 def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
