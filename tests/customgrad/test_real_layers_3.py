@@ -913,3 +913,32 @@ def test_a_backward_raising_on_its_second_call_fails_naming_the_error_and_its_li
     detail = report.checks["reentrant"].detail
     assert "raises when called a second time on the same graph" in detail
     assert f"({__file__}:{_line_of('kept = ctx.x')})" in detail and "AttributeError" in detail
+
+
+# ---- what the reentrancy check costs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, before", [("killhead", 12), ("linear", 11)])
+def test_the_reentrancy_check_costs_no_backward_call_more_than_before(monkeypatch, name,
+                                                                      before):
+    """The probe's second backward call (gradcheck's reentrancy) is paid for by the rows
+    direct_matches computed, kept for the spot check and the row loop that asked for them
+    again: a check calls backward no more often than at fe6bc98 (``before``; counted, not
+    timed: docs/performance-log.md has the times)."""
+    from customgrad.checking.verification import verify
+    from customgrad.function.inputs import with_defaults
+    from customgrad.problems.problem import build
+    from customgrad.problems.settings import Settings
+
+    problem = build(Settings(target=name, dtype="float64"))  # (the CLI's default dtype)
+    fn = problem.function
+    calls = []
+    backward = fn.backward
+
+    def counted(*args):
+        calls.append(1)
+        return backward(*args)
+    monkeypatch.setattr(fn, "backward", staticmethod(counted))
+    report = verify(fn, with_defaults(fn, list(problem.args)))
+    assert report.passed and report.analytic_path == "direct"
+    assert 0 < len(calls) <= before
