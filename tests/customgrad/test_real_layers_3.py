@@ -13,24 +13,21 @@ backward ignores. Each is right or has the bug people make in it, and customgrad
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 from torch.autograd import Function
 
 import customgrad
 from customgrad import cli
-from customgrad.errors import FunctionError
 from tests.customgrad.test_real_layers import (
     Case,
     _c,
     _copies,
     _g,
     _rand,
-    gradcheck_mask,
-    gradcheck_verdict,
+    assert_gradchecks_verdict,
 )
+from tests.customgrad.test_real_layers import _line_of as line_of
 
 # ---- backward writing in place into what forward saved -------------------------------------
 
@@ -719,10 +716,7 @@ def _verdict(report) -> str:
 
 def _line_of(text: str) -> int:
     """The line of this file holding ``text`` (once)."""
-    lines = [k for k, line in enumerate(Path(__file__).read_text().splitlines(), 1)
-             if line.strip().startswith(text)]
-    assert len(lines) == 1, (text, lines)
-    return lines[0]
+    return line_of(text, __file__)
 
 
 # ==== the verdicts, beside gradcheck's =========================================================
@@ -730,20 +724,7 @@ def _line_of(text: str) -> int:
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES])
 def test_the_verdict_and_mismatch_mask_are_gradchecks(case):
-    expected = gradcheck_verdict(case, case.make())
-    assert expected == case.expected  # the case is the one named (right, or its bug)
-    ours = case.ours or expected
-    if ours == "error":
-        with pytest.raises(FunctionError) as info:
-            customgrad.check(case.function, *case.make())
-        assert info.value.file == __file__ and info.value.line is not None
-        return
-    report = customgrad.check(case.function, *case.make())
-    assert _verdict(report) == ours, report.text()
-    if case.mask:
-        mask = gradcheck_mask(case, case.make())
-        assert torch.equal(report.mismatch_mask(), mask)
-        assert report.mismatches == int(mask.sum())
+    assert_gradchecks_verdict(case, __file__)
 
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES
