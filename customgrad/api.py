@@ -32,7 +32,7 @@ __all__ = ["CHECKS", "check", "heatmaps_png", "renderer", "report_html", "report
 
 def check(fn: type | str, *args: object, eps: float | None = None, atol: float | None = None,
           rtol: float | None = None, checks: Iterable[str] | None = None,
-          dtype: torch.dtype | str | None = None) -> Report:
+          dtype: torch.dtype | str | None = None, nondet_tol: float = 0.0) -> Report:
     """Compare ``fn``'s backward with finite differences at ``args`` (forward's arguments,
     tensors and constants, as ``fn.apply`` takes them: forward's defaults fill the rest).
 
@@ -41,7 +41,8 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     (eps 1e-6, atol 1e-5, rtol 1e-3); ``dtype`` (``torch.float64``, ``"float32"``,
     ``"complex128"``) converts the floating-point tensors first; ``checks`` names the
     sub-checks to run beside the Jacobian (:data:`CHECKS`, gradcheck's by default; each
-    lands in :attr:`Report.checks`).
+    lands in :attr:`Report.checks`). ``nondet_tol``, as gradcheck's: how far two backward
+    calls on the same graph may differ (0: not at all; else the check fails, ``reentrant``).
     As gradcheck, only the tensors that require grad are differentiated where any does; where
     none does, every floating-point one is, but one that backward returns None for. Complex
     tensors are checked by gradcheck's convention: real and imaginary parts perturbed one at
@@ -57,7 +58,8 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     args = tuple(with_defaults(function, args))
     options = CheckOptions(eps=EPS if eps is None else eps, atol=ATOL if atol is None else atol,
                            rtol=RTOL if rtol is None else rtol,
-                           differentiate=_requiring_grad(function, args), label=label)
+                           differentiate=_requiring_grad(function, args),
+                           nondet_tol=nondet_tol, label=label)
     try:
         return verify(function, [_copy(a, target_dtype) for a in args],
                       options.with_checks(_checks(checks, function)))

@@ -23,7 +23,7 @@ __all__ = ["assert_backward"]
 def assert_backward(fn: type | str, *args: object, save: str | os.PathLike | None = None,
                     eps: float | None = None, atol: float | None = None,
                     rtol: float | None = None, checks: Iterable[str] | None = None,
-                    dtype: torch.dtype | str | None = None) -> Report:
+                    dtype: torch.dtype | str | None = None, nondet_tol: float = 0.0) -> Report:
     """Check ``fn``'s backward at ``args`` (as :func:`customgrad.check`); raise
     ``AssertionError`` with a readable account when it disagrees with finite differences.
 
@@ -31,7 +31,8 @@ def assert_backward(fn: type | str, *args: object, save: str | os.PathLike | Non
     PNG there (drawn by the playground offscreen; the message says so if Qt is missing).
     Returns the report when the check passes.
     """
-    report = check(fn, *args, eps=eps, atol=atol, rtol=rtol, checks=checks, dtype=dtype)
+    report = check(fn, *args, eps=eps, atol=atol, rtol=rtol, checks=checks, dtype=dtype,
+                   nondet_tol=nondet_tol)
     if report.passed:
         return report
     raise AssertionError(failure_message(report, save))

@@ -50,6 +50,8 @@ class CheckOptions:
     rtol: float = RTOL
     memory_cap: int = MEMORY_CAP
     differentiate: Mapping[str, bool] | None = None
+    #: how far two backward calls on the same graph may differ (gradcheck's nondet_tol)
+    nondet_tol: float = 0.0
     checks: frozenset[str] | None = None
     keep_matrices: bool = True
     diagnose: bool = True
@@ -101,16 +103,18 @@ def _verify(function: type, args: list, options: CheckOptions,
     o = options
     report = compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
                      memory_cap=o.memory_cap, keep_matrices=o.keep_matrices,
-                     differentiate=o.differentiate,
+                     differentiate=o.differentiate, nondet_tol=o.nondet_tol,
                      progress=progress, should_stop=should_stop, allocate=allocate)
     seconds = max(0.0, report.seconds - (waited() if waited is not None else 0.0))
     diagnoses = []
-    if o.diagnose and not report.passed:
+    if o.diagnose and not report.agrees:  # (not where only a finding of the probe fails it)
         diagnoses = diagnose(_kept(report, function, args, o, should_stop), function,
                              _fresh(args))
     wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
     checks = subchecks.run(function, _fresh(args), wanted, eps=o.eps, atol=o.atol,
-                           rtol=o.rtol, report=report) if wanted else {}
+                           rtol=o.rtol, nondet_tol=o.nondet_tol, report=report) \
+        if wanted else {}
+    checks.update(report.checks)  # what the comparison's probe found (saved_tensors)
     return report.replace(label=o.label, function=function.__name__, diagnoses=diagnoses,
                           checks=checks, seconds=seconds)
 
@@ -126,7 +130,7 @@ def _kept(report: Report, function: type, args: list, options: CheckOptions,
     try:
         return compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
                        memory_cap=o.memory_cap, keep_matrices=True, differentiate=o.differentiate,
-                       should_stop=should_stop)
+                       nondet_tol=o.nondet_tol, should_stop=should_stop)
     except Cancelled:
         raise
     except CustomGradError:  # too large to keep, say

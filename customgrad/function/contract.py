@@ -312,6 +312,49 @@ def grad_mutation_error(function: type[Function], k: int, count: int) -> Functio
         file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
+def write_site(function: type[Function], call: Callable, watched: list[torch.Tensor]
+               ) -> tuple[str | None, int | None]:
+    """Where ``call`` (the user's code) first writes in place into one of ``watched``: the
+    user's file and line of the torch call after which a watched tensor's version counter
+    moved (``x.mul_(2)``, ``x *= 2``, ``x[0] = 1``, ``out=x``, ``inplace=True``), found by
+    running ``call`` under a TorchFunctionMode; (None, None) where it wrote none of them or
+    raised. Slow (a version check around each torch call): only once a write is known."""
+    from torch.overrides import TorchFunctionMode
+
+    found: list[tuple[str | None, int | None]] = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            before = [t._version for t in watched]
+            result = func(*args, **(kwargs or {}))
+            if not found and any(t._version != v for t, v in zip(watched, before)):
+                found.append(_calling_frame(function))
+            return result
+
+    try:
+        with Watch():
+            call()
+    except Exception:  # (what the rows' own calls report, where it matters)
+        pass
+    return found[0] if found else (None, None)
+
+
+def _calling_frame(function: type[Function]) -> tuple[str | None, int | None]:
+    """The innermost frame of the current stack in the Function's file (or any user
+    file), as :func:`user_location` reads a traceback's."""
+    own = source_file(function)
+    fallback: tuple[str | None, int | None] = (None, None)
+    frame = inspect.currentframe()
+    while frame is not None:
+        path = _absolute(frame.f_code.co_filename)
+        if own and path == own:
+            return path, frame.f_lineno
+        if fallback == (None, None) and _is_user_file(path):
+            fallback = (path, frame.f_lineno)
+        frame = frame.f_back
+    return fallback
+
+
 @dataclass(frozen=True)
 class GradientNote:
     """A legal surprise in backward's result, about one parameter: ``kind`` is ``"none"``

@@ -103,6 +103,22 @@ def forward_parameters(function: type[Function]) -> list[inspect.Parameter]:
     return [p for p in params if p.kind != p.KEYWORD_ONLY]
 
 
+def refuse_keyword_only(function: type[Function], names) -> None:
+    """SpecError where one of ``names`` (given a shape, a constant, an init) is a keyword-only
+    parameter of ``forward``: apply passes arguments by position, so it keeps its default
+    (gradcheck's ``apply`` cannot set it either)."""
+    try:
+        params = inspect.signature(function.forward).parameters.values()
+    except (TypeError, ValueError):
+        return
+    for p in params:
+        if p.kind == p.KEYWORD_ONLY and p.name in names:
+            raise SpecError(
+                f"{p.name} is a keyword-only parameter of {function.__name__}.forward: apply "
+                f"passes arguments by position, so it keeps its default ({p.default!r}); make "
+                "it positional to set it.", field=p.name)
+
+
 def spelled_out(function: type[Function], count: int) -> type[Function]:
     """``function`` itself, or where its ``forward`` takes ``*args`` (``forward(ctx, *inputs)``,
     as ``torch.utils.checkpoint``'s Function), a subclass whose ``forward`` names the

@@ -33,6 +33,7 @@ from customgrad.function.inputs import (
     guessed_parameters,
     is_integer_init,
     parse_device,
+    refuse_keyword_only,
 )
 from customgrad.problems.settings import Settings
 from customgrad.targets.loader import Target, resolve
@@ -100,6 +101,8 @@ def specs_for(target: Target, settings: Settings) -> list[Spec]:
         if entry.trained is not None:
             trained = {s.name: s.name in entry.trained for s in specs}
         specs = apply_overrides(specs, entry.shapes, entry.constants, entry.init, trained)
+    refuse_keyword_only(target.function, {*settings.shapes, *settings.constants,
+                                          *settings.init})
     return apply_overrides(specs, settings.shapes, settings.constants, settings.init,
                            settings.trained, settings.given)
 

@@ -299,12 +299,12 @@ def test_signatures_are_pinned():
         "(fn: 'type | str', *args: 'object', eps: 'float | None' = None, "
         "atol: 'float | None' = None, rtol: 'float | None' = None, "
         "checks: 'Iterable[str] | None' = None, "
-        "dtype: 'torch.dtype | str | None' = None) -> 'Report'")
+        "dtype: 'torch.dtype | str | None' = None, nondet_tol: 'float' = 0.0) -> 'Report'")
     assert _signature(customgrad.testing.assert_backward) == (
         "(fn: 'type | str', *args: 'object', save: 'str | os.PathLike | None' = None, "
         "eps: 'float | None' = None, atol: 'float | None' = None, "
         "rtol: 'float | None' = None, checks: 'Iterable[str] | None' = None, "
-        "dtype: 'torch.dtype | str | None' = None) -> 'Report'")
+        "dtype: 'torch.dtype | str | None' = None, nondet_tol: 'float' = 0.0) -> 'Report'")
     assert _signature(Report.text) == "(self, label: 'str | None' = None) -> 'str'"
     assert _signature(Report.to_dict) == "(self) -> 'dict'"
     assert _signature(Report.difference) == "(self) -> 'torch.Tensor'"

@@ -1417,9 +1417,9 @@ def gradcheck_mask(case: Case, args: tuple, eps=1e-6, atol=1e-5, rtol=1e-3) -> t
     return torch.cat(rows, dim=0)
 
 
-def _line_of(text: str) -> int:
-    """The line of this file holding ``text`` (once)."""
-    lines = [k for k, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+def _line_of(text: str, file: str = __file__) -> int:
+    """The line of ``file`` (this one) holding ``text`` (once)."""
+    lines = [k for k, line in enumerate(Path(file).read_text().splitlines(), 1)
              if line.strip().startswith(text)]
     assert len(lines) == 1, (text, lines)
     return lines[0]
@@ -1428,15 +1428,17 @@ def _line_of(text: str) -> int:
 # ==== the verdicts, beside gradcheck's =========================================================
 
 
-@pytest.mark.parametrize("case", [c.param() for c in CASES])
-def test_the_verdict_and_mismatch_mask_are_gradchecks(case):
+def assert_gradchecks_verdict(case: Case, file: str = __file__) -> None:
+    """gradcheck's verdict is the case's, customgrad's is it (or ``case.ours``: an error
+    naming a line of ``file``, where the case's Function is), and where both judge, the
+    mismatch masks are equal entry for entry."""
     expected = gradcheck_verdict(case, case.make())
     assert expected == case.expected  # the case is the one named (right, or its bug)
     ours = case.ours or expected
     if ours == "error":
         with pytest.raises(FunctionError) as info:
             customgrad.check(case.function, *case.make())
-        assert info.value.file == __file__ and info.value.line is not None
+        assert info.value.file == file and info.value.line is not None
         return
     report = customgrad.check(case.function, *case.make())
     assert ("passed" if report.passed else "failed") == ours, report.text()
@@ -1444,6 +1446,11 @@ def test_the_verdict_and_mismatch_mask_are_gradchecks(case):
         mask = gradcheck_mask(case, case.make())
         assert torch.equal(report.mismatch_mask(), mask)
         assert report.mismatches == int(mask.sum())
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
+def test_the_verdict_and_mismatch_mask_are_gradchecks(case):
+    assert_gradchecks_verdict(case)
 
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES

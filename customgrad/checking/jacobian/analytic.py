@@ -290,6 +290,10 @@ def _write(space: Workspace, pacer: Pacer, rows: torch.Tensor, cols: torch.Tenso
         pacer.emit(0.5 + 0.5 * r1 / space.rows, "analytic", rows_done=r1)
 
 
+#: :meth:`Backward.direct_matches` keeps its rows for later where they are this short
+KEEP_ROWS_UP_TO = 1 << 16
+
+
 class Backward:
     """Rows of the analytic Jacobian.
 
@@ -306,9 +310,14 @@ class Backward:
         self._set_position = 0  # that buffer's output position
         self._onehot: torch.Tensor | None = None  # a batch of one-hot rows
         self._onehot_for: tuple[int, int] | None = None  # (output position, batch size)
+        #: the rows :meth:`direct_matches` called backward for, kept (where small): the
+        #: compressed products' spot check and the row loop ask for the same rows again
+        self._kept: dict[int, torch.Tensor] = {}
         self.compressed = 0  # colours, where the rows came by compressed products
-        self.path = "direct" if probe.node is not None and self.direct_matches() else "engine"
-        if self.path == "engine" and probe.node is not None:
+        # (backward wrote into what forward saved: a second direct call on the node raises)
+        direct = probe.node is not None and "saved_tensors" not in probe.findings
+        self.path = "direct" if direct and self.direct_matches() else "engine"
+        if self.path == "engine" and direct:
             notes.append("calling backward directly disagreed with the autograd engine; "
                          "every row went through the engine.")
         # vmap batches real tensors only: a complex axis goes row by row
@@ -317,10 +326,12 @@ class Backward:
 
     def row(self, r: int, dest: torch.Tensor) -> None:
         """Row ``r`` into ``dest``, by the chosen path."""
-        if self.path == "direct":
-            self.row_direct(r, dest)
-        else:
+        if self.path != "direct":
             self.row_engine(r, dest)
+        elif r in self._kept:  # (the same call on the same graph: the probe checked that
+            dest.copy_(self._kept[r])  # backward gives the same bits each time)
+        else:
+            self.row_direct(r, dest)
 
     def entry(self, r: int, c: int) -> float:
         """One entry (the matrix was not kept): its whole row, computed again."""
@@ -424,7 +435,10 @@ class Backward:
                 return False
             self.row_engine(r, b[0])
             if not torch.allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True):
+                self._kept.clear()
                 return False
+            if self.cols <= KEEP_ROWS_UP_TO and "reentrant" not in self.probe.findings:
+                self._kept[r] = a[0].clone()
         return True
 
     def batched(self, axis: Axis, r0: int, r1: int,
@@ -550,7 +564,7 @@ class Backward:
         """The batch's first and last row agree with direct calls (to rounding)."""
         check = torch.empty((1, self.cols), dtype=torch.float64)
         for r in sorted({r0, r1 - 1}):
-            self.row_direct(r, check[0])
+            self.row(r, check[0])  # (direct: the batch is on that path)
             if not matrices.same_to_rounding(rows[r - r0:r - r0 + 1], check, dtype):
                 return False
         return True

@@ -19,12 +19,13 @@ from customgrad.checking.jacobian.probe import run_probe
 from customgrad.checking.jacobian.report import Fill, Progress, Report
 from customgrad.checking.jacobian.workspace import Pacer
 from customgrad.checking.jacobian.workspace import allocate as make_workspace
+from customgrad.errors import SpecError
 from customgrad.function.inputs import forward_parameters, with_defaults
 
 
 def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             rtol: float = RTOL, memory_cap: int = MEMORY_CAP, keep_matrices: bool = True,
-            differentiate: Mapping[str, bool] | None = None,
+            differentiate: Mapping[str, bool] | None = None, nondet_tol: float = 0.0,
             progress: Callable[[Progress], None] | None = None,
             should_stop: Callable[[], bool] | None = None,
             allocate: Allocator = lazy_zeros) -> Report:
@@ -34,6 +35,8 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     ``differentiate`` (by parameter name) chooses the differentiated inputs as gradcheck's
     ``requires_grad`` does: where any is True, exactly those; else every floating-point tensor
     but those set False, and one that backward returns None for is taken as a constant.
+    ``nondet_tol``: how far two backward calls on the same graph may differ (gradcheck's,
+    0 by default), else the report fails with the finding ``reentrant``.
     ``allocate(shape)`` makes each zero matrix (``matrices.lazy_zeros``; ``shared_zeros`` for
     a caller in another process that reads them as they fill).
     Raises FunctionError (the Function raised or broke the autograd contract), SpecError /
@@ -41,10 +44,13 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
     """
     args = with_defaults(function, args)
     tol = Tolerances.checked(eps, atol, rtol)
+    if not (isinstance(nondet_tol, (int, float)) and nondet_tol >= 0):  # (inf: any gap)
+        raise SpecError(f"nondet_tol must be a number >= 0, not {nondet_tol!r}.",
+                        field="nondet_tol")
     params = [p.name for p in forward_parameters(function)]
     started = time.perf_counter()
     notes: list[str] = []
-    probe = run_probe(function, args, params, notes, differentiate)
+    probe = run_probe(function, args, params, notes, differentiate, nondet_tol)
     space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep_matrices, allocate)
     # no one watches the matrices fill: the compressed method's entries are written when the
     # report's matrices are first read (never, where they are not kept)
@@ -61,5 +67,5 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
         worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
         numerical_dtype=numerical_dtype, analytic_path=backward.path,
         notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
-        seconds=time.perf_counter() - started, method=method,
+        seconds=time.perf_counter() - started, method=method, checks=dict(probe.findings),
         _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})

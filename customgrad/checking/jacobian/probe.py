@@ -10,11 +10,12 @@ the numerical pass: ``forward`` called directly (a few microseconds) when it rep
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.autograd import Function
 
+from customgrad.checking.findings import SubCheck
 from customgrad.checking.jacobian.report import Axis
 from customgrad.errors import FunctionError, SpecError
 from customgrad.function.contract import (
@@ -22,10 +23,12 @@ from customgrad.function.contract import (
     FakeCtx,
     call_backward,
     check_gradients,
+    method_line,
     normalize_outputs,
     return_line,
     run_user,
     source_file,
+    write_site,
 )
 from customgrad.function.dtypes import differentiable
 from customgrad.function.inputs import is_new_style
@@ -49,6 +52,9 @@ class Probe:
     #: whether autograd hands backward zeros, not None, for the outputs a row does not seed
     #: (its default; ``ctx.set_materialize_grads(False)`` turns it off)
     materializes: bool = True
+    #: what the probe's backward call showed that fails the check though every entry may
+    #: agree (``saved_tensors``: backward wrote into a tensor forward saved), by name
+    findings: dict[str, SubCheck] = field(default_factory=dict)
 
     def copies(self, base: list) -> list:
         """``base`` with a copy of each tensor argument (a forward working in place on one,
@@ -83,13 +89,15 @@ class Probe:
 
 
 def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
-              differentiate: Mapping[str, bool] | None = None) -> Probe:
+              differentiate: Mapping[str, bool] | None = None,
+              nondet_tol: float = 0.0) -> Probe:
     """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
     or FunctionError for what no comparison can start from; explain the rest in ``notes``.
 
     ``differentiate`` chooses the inputs as gradcheck's ``requires_grad`` does (see
     :func:`differentiated_inputs`); an input nobody chose that backward returns None for is
-    then a constant, with a note."""
+    then a constant, with a note. ``nondet_tol``: how far two backward calls on the same
+    graph may differ (gradcheck's; 0: not at all), else the ``reentrant`` finding."""
     in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
     leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
     call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
@@ -104,6 +112,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
+        saved = _saved_versions(node)
         raw_grads = call_backward(function, node, grads)
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
@@ -116,6 +125,11 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
             del leaves[params.index(name)]
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
         probe.materializes = _materializes(probe)
+        written = [k for k, (t, v) in enumerate(saved) if t._version != v]
+        if written:
+            probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
+        else:
+            _reentrant(probe, grads, raw_grads, nondet_tol)
     else:
         notes.append(
             "a torch.library op: every row goes through the autograd engine (the op's "
@@ -126,6 +140,109 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _saved_versions(node) -> list[tuple[torch.Tensor, int]]:
+    """The tensors forward saved (``ctx.save_for_backward``) and their versions now: a
+    backward that writes into one (``y.mul_(g)`` on a saved output, a version bump alone
+    included) makes autograd raise when backward reads them again, as gradcheck's second
+    row does. Empty where they cannot be read (what the backward call then says)."""
+    try:
+        saved = node.saved_tensors
+    except Exception:
+        return []
+    return [(t, t._version) for t in saved if isinstance(t, torch.Tensor)]
+
+
+def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> None:
+    """gradcheck's reentrancy check: backward called again on the same graph with the same
+    grad_outputs must give the same gradients (within ``nondet_tol``, 0 by default: the
+    same bits); else the failed ``reentrant`` finding. A backward with a little noise, or
+    atomic adds in another order (scatter_add and index_add on a GPU), passed every entry
+    within tolerance, where gradcheck fails it "not reentrant"."""
+    fn = probe.function
+    try:
+        again = call_backward(fn, probe.node, grads)
+    except FunctionError as exc:  # (``del ctx.x`` after use, say)
+        where = f" ({exc.file}:{exc.line})" if exc.file and exc.line else ""
+        probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
+            f"{fn.__name__}.backward raises when called a second time on the same graph"
+            f"{where}: {exc}. gradcheck calls it once per row, and raises too; so does "
+            "a second backward with retain_graph=True. Keep what backward reads on ctx."))
+        return
+    again = again if isinstance(again, tuple) else (again,)
+    gap, worst = 0.0, None
+    for i in probe.in_pos:
+        pair = [g[i] if i < len(g) else None for g in (first, again)]
+        if pair[0] is None and pair[1] is None:
+            continue
+        like = next(g for g in pair if g is not None)
+        a, b = (torch.zeros_like(like) if g is None else g.detach() for g in pair)
+        if torch.equal(a, b):  # (the usual answer, in a few microseconds)
+            continue
+        if a.shape != b.shape:
+            a, b = torch.broadcast_tensors(a, b)
+        # as gradcheck's ``(j1 - j2).abs().max() > nondet_tol``: a NaN anywhere (NaN
+        # against NaN, inf against inf) makes the maximum NaN, which is no gap
+        d = float((a.to(b.dtype) - b).abs().max()) if b.numel() else 0.0
+        if d > gap:
+            gap, worst = d, probe.params[i]
+    if gap > nondet_tol:
+        probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
+            f"{fn.__name__}.backward is not reentrant: called twice on the same graph with "
+            f"the same grad_outputs, it returns gradients of {worst} that differ by up to "
+            f"{gap:.3g} (nondet_tol {nondet_tol:g}): its result depends on random numbers, "
+            "on the order of atomic adds (a GPU), or on how often it ran (it writes into "
+            "what it reads: a saved tensor through numpy, a tensor kept on ctx). gradcheck "
+            "fails it too; where the gap is summation order, pass nondet_tol above it."))
+
+
+def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
+    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where
+    (backward run once more, on a graph of its own, watching the saved tensors), and
+    whether it changed their values."""
+    fn = probe.function
+    call = probe.leaf_call()
+    outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+    node = outs[probe.out_pos[0]].grad_fn
+    saved = [t for t, _ in _saved_versions(node)]
+    before = [t.clone() for t in saved]
+
+    def backward():
+        with torch.no_grad():
+            fn.backward(node, *[g.clone() if isinstance(g, torch.Tensor) else g
+                                for g in grads])
+    file, line = write_site(fn, backward, saved)
+    if line is None:
+        file, line = source_file(fn), method_line(fn, "backward")
+    which = [k for k in written if k < len(saved)] or written
+    what = " and ".join(_saved_name(probe, call, outs, saved[k]) if k < len(saved)
+                        else f"saved_tensors[{k}]" for k in which)
+    changed = any(k < len(saved) and not same_values(saved[k], before[k]) for k in which)
+    where = f" ({file}:{line})" if file and line else ""
+    return SubCheck("saved_tensors", "failed", (
+        f"{fn.__name__}.backward writes in place into {what}, a tensor forward saved"
+        f"{where}{', changing its values' if changed else ''}: autograd checks a saved tensor "
+        "each time backward reads it, so a second backward through the graph "
+        "(retain_graph=True, a double backward, gradcheck's second row) raises \"one of "
+        "the variables needed for gradient computation has been modified by an inplace "
+        "operation\". Compute on a copy (y * g, not y.mul_(g))."))
+
+
+def _saved_name(probe: Probe, call: list, outs: tuple, saved: torch.Tensor) -> str:
+    """A saved tensor in words: the input or output it is (the same memory and shape),
+    else its shape."""
+    def same(t: object) -> bool:
+        return (isinstance(t, torch.Tensor) and t is not NOT_A_TENSOR and t.numel() > 0
+                and t.shape == saved.shape and t.layout == torch.strided
+                and t.untyped_storage().data_ptr() == saved.untyped_storage().data_ptr())
+    for i, a in enumerate(call):
+        if same(a):
+            return f"input {probe.params[i]}"
+    for k, o in enumerate(outs):
+        if same(o):
+            return output_name(k, len(outs), probe.function)
+    return f"a [{'x'.join(map(str, saved.shape)) or 'scalar'}] tensor"
 
 
 def _materializes(probe: Probe) -> bool:

@@ -356,10 +356,16 @@ class Report:
             if step > 1:
                 self.overview(step)
 
-    def summary(self) -> str:
-        verdict = "PASSED" if self.passed else "FAILED"
+    @property
+    def agrees(self) -> bool:
+        """Every Jacobian block agrees (the verdict but for the sub-checks)."""
+        return all(b.passed for b in self.blocks)
+
+    def summary(self, jacobian_only: bool = False) -> str:
+        """The verdict line; ``jacobian_only``: the Jacobian's alone (:attr:`agrees`)."""
+        verdict = "PASSED" if (self.agrees if jacobian_only else self.passed) else "FAILED"
         failed = [c.name for c in self.checks.values() if c.status == "failed"]
-        if not self.passed and self.mismatches == 0 and failed:  # the Jacobian agrees
+        if verdict == "FAILED" and self.mismatches == 0 and failed:  # the Jacobian agrees
             verdict = f"FAILED ({', '.join(failed)})"
         return (f"{verdict}: {self.mismatches:,} of {self.total:,} Jacobian entries outside "
                 f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
