@@ -25,8 +25,9 @@ from PySide6.QtCore import Qt
 if TYPE_CHECKING:
     import pyqtgraph as pg
 
-__all__ = ["CHECKED", "checked", "deferred_plot_forms", "ignore_text_width", "lazy_qt_mirrors",
-           "lighter_plots", "svg_tolerates_close_path", "unchanged_axis_labels_kept"]
+__all__ = ["CHECKED", "checked", "deferred_plot_forms", "deferred_view_menus",
+           "ignore_text_width", "lazy_qt_mirrors", "lighter_plots", "svg_tolerates_close_path",
+           "unchanged_axis_labels_kept"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -183,8 +184,10 @@ FORM_PARTS = ("ctrl", "ctrlMenu", "stateGroup")
 
 def lighter_plots() -> None:
     """The patches that make a plot cheaper to build (:func:`deferred_plot_forms`,
-    :func:`unchanged_axis_labels_kept`): each module that builds plots calls it on import."""
+    :func:`deferred_view_menus`, :func:`unchanged_axis_labels_kept`): each module that
+    builds plots calls it on import."""
     deferred_plot_forms()
+    deferred_view_menus()
     unchanged_axis_labels_kept()
 
 
@@ -388,6 +391,55 @@ def _connect_form(plot, c) -> None:
             (c.forgetTracesCheck.toggled, plot.updateDecimation),
             (c.maxTracesSpin.valueChanged, plot.updateDecimation)):
         signal.connect(slot)
+
+
+#: what a view box holds as its menu until the menu is asked for
+DEFERRED_MENU = object()
+
+
+def deferred_view_menus(version: str | None = None) -> bool:
+    """Each ``ViewBox`` builds its right-click menu (``ViewBoxMenu``: "View All", the X and Y
+    axis forms, "Mouse Mode") the first time ``menu`` is asked for: a right click, a caller
+    that adds to it, not its constructor. A view box whose menu is turned off before then
+    never builds one; one turned off after drops it, as before. The named views it lists are
+    set as it is built. Only on the versions :data:`FORM_CHECKED` (``version``: pyqtgraph's
+    own by default); elsewhere pyqtgraph builds it as always. True where the patch is in
+    place. Checked by tests/playground/test_plot_menus.py."""
+    if not _form_checked(version):
+        return False
+    module: Any = importlib.import_module("pyqtgraph.graphicsItems.ViewBox.ViewBox")
+    cls = module.ViewBox
+    if isinstance(cls.__dict__.get("menu"), property):
+        return True
+    build = module.ViewBoxMenu
+    list_views = cls.updateViewLists
+
+    def get(self):  # (kept as _menu: shiboken reads an instance's own "menu" first)
+        menu = self.__dict__.get("_menu")
+        if menu is DEFERRED_MENU:
+            if not self.menuEnabled():  # turned off before it was built: there is none
+                menu = self.__dict__["_menu"] = None
+            elif not self.__dict__.get("_listing_views"):
+                menu = self.__dict__["_menu"] = build(self)
+                self.updateViewLists()  # the named views it offers to link to
+            else:
+                return None  # listing views: a menu not built has none to list
+        return menu
+
+    def set_(self, value) -> None:
+        self.__dict__["_menu"] = value
+
+    def update_view_lists(self) -> None:
+        self.__dict__["_listing_views"] = True
+        try:
+            list_views(self)
+        finally:
+            self.__dict__["_listing_views"] = False
+
+    module.ViewBoxMenu = lambda view: DEFERRED_MENU  # what the constructor holds meanwhile
+    cls.menu = property(get, set_, doc="ViewBox.menu, built the first time it is asked for")
+    cls.updateViewLists = update_view_lists
+    return True
 
 
 def unchanged_axis_labels_kept(version: str | None = None) -> bool:

@@ -27,7 +27,12 @@ pytestmark = pytest.mark.skipif(not compat._form_checked(None),
 
 @pytest.fixture(autouse=True)
 def _patched():
-    assert compat.deferred_plot_forms() and compat.unchanged_axis_labels_kept()
+    assert compat.deferred_plot_forms() and compat.deferred_view_menus()
+    assert compat.unchanged_axis_labels_kept()
+
+
+def _menu_built(view_box) -> bool:
+    return view_box.__dict__.get("_menu") not in (compat.DEFERRED_MENU, None)
 
 
 def test_a_plot_is_built_without_its_form(qtbot):
@@ -120,20 +125,56 @@ def test_a_plot_closed_before_its_form_was_built(qtbot):
     widget.close()
 
 
+def test_a_view_box_builds_its_menu_when_asked_for(qtbot):
+    view = pg.ViewBox()
+    assert not _menu_built(view)
+    menu = view.getMenu(None)  # a right click
+    assert _menu_built(view) and view.menu is menu
+    assert [a.text() for a in menu.actions()][:1] == ["View All"]
+    assert view.getContextMenus(None) == menu.actions()
+
+
+def test_a_view_box_menu_built_late_lists_the_named_views(qtbot):
+    first, second = pg.ViewBox(name="first view"), pg.ViewBox(name="second view")
+    assert not _menu_built(first) and not _menu_built(second)
+    combo = second.menu.ctrl[0].linkCombo  # built now: the views named so far
+    assert [combo.itemText(i) for i in range(combo.count())] == ["", "first view"]
+    third = pg.ViewBox(name="third view")
+    assert [combo.itemText(i) for i in range(combo.count())] == ["", "first view", "third view"]
+    assert not _menu_built(first) and not _menu_built(third)
+    second.menu.ctrl[0].linkCombo.setCurrentIndex(1)  # its form links the views, as before
+    assert second.linkedView(0) is first
+
+
+def test_a_view_box_menu_turned_off_first_is_never_built(qtbot):
+    plot = pg.PlotItem()
+    plot.setMenuEnabled(False)
+    assert plot.vb.menu is None and plot.vb.getMenu(None) is None
+    plot.setMenuEnabled(True)  # turned on again: built when asked for
+    assert not _menu_built(plot.vb)
+    assert plot.vb.getMenu(None) is not None
+    plot.setMenuEnabled(False)  # turned off once built: dropped
+    assert plot.vb.menu is None
+    assert pg.PlotItem(enableMenu=False).vb.menu is None
+
+
 def test_on_other_versions_the_form_is_left_to_pyqtgraph():
     assert compat.deferred_plot_forms("0.15.0") is False
+    assert compat.deferred_view_menus("0.15.0") is False
     assert compat.deferred_plot_forms("0.13.7") is False  # checked, but its constructor differs
     assert compat.unchanged_axis_labels_kept("0.15.0") is False
     assert compat.deferred_plot_forms("0.14.0") is True
 
 
-def test_the_windows_heatmaps_build_no_form_and_the_loss_plot_its_own(window):
+def test_the_windows_heatmaps_build_no_menus_and_the_loss_plot_its_own(window):
     maps = window.jacobian.heatmaps
     for plot in (*(p.plot for p in maps.panels), maps.rows_plot, maps.colorbar,
                  maps.difference_colorbar):
         assert FORM not in plot.__dict__, plot
-    assert FORM in window.loss_plot.plot_item.__dict__  # its options are set as it is built
-
+        assert not _menu_built(plot.vb)
+    loss = window.loss_plot.plot_item
+    assert FORM in loss.__dict__  # its options are set as it is built
+    assert _menu_built(loss.vb)  # the export actions are added to it
 
 def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     plot = pg.PlotItem()
