@@ -367,30 +367,31 @@ def _build_form(plot) -> None:
     _connect_form(plot, c)
 
 
+#: the plot's slot -> the form's signals connected to it ("widget.signal"), as pyqtgraph 0.14's
+#: constructor connects them (one slot a signal: the order does not matter)
+FORM_SLOTS = {
+    "updateAlpha": ("alphaGroup.toggled", "alphaSlider.valueChanged", "autoAlphaCheck.toggled"),
+    "updateGrid": ("xGridCheck.toggled", "yGridCheck.toggled", "gridAlphaSlider.valueChanged"),
+    "updateSpectrumMode": ("fftCheck.toggled",),
+    "updateSubtractMeanMode": ("subtractMeanCheck.toggled",),
+    "updateLogMode": ("logXCheck.toggled", "logYCheck.toggled"),
+    "updateDerivativeMode": ("derivativeCheck.toggled",),
+    "updatePhasemapMode": ("phasemapCheck.toggled",),
+    "updateDownsampling": ("downsampleSpin.valueChanged", "downsampleCheck.toggled",
+                           "autoDownsampleCheck.toggled", "subsampleRadio.toggled",
+                           "meanRadio.toggled", "clipToViewCheck.toggled"),
+    "avgParamListClicked": ("avgParamList.itemClicked",),
+    "avgToggled": ("averageGroup.toggled",),
+    "_handle_max_traces_toggle": ("maxTracesCheck.toggled",),
+    "updateDecimation": ("forgetTracesCheck.toggled", "maxTracesSpin.valueChanged"),
+}
+
+
 def _connect_form(plot, c) -> None:
-    for signal, slot in (
-            (c.alphaGroup.toggled, plot.updateAlpha),
-            (c.alphaSlider.valueChanged, plot.updateAlpha),
-            (c.autoAlphaCheck.toggled, plot.updateAlpha),
-            (c.xGridCheck.toggled, plot.updateGrid), (c.yGridCheck.toggled, plot.updateGrid),
-            (c.gridAlphaSlider.valueChanged, plot.updateGrid),
-            (c.fftCheck.toggled, plot.updateSpectrumMode),
-            (c.subtractMeanCheck.toggled, plot.updateSubtractMeanMode),
-            (c.logXCheck.toggled, plot.updateLogMode), (c.logYCheck.toggled, plot.updateLogMode),
-            (c.derivativeCheck.toggled, plot.updateDerivativeMode),
-            (c.phasemapCheck.toggled, plot.updatePhasemapMode),
-            (c.downsampleSpin.valueChanged, plot.updateDownsampling),
-            (c.downsampleCheck.toggled, plot.updateDownsampling),
-            (c.autoDownsampleCheck.toggled, plot.updateDownsampling),
-            (c.subsampleRadio.toggled, plot.updateDownsampling),
-            (c.meanRadio.toggled, plot.updateDownsampling),
-            (c.clipToViewCheck.toggled, plot.updateDownsampling),
-            (c.avgParamList.itemClicked, plot.avgParamListClicked),
-            (c.averageGroup.toggled, plot.avgToggled),
-            (c.maxTracesCheck.toggled, plot._handle_max_traces_toggle),
-            (c.forgetTracesCheck.toggled, plot.updateDecimation),
-            (c.maxTracesSpin.valueChanged, plot.updateDecimation)):
-        signal.connect(slot)
+    for slot, signals in FORM_SLOTS.items():
+        for name in signals:
+            widget, signal = name.split(".")
+            getattr(getattr(c, widget), signal).connect(getattr(plot, slot))
 
 
 #: what a view box holds as its menu until the menu is asked for

@@ -83,6 +83,7 @@ def test_the_form_built_late_holds_what_pyqtgraphs_own_holds(qtbot):
     assert own["deferred"] is False and ours["deferred"] is True
     assert own["state"] == ours["state"]
     assert own["menus"] == ours["menus"]
+    assert own["curve"] == ours["curve"] and own["grid"] == ours["grid"] == 100
 
 
 #: builds a plot as the loss plot does and prints its saved state and its menus
@@ -90,6 +91,7 @@ SAVED_STATE = """
 import json, sys
 from PySide6.QtWidgets import QApplication
 from playground.views import pyqtgraph_compat as compat
+import numpy as np
 import pyqtgraph as pg
 app = QApplication([])
 
@@ -99,11 +101,28 @@ def go():
     plot.showGrid(x=True, y=True, alpha=0.25)
     plot.setClipToView(True)
     plot.setDownsampling(auto=True, mode="peak")
-    plot.plot([1.0, 2.0, 3.0])
+    plot.plot(np.sin(np.arange(64.0)) + 2.0)
+    c, curve = plot.ctrl, plot.listDataItems()[0]
+    keys = ("logMode", "fftMode", "subtractMeanMode", "derivativeMode", "phasemapMode",
+            "alphaHint", "alphaMode", "downsample", "autoDownsample", "downsampleMethod")
+    seen = []  # the curve after each of the form's options, set as a user sets it in the menu
+    for box in (c.logXCheck, c.fftCheck, c.subtractMeanCheck, c.derivativeCheck,
+                c.phasemapCheck, c.meanRadio, c.autoDownsampleCheck, c.alphaGroup,
+                c.autoAlphaCheck, c.maxTracesCheck, c.forgetTracesCheck):
+        box.setChecked(not box.isChecked())
+        seen.append(repr([curve.opts[k] for k in keys]))
+        box.setChecked(not box.isChecked())
+    c.alphaGroup.setChecked(True)
+    c.autoAlphaCheck.setChecked(False)
+    c.alphaSlider.setValue(500)
+    c.gridAlphaSlider.setValue(100)
+    c.downsampleSpin.setValue(3)
+    seen.append(repr([curve.opts[k] for k in keys]))
     state = plot.saveState()
     menus = [a.text() for a in plot.ctrlMenu.actions()]
     print(json.dumps({"deferred": deferred, "state": repr(sorted(state.items())),
-                      "menus": menus}))
+                      "menus": menus, "curve": seen,
+                      "grid": plot.getAxis("bottom").grid}))
 
 compat.deferred_plot_forms("0.15.0" if sys.argv[1] == "own" else None)  # own: left alone
 go()
