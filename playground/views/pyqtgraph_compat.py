@@ -201,16 +201,16 @@ def _form_checked(version: str | None) -> bool:
 
 
 def deferred_plot_forms(version: str | None = None) -> bool:
-    """Each ``PlotItem`` builds its "Plot Options" form (``ctrl``: about 40 widgets from a
-    Qt Designer form, in a menu of six submenus, ``ctrlMenu``, and their ``stateGroup``) the
+    """Each ``PlotItem`` builds its "Plot Options" form (``ctrl``: the widgets of a Qt
+    Designer form, in a menu of submenus, ``ctrlMenu``, and their ``stateGroup``) the
     first time one of them is asked for, not in its constructor.
 
     The form is the plot's right-click "Plot Options" menu, and also where pyqtgraph keeps
     the options it sets (``setLogMode``, ``showGrid``, ``setDownsampling`` ... read and write
     its check boxes): any of them builds it, at its defaults, then goes on as before. The
     heatmaps and colour bars never ask (their menus are off), so the window's first paint
-    waits for about half as many widgets, each of which a theme or a zoom reaches
-    (docs/startup.md). ``close`` on a plot whose form was never built drops an empty menu.
+    waits for far fewer widgets, each of which a theme or a zoom reaches (docs/startup.md
+    has the counts). ``close`` on a plot whose form was never built drops an empty menu.
 
     Only on the versions whose constructor :func:`_plot_item_init` follows (``version``:
     pyqtgraph's own by default); elsewhere pyqtgraph builds it as always. True where the
@@ -446,8 +446,8 @@ def deferred_view_menus(version: str | None = None) -> bool:
 def unchanged_axis_labels_kept(version: str | None = None) -> bool:
     """An axis re-typesets its label (``QGraphicsTextItem.setHtml``) only where the HTML
     changed. pyqtgraph's ``AxisItem._updateLabel`` sets it at every change of range, pen,
-    text pen or SI prefix, mostly to the same text: hundreds of times while the window is
-    built. Only the label's HTML is kept; its size and picture are redone as before. On a
+    text pen or SI prefix, mostly to the same text, many times while the window is built
+    (docs/startup.md). Only the label's HTML is kept; its size and picture are redone as before. On a
     version not checked, nothing changes; True where the patch is in place. Checked by
     tests/playground/test_plot_menus.py."""
     if not checked(version):
