@@ -447,9 +447,9 @@ def unchanged_axis_labels_kept(version: str | None = None) -> bool:
     """An axis re-typesets its label (``QGraphicsTextItem.setHtml``) only where the HTML
     changed. pyqtgraph's ``AxisItem._updateLabel`` sets it at every change of range, pen,
     text pen or SI prefix, mostly to the same text, many times while the window is built
-    (docs/startup.md). Only the label's HTML is kept; its size and picture are redone as before. On a
-    version not checked, nothing changes; True where the patch is in place. Checked by
-    tests/playground/test_plot_menus.py."""
+    (docs/startup.md). Only the label's HTML is kept; its size and picture are redone as
+    before. On a version not checked, nothing changes; True where the patch is in place.
+    Checked by tests/playground/test_plot_menus.py."""
     if not checked(version):
         return False
     module: Any = importlib.import_module("pyqtgraph.graphicsItems.AxisItem")
