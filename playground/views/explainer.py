@@ -26,8 +26,11 @@ from PySide6.QtWidgets import (
 
 from playground.views.arrows import arrow_words
 from playground.views.fonts import code_font, point_size, scaled
+from playground.views.pyqtgraph_compat import lighter_plots
 
 __all__ = ["StepExplainer", "as_matrix", "example_entries", "explain"]
+
+lighter_plots()  # its plots build what their first paint does not show when used
 
 _LOSS_WORDS = {"mse": "mean squared error", "l1": "mean absolute error",
                "sse": "sum of squared errors"}

@@ -25,8 +25,9 @@ from PySide6.QtCore import Qt
 if TYPE_CHECKING:
     import pyqtgraph as pg
 
-__all__ = ["CHECKED", "checked", "ignore_text_width", "lazy_qt_mirrors",
-           "svg_tolerates_close_path"]
+__all__ = ["CHECKED", "checked", "deferred_plot_forms", "deferred_view_menus",
+           "ignore_text_width", "lazy_qt_mirrors", "lighter_plots", "svg_tolerates_close_path",
+           "unchanged_axis_labels_kept"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -170,4 +171,301 @@ def lazy_qt_mirrors(version: str | None = None) -> bool:
         return False
     for name, full in zip(MIRRORED, names):
         sys.modules[full] = LazyMirror(full, importlib.import_module(f"PySide6.{name}"))
+    return True
+
+
+# ---- what a plot builds that its first paint does not show -------------------------------------
+
+#: the versions whose ``PlotItem.__init__`` :func:`_plot_item_init` follows line for line
+FORM_CHECKED = ((0, 14), (0, 15))
+#: the PlotItem attributes its "Plot Options" form makes: built the first time one is asked for
+FORM_PARTS = ("ctrl", "ctrlMenu", "stateGroup")
+
+
+def lighter_plots() -> None:
+    """The patches that make a plot cheaper to build (:func:`deferred_plot_forms`,
+    :func:`deferred_view_menus`, :func:`unchanged_axis_labels_kept`): each module that
+    builds plots calls it on import."""
+    deferred_plot_forms()
+    deferred_view_menus()
+    unchanged_axis_labels_kept()
+
+
+def _form_checked(version: str | None) -> bool:
+    if version is None:
+        import pyqtgraph
+
+        version = pyqtgraph.__version__
+    low, high = FORM_CHECKED
+    return checked(version) and low <= release(version) < high
+
+
+def deferred_plot_forms(version: str | None = None) -> bool:
+    """Each ``PlotItem`` builds its "Plot Options" form (``ctrl``: the widgets of a Qt
+    Designer form, in a menu of submenus, ``ctrlMenu``, and their ``stateGroup``) the
+    first time one of them is asked for, not in its constructor.
+
+    The form is the plot's right-click "Plot Options" menu, and also where pyqtgraph keeps
+    the options it sets (``setLogMode``, ``showGrid``, ``setDownsampling`` ... read and write
+    its check boxes): any of them builds it, at its defaults, then goes on as before. The
+    heatmaps and colour bars never ask (their menus are off), so the window's first paint
+    waits for far fewer widgets, each of which a theme or a zoom reaches (docs/startup.md
+    has the counts). ``close`` on a plot whose form was never built drops an empty menu.
+
+    Only on the versions whose constructor :func:`_plot_item_init` follows (``version``:
+    pyqtgraph's own by default); elsewhere pyqtgraph builds it as always. True where the
+    constructor is ours (now or before). Checked by tests/playground/test_plot_menus.py."""
+    if not _form_checked(version):
+        return False
+    module = _plot_module()
+    cls = module.PlotItem
+    if getattr(cls.__init__, "_defers_form", False):
+        return True
+    close = cls.close
+
+    def closing(self) -> None:
+        if all(name not in self.__dict__ for name in FORM_PARTS):
+            self.__dict__["ctrlMenu"] = module.QtWidgets.QMenu()  # close() drops it
+        close(self)
+
+    cls.__init__ = _plot_item_init
+    cls.close = closing
+    for name in FORM_PARTS:
+        setattr(cls, name, _built_on_use(name))
+    return True
+
+
+def _plot_module() -> Any:
+    return importlib.import_module("pyqtgraph.graphicsItems.PlotItem.PlotItem")
+
+
+def _built_on_use(name: str) -> property:
+    def get(self):
+        if name not in self.__dict__:
+            _build_form(self)
+        return self.__dict__[name]
+
+    def set_(self, value) -> None:
+        self.__dict__[name] = value
+    return property(get, set_, doc=f"PlotItem.{name}, built the first time it is asked for")
+
+
+def _plot_item_init(self, parent=None, name=None, labels=None, title=None, viewBox=None,
+                    axisItems=None, enableMenu=True, **kwargs) -> None:
+    """pyqtgraph 0.14's ``PlotItem.__init__`` without the "Plot Options" form (:func:`
+    _build_form` builds it when asked for); the rest as it is there, in its order."""
+    module = _plot_module()
+    QtWidgets, fn = module.QtWidgets, module.fn
+    module.GraphicsWidget.__init__(self, parent)
+    self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Expanding,
+                       QtWidgets.QSizePolicy.Policy.Expanding)
+    self.autoBtn = module.ButtonItem(module.icons.getGraphPixmap('auto'), 14, self)
+    self.autoBtn.mode = 'auto'
+    self.autoBtn.clicked.connect(self.autoBtnClicked)
+    self.buttonsHidden = False
+    self.mouseHovering = False
+    self.layout = QtWidgets.QGraphicsGridLayout()
+    self.layout.setContentsMargins(1, 1, 1, 1)
+    self.setLayout(self.layout)
+    self.layout.setHorizontalSpacing(0)
+    self.layout.setVerticalSpacing(0)
+    if viewBox is None:
+        viewBox = module.ViewBox(parent=self, enableMenu=enableMenu)
+    self.vb = viewBox
+    self.vb.sigStateChanged.connect(self.viewStateChanged)
+    self.setMenuEnabled(enableMenu, None)
+    if name is not None:
+        self.vb.register(name)
+    self.vb.sigRangeChanged.connect(self.sigRangeChanged)
+    self.vb.sigXRangeChanged.connect(self.sigXRangeChanged)
+    self.vb.sigYRangeChanged.connect(self.sigYRangeChanged)
+    self.vb.sigRangeChangedManually.connect(self.sigRangeChangedManually)
+    self.layout.addItem(self.vb, 2, 1)
+    self.alpha = 1.0
+    self.autoAlpha = True
+    self.spectrumMode = False
+    self.legend = None
+    self.axes = {}
+    self.setAxisItems(axisItems)
+    self.titleLabel = module.LabelItem('', size='11pt', parent=self)
+    self.layout.addItem(self.titleLabel, 0, 1)
+    self.setTitle(None)
+    _lay_out_plot(self.layout)
+    self.items = []
+    self.curves = []
+    self.itemMeta = module.weakref.WeakKeyDictionary()
+    self.dataItems = []
+    self.paramList = {}
+    self.avgCurves = {}
+    self.avgPen = fn.mkPen((0, 200, 0))
+    self.avgShadowPen = fn.mkPen((0, 0, 0), width=4)
+    self.fileDialog = None
+    _label_plot(self, labels, title, kwargs)
+
+
+_plot_item_init._defers_form = True  # type: ignore[attr-defined]
+
+
+def _lay_out_plot(layout) -> None:
+    for i in range(4):
+        layout.setRowPreferredHeight(i, 0)
+        layout.setRowMinimumHeight(i, 0)
+        layout.setRowSpacing(i, 0)
+        layout.setRowStretchFactor(i, 1)
+    for i in range(3):
+        layout.setColumnPreferredWidth(i, 0)
+        layout.setColumnMinimumWidth(i, 0)
+        layout.setColumnSpacing(i, 0)
+        layout.setColumnStretchFactor(i, 1)
+    layout.setRowStretchFactor(2, 100)
+    layout.setColumnStretchFactor(1, 100)
+
+
+def _label_plot(plot, labels, title, kwargs) -> None:
+    """The end of pyqtgraph 0.14's ``PlotItem.__init__``: labels, title, data."""
+    if labels is None:
+        labels = {}
+    for label in list(plot.axes.keys()):
+        if label in kwargs:
+            labels[label] = kwargs[label]
+            del kwargs[label]
+    for k in labels:
+        if isinstance(labels[k], str):
+            labels[k] = (labels[k],)
+        plot.setLabel(k, *labels[k])
+    if title is not None:
+        plot.setTitle(title)
+    if kwargs:
+        plot.plot(**kwargs)
+
+
+def _build_form(plot) -> None:
+    """The form pyqtgraph 0.14's ``PlotItem.__init__`` builds, as it builds it there."""
+    module = _plot_module()
+    QtWidgets, translate = module.QtWidgets, module.translate
+    w = QtWidgets.QWidget()
+    c = module.ui_template.Ui_Form()
+    c.setupUi(w)
+    plot.__dict__["ctrl"] = c
+    menu_items = [(translate("PlotItem", 'Transforms'), c.transformGroup),
+                  (translate("PlotItem", 'Downsample'), c.decimateGroup),
+                  (translate("PlotItem", 'Average'), c.averageGroup),
+                  (translate("PlotItem", 'Alpha'), c.alphaGroup),
+                  (translate("PlotItem", 'Grid'), c.gridGroup),
+                  (translate("PlotItem", 'Points'), c.pointsGroup)]
+    menu = QtWidgets.QMenu(translate("PlotItem", 'Plot Options'))
+    plot.__dict__["ctrlMenu"] = menu
+    for name, group in menu_items:
+        sub = menu.addMenu(name)
+        action = QtWidgets.QWidgetAction(plot)
+        action.setDefaultWidget(group)
+        sub.addAction(action)
+    state = module.WidgetGroup()
+    plot.__dict__["stateGroup"] = state
+    for _name, group in menu_items:
+        state.autoAdd(group)
+    _connect_form(plot, c)
+
+
+#: the plot's slot -> the form's signals connected to it ("widget.signal"), as pyqtgraph 0.14's
+#: constructor connects them (one slot a signal: the order does not matter)
+FORM_SLOTS = {
+    "updateAlpha": ("alphaGroup.toggled", "alphaSlider.valueChanged", "autoAlphaCheck.toggled"),
+    "updateGrid": ("xGridCheck.toggled", "yGridCheck.toggled", "gridAlphaSlider.valueChanged"),
+    "updateSpectrumMode": ("fftCheck.toggled",),
+    "updateSubtractMeanMode": ("subtractMeanCheck.toggled",),
+    "updateLogMode": ("logXCheck.toggled", "logYCheck.toggled"),
+    "updateDerivativeMode": ("derivativeCheck.toggled",),
+    "updatePhasemapMode": ("phasemapCheck.toggled",),
+    "updateDownsampling": ("downsampleSpin.valueChanged", "downsampleCheck.toggled",
+                           "autoDownsampleCheck.toggled", "subsampleRadio.toggled",
+                           "meanRadio.toggled", "clipToViewCheck.toggled"),
+    "avgParamListClicked": ("avgParamList.itemClicked",),
+    "avgToggled": ("averageGroup.toggled",),
+    "_handle_max_traces_toggle": ("maxTracesCheck.toggled",),
+    "updateDecimation": ("forgetTracesCheck.toggled", "maxTracesSpin.valueChanged"),
+}
+
+
+def _connect_form(plot, c) -> None:
+    for slot, signals in FORM_SLOTS.items():
+        for name in signals:
+            widget, signal = name.split(".")
+            getattr(getattr(c, widget), signal).connect(getattr(plot, slot))
+
+
+#: what a view box holds as its menu until the menu is asked for
+DEFERRED_MENU = object()
+
+
+def deferred_view_menus(version: str | None = None) -> bool:
+    """Each ``ViewBox`` builds its right-click menu (``ViewBoxMenu``: "View All", the X and Y
+    axis forms, "Mouse Mode") the first time ``menu`` is asked for: a right click, a caller
+    that adds to it, not its constructor. A view box whose menu is turned off before then
+    never builds one; one turned off after drops it, as before. The named views it lists are
+    set as it is built. Only on the versions :data:`FORM_CHECKED` (``version``: pyqtgraph's
+    own by default); elsewhere pyqtgraph builds it as always. True where the patch is in
+    place. Checked by tests/playground/test_plot_menus.py."""
+    if not _form_checked(version):
+        return False
+    module: Any = importlib.import_module("pyqtgraph.graphicsItems.ViewBox.ViewBox")
+    cls = module.ViewBox
+    if isinstance(cls.__dict__.get("menu"), property):
+        return True
+    build = module.ViewBoxMenu
+    list_views = cls.updateViewLists
+
+    def get(self):  # (kept as _menu: shiboken reads an instance's own "menu" first)
+        menu = self.__dict__.get("_menu")
+        if menu is DEFERRED_MENU:
+            if not self.menuEnabled():  # turned off before it was built: there is none
+                menu = self.__dict__["_menu"] = None
+            elif not self.__dict__.get("_listing_views"):
+                menu = self.__dict__["_menu"] = build(self)
+                self.updateViewLists()  # the named views it offers to link to
+            else:
+                return None  # listing views: a menu not built has none to list
+        return menu
+
+    def set_(self, value) -> None:
+        self.__dict__["_menu"] = value
+
+    def update_view_lists(self) -> None:
+        self.__dict__["_listing_views"] = True
+        try:
+            list_views(self)
+        finally:
+            self.__dict__["_listing_views"] = False
+
+    module.ViewBoxMenu = lambda view: DEFERRED_MENU  # what the constructor holds meanwhile
+    cls.menu = property(get, set_, doc="ViewBox.menu, built the first time it is asked for")
+    cls.updateViewLists = update_view_lists
+    return True
+
+
+def unchanged_axis_labels_kept(version: str | None = None) -> bool:
+    """An axis re-typesets its label (``QGraphicsTextItem.setHtml``) only where the HTML
+    changed. pyqtgraph's ``AxisItem._updateLabel`` sets it at every change of range, pen,
+    text pen or SI prefix, mostly to the same text, many times while the window is built
+    (docs/startup.md). Only the label's HTML is kept; its size and picture are redone as
+    before. On a version not checked, nothing changes; True where the patch is in place.
+    Checked by tests/playground/test_plot_menus.py."""
+    if not checked(version):
+        return False
+    module: Any = importlib.import_module("pyqtgraph.graphicsItems.AxisItem")
+    cls = module.AxisItem
+    if getattr(cls._updateLabel, "_keeps_unchanged", False):
+        return True
+
+    def update_label(self) -> None:
+        html = self.labelString()
+        if self.__dict__.get("_label_html") != html:
+            self.label.setHtml(html)
+            self.__dict__["_label_html"] = html
+        self._adjustSize()
+        self.picture = None
+        self.update()
+
+    update_label._keeps_unchanged = True  # type: ignore[attr-defined]
+    cls._updateLabel = update_label
     return True

@@ -620,6 +620,25 @@ def test_apply_font_scales_banner_and_axes(view):
     assert view.heatmaps.panels[0].plot.titleLabel.opts["size"] == "23.0pt"
 
 
+def test_a_new_font_restyles_the_pane_once(view, monkeypatch):
+    """apply_font's own font change restyles nothing: the pane restyles once after it (it
+    restyled twice, the second time with nothing new, while the window was built)."""
+    restyles = []
+    restyle = type(view)._restyle_now
+    monkeypatch.setattr(type(view), "_restyle_now", lambda self: (restyles.append(self.font()),
+                                                                    restyle(self)))
+    font = QFont(view.font())
+    font.setPointSizeF(font.pointSizeF() + 3)
+    view.apply_font(font)
+    assert restyles == [font]
+    assert view.banner.verdict_label.font().pointSizeF() == pytest.approx(
+        font.pointSizeF() * 1.4)
+    view.apply_font(font, verdict_scale=2.0)  # the same font, a new scale: restyled all the same
+    assert len(restyles) == 2
+    assert view.banner.verdict_label.font().pointSizeF() == pytest.approx(
+        font.pointSizeF() * 2.8)
+
+
 def test_pixel_sized_fonts_work(view):
     font = QFont(view.font())
     font.setPixelSize(20)

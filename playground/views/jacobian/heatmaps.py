@@ -25,6 +25,7 @@ from playground.views.fitting import FittedTickSpacing
 from playground.views.fonts import point_size, scaled
 from playground.views.jacobian.geometry import cell_aspect, compact_tick_strings, grid_lines
 from playground.views.jacobian.items import Curve, Image, Scatter, ignore_text_width
+from playground.views.pyqtgraph_compat import lighter_plots
 from playground.views.theme import mix
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from customgrad.checking.jacobian import Axis, Report
 
 __all__ = ["Heatmaps", "Panel"]
+
+lighter_plots()  # its plots build what their first paint does not show when used
 
 _GRID = QColor(25, 25, 25)
 _HALO = QColor(255, 255, 255, 190)

@@ -331,7 +331,11 @@ class JacobianView(QWidget):
         """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
         verdict line ``verdict_scale`` times its usual size (presentation mode)."""
         self._verdict_scale = float(verdict_scale)
-        self.setFont(font)
+        self._styling = True  # the font change restyles nothing: the one restyle is below
+        try:
+            self.setFont(font)
+        finally:
+            self._styling = False
         self._restyle()
 
     # ------------------------------------------------------------------ Qt events

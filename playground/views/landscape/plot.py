@@ -11,6 +11,9 @@ from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from playground.views.arrows import ARROW_COLOURS
 from playground.views.fonts import css_size
 from playground.views.landscape.geometry import arrow_ends, axis_titles, head_angle
+from playground.views.pyqtgraph_compat import lighter_plots
+
+lighter_plots()  # its plots build what their first paint does not show when used
 
 #: the colour map of the loss: perceptually uniform, readable in grey
 COLOUR_MAP = "viridis"

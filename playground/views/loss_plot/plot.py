@@ -46,9 +46,12 @@ from playground.views.loss_plot.runs import (
     stepped_range,
 )
 from playground.views.pacing import paint_later
+from playground.views.pyqtgraph_compat import lighter_plots
 from playground.views.theme import mix
 
 __all__ = ["LossPlot"]
+
+lighter_plots()  # its plots build what their first paint does not show when used
 
 _MIN_FLUSH_INTERVAL = 1 / 10  # seconds between two redraws of the live curve, at least
 
