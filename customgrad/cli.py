@@ -13,6 +13,7 @@ of killing the CLI. ``--in-process`` runs it in this process instead (for pdb an
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -102,7 +103,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
     wanted = set(args.checks or subchecks.defaults_for(problem.function))
     wanted |= {"double_backward"} if args.double else set()
     options = problem.check_options(keep_matrices=False, label=problem.target.label)
-    options = options.with_checks(wanted)
+    options = dataclasses.replace(options.with_checks(wanted), nondet_tol=args.nondet_tol)
     try:
         report = verify(problem.function, problem.args, options)
     except TooLargeError as exc:

@@ -98,6 +98,10 @@ def _limit_gib(text: str) -> float:
     return _number(text, "GIB must be a number of GiB (0: no limit)", zero=True)
 
 
+def _nondet_tol(text: str) -> float:
+    return _number(text, "TOL must be a number >= 0", zero=True)
+
+
 def _seconds(text: str) -> float:
     return _number(text, "SECONDS must be a positive number")
 
@@ -155,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="absolute tolerance (default: %(default)s)")
     p.add_argument("--rtol", type=float, default=RTOL,
                    help="relative tolerance (default: %(default)s)")
+    p.add_argument("--nondet-tol", type=_nondet_tol, default=0.0, metavar="TOL",
+                   help="how far two backward calls on the same graph may differ, as "
+                        "gradcheck's nondet_tol (default: %(default)s; a backward summing "
+                        "by atomic adds on a GPU needs a little above its rounding)")
     p.add_argument("--memory-cap", type=_gib, default=1.0, metavar="GIB",
                    help="refuse Jacobians whose matrices exceed this many GiB "
                         "(default: %(default)s)")

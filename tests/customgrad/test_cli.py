@@ -231,6 +231,37 @@ def test_a_users_copy_of_the_docs_mulconstant_passes(capsys, tmp_path):
         {"name": "factor", "value": 1.0, "reason": "annotated float, without a default"}]
 
 
+def test_nondet_tol_lets_a_backward_vary_by_its_rounding_as_gradcheck(capsys, tmp_path):
+    """A backward whose result varies by 1e-12 of itself from call to call (as atomic adds
+    on a GPU sum in any order) fails gradcheck's reentrancy check at its default nondet_tol
+    of 0; --nondet-tol above the gap passes it, as gradcheck(nondet_tol=...) does."""
+    path = tmp_path / "jitter.py"
+    path.write_text(textwrap.dedent('''
+        import torch
+
+
+        class Jittered(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = torch.tanh(x)
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                (y,) = ctx.saved_tensors
+                return g * (1 - y * y) * (1 + 1e-12 * torch.randn_like(y))
+    '''))
+    code, out, _ = run_cli(capsys, "check", f"{path}:Jittered", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["checks"]["reentrant"]["status"] == "failed"
+    assert "--nondet-tol" in data["checks"]["reentrant"]["detail"]
+    code, out, _ = run_cli(capsys, "check", f"{path}:Jittered", "--json", "--nondet-tol", "1e-9")
+    assert code == 0 and "reentrant" not in json.loads(out)["checks"]
+    code, _, err = run_cli(capsys, "check", f"{path}:Jittered", "--nondet-tol", "-1")
+    assert code == 2 and "TOL must be a number >= 0, not -1" in err
+
+
 def test_run_says_which_constants_it_guessed(capsys):
     code, out, err = run_cli(capsys, "run", "customgrad.targets.gallery.seeds:KillHead",
                              "--steps", "2")

@@ -194,7 +194,8 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
             f"{gap:.3g} (nondet_tol {nondet_tol:g}): its result depends on random numbers, "
             "on the order of atomic adds (a GPU), or on how often it ran (it writes into "
             "what it reads: a saved tensor through numpy, a tensor kept on ctx). gradcheck "
-            "fails it too; where the gap is summation order, pass nondet_tol above it."))
+            "fails it too; where the gap is summation order, allow it: nondet_tol= above it "
+            "(--nondet-tol on the command line)."))
 
 
 def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
