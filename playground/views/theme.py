@@ -24,9 +24,10 @@ from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QStyleFactory, QWidget
 
 from playground.state import paths
+from playground.views import app_filters
 
 __all__ = ["THEMES", "Theme", "apply_theme", "contrast", "get", "icon", "next_theme",
-           "palette"]
+           "palette", "wanted_sheet"]
 
 
 @dataclass(frozen=True)
@@ -236,16 +237,31 @@ def _inherit_again(window: QWidget) -> None:
             widget.setPalette(QPalette())
 
 
-def apply_theme(window: QWidget, name: str) -> Theme:
-    """Switch the application, and everything in ``window``, to theme ``name``."""
+def wanted_sheet(name: str) -> str | None:
+    """The application style sheet theme ``name`` wants (high contrast's, or none); None where
+    the application has a style sheet that is not ours, which a theme leaves alone."""
+    app = QApplication.instance()
+    if app.styleSheet() not in ("", _high_contrast_sheet()):
+        return None
+    return _high_contrast_sheet() if get(name).name == "high-contrast" else ""
+
+
+@app_filters.paused()
+def apply_theme(window: QWidget, name: str, *, set_sheet: bool = True) -> Theme:
+    """Switch the application, and everything in ``window``, to theme ``name``.
+
+    ``set_sheet=False`` leaves setting high contrast's style sheet to the caller (see
+    :func:`wanted_sheet`): the zoom's font pass that follows a theme change sets it, once. A
+    style sheet polishes every widget of the application again (0.35 s of the GUI thread for
+    the ~660 widgets there are), and widgets under one keep the font they were polished with,
+    so the font pass has to set it after the fonts anyway."""
     theme = get(name)
     app = QApplication.instance()
     if app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
     pal = palette(name)
-    sheet = _high_contrast_sheet() if name == "high-contrast" else ""
-    ours = app.styleSheet() in ("", _high_contrast_sheet())
-    left_sheet = ours and not sheet and bool(app.styleSheet())
+    sheet = wanted_sheet(name)
+    left_sheet = sheet == "" and bool(app.styleSheet())
     if left_sheet:
         app.setStyleSheet("")
     app.setPalette(pal)
@@ -261,7 +277,7 @@ def apply_theme(window: QWidget, name: str) -> Theme:
         elif callable(getattr(widget, "apply_code_style", None)):  # a code editor
             widget.apply_code_style(theme.code_style)
     # last: a style sheet fixes each widget's palette as it is at that moment
-    if ours and sheet and app.styleSheet() != sheet:
+    if sheet and set_sheet and app.styleSheet() != sheet:
         app.setStyleSheet(sheet)
     elif left_sheet:
         # scroll areas' viewports keep the palette the sheet gave them: inherit again
