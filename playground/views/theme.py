@@ -18,16 +18,33 @@ from functools import lru_cache
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QByteArray, QEvent, QRectF, Qt
-from PySide6.QtGui import QColor, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtCore import QByteArray, QEvent, QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QIcon,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QPixmap,
+)
 from PySide6.QtSvg import QSvgRenderer
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QStyleFactory, QWidget
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QApplication,
+    QProxyStyle,
+    QStyle,
+    QStyleFactory,
+    QWidget,
+)
 
 from playground.state import paths
 from playground.views import app_filters
 
-__all__ = ["THEMES", "Theme", "apply_theme", "contrast", "get", "icon", "next_theme",
-           "palette", "wanted_sheet"]
+__all__ = ["THEMES", "PlaygroundStyle", "Theme", "apply_theme", "contrast", "get", "icon",
+           "indicator_size", "next_theme", "palette", "use_style", "wanted_sheet"]
 
 
 @dataclass(frozen=True)
@@ -50,9 +67,6 @@ THEMES: dict[str, Theme] = {
 _HIGH_CONTRAST_SHEET = """
 QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidget::pane,
 QGroupBox { border: 2px solid #ffffff; }
-QCheckBox::indicator { width: 0.9em; height: 0.9em; border: 2px solid #ffffff;
-                       background: #000000; }
-QCheckBox::indicator:checked { background: #ffff00; border-color: #ffff00; }
 QPushButton { padding: 3px 10px; }
 QPushButton:hover, QComboBox:hover, QLineEdit:focus, QSpinBox:focus { border-color: #ffff00; }
 QGroupBox { margin-top: 1.2em; padding-top: 4px; }
@@ -211,6 +225,90 @@ def palette(name: str) -> QPalette:
     return pal
 
 
+def indicator_size(font: QFont) -> int:
+    """A check box's side in pixels for text in ``font``: 80 % of a line, so that it grows
+    with the zoom (Fusion's is 13 px at any zoom: a speck on a projector at 150 %); never
+    less than Fusion's."""
+    return max(13, round(QFontMetrics(font).height() * 0.8))
+
+
+class PlaygroundStyle(QProxyStyle):
+    """Fusion, with check boxes that scale with their text and read in every theme: a box
+    outlined in the text colour on the base colour, filled with the selection colour and
+    ticked in its text colour when checked (blue and white in light and dark, yellow and
+    black in high contrast).
+
+    Written in Python, each of Qt's calls for a pixel metric or a primitive is a call into
+    the interpreter: a repaint of the whole window makes about 280 and 95 of them, which cost
+    7 ms more on 2 cores (docs/performance-log.md, 2026-11-29); the loss plot's repaint, the
+    one a run repeats, makes none. A style sheet indicator costs nothing to paint but would
+    put a sheet on every theme, and every zoom step would then polish each widget again."""
+
+    _SIZES = (QStyle.PixelMetric.PM_IndicatorWidth, QStyle.PixelMetric.PM_IndicatorHeight)
+    _BOX = QStyle.PrimitiveElement.PE_IndicatorCheckBox
+
+    def __init__(self) -> None:
+        super().__init__(QStyleFactory.create("Fusion"))
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:
+        if metric in self._SIZES:
+            return indicator_size(widget.font() if widget is not None else QApplication.font())
+        return super().pixelMetric(metric, option, widget)
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        if element == self._BOX:
+            _draw_check_box(option, painter)
+        else:
+            super().drawPrimitive(element, option, painter, widget)
+
+
+def _draw_check_box(option, painter: QPainter) -> None:
+    state, pal = option.state, option.palette
+    enabled = bool(state & QStyle.StateFlag.State_Enabled)
+    group = QPalette.ColorGroup.Active if enabled else QPalette.ColorGroup.Disabled
+    on = bool(state & QStyle.StateFlag.State_On)
+    partly = bool(state & QStyle.StateFlag.State_NoChange)
+    text = pal.color(group, QPalette.ColorRole.Text)
+    base = pal.color(group, QPalette.ColorRole.Base)
+    fill = pal.color(group, QPalette.ColorRole.Highlight) if enabled else text
+    mark = pal.color(group, QPalette.ColorRole.HighlightedText) if enabled else base
+    side = min(option.rect.width(), option.rect.height())
+    line = max(1.5, side / 9)
+    box = QRectF(option.rect.x(), option.rect.y(), side, side).adjusted(
+        line / 2, line / 2, -line / 2, -line / 2)
+    hover = enabled and bool(state & QStyle.StateFlag.State_MouseOver)
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    edge = pal.color(group, QPalette.ColorRole.Highlight) if hover else text
+    painter.setPen(QPen(fill if (on or partly) and not hover else edge, line))
+    painter.setBrush(fill if on or partly else base)
+    painter.drawRoundedRect(box, line, line)
+    if on or partly:
+        pen = QPen(mark, max(2.0, side / 7))
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        x, y, w = box.x(), box.y(), box.width()
+        path = QPainterPath()
+        if on:
+            path.moveTo(QPointF(x + 0.2 * w, y + 0.52 * w))
+            path.lineTo(QPointF(x + 0.42 * w, y + 0.74 * w))
+            path.lineTo(QPointF(x + 0.8 * w, y + 0.28 * w))
+        else:  # partly: a bar
+            path.moveTo(QPointF(x + 0.25 * w, y + 0.5 * w))
+            path.lineTo(QPointF(x + 0.75 * w, y + 0.5 * w))
+        painter.drawPath(path)
+    painter.restore()
+
+
+def use_style(app: QApplication) -> None:
+    """The application in :class:`PlaygroundStyle` (best before any widget exists: a new style
+    polishes every widget there is again)."""
+    if not isinstance(app.style(), PlaygroundStyle):
+        app.setStyle(PlaygroundStyle())
+
+
 def _high_contrast_sheet() -> str:
     return _HIGH_CONTRAST_SHEET + _arrow_sheet(QColor("#ffffff"))
 
@@ -257,8 +355,7 @@ def apply_theme(window: QWidget, name: str, *, set_sheet: bool = True) -> Theme:
     so the font pass has to set it after the fonts anyway."""
     theme = get(name)
     app = QApplication.instance()
-    if app.style().name().lower() != "fusion":
-        app.setStyle("Fusion")
+    use_style(app)
     pal = palette(name)
     sheet = wanted_sheet(name)
     left_sheet = sheet == "" and bool(app.styleSheet())

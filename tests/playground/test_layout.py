@@ -348,6 +348,45 @@ def test_button_icons_contrast_with_the_button(qtbot, theme_name):
         win.session.shutdown(wait=0.5)
 
 
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_check_boxes_grow_with_the_zoom_and_read_in_every_theme(qtbot, theme_name):
+    """Fusion drew a 13 px box at any zoom, outlined a shade off the pane in the dark theme:
+    the box now grows with its text, and, rendered, its outline (unchecked) stands 3:1 off
+    the pane, its fill (checked) too, and its tick 3:1 off the fill."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        box = win.loss_plot.log_checkbox
+        width = QStyle.PixelMetric.PM_IndicatorWidth
+        small = box.style().pixelMetric(width, None, box)
+        win.preferences.set_zoom(150, remember=False)
+        _settle(qtbot, win)
+        large = box.style().pixelMetric(width, None, box)
+        assert large >= 1.3 * small, (small, large)  # as its text (1.5), within rounding
+        for checked in (False, True):
+            box.setChecked(checked)
+            option = QStyleOptionButton()
+            box.initStyleOption(option)
+            rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option,
+                                              box)
+            assert rect.width() >= large - 1
+            image = box.grab().toImage()
+            pane = image.pixelColor(rect.right() + 2, rect.center().y())  # before the text
+            pixels = [image.pixelColor(x, y) for x in range(rect.left(), rect.right() + 1)
+                      for y in range(rect.top(), rect.bottom() + 1)]
+            assert max(theme.contrast(c, pane) for c in pixels) >= 3.0, (theme_name, checked)
+            if checked:
+                inset = rect.adjusted(4, 4, -4, -4)  # inside the outline's rounded corners
+                fill = image.pixelColor(inset.left() + 1, inset.top() + 1)
+                assert theme.contrast(fill, pane) >= 3.0, theme_name
+                tick = [image.pixelColor(x, y) for x in range(inset.left(), inset.right() + 1)
+                        for y in range(inset.top(), inset.bottom() + 1)]
+                assert max(theme.contrast(c, fill) for c in tick) >= 3.0, theme_name
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 def test_teaching_note_is_the_class_own_docstring_only(qtbot, tmp_path):
     source = tmp_path / "nodoc.py"
     source.write_text(
