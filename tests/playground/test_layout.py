@@ -387,6 +387,42 @@ def test_check_boxes_grow_with_the_zoom_and_read_in_every_theme(qtbot, theme_nam
         win.session.shutdown(wait=0.5)
 
 
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_the_pickers_selection_looks_the_same_focused_or_not(qtbot, theme_name):
+    """The picker's selected row, rendered with the list focused from the keyboard, then with
+    the focus on Play, then after F5 and Esc: the same pixels each time (Fusion washed a
+    focused row with a lighter gradient, so the selection changed colour after F5/Esc), its
+    text at least 4.5:1 on the selection colour."""
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        tree = win.picker.tree
+        item = tree.currentItem()
+        assert item is not None and item.isSelected()
+
+        def row() -> QImage:
+            _settle(qtbot, win)
+            return tree.viewport().grab(tree.visualItemRect(item)).toImage()
+
+        tree.setFocus(Qt.FocusReason.TabFocusReason)
+        assert tree.hasFocus()
+        focused = row()
+        win.controls.play.setFocus(Qt.FocusReason.TabFocusReason)
+        unfocused = row()
+        QTest.keyClick(win, Qt.Key.Key_F5)
+        QTest.keyClick(win, Qt.Key.Key_Escape)
+        assert not win.preferences.presenting
+        after = row()
+        assert focused == unfocused == after, theme_name
+        selection = tree.palette().color(QPalette.ColorRole.Highlight)
+        assert focused.pixelColor(focused.width() - 2, focused.height() // 2) == selection
+        text = max((focused.pixelColor(x, y) for x in range(focused.width())
+                    for y in range(focused.height())),
+                   key=lambda c: theme.contrast(c, selection))
+        assert theme.contrast(text, selection) >= 4.5, theme_name
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 def test_teaching_note_is_the_class_own_docstring_only(qtbot, tmp_path):
     source = tmp_path / "nodoc.py"
     source.write_text(
