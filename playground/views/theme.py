@@ -227,14 +227,15 @@ def palette(name: str) -> QPalette:
 
 
 def indicator_size(font: QFont) -> int:
-    """A check box's side in pixels for text in ``font``: 80 % of a line, so that it grows
+    """A check box's side in pixels for text in ``font``: 68 % of a line, so that it grows
     with the zoom (Fusion's is 13 px at any zoom: a speck on a projector at 150 %); never
-    less than Fusion's."""
-    return max(13, round(QFontMetrics(font).height() * 0.8))
+    less than Fusion's. No larger: the form's input row (two check boxes) sets the left
+    pane's width, and at 150 % on a 1280 px projector the window had 9 px to spare."""
+    return max(13, round(QFontMetrics(font).height() * 0.68))
 
 
 class PlaygroundStyle(QProxyStyle):
-    """Fusion, with check boxes that scale with their text and read in every theme: a box
+    """Fusion, with check boxes that grow with their text and read in every theme: a box
     outlined in the text colour on the base colour, filled with the selection colour and
     ticked in its text colour when checked (blue and white in light and dark, yellow and
     black in high contrast).
@@ -246,6 +247,7 @@ class PlaygroundStyle(QProxyStyle):
     put a sheet on every theme, and every zoom step would then polish each widget again."""
 
     _SIZES = (QStyle.PixelMetric.PM_IndicatorWidth, QStyle.PixelMetric.PM_IndicatorHeight)
+    _SPACING = QStyle.PixelMetric.PM_CheckBoxLabelSpacing
     _BOX = QStyle.PrimitiveElement.PE_IndicatorCheckBox
     _ITEMS = (QStyle.PrimitiveElement.PE_PanelItemViewItem,
               QStyle.PrimitiveElement.PE_PanelItemViewRow)
@@ -257,6 +259,8 @@ class PlaygroundStyle(QProxyStyle):
     def pixelMetric(self, metric, option=None, widget=None) -> int:
         if metric in self._SIZES:
             return indicator_size(widget.font() if widget is not None else QApplication.font())
+        if metric == self._SPACING:
+            return 4  # Fusion's 6: the box's growth taken back from the gap to its label
         return super().pixelMetric(metric, option, widget)
 
     def drawPrimitive(self, element, option, painter, widget=None) -> None:
