@@ -354,6 +354,9 @@ def application():
     app = QApplication.instance() or QApplication(sys.argv[:1] or ["autograd-playground"])
     app.setApplicationName("autograd-playground")
     app.setOrganizationName("autograd-playground")
+    from playground.views.theme import use_style
+
+    use_style(app)  # before any widget: a style set later polishes every widget again
     font = app.font()
     font.setPointSizeF(max(font.pointSizeF(), 11.0))
     app.setFont(font)

@@ -8,7 +8,6 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
-    QApplication,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -23,6 +22,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from playground.views import app_filters
 
 __all__ = ["ShortcutsDialog", "TextFieldEscape", "is_text_field", "shortcut_rows"]
 
@@ -48,7 +49,7 @@ class TextFieldEscape(QObject):
         super().__init__(window)
         self._window = window
         self._home = home
-        QApplication.instance().installEventFilter(self)
+        app_filters.install(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape \

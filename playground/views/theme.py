@@ -18,15 +18,34 @@ from functools import lru_cache
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QByteArray, QEvent, QRectF, Qt
-from PySide6.QtGui import QColor, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtCore import QByteArray, QEvent, QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QIcon,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QPixmap,
+)
 from PySide6.QtSvg import QSvgRenderer
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QStyleFactory, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QApplication,
+    QProxyStyle,
+    QStyle,
+    QStyleFactory,
+    QWidget,
+)
 
 from playground.state import paths
+from playground.views import app_filters
 
-__all__ = ["THEMES", "Theme", "apply_theme", "contrast", "get", "icon", "next_theme",
-           "palette"]
+__all__ = ["THEMES", "PlaygroundStyle", "Theme", "apply_theme", "contrast", "get", "icon",
+           "indicator_size", "next_theme", "palette", "use_style", "wanted_sheet"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +68,6 @@ THEMES: dict[str, Theme] = {
 _HIGH_CONTRAST_SHEET = """
 QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidget::pane,
 QGroupBox { border: 2px solid #ffffff; }
-QCheckBox::indicator { width: 0.9em; height: 0.9em; border: 2px solid #ffffff;
-                       background: #000000; }
-QCheckBox::indicator:checked { background: #ffff00; border-color: #ffff00; }
 QPushButton { padding: 3px 10px; }
 QPushButton:hover, QComboBox:hover, QLineEdit:focus, QSpinBox:focus { border-color: #ffff00; }
 QGroupBox { margin-top: 1.2em; padding-top: 4px; }
@@ -191,7 +207,7 @@ def palette(name: str) -> QPalette:
             "PlaceholderText": "#a0a0a0", "Text": "#e8e8e8", "Button": "#3a3a3a",
             "ButtonText": "#ececec", "BrightText": "#ff8a80", "Light": "#555555",
             "Midlight": "#444444", "Mid": "#5c5c5c", "Dark": "#1a1a1a", "Shadow": "#000000",
-            "Highlight": "#3d8ee0", "HighlightedText": "#ffffff", "Link": "#8cc4ff",
+            "Highlight": "#2d76c8", "HighlightedText": "#ffffff", "Link": "#8cc4ff",
             "LinkVisited": "#c9a6ff"})
         disabled = QPalette.ColorGroup.Disabled
         _set(pal, {"WindowText": "#808080", "Text": "#808080", "ButtonText": "#808080",
@@ -208,6 +224,108 @@ def palette(name: str) -> QPalette:
     disabled = QPalette.ColorGroup.Disabled
     _set(pal, {"WindowText": "#a8a8a8", "Text": "#a8a8a8", "ButtonText": "#a8a8a8"}, disabled)
     return pal
+
+
+def indicator_size(font: QFont) -> int:
+    """A check box's side in pixels for text in ``font``: 68 % of a line, so that it grows
+    with the zoom (Fusion's is 13 px at any zoom: a speck on a projector at 150 %); never
+    less than Fusion's. No larger: the form's input row (two check boxes) sets the left
+    pane's width, and at 150 % on a 1280 px projector the window had 9 px to spare."""
+    return max(13, round(QFontMetrics(font).height() * 0.68))
+
+
+class PlaygroundStyle(QProxyStyle):
+    """Fusion, with check boxes that grow with their text and read in every theme: a box
+    outlined in the text colour on the base colour, filled with the selection colour and
+    ticked in its text colour when checked (blue and white in light and dark, yellow and
+    black in high contrast).
+
+    Written in Python, each of Qt's calls for a pixel metric or a primitive is a call into
+    the interpreter: a repaint of the whole window makes about 280 and 95 of them, which cost
+    7 ms more on 2 cores (docs/performance-log.md, 2026-11-29); the loss plot's repaint, the
+    one a run repeats, makes none. A style sheet indicator costs nothing to paint but would
+    put a sheet on every theme, and every zoom step would then polish each widget again."""
+
+    _SIZES = (QStyle.PixelMetric.PM_IndicatorWidth, QStyle.PixelMetric.PM_IndicatorHeight)
+    _SPACING = QStyle.PixelMetric.PM_CheckBoxLabelSpacing
+    _BOX = QStyle.PrimitiveElement.PE_IndicatorCheckBox
+    _ITEMS = (QStyle.PrimitiveElement.PE_PanelItemViewItem,
+              QStyle.PrimitiveElement.PE_PanelItemViewRow)
+    _FOCUS = QStyle.PrimitiveElement.PE_FrameFocusRect
+
+    def __init__(self) -> None:
+        super().__init__(QStyleFactory.create("Fusion"))
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:
+        if metric in self._SIZES:
+            return indicator_size(widget.font() if widget is not None else QApplication.font())
+        if metric == self._SPACING:
+            return 4  # Fusion's 6: the box's growth taken back from the gap to its label
+        return super().pixelMetric(metric, option, widget)
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        if element == self._BOX:
+            _draw_check_box(option, painter)
+        elif element == self._FOCUS and isinstance(widget, QAbstractItemView):
+            # Fusion washed a focused list's current row with a lighter gradient, over its
+            # text (white on it 2.9:1 in the dark theme), and only once the keyboard had moved
+            # the focus: the picker's selection looked different after F5 and Esc. The
+            # selection marks the current row
+            return
+        elif element in self._ITEMS and option.state & QStyle.StateFlag.State_Selected:
+            # one flat selection colour, the window active or not
+            group = QPalette.ColorGroup.Active if option.state & QStyle.StateFlag.State_Enabled \
+                else QPalette.ColorGroup.Disabled
+            painter.fillRect(option.rect, option.palette.color(group, QPalette.ColorRole.Highlight))
+        else:
+            super().drawPrimitive(element, option, painter, widget)
+
+
+def _draw_check_box(option, painter: QPainter) -> None:
+    state, pal = option.state, option.palette
+    enabled = bool(state & QStyle.StateFlag.State_Enabled)
+    group = QPalette.ColorGroup.Active if enabled else QPalette.ColorGroup.Disabled
+    on = bool(state & QStyle.StateFlag.State_On)
+    partly = bool(state & QStyle.StateFlag.State_NoChange)
+    text = pal.color(group, QPalette.ColorRole.Text)
+    base = pal.color(group, QPalette.ColorRole.Base)
+    fill = pal.color(group, QPalette.ColorRole.Highlight) if enabled else text
+    mark = pal.color(group, QPalette.ColorRole.HighlightedText) if enabled else base
+    side = min(option.rect.width(), option.rect.height())
+    line = max(1.5, side / 9)
+    box = QRectF(option.rect.x(), option.rect.y(), side, side).adjusted(
+        line / 2, line / 2, -line / 2, -line / 2)
+    hover = enabled and bool(state & QStyle.StateFlag.State_MouseOver)
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    edge = pal.color(group, QPalette.ColorRole.Highlight) if hover else text
+    painter.setPen(QPen(fill if (on or partly) and not hover else edge, line))
+    painter.setBrush(fill if on or partly else base)
+    painter.drawRoundedRect(box, line, line)
+    if on or partly:
+        pen = QPen(mark, max(2.0, side / 7))
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        x, y, w = box.x(), box.y(), box.width()
+        path = QPainterPath()
+        if on:
+            path.moveTo(QPointF(x + 0.2 * w, y + 0.52 * w))
+            path.lineTo(QPointF(x + 0.42 * w, y + 0.74 * w))
+            path.lineTo(QPointF(x + 0.8 * w, y + 0.28 * w))
+        else:  # partly: a bar
+            path.moveTo(QPointF(x + 0.25 * w, y + 0.5 * w))
+            path.lineTo(QPointF(x + 0.75 * w, y + 0.5 * w))
+        painter.drawPath(path)
+    painter.restore()
+
+
+def use_style(app: QApplication) -> None:
+    """The application in :class:`PlaygroundStyle` (best before any widget exists: a new style
+    polishes every widget there is again)."""
+    if not isinstance(app.style(), PlaygroundStyle):
+        app.setStyle(PlaygroundStyle())
 
 
 def _high_contrast_sheet() -> str:
@@ -236,16 +354,30 @@ def _inherit_again(window: QWidget) -> None:
             widget.setPalette(QPalette())
 
 
-def apply_theme(window: QWidget, name: str) -> Theme:
-    """Switch the application, and everything in ``window``, to theme ``name``."""
+def wanted_sheet(name: str) -> str | None:
+    """The application style sheet theme ``name`` wants (high contrast's, or none); None where
+    the application has a style sheet that is not ours, which a theme leaves alone."""
+    app = QApplication.instance()
+    if app.styleSheet() not in ("", _high_contrast_sheet()):
+        return None
+    return _high_contrast_sheet() if get(name).name == "high-contrast" else ""
+
+
+@app_filters.paused()
+def apply_theme(window: QWidget, name: str, *, set_sheet: bool = True) -> Theme:
+    """Switch the application, and everything in ``window``, to theme ``name``.
+
+    ``set_sheet=False`` leaves setting high contrast's style sheet to the caller (see
+    :func:`wanted_sheet`): the zoom's font pass that follows a theme change sets it, once. A
+    style sheet polishes every widget of the application again (0.35 s of the GUI thread for
+    the ~660 widgets there are), and widgets under one keep the font they were polished with,
+    so the font pass has to set it after the fonts anyway."""
     theme = get(name)
     app = QApplication.instance()
-    if app.style().name().lower() != "fusion":
-        app.setStyle("Fusion")
+    use_style(app)
     pal = palette(name)
-    sheet = _high_contrast_sheet() if name == "high-contrast" else ""
-    ours = app.styleSheet() in ("", _high_contrast_sheet())
-    left_sheet = ours and not sheet and bool(app.styleSheet())
+    sheet = wanted_sheet(name)
+    left_sheet = sheet == "" and bool(app.styleSheet())
     if left_sheet:
         app.setStyleSheet("")
     app.setPalette(pal)
@@ -261,7 +393,7 @@ def apply_theme(window: QWidget, name: str) -> Theme:
         elif callable(getattr(widget, "apply_code_style", None)):  # a code editor
             widget.apply_code_style(theme.code_style)
     # last: a style sheet fixes each widget's palette as it is at that moment
-    if ours and sheet and app.styleSheet() != sheet:
+    if sheet and set_sheet and app.styleSheet() != sheet:
         app.setStyleSheet(sheet)
     elif left_sheet:
         # scroll areas' viewports keep the palette the sheet gave them: inherit again

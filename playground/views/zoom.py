@@ -12,6 +12,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QComboBox, QToolTip, QWidget
 
 from playground.state.preferences import MAX, MIN, STEPS, clamp, step_zoom
+from playground.views import app_filters
 
 __all__ = ["MAX", "MIN", "STEPS", "WheelZoom", "apply_zoom", "base_point_size", "step_zoom"]
 
@@ -37,8 +38,13 @@ def zoomed_font(percent: float, boost: float = 1.0) -> QFont:
     return font
 
 
-def apply_zoom(window: QWidget, percent: float, boost: float = 1.0) -> QFont:
-    """Scale the application font to ``percent`` of its start size and tell every view."""
+@app_filters.paused()
+def apply_zoom(window: QWidget, percent: float, boost: float = 1.0, *,
+               sheet: str | None = None) -> QFont:
+    """Scale the application font to ``percent`` of its start size and tell every view.
+
+    ``sheet``: the application style sheet to set (a theme's, see theme.apply_theme); None
+    keeps the one there is. Either is set once, after the application font."""
     font = zoomed_font(percent, boost)
     QApplication.setFont(font)
     # Qt posts the change to each widget: deliver it now, so sizes are right at once
@@ -46,9 +52,10 @@ def apply_zoom(window: QWidget, percent: float, boost: float = 1.0) -> QFont:
     _forget_combo_sizes(window)
     QToolTip.setFont(font)
     app = QApplication.instance()
-    if app.styleSheet():
+    sheet = app.styleSheet() if sheet is None else sheet
+    if sheet:
         # widgets under a style sheet keep the font they were polished with: polish again
-        app.setStyleSheet(app.styleSheet())
+        app.setStyleSheet(sheet)
     owners = []
     for widget in [window, *window.findChildren(QWidget)]:
         method = getattr(widget, "apply_font", None)

@@ -455,6 +455,48 @@ def bench_plot(quick: bool) -> dict:
     return out
 
 
+def _keys_freeze(keys, pause: float = 0.15) -> tuple[float, float]:
+    """The GUI thread's longest freeze (s) while ``keys`` (each a key's action) are pressed
+    one after another, the event loop running ``pause`` s after each (as between a
+    teacher's keys), and how much of it the GUI thread ran on a core."""
+    _run_for(0.25)
+    with _StallMeter() as meter:
+        for key in keys:
+            key()  # on the GUI thread, as a key's shortcut runs: the meter's tick waits
+            _run_for(pause)
+    return meter.worst, meter.ran
+
+
+def bench_appearance(quick: bool) -> dict:
+    """The GUI thread's longest freeze while F2 goes round the themes (light -> dark -> high
+    contrast -> light: ``ui_theme_switch_ms``) and while Ctrl+= / Ctrl+- step the zoom
+    100 -> 150 -> 100 % in high contrast, where each step polishes every widget again
+    (``ui_zoom_step_ms``); idle and with one core held busy (``_busy``): the least of the
+    turns' (3, --quick 2), as noise only ever lengthens a freeze; beside each, the CPU time
+    the GUI thread had in that freeze (``_ran_``), less shaken by a loaded machine."""
+    _app, window = _window()
+    prefs = window.preferences
+    themes = [lambda n=n: prefs.set_theme(n) for n in ("dark", "high-contrast", "light")]
+    zooms = [lambda: prefs.zoom_by(1)] * 3 + [lambda: prefs.zoom_by(-1)] * 3
+    out: dict[str, float] = {}
+    for busy in (False, True):
+        suffix = "_busy" if busy else ""
+        with _BusyCore() if busy else contextlib.nullcontext():
+            for _turn in range(2 if quick else 3):
+                prefs.set_theme("light")
+                prefs.set_zoom(100)
+                for key, keys in (("ui_theme_switch_ms", themes), ("ui_zoom_step_ms", zooms)):
+                    if key == "ui_zoom_step_ms":
+                        prefs.set_theme("high-contrast")
+                    freeze, ran = _keys_freeze(keys)
+                    if freeze * 1000 < out.get(key + suffix, math.inf):
+                        out[key + suffix] = freeze * 1000
+                        out[key.replace("_ms", "_ran_ms") + suffix] = ran * 1000
+    prefs.set_theme("light")
+    window.close()
+    return out
+
+
 _STARTUP = """
 import os, sys, time
 t0 = time.perf_counter()
@@ -1027,8 +1069,10 @@ BENCHES = {"jacobian": bench_jacobian, "checks": bench_checks, "app": bench_app,
            "plot": bench_plot, "startup": bench_startup, "soak": bench_soak,
            "isolation": bench_isolation, "display": bench_display, "busy": bench_busy,
            "landscape": bench_landscape, "landscape_grid": bench_landscape_grid,
-           "engine": bench_engine, "untraceable": bench_untraceable}
-DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup")
+           "engine": bench_engine, "untraceable": bench_untraceable,
+           "appearance": bench_appearance}
+DEFAULT = ("jacobian", "busy", "checks", "app", "isolation", "display", "plot", "startup",
+           "appearance")
 GOALS = {
     **{f"engine_{c}_killhead_vs_gradcheck": ">= 100" if c == "idle" else ">= 50"
        for c in ("idle", "busy")},
@@ -1084,6 +1128,12 @@ GOALS = {
        "to pyqtgraph, one path" for n in ("1m", "10m") for busy in ("", "_busy")},
     **{f"plot_{n}_points_queued_ms{busy}": "of the stall above, waiting for a core"
        for n in ("1m", "10m") for busy in ("", "_busy")},
+    **{f"ui_theme_switch_ms{busy}": "<= 250: F2's round, the longest freeze (high contrast's "
+       "sheet polishes every widget)" for busy in ("", "_busy")},
+    **{f"ui_zoom_step_ms{busy}": "<= 250: a zoom step in high contrast, the longest freeze"
+       for busy in ("", "_busy")},
+    **{f"ui_{what}_ran_ms{busy}": "of the freeze above, the GUI thread on a core (the rest "
+       "it waited for one)" for what in ("theme_switch", "zoom_step") for busy in ("", "_busy")},
     "soak_rss_growth_mib": "flat",
     "diagnosis_vs_jacobian": "timed: runs only when a check fails",
     "check_double_backward_vs_jacobian": "timed: torch's gradgradcheck",

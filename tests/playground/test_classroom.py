@@ -15,7 +15,7 @@ import torch
 pytest.importorskip("pytestqt")
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt
 from PySide6.QtGui import QAction, QFont, QImage, QKeySequence, QPalette, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QToolTip
@@ -265,6 +265,178 @@ def test_a_theme_with_a_style_sheet_keeps_every_font_at_the_zoom(qtbot, window):
         for name in ("high-contrast", "light"):
             prefs.set_theme(name)
             assert _banner_and_pane_fonts(window) == expected, name
+
+
+#: a teacher's keys over the themes and the zoom: each theme at 100, 150 and 90 %, presenting
+#: and not, every change of theme from every theme
+TEACHER_KEYS = [("theme", "dark"), ("theme", "high-contrast"), ("zoom", 150),
+                ("theme", "light"), ("theme", "high-contrast"), ("present", True),
+                ("theme", "dark"), ("zoom", 90), ("theme", "high-contrast"), ("zoom", 150),
+                ("present", False), ("theme", "light"), ("theme", "dark"), ("zoom", 100),
+                ("theme", "light")]
+
+
+def apply_key(prefs, key) -> None:
+    what, value = key
+    {"theme": prefs.set_theme, "zoom": prefs.set_zoom, "present": prefs.set_presenting}[what](
+        value)
+
+
+def settle() -> None:
+    for _ in range(4):  # the layouts' passes after a zoom (see appearance.AFTER_ZOOM_PASSES)
+        QApplication.processEvents()
+
+
+def _place(widget, top) -> str:
+    """Where ``widget`` sits under ``top``: class and name, and its rank among its siblings of
+    that class, at each level."""
+    parts = []
+    while widget is not top:
+        parent = widget.parentWidget()
+        same = [c for c in parent.children() if type(c) is type(widget)]
+        parts.append(f"{type(widget).__name__}:{widget.objectName()}#{same.index(widget)}")
+        widget = parent
+    return "/".join(reversed(parts))
+
+
+def looks(win) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each widget of ``win`` that draws text, by its place: its font and its palette (every
+    colour role of every colour group). Plain QWidgets (holders, viewports, a combo's popup
+    scroll arrows) and scroll bars draw no text, and a code editor's line numbers are drawn in
+    the editor's font, not the strip's."""
+    from PySide6.QtWidgets import QScrollBar, QWidget
+
+    groups = (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive,
+              QPalette.ColorGroup.Disabled)
+    roles = [r for r in QPalette.ColorRole if r not in (QPalette.ColorRole.NColorRoles,)]
+    out = {}
+    for widget in [win, *win.findChildren(QWidget)]:
+        if isinstance(widget, QScrollBar) or type(widget) is QWidget \
+                or type(widget).__name__ == "_LineNumberArea":
+            continue
+        pal = widget.palette()
+        out[_place(widget, win)] = (widget.font().toString(),
+                                    tuple(pal.color(g, r).name() for g in groups for r in roles))
+    return out
+
+
+def test_each_theme_and_zoom_key_sets_the_style_sheet_once_at_most(qtbot, window, monkeypatch):
+    """High contrast's style sheet polishes every widget of the application again (0.35 s
+    of the GUI thread each time): F2 into it set it twice (the theme, then the zoom's font
+    pass again), a freeze of up to 1.15 s; now once, and once for a zoom step under it."""
+    sets = []
+    set_sheet = QApplication.setStyleSheet
+    monkeypatch.setattr(QApplication, "setStyleSheet",
+                        lambda app, sheet: (sets.append(sheet), set_sheet(app, sheet))[1])
+    prefs = window.preferences
+    for key in TEACHER_KEYS:
+        sets.clear()
+        before = prefs.theme
+        apply_key(prefs, key)
+        hc = prefs.theme == "high-contrast"
+        if key[0] == "theme" and before != key[1] and (hc or before == "high-contrast"):
+            assert len(sets) == 1, key  # into high contrast, or out of it: once
+        else:
+            assert len(sets) == (1 if hc else 0), key  # a font pass under the sheet: once
+        assert bool(QApplication.instance().styleSheet()) == hc, key
+
+
+def test_one_more_polish_changes_no_font_or_colour(qtbot, window):
+    """The style sheet set once leaves every widget as the second pass did: after each of a
+    teacher's keys, polishing every widget again and applying the zoom again (what a theme
+    change did after setting the sheet) changes no widget's font or colour."""
+    open_target(qtbot, window, "killhead_bug")
+    prefs, app = window.preferences, QApplication.instance()
+    appearance = window.classroom.appearance
+    for key in TEACHER_KEYS:
+        apply_key(prefs, key)
+        settle()  # (the readout fits its size to the width the layouts give it)
+        seen = looks(window)
+        if app.styleSheet():
+            app.setStyleSheet(app.styleSheet())
+        appearance.apply_fonts()
+        settle()
+        again = looks(window)
+        changed = {k: (seen[k], again[k]) for k in seen if seen[k] != again.get(k)}
+        assert not changed, (key, list(changed.items())[:3])
+
+
+class EventCount(QObject):
+    """An event filter that counts the events it sees."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = 0
+
+    def eventFilter(self, watched, event):
+        self.seen += 1
+        return False
+
+
+def test_the_app_wide_event_filters_step_aside_while_the_look_changes(qtbot, window):
+    """The window's two application event filters (Escape in a text field, Ctrl + wheel) are
+    Python calls on every event of every widget: a theme change to high contrast sent each
+    of them thousands (in the app, 16,000: together as long again as the polish itself).
+    Filters installed as theirs see almost none of a key's events now, and see events again
+    afterwards."""
+    from playground.views import app_filters
+    from playground.views.shortcuts import TextFieldEscape
+    from playground.views.zoom import WheelZoom
+
+    assert {TextFieldEscape, WheelZoom} <= {type(f) for f in app_filters.installed()}
+    app = QApplication.instance()
+    paused, unpaused = EventCount(), EventCount()
+    app_filters.install(paused)
+    app.installEventFilter(unpaused)
+    prefs = window.preferences
+    try:
+        for key in TEACHER_KEYS:
+            paused.seen = unpaused.seen = 0
+            apply_key(prefs, key)  # no event loop in between: the key's own events
+            if key[0] != "present":  # (its fonts are the zoom's: no events for the fonts)
+                assert unpaused.seen > 1000, key  # what each filter saw before
+            # a handful: the theme menu's check marks, before the look changes
+            assert paused.seen <= unpaused.seen / 100, key
+        paused.seen = 0
+        QApplication.sendEvent(window, QEvent(QEvent.Type.User))
+        assert paused.seen == 1  # installed again
+    finally:
+        app.removeEventFilter(paused)
+        app.removeEventFilter(unpaused)
+
+
+def test_app_filters_pause_nests_and_keeps_their_order(qtbot):
+    from PySide6.QtCore import QEvent, QObject
+
+    from playground.views import app_filters
+
+    order = []
+
+    class Spy(QObject):
+        def eventFilter(self, watched, event):
+            if event.type() == QEvent.Type.User:
+                order.append(self.objectName())
+            return False
+
+    first, second = Spy(objectName="first"), Spy(objectName="second")
+    for spy in (first, second):
+        app_filters.install(spy)
+    target = QObject()
+    try:
+        QApplication.sendEvent(target, QEvent(QEvent.Type.User))
+        assert order == ["second", "first"]  # the last installed sees an event first
+        order.clear()
+        with app_filters.paused():
+            with app_filters.paused():
+                QApplication.sendEvent(target, QEvent(QEvent.Type.User))
+            QApplication.sendEvent(target, QEvent(QEvent.Type.User))  # still paused
+        assert order == []
+        QApplication.sendEvent(target, QEvent(QEvent.Type.User))
+        assert order == ["second", "first"]
+    finally:
+        for spy in (first, second):
+            QApplication.instance().removeEventFilter(spy)
+            spy.deleteLater()
 
 
 def test_theme_menu_chooses_a_theme(qtbot, window):

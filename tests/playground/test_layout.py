@@ -348,6 +348,81 @@ def test_button_icons_contrast_with_the_button(qtbot, theme_name):
         win.session.shutdown(wait=0.5)
 
 
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_check_boxes_grow_with_the_zoom_and_read_in_every_theme(qtbot, theme_name):
+    """Fusion drew a 13 px box at any zoom, outlined a shade off the pane in the dark theme:
+    the box now grows with its text, and, rendered, its outline (unchecked) stands 3:1 off
+    the pane, its fill (checked) too, and its tick 3:1 off the fill."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        box = win.loss_plot.log_checkbox
+        width = QStyle.PixelMetric.PM_IndicatorWidth
+        small = box.style().pixelMetric(width, None, box)
+        win.preferences.set_zoom(150, remember=False)
+        _settle(qtbot, win)
+        large = box.style().pixelMetric(width, None, box)
+        assert large >= 1.2 * small, (small, large)  # with its text (1.5 times)
+        for checked in (False, True):
+            box.setChecked(checked)
+            option = QStyleOptionButton()
+            box.initStyleOption(option)
+            rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option,
+                                              box)
+            assert rect.width() >= large - 1
+            image = box.grab().toImage()
+            pane = image.pixelColor(rect.right() + 2, rect.center().y())  # before the text
+            pixels = [image.pixelColor(x, y) for x in range(rect.left(), rect.right() + 1)
+                      for y in range(rect.top(), rect.bottom() + 1)]
+            assert max(theme.contrast(c, pane) for c in pixels) >= 3.0, (theme_name, checked)
+            if checked:
+                inset = rect.adjusted(4, 4, -4, -4)  # inside the outline's rounded corners
+                fill = image.pixelColor(inset.left() + 1, inset.top() + 1)
+                assert theme.contrast(fill, pane) >= 3.0, theme_name
+                tick = [image.pixelColor(x, y) for x in range(inset.left(), inset.right() + 1)
+                        for y in range(inset.top(), inset.bottom() + 1)]
+                assert max(theme.contrast(c, fill) for c in tick) >= 3.0, theme_name
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark", "high-contrast"])
+def test_the_pickers_selection_looks_the_same_focused_or_not(qtbot, theme_name):
+    """The picker's selected row, rendered with the list focused from the keyboard, then with
+    the focus on Play, then after F5 and Esc: the same pixels each time (Fusion washed a
+    focused row with a lighter gradient, so the selection changed colour after F5/Esc), its
+    text at least 4.5:1 on the selection colour."""
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        tree = win.picker.tree
+        item = tree.currentItem()
+        assert item is not None and item.isSelected()
+
+        def row() -> QImage:
+            _settle(qtbot, win)
+            return tree.viewport().grab(tree.visualItemRect(item)).toImage()
+
+        tree.setFocus(Qt.FocusReason.TabFocusReason)
+        assert tree.hasFocus()
+        focused = row()
+        win.controls.play.setFocus(Qt.FocusReason.TabFocusReason)
+        unfocused = row()
+        QTest.keyClick(win, Qt.Key.Key_F5)
+        QTest.keyClick(win, Qt.Key.Key_Escape)
+        assert not win.preferences.presenting
+        after = row()
+        assert focused == unfocused == after, theme_name
+        selection = tree.palette().color(QPalette.ColorRole.Highlight)
+        assert focused.pixelColor(focused.width() - 2, focused.height() // 2) == selection
+        text = max((focused.pixelColor(x, y) for x in range(focused.width())
+                    for y in range(focused.height())),
+                   key=lambda c: theme.contrast(c, selection))
+        assert theme.contrast(text, selection) >= 4.5, theme_name
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 def test_teaching_note_is_the_class_own_docstring_only(qtbot, tmp_path):
     source = tmp_path / "nodoc.py"
     source.write_text(

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from PySide6.QtCore import QObject, QSize, QTimer
 from PySide6.QtWidgets import QApplication
 
-from playground.views import theme, zoom
+from playground.views import app_filters, theme, zoom
 
 __all__ = ["Appearance"]
 
@@ -32,7 +32,7 @@ class Appearance(QObject):
         self.session = session
         zoom.base_point_size()  # the font size at 100 %, before anything zooms
         self._wheel = zoom.WheelZoom(panes.window, preferences.zoom_by)
-        QApplication.instance().installEventFilter(self._wheel)
+        app_filters.install(self._wheel)
         preferences.zoomChanged.connect(self._zoom_changed)
         preferences.themeChanged.connect(self._theme_changed)
         preferences.presentingChanged.connect(self.apply_fonts)
@@ -40,6 +40,9 @@ class Appearance(QObject):
         self._fonts_asked: bool | None = None
         #: the window's size before a zoom made it grow, to give back (see _size_back)
         self._size_before_zoom: QSize | None = None
+        #: the style sheet a theme change left for the next font pass to set (see
+        #: theme.apply_theme): None when there is none to set
+        self._sheet: str | None = None
         panes.left.fit_width()  # the form whole at the start size too, not only after a zoom
 
     def apply_fonts(self) -> None:
@@ -49,11 +52,14 @@ class Appearance(QObject):
             return
         presenting, panes = self.preferences.presenting, self.panes
         panes.controls.readout_scale = PRESENT_READOUT if presenting else NORMAL_READOUT
-        font = zoom.apply_zoom(self.panes.window, self.preferences.zoom)
-        if presenting:
-            # the verdict larger; the heatmaps' labels stay at the zoom: the cells need the room
-            panes.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
-        panes.left.fit_width()
+        sheet, self._sheet = self._sheet, None
+        with app_filters.paused():  # (see app_filters: the pass sends thousands of events)
+            font = zoom.apply_zoom(self.panes.window, self.preferences.zoom, sheet=sheet)
+            if presenting:
+                # the verdict larger; the heatmaps' labels stay at the zoom: the cells need
+                # the room
+                panes.jacobian.apply_font(font, verdict_scale=PRESENT_JACOBIAN)
+            panes.left.fit_width()
         QTimer.singleShot(0, panes.left.fit_width)  # again once the layouts have caught up
 
     @contextmanager
@@ -115,8 +121,11 @@ class Appearance(QObject):
                 "presentation mode (F5, View > Presentation panels) or zoom out (Ctrl+-).")
 
     def _theme_changed(self, name: str) -> None:
-        theme.apply_theme(self.panes.window, name)
-        # a widget polished again by a new application style sheet (high contrast) gets back
-        # the font it had when a sheet first polished it, not the one the zoom set since
-        self.apply_fonts()
+        # the theme's style sheet (high contrast's) is set by the font pass, once: a widget
+        # polished again by a new application style sheet gets back the font it had when a
+        # sheet first polished it, not the one the zoom set since
+        self._sheet = theme.wanted_sheet(name) or None
+        with app_filters.paused():
+            theme.apply_theme(self.panes.window, name, set_sheet=False)
+            self.apply_fonts()
         self.panes.status.showMessage(f"Theme: {theme.get(name).title}", 2000)
