@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import torch
 
+from customgrad.checking.findings import SubCheck
 from customgrad.checking.jacobian import limits, matrices
 from customgrad.checking.jacobian.agreement import Tally
 from customgrad.checking.jacobian.entries import ByColour, Entries, EntryPairs
@@ -373,12 +374,14 @@ class Backward:
                                       len(self.probe.out_all))
         buf.view(-1)[k] = 0
 
-    def row_direct(self, r: int, dest: torch.Tensor) -> None:
-        """Row ``r`` from the node's ``backward`` called directly."""
+    def row_direct(self, r: int, dest: torch.Tensor, node: object = None) -> None:
+        """Row ``r`` from the node's ``backward`` called directly (``node``: another graph's
+        node of the same Function, in place of the probe's)."""
         grads = self.onehots(r)
         try:
             with torch.no_grad():
-                raw = self.probe.function.backward(self.probe.node, *grads)
+                raw = self.probe.function.backward(
+                    self.probe.node if node is None else node, *grads)
             if not isinstance(raw, tuple):
                 raw = (raw,)
             for axis in self.probe.inputs:
@@ -435,10 +438,45 @@ class Backward:
                 return False
             self.row_engine(r, b[0])
             if not torch.allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True):
-                self._kept.clear()
-                return False
+                self._kept.clear()  # (direct, yet on the probe's graph, as gradcheck's rows)
+                return self._counted(r, a, b)
             if self.cols <= KEEP_ROWS_UP_TO and "reentrant" not in self.probe.findings:
                 self._kept[r] = a[0].clone()
+        return True
+
+    def _counted(self, r: int, direct: torch.Tensor, engine: torch.Tensor) -> bool:
+        """Row ``r`` from a direct call on the probe's node (``direct``, its fourth call or
+        later) disagreed with the engine's (``engine``, the first call on a fresh graph).
+        Where the first direct call on another fresh graph gives the engine's row, backward's
+        result depends on how often it ran on its graph (a count or a buffer on ctx): the
+        failed ``reentrant`` finding (beyond nondet_tol), and True: the rows stay direct
+        calls on the probe's graph, as gradcheck's, all on one graph (the engine's, a fresh
+        graph each, would hide it: every call a first). False: the direct call itself
+        differs from the engine's, every row goes through the engine."""
+        probe = self.probe
+        if "reentrant" in probe.findings or "saved_tensors" in probe.findings:
+            return False
+        fn = probe.function
+        call = probe.leaf_call()
+        outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
+        fresh = torch.empty_like(direct)
+        try:
+            self.row_direct(r, fresh[0], node=outs[probe.out_pos[0]].grad_fn)
+        except FunctionError:
+            raise
+        except Exception:
+            return False
+        if not torch.allclose(fresh, engine, rtol=1e-10, atol=1e-12, equal_nan=True):
+            return False  # (the direct call itself differs from the engine's)
+        gap = float((direct - fresh).abs().max())
+        if gap > probe.nondet_tol:
+            probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
+                f"{fn.__name__}.backward is not reentrant: called again and again on the same "
+                f"graph with the same grad_outputs, its gradients change after a few calls (by "
+                f"up to {gap:.3g}; nondet_tol {probe.nondet_tol:g}): it "
+                "depends on how often it ran (a count or a buffer kept on ctx, a saved tensor "
+                "written through numpy). gradcheck fails it too; so does a second backward "
+                "with retain_graph=True."))
         return True
 
     def batched(self, axis: Axis, r0: int, r1: int,

@@ -55,6 +55,8 @@ class Probe:
     #: what the probe's backward call showed that fails the check though every entry may
     #: agree (``saved_tensors``: backward wrote into a tensor forward saved), by name
     findings: dict[str, SubCheck] = field(default_factory=dict)
+    #: how far two backward calls on the same graph may differ (gradcheck's nondet_tol)
+    nondet_tol: float = 0.0
 
     def copies(self, base: list) -> list:
         """``base`` with a copy of each tensor argument (a forward working in place on one,
@@ -107,12 +109,13 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
     node = outs[out_pos[0]].grad_fn
     node = node if getattr(node, "_forward_cls", None) is function else None
     probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
-                  out_pos, [], [], node)
+                  out_pos, [], [], node, nondet_tol=nondet_tol)
     if node is not None:
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
         saved = _saved_versions(node)
+        wanted = [t.requires_grad for t, _ in saved]
         raw_grads = call_backward(function, node, grads)
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
@@ -126,8 +129,11 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
         probe.materializes = _materializes(probe)
         written = [k for k, (t, v) in enumerate(saved) if t._version != v]
+        detached = [k for k, (t, _) in enumerate(saved) if wanted[k] and not t.requires_grad]
         if written:
             probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
+        elif detached:
+            probe.findings["saved_tensors"] = _saved_detach(probe, detached, len(saved))
         else:
             _reentrant(probe, grads, raw_grads, nondet_tol)
     else:
@@ -161,6 +167,9 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
     atomic adds in another order (scatter_add and index_add on a GPU), passed every entry
     within tolerance, where gradcheck fails it "not reentrant"."""
     fn = probe.function
+    # (a copy: a backward returning a tensor it keeps on ctx and writes again, ``return
+    # ctx.y.mul_(g)``, would change the first result with the second)
+    first = tuple(g.detach().clone() if isinstance(g, torch.Tensor) else g for g in first)
     try:
         again = call_backward(fn, probe.node, grads)
     except FunctionError as exc:  # (``del ctx.x`` after use, say)
@@ -228,6 +237,23 @@ def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
         "(retain_graph=True, a double backward, gradcheck's second row) raises \"one of "
         "the variables needed for gradient computation has been modified by an inplace "
         "operation\". Compute on a copy (y * g, not y.mul_(g))."))
+
+
+def _saved_detach(probe: Probe, detached: list[int], count: int) -> SubCheck:
+    """The failed ``saved_tensors`` finding for a backward that detached in place
+    (``x.detach_()``, ``x.requires_grad_(False)``) a saved tensor that is the caller's
+    input: that tensor no longer requires grad after backward."""
+    fn = probe.function
+    which = " and ".join("saved_tensors" if count == 1 else f"saved_tensors[{k}]"
+                         for k in detached)
+    file, line = source_file(fn), method_line(fn, "backward")
+    where = f" ({file}:{line})" if file and line else ""
+    return SubCheck("saved_tensors", "failed", (
+        f"{fn.__name__}.backward detaches {which} in place (detach_ or requires_grad_(False))"
+        f"{where}: a saved input is the caller's own tensor, which after one backward no "
+        "longer requires grad (a weight stops learning; gradcheck's second row raises \"One "
+        "of the differentiated Tensors does not require grad\"). Use x.detach(), a new "
+        "tensor, not detach_()."))
 
 
 def _saved_name(probe: Probe, call: list, outs: tuple, saved: torch.Tensor) -> str:
