@@ -6,12 +6,16 @@ torch.autograd.gradcheck's verdict. Each test of a fix fails before it (see docs
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
+
 import pytest
 import torch
 from torch.autograd import Function
 
 import customgrad
 from customgrad.errors import FunctionError
+from customgrad.targets.gallery.classic import ReluInplace
 from tests.customgrad.test_real_layers_3 import ExpSavedOutputInPlace
 
 D = torch.float64
@@ -279,3 +283,94 @@ def test_a_right_backward_is_called_no_more_often_than_before():
     report = customgrad.check(CountedTanhLinear, _x(3, 4), _x(5, 4, seed=1))
     assert report.passed and report.analytic_path == "direct"
     assert CountedTanhLinear.calls <= 10
+
+
+# ---- a forward writing into its input without mark_dirty (session 36) -----------------------
+class DoubleInPlace(Function):
+    """3 * (2x), doubling the caller's x in place first (no mark_dirty): backward is right
+    for the values forward saw, and the caller's tensor doubles on every call."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 6
+
+
+class SavedThenScaledByOne(Function):
+    """3x, saving x and then writing it in place with its own values (a version bump
+    alone): a second forward on the same x makes the first graph's backward raise."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        x.mul_(1.0)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors  # (reading them raises once x is written again)  # noqa: B018
+        return g * 3
+
+
+class NumpyDoubled(Function):
+    """2x, doubling the caller's x through numpy (no version bump) and returning a copy."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.detach().numpy()[...] *= 2
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+class BufferUpdated(Function):
+    """x * 2 with a running mean requiring grad updated in forward, whose gradient backward
+    returns None: no output depends on it."""
+
+    @staticmethod
+    def forward(ctx, x, running):
+        running.mul_(0.9).add_(0.1 * x.detach().mean(0))
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2, None
+
+
+def _gradcheck_passes(fn, args) -> bool:
+    try:
+        return torch.autograd.gradcheck(fn.apply, args, raise_exception=False)
+    except RuntimeError:  # (SavedThenScaledByOne: its second forward makes backward raise)
+        return False
+
+
+@pytest.mark.parametrize("fn", [DoubleInPlace, SavedThenScaledByOne, NumpyDoubled])
+def test_a_forward_writing_into_its_input_without_mark_dirty_fails_as_gradcheck(fn):
+    """gradcheck fails each (its finite differences see the written input); customgrad
+    passed them all before, its every call getting copies."""
+    args = (torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3),
+                        requires_grad=True),)
+    assert not _gradcheck_passes(fn, tuple(a.detach().clone().requires_grad_() for a in args))
+    report = customgrad.check(fn, *args)
+    assert not report.passed and report.mismatches == 0
+    finding = report.checks["input_written"]
+    assert finding.status == "failed" and "into its input x" in finding.detail
+    if fn is not NumpyDoubled:  # (a numpy write bumps no version: forward's line instead)
+        lines, first = inspect.getsourcelines(fn.forward)
+        line = first + next(k for k, text in enumerate(lines) if ".mul_(" in text)
+        assert f"{Path(__file__)}:{line})" in finding.detail
+
+
+def test_a_buffer_updated_in_forward_whose_gradient_is_none_passes_as_gradcheck():
+    make = lambda: (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),  # noqa: E731
+                    torch.zeros(4, dtype=torch.float64, requires_grad=True))
+    assert _gradcheck_passes(BufferUpdated, make())
+    report = customgrad.check(BufferUpdated, *make())
+    assert report.passed and "input_written" not in report.checks
+    assert customgrad.check(ReluInplace, torch.randn(3, 4, dtype=torch.float64)).passed

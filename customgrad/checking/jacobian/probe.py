@@ -111,6 +111,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
     probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
                   out_pos, [], [], node, nondet_tol=nondet_tol)
     if node is not None:
+        written_inputs = _inputs_written(probe, call, outs)  # (before backward's writes)
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
@@ -128,6 +129,10 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
             del leaves[params.index(name)]
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
         probe.materializes = _materializes(probe)
+        written_inputs = [i for i in written_inputs
+                          if i < len(raw_grads) and raw_grads[i] is not None]
+        if written_inputs:
+            probe.findings["input_written"] = _input_write(probe, written_inputs)
         written = [k for k, (t, v) in enumerate(saved) if t._version != v]
         detached = [k for k, (t, _) in enumerate(saved) if wanted[k] and not t.requires_grad]
         if written:
@@ -146,6 +151,37 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _inputs_written(probe: Probe, call: list, outs: tuple) -> list[int]:
+    """The differentiated inputs forward wrote into (a version bump, or a numpy write the
+    version counter never sees) and did not return: not ``mark_dirty``'s pattern, which
+    returns the changed tensor. ``call`` holds fresh copies of the leaves. (The caller keeps
+    those whose gradient backward returns: a buffer it returns None for, updated in
+    forward as a running mean is, changes no output gradcheck differences.)"""
+    shared = {o.untyped_storage().data_ptr() for o in outs if isinstance(o, torch.Tensor)}
+    return [i for i in probe.in_pos
+            if (call[i]._version or not same_values(call[i], probe.leaves[i].detach()))
+            and call[i].untyped_storage().data_ptr() not in shared]
+
+
+def _input_write(probe: Probe, written: list[int]) -> SubCheck:
+    """The failed ``input_written`` finding: forward changes an input it does not return
+    (the caller's tensor changes on every call), where (forward run once more on copies,
+    watching them), as gradcheck fails it (its finite differences see the written input)."""
+    fn = probe.function
+    call = probe.leaf_call()
+    file, line = write_site(fn, lambda: fn.apply(*call), [call[i] for i in written])
+    if line is None:
+        file, line = source_file(fn), method_line(fn, "forward")
+    where = f" ({file}:{line})" if file and line else ""
+    what = " and ".join(probe.params[i] for i in written)
+    return SubCheck("input_written", "failed", (
+        f"{fn.__name__}.forward writes in place into its input {what}{where} and does not "
+        "return it: the caller's tensor changes on every call (a weight drifts, a second "
+        "use of x sees another x; a tensor it saved raises in backward once written "
+        "again), and gradcheck fails it. Compute on a copy (x = x.clone()), or return the "
+        "changed tensor marked with ctx.mark_dirty(x)."))
 
 
 def _saved_versions(node) -> list[tuple[torch.Tensor, int]]:
