@@ -218,7 +218,6 @@ def test_held_highlighting_waits_for_its_release_then_colours(qtbot):
     """Held (the app: superqt and the lexer are imported off the GUI thread meanwhile), an
     editor's first paint makes no highlighter; released, each editor that painted makes its
     own, and editors made after colour from their first paint as before."""
-    from PySide6.QtWidgets import QApplication
 
     from playground.views import code_editor
 
@@ -250,7 +249,6 @@ def test_an_editor_gone_before_the_release_is_skipped(qtbot):
     """An editor deleted while held is not called on the release (its connection went with
     it): the release raises nothing and the other editors still colour."""
     from PySide6.QtCore import QEvent
-    from PySide6.QtWidgets import QApplication
 
     from playground.views import code_editor
 

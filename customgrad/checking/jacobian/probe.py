@@ -161,7 +161,7 @@ def _inputs_written(probe: Probe, call: list, outs: tuple) -> list[int]:
     forward as a running mean is, changes no output gradcheck differences.)"""
     shared = {o.untyped_storage().data_ptr() for o in outs if isinstance(o, torch.Tensor)}
     return [i for i in probe.in_pos
-            if (call[i]._version or not same_values(call[i], probe.leaves[i].detach()))
+            if written(call[i], probe.leaves[i].detach())
             and call[i].untyped_storage().data_ptr() not in shared]
 
 
@@ -494,7 +494,7 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
     call = probe.copies(base)
     outs = forward(call)
     tensors = [i for i, a in enumerate(base) if isinstance(a, torch.Tensor)]
-    modified = any(call[i]._version or not same_values(call[i], base[i]) for i in tensors)
+    modified = any(written(call[i], base[i]) for i in tensors)
     storages = {call[i].untyped_storage().data_ptr() for i in probe.in_pos}
     if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
            for o in outs):
@@ -504,6 +504,12 @@ def mutates(probe: Probe, forward, base: list, notes: list[str]) -> bool:
         return False
     notes.append("forward modifies its input in place: finite differences use copies.")
     return True
+
+
+def written(copy: torch.Tensor, original: torch.Tensor) -> bool:
+    """``copy`` (a fresh copy of ``original`` handed to forward) was written in place: a
+    version bump, or other values (a numpy write the version counter never sees)."""
+    return bool(copy._version) or not same_values(copy, original)
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
