@@ -242,10 +242,11 @@ def _isolated(args) -> int:
                               name=f"customgrad {args.command} {args.target}",
                               should_stop=overdue if timeout else None,
                               on_started=started if timeout else None)
-    except Cancelled:
-        raise FunctionError(f"{args.target} was still running after --timeout {timeout:g} s "
-                            "and was stopped (an endless loop, a wait inside C, or a process "
-                            "that stopped itself).") from None
+    except Cancelled as exc:
+        raise FunctionError(f"{args.target} was still running after --timeout {timeout:g} s"
+                            f"{exc.where()} and was stopped (an endless loop, a wait inside C, "
+                            "or a process that stopped itself).", file=exc.file, line=exc.line,
+                            details=exc.stack) from None
 
 
 def _run(args, isolated: bool, announce: Announce | None = None) -> int:

@@ -68,7 +68,24 @@ class TooLargeError(SpecError):
 
 
 class Cancelled(CustomGradError):
-    """The computation was stopped on request."""
+    """The computation was stopped on request. Where a worker process was stopped after
+    running a while, ``file``/``line``/``function`` name the user's code it was in (the
+    innermost frame of ``stack``, faulthandler's text taken just before the stop), else
+    None: an endless loop is found where it loops."""
+
+    def __init__(self, message: str = "", *, file: str | None = None, line: int | None = None,
+                 function: str | None = None, stack: str = ""):
+        super().__init__(message)
+        self.file, self.line, self.function, self.stack = file, line, function, stack
+
+    def where(self) -> str:
+        """`` at loop.py:10 (in forward)``, or an empty string where the frame is not known."""
+        if not (self.file and self.line):
+            return ""
+        import os
+
+        return f" at {os.path.basename(self.file)}:{self.line}" + \
+            (f" (in {self.function})" if self.function else "")
 
 
 def is_ctrl_c(exc: BaseException) -> bool:

@@ -47,6 +47,13 @@ from customgrad.workers.frames import library_file as _library_file
 from customgrad.workers.frames import user_frame
 from customgrad.workers.memory import machine_memory, psutil_or_none, resident_bytes, stopped
 
+#: the signal a child dumps its stack on before the parent stops it (no default on Windows)
+STACK_SIGNAL = getattr(signal, "SIGUSR1", None)
+#: a job stopped after running this long says where it was (its stack is asked for first)
+STACK_AFTER_SECONDS = 0.5
+#: how long the parent waits for that stack before it stops the child anyway
+STACK_WAIT_SECONDS = 0.5
+
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
 #: how often the parent looks at the child (memory, stop requests)
@@ -180,6 +187,10 @@ def prepare_child(conn, fault_path: str, environment: dict | None, nice: int = 0
     faulthandler.enable(file=fault_file, all_threads=True)  # a crash names the user's line
     if hasattr(faulthandler, "register"):  # a SIGTERM (the user's code's own) names its line
         faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
+        # the parent's stop asks for the stack first (:func:`stack_before_stop`): a stopped
+        # endless loop is named where it loops, inside C too (the dump runs in the handler)
+        if STACK_SIGNAL is not None:
+            faulthandler.register(STACK_SIGNAL, file=fault_file, all_threads=True)
     return fault_file
 
 
@@ -380,6 +391,7 @@ class Watch:
                  on_started: Callable[[], None] | None = None):
         self.started, self.taken, self.on_started = started, taken, on_started
         self.reusable = False
+        self.since = time.monotonic()  # when the job was handed over (serve sets it)
         self.stop_by: float | None = None
         self._next_look = 0.0
         self._stopped_since: float | None = None
@@ -411,13 +423,60 @@ class Watch:
         return self.taken or time.monotonic() > self.stop_by
 
 
+def stack_before_stop(process, fault_path: str) -> str:
+    """The stack of a child about to be stopped, as faulthandler writes it on
+    :data:`STACK_SIGNAL` (:func:`prepare_child`): '' where it cannot be had (Windows, a child
+    that has ended, or none written within :data:`STACK_WAIT_SECONDS`)."""
+    if STACK_SIGNAL is None or process.pid is None:
+        return ""
+    start = _size(fault_path)
+    try:
+        os.kill(process.pid, STACK_SIGNAL)
+    except OSError:
+        return ""
+    size, deadline = start, time.monotonic() + STACK_WAIT_SECONDS
+    while time.monotonic() < deadline:  # written by the handler at once, in one go or a few
+        time.sleep(0.01)
+        now = _size(fault_path)
+        if now > start and now == size:
+            break
+        size = now
+    with contextlib.suppress(OSError), open(fault_path, encoding="utf-8",
+                                            errors="replace") as file:
+        file.seek(start)
+        return file.read()
+    return ""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def stop(process, fault_path: str, watch: Watch) -> Cancelled:
+    """Stop the child (``should_stop`` said so): the :class:`Cancelled` to raise, naming the
+    user's frame it was in where the job had run for :data:`STACK_AFTER_SECONDS`."""
+    stack = ""
+    if watch.started and time.monotonic() - watch.since >= STACK_AFTER_SECONDS:
+        stack = stack_before_stop(process, fault_path)
+    process.kill()
+    frame = user_frame(stack) if stack else None
+    if frame is None:
+        return Cancelled("Stopped.")
+    file, line, function = frame
+    return Cancelled("Stopped.", file=file, line=line, function=function,
+                     stack=stack.split("Extension modules:")[0].rstrip())
+
+
 def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
            watch: Watch):
     context_text: str | None = None
+    watch.since = time.monotonic()
     while True:
         if should_stop is not None and should_stop() and watch.may_stop():
-            process.kill()
-            raise Cancelled("Stopped.")
+            raise stop(process, fault_path, watch)
         if limit:
             used = resident_bytes(process.pid)
             if used is not None and used > limit:

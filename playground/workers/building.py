@@ -89,12 +89,16 @@ def _build_in_child(settings: Settings, target, stop: BuildStop, worker) -> Prob
                                 warm_key=child_jobs.warm_key_for(target),
                                 should_stop=stop).problem(target),
             lambda: build(settings, target), target.function)
-    except Cancelled:
+    except Cancelled as exc:
         if stop.cancelled.is_set():
-            raise Cancelled("Preparing the inputs was cancelled.") from None
+            was = f"; it was{exc.where()}" if exc.where() else ""
+            raise Cancelled(f"Preparing the inputs was cancelled{was}.", file=exc.file,
+                            line=exc.line, function=exc.function, stack=exc.stack) from None
         raise FunctionError(f"{target.label} was still running after {stop.seconds:g} s while "
-                            "the inputs were prepared (its forward, or the probes that guess "
-                            "its constants), and was stopped.") from None
+                            f"the inputs were prepared{exc.where()}, and was stopped (an endless "
+                            "loop, or a wait inside C, in its forward or in the probes that "
+                            "guess its constants?).", file=exc.file, line=exc.line,
+                            details=exc.stack) from None
 
 
 def start_build(settings: Settings, target, on_problem, on_error,

@@ -217,6 +217,46 @@ def test_a_job_stuck_inside_c_is_stopped(tmp_path):
         isolation.call(_sleeping_job, str(flag), should_stop=flag.exists)
 
 
+def test_a_job_stopped_at_once_is_not_asked_for_its_stack(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(isolation, "stack_before_stop", lambda *a: asked.append(a) or "")
+    monkeypatch.setattr(isolation, "STACK_AFTER_SECONDS", 3600.0)
+    flag = tmp_path / "flag"
+    with pytest.raises(Cancelled) as stopped:
+        isolation.call(_sleeping_job, str(flag), should_stop=flag.exists)
+    assert asked == [] and stopped.value.file is None and stopped.value.where() == ""
+
+
+def test_a_job_stopped_after_a_while_names_the_users_line_it_was_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolation, "STACK_AFTER_SECONDS", 0.0)
+    flag = tmp_path / "flag"
+    with pytest.raises(Cancelled) as stopped:
+        isolation.call(_sleeping_job, str(flag), should_stop=flag.exists)
+    here = Path(__file__)
+    assert Path(stopped.value.file).resolve() == here.resolve()
+    assert stopped.value.line == _line(here, "ctypes.CDLL(None).sleep(1000)")
+    assert stopped.value.function == "_sleeping_job"
+    assert stopped.value.where() == f" at {here.name}:{stopped.value.line} (in _sleeping_job)"
+
+
+@pytest.mark.parametrize(("target", "marker", "method"), [
+    (f"{DATA / 'faults_functions.py'}:FaultInfiniteLoop", "n += 1", "backward"),
+    (f"{CRASH}:SleepInC", "ctypes.CDLL(None).sleep(1000)", "backward"),
+    (f"{CRASH}:HoldsGil", 're.match(r"(a+)+$"', "backward"),  # inside C, holding the GIL
+])
+def test_the_cli_timeout_names_the_line_an_endless_function_was_on(target, marker, method):
+    result = _cli("check", target, "--timeout", "1")
+    assert result.returncode == 2, result.stderr
+    file = Path(target.rsplit(":", 1)[0])
+    lines = {_line(file, marker)}
+    if marker == "n += 1":  # the loop is on one of its two lines when it is stopped
+        lines.add(_line(file, "while n >= 0"))
+    said = [f"at {file.name}:{n} (in {method})" for n in lines]
+    words = " ".join(result.stderr.split())  # the message is wrapped to the terminal's width
+    assert any(s in words for s in said), result.stderr
+    assert "still running after --timeout 1 s" in words
+
+
 def _tensor_job(n: int, channel) -> dict:
     channel.send(("half", n))
     print("from the child")

@@ -149,8 +149,9 @@ def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
     path.write_text(SLEEPS)
     assert cli.main(["check", f"{path}:Sleeps", "--timeout", "1"]) == 2
     out, err = capsys.readouterr()
-    assert f"{path}:Sleeps was still running after --timeout 1 s and was stopped" \
-        in " ".join(err.split())
+    line = SLEEPS.splitlines().index(next(t for t in SLEEPS.splitlines() if "sleep(" in t)) + 1
+    assert f"{path}:Sleeps was still running after --timeout 1 s at sleeps.py:{line} (in " \
+        "backward) and was stopped" in " ".join(err.split())
     assert not out and "Traceback" not in err
 
 

@@ -131,9 +131,15 @@ def test_cancel_stops_a_forward_stuck_while_the_inputs_are_prepared(qtbot, windo
     qtbot.waitUntil(lambda: window.jacobian.banner.cancel_button.isVisible(), timeout=5000)
     errors = []
     s.errorRaised.connect(errors.append)
+    from customgrad.workers import isolation
+
+    qtbot.wait(int(1000 * (isolation.STACK_AFTER_SECONDS + 0.5)))  # long enough to be asked where
     with qtbot.waitSignal(s.jacobianFailed, timeout=10_000) as failed:
         window.jacobian.banner.cancel_button.click()
-    assert "Preparing the inputs was cancelled" in failed.args[0]
+    line = SLOW_FORWARD.splitlines().index("        time.sleep(600)  # a wait inside C, as a "
+                                            "stuck extension's") + 1
+    assert failed.args[0] == f"Preparing the inputs was cancelled; it was at slow_forward.py:" \
+        f"{line} (in forward)."
     assert not errors and not s.busy
     with qtbot.waitSignal(s.jacobianReady, timeout=20_000) as ready:
         s.set_target("killhead")
@@ -149,8 +155,11 @@ def test_a_forward_stuck_while_the_inputs_are_prepared_meets_a_time_limit(qtbot,
     window.session.errorRaised.connect(errors.append)
     _start_slow_build(qtbot, window, tmp_path)
     qtbot.waitUntil(lambda: bool(errors), timeout=20_000)
+    line = SLOW_FORWARD.splitlines().index("        time.sleep(600)  # a wait inside C, as a "
+                                            "stuck extension's") + 1
     assert "SlowForward (slow_forward.py) was still running after 2 s while the inputs were " \
-        "prepared" in str(errors[-1])
+        f"prepared at slow_forward.py:{line} (in forward), and was stopped" in str(errors[-1])
+    assert (errors[-1].file, errors[-1].line) == (str(tmp_path / "slow_forward.py"), line)
     assert "was still running after 2 s" in window.errors.text()
 
 
