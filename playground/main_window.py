@@ -430,8 +430,7 @@ class MainWindow(QMainWindow):
         self._start_failure = False
         self.errors.show_error(exc, f"{kept} stays open." if kept else None)
         line = getattr(exc, "line", None)
-        if line and getattr(exc, "file", None) == (self.session.target.file
-                                                   if self.session.target else None):
+        if line and self.code.shows(getattr(exc, "file", None)):
             self.code.highlight_line(line)
 
     def _error_cleared(self) -> None:
@@ -450,7 +449,10 @@ class MainWindow(QMainWindow):
         self._start_failure = True
 
     def _jump(self, file: str, line: int) -> None:
-        self.code.highlight_line(line)
+        """An error's ``file:line`` in the code pane, where that is the file it shows (the
+        editor's own file goes to the editor: :mod:`playground.features.byof`)."""
+        if self.code.shows(file):
+            self.code.highlight_line(line)
 
     def closeEvent(self, event) -> None:
         """The features hear of it first (the classroom remembers the session, the editor

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from PySide6 import QtGui
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics, QPalette, QTextCursor, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QFrame,
@@ -236,8 +236,33 @@ class CodeView(QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit()
+        if self.editor.highlighted_block is not None:  # once the code's own size follows
+            QTimer.singleShot(0, self._keep_mark_in_view)
 
     # ------------------------------------------------------------------ marks
+
+    def _keep_mark_in_view(self) -> None:
+        """The marked line back in the middle of the code if the pane's new size hid it: an
+        error's banner takes its row after the line was marked, and a Function opened with
+        its error at start was marked before the window had its size (the line was below
+        the code's last one)."""
+        editor = self.editor
+        index = editor.highlighted_block
+        if index is None:
+            return
+        block = editor.document().findBlockByNumber(index)
+        top = editor.blockBoundingGeometry(block).translated(editor.contentOffset()).top()
+        if 0 <= top and top + editor.blockBoundingRect(block).height() \
+                <= editor.viewport().height():
+            return
+        editor.highlight_block(index)
+
+    def shows(self, file: str | os.PathLike[str] | None) -> bool:
+        """Whether ``file`` is the file of the code shown (however its path is spelled)."""
+        if not file or not self._file:
+            return False
+        return os.path.normcase(os.path.realpath(file)) == \
+            os.path.normcase(os.path.realpath(self._file))
 
     def highlight_line(self, lineno: int) -> bool:
         """Mark line ``lineno`` of the real file and scroll to it.

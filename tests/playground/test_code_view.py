@@ -267,3 +267,36 @@ def test_an_editor_gone_before_the_release_is_skipped(qtbot):
     finally:
         code_editor.release_highlighting()
     qtbot.waitUntil(lambda: kept.editor._highlighter is not None)
+
+
+def _mark_in_view(view) -> bool:
+    editor = view.editor
+    block = editor.document().findBlockByNumber(editor.highlighted_block)
+    top = editor.blockBoundingGeometry(block).translated(editor.contentOffset()).top()
+    return 0 <= top and top + editor.blockBoundingRect(block).height() \
+        <= editor.viewport().height()
+
+
+def test_the_marked_line_stays_in_view_when_the_pane_shrinks(view, qtbot):
+    """An error's banner takes its row after the line was marked (and a file opened with its
+    error at start was marked before the window had its size): the marked line was below the
+    code's last visible one, and the student did not see it."""
+    source = "\n".join(f"x{n} = {n}" for n in range(1, 61))
+    view.set_function("Long", source, "", "/tmp/long.py", 1)
+    view.resize(500, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    assert view.highlight_line(45)
+    assert _mark_in_view(view)
+    view.resize(500, 160)
+    qtbot.waitUntil(lambda: _mark_in_view(view), timeout=2000)
+    assert view.highlighted_line == 45
+
+
+def test_shows_knows_the_file_however_its_path_is_spelled(view, tmp_path, monkeypatch):
+    path = tmp_path / "sq.py"
+    path.write_text(SOURCE)
+    view.set_function("Square", SOURCE, "", str(path), 1)
+    monkeypatch.chdir(tmp_path)
+    assert view.shows("sq.py") and view.shows(str(tmp_path / "." / "sq.py"))
+    assert not view.shows(str(tmp_path / "other.py")) and not view.shows(None)
