@@ -288,13 +288,36 @@ def child_start():
         os.environ["PYTHONSAFEPATH"] = "1"  # no '' (python -c) first on the path
         os.environ["PYTHONPATH"] = os.pathsep.join(child_path())
         try:
-            yield
+            with _ctrl_c_stays_home():
+                yield
         finally:
             for name, value in saved.items():
                 if value is None:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _ctrl_c_stays_home():
+    """SIGINT blocked in this thread while a new interpreter starts: it is born with it
+    blocked (a mask survives fork and exec), so Ctrl+C in the terminal, which every process
+    of the terminal's group receives, is this process's alone. The fork server took it while
+    it imported torch (before multiprocessing ignores it there): a KeyboardInterrupt
+    traceback of twenty lines after "customgrad: interrupted". A Ctrl+C that comes meanwhile
+    waits here until the start is done."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no terminal group to share
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    # first: its start unblocks SIGINT in this thread (multiprocessing's own guard for it)
+    resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _clean_preparation(get_preparation_data):

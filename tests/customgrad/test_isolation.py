@@ -104,6 +104,33 @@ def test_a_killed_cli_leaves_no_process_behind(how, name, tmp_path):
                     process.kill()
 
 
+def test_ctrl_c_while_the_fork_server_imports_torch_is_the_clis_alone():
+    """Ctrl+C reaches every process of the terminal's group: the fork server, still importing
+    torch, printed a KeyboardInterrupt traceback of twenty lines after "interrupted"."""
+    psutil = pytest.importorskip("psutil")
+    proc = subprocess.Popen([sys.executable, "-m", "customgrad.cli", "check", "killhead"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # a group of its own, as a terminal's job
+    try:
+        server = None
+        deadline = time.monotonic() + 60
+        while server is None and time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                server = next((c for c in psutil.Process(proc.pid).children()
+                               if "forkserver" in " ".join(c.cmdline())), None)
+            time.sleep(0.02)
+        assert server is not None, proc.communicate(timeout=60)
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl+C
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "customgrad: interrupted" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    psutil.wait_procs([server], timeout=60)
+    assert not server.is_running()
+
+
 def test_without_a_fork_server_a_spawned_child_reports_a_crash_the_same_way():
     proc = _cli("check", f"{CRASH}:SegInBackward", "--shape", "x=3", env=SPAWN)
     assert proc.returncode == 2, proc.stderr
