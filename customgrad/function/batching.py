@@ -26,6 +26,22 @@ ROUNDING_UNITS = 1000
 BATCH_ENTRIES = 1 << 20
 
 
+#: torch.vmap's warning where an operator has no batching rule (it loops instead): about
+#: torch's speed, nothing the user did; it reached the CLI's stderr from a scatter_ in backward
+SLOW_FALLBACK = "There is a performance drop"
+
+
+def quiet_vmap(function: Callable, in_dims: tuple) -> Callable:
+    """``torch.vmap(function, in_dims)``, without :data:`SLOW_FALLBACK`'s warning."""
+    batched = torch.vmap(function, in_dims=in_dims)
+
+    def call(*args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=SLOW_FALLBACK)
+            return batched(*args)
+    return call
+
+
 def tolerance(dtype: torch.dtype) -> float:
     """The relative difference between a batched and a single result counted as rounding."""
     eps = torch.finfo(dtype).eps if dtype.is_floating_point or dtype.is_complex else 0.0

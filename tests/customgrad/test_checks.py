@@ -55,3 +55,37 @@ def test_double_backward_detects_a_wrong_second_derivative():
     x = torch.rand(3, 4, dtype=torch.float64) + 0.5
     report = double_backward_check(BadSquare, [x])
     assert report.supported and not report.passed
+
+
+class _GatherRows(torch.autograd.Function):
+    """x[i, idx[i]] per row; backward scatters: torch.vmap has no batching rule for
+    scatter_ and warns about its speed (nothing the user did)."""
+
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx)
+        ctx.shape = x.shape
+        return x.gather(1, idx.unsqueeze(1)).squeeze(1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        gx = torch.zeros(ctx.shape, dtype=g.dtype)
+        gx.scatter_(1, idx.unsqueeze(1), g.unsqueeze(1))
+        return gx, None
+
+
+def test_vmaps_warning_about_its_own_speed_does_not_reach_the_user():
+    """It reached the CLI's stderr as a UserWarning at the user's scatter_ line."""
+    import warnings
+
+    import customgrad
+
+    x = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
+    idx = torch.tensor([1, 7, 0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = customgrad.check(_GatherRows, x, idx)
+    assert report.passed
+    assert not [w for w in caught if "performance drop" in str(w.message)], \
+        [str(w.message) for w in caught]

@@ -26,6 +26,7 @@ from customgrad.checking.jacobian.report import Axis
 from customgrad.checking.jacobian.tiles import TileScan, axis_at, by_label, by_tile, runs
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import FunctionError
+from customgrad.function.batching import quiet_vmap
 from customgrad.function.contract import grad_mutation_error, normalize_outputs, run_user
 from customgrad.function.dtypes import flat_real
 
@@ -577,8 +578,7 @@ class Backward:
                         grad = grad.sum_to_size(a.shape)
                 out.append(grad)
             return tuple(out)
-        return torch.vmap(backward, in_dims=tuple(0 if k in positions else None
-                                                  for k in range(count)))
+        return quiet_vmap(backward, tuple(0 if k in positions else None for k in range(count)))
 
     def _as_rows(self, got: tuple, onehot: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """The batched gradients as rows: ``got[0]`` itself when it is a fresh float64 CPU

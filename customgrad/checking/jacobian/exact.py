@@ -35,6 +35,7 @@ from customgrad.checking.jacobian.report import REFERENCE, Method
 from customgrad.checking.jacobian.tiles import by_label, by_tile
 from customgrad.checking.jacobian.workspace import Pacer, Workspace
 from customgrad.errors import Cancelled
+from customgrad.function.batching import quiet_vmap
 from customgrad.function.contract import FakeCtx
 
 #: the verification's tolerance, as a share of the check's atol: the reference may move a
@@ -609,8 +610,8 @@ class Verifier:
         def forward(*call):
             raw = fn.forward(*call) if new_style else fn.forward(FakeCtx(), *call)
             return tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-        return torch.vmap(forward, in_dims=tuple(0 if j in positions else None
-                                                 for j in range(len(self.base))))
+        return quiet_vmap(forward, tuple(0 if j in positions else None
+                                         for j in range(len(self.base))))
 
     def _difference(self, direction: torch.Tensor) -> torch.Tensor:
         """(f(x + eps d) - f(x - eps d)) / (2 eps), outputs concatenated."""

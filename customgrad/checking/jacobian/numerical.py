@@ -301,8 +301,8 @@ class FiniteDifferences:
         def forward(*call):
             raw = fn.forward(*call) if new_style else fn.forward(FakeCtx(), *call)
             return tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-        return torch.vmap(forward, in_dims=tuple(0 if j == pos else None
-                                                 for j in range(len(self.base))))
+        return batching.quiet_vmap(forward, tuple(0 if j == pos else None
+                                                  for j in range(len(self.base))))
 
     def _batch_difference(self, vmapped: Callable, axis: Axis, grid: torch.Tensor, sign: int,
                           rows: torch.Tensor) -> None:
