@@ -28,6 +28,7 @@ from customgrad.function.contract import (
     autograd_casts,
     call_backward,
     dtype_note,
+    nonfinite_site,
     normalize_outputs,
     run_user,
 )
@@ -261,7 +262,8 @@ def inspect_call(function: type[Function], args: list, seed: int = 0,
     for k, v in enumerate(result.outputs):
         if v.is_tensor and not v.finite:
             result.surprises.append(Surprise(
-                "nan_output", f"forward's {out_names[k]} contains NaN or Inf at these inputs.",
+                "nan_output", f"forward's {out_names[k]} contains NaN or Inf at these inputs"
+                f"{_first_made(function, 'forward', lambda: function.apply(*_copies(call)))}.",
                 WARNING, k))
 
     node = next((o.grad_fn for o in outs if o.grad_fn is not None
@@ -282,7 +284,33 @@ def inspect_call(function: type[Function], args: list, seed: int = 0,
         result.error = exc
         return result
     _check_returned(result, function, call, returned)
+    bad = [k for k, s in enumerate(result.surprises) if s.kind == "nan_gradient"]
+    if bad:  # where backward made it: its line, found by running it once more
+        where = _first_made(function, "backward",
+                            lambda: call_backward(function, node, _copies(received)))
+        for k in bad:
+            s = result.surprises[k]
+            result.surprises[k] = Surprise(s.kind, s.message.rstrip(".") + where + ".",
+                                           s.severity, s.position)
     return result
+
+
+def _copies(values) -> list:
+    """``values`` with each tensor cloned (a leaf that requires grad stays one)."""
+    return [v.detach().clone().requires_grad_(v.requires_grad)
+            if isinstance(v, torch.Tensor) and v.requires_grad
+            else v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _first_made(function: type[Function], method: str, call: Callable[[], object]) -> str:
+    """``, first appears at nan.py:14 (in backward)``: where ``call`` first makes a NaN or
+    Inf (:func:`customgrad.function.contract.nonfinite_site`; one from numpy, at the first
+    torch call that takes it); '' where that is not known."""
+    import os
+
+    file, line = nonfinite_site(function, call)
+    return f", first appears at {os.path.basename(file)}:{line} (in {method})" \
+        if file and line else ""
 
 
 def _read_ctx(result: Inspection, node, call: list, outs: tuple, params: list[str]) -> None:

@@ -355,6 +355,41 @@ def _calling_frame(function: type[Function]) -> tuple[str | None, int | None]:
     return fallback
 
 
+def nonfinite_site(function: type[Function], call: Callable) -> tuple[str | None, int | None]:
+    """Where ``call`` (the user's code) first makes a NaN or Inf: the user's file and line of
+    the first torch call whose result holds one while none of its tensor arguments did (a
+    division by zero, log of a negative), else of the first whose result holds one (it came
+    from outside torch: numpy, a Python float); (None, None) where none did or ``call``
+    raised. Slow (each result looked at): only once a NaN or Inf is known."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_leaves
+
+    made: list[tuple[str | None, int | None]] = []
+    carried: list[tuple[str | None, int | None]] = []
+
+    def nonfinite(values) -> bool:
+        return any(isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+                   and t.numel() > 0 and not bool(torch.isfinite(t).all())
+                   for t in tree_leaves(values))
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if made:
+                return func(*args, **(kwargs or {}))
+            given = nonfinite((args, kwargs))  # before: an in-place call changes its argument
+            result = func(*args, **(kwargs or {}))
+            if nonfinite(result):
+                (carried if given else made).append(_calling_frame(function))
+            return result
+
+    try:
+        with Watch():
+            call()
+    except Exception:  # (what the check's own calls report, where it matters)
+        pass
+    return made[0] if made else carried[0] if carried else (None, None)
+
+
 @dataclass(frozen=True)
 class GradientNote:
     """A legal surprise in backward's result, about one parameter: ``kind`` is ``"none"``

@@ -198,3 +198,61 @@ def test_summary_and_helpers():
     assert big.values is None and big.minimum == 0
     nan = describe_value("nan", torch.tensor([math.nan, 1.0]))
     assert not nan.finite and nan.maximum == 1.0
+
+
+class _NaNInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        scaled = g * 2
+        return scaled * (x / x - 1) / 0.0  # <- NaN made here
+
+
+class _NaNFromNumpy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        import numpy as np
+
+        bad = torch.from_numpy(np.full(tuple(g.shape), np.nan))  # (no torch function)
+        return g * 2 + bad  # <- NaN from numpy, seen at the first torch call taking it
+
+
+class _NaNInForward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 1.0
+        return torch.log(y - 10.0)  # <- NaN in forward
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _marked(marker: str) -> int:
+    from pathlib import Path
+
+    lines = Path(__file__).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, 1) if marker in text and "_marked" not in text)
+
+
+@pytest.mark.parametrize(("function", "kind", "marker", "method"), [
+    (_NaNInBackward, "nan_gradient", "# <- NaN made here", "backward"),
+    (_NaNFromNumpy, "nan_gradient", "# <- NaN from numpy", "backward"),
+    (_NaNInForward, "nan_output", "# <- NaN in forward", "forward"),
+])
+def test_a_nan_is_named_at_the_line_that_first_made_it(function, kind, marker, method):
+    """The app said 'backward's gradient for x contains NaN or Inf' with no file or line."""
+    x = torch.randn(3, 4, dtype=torch.float64)
+    found = [s for s in inspect_call(function, [x]).surprises if s.kind == kind]
+    assert len(found) == 1
+    assert found[0].message.endswith(
+        f", first appears at test_inspector.py:{_marked(marker)} (in {method}).")
