@@ -1410,11 +1410,19 @@ def gradcheck_mask(case: Case, args: tuple, eps=1e-6, atol=1e-5, rtol=1e-3) -> t
             analytic = _GRADCHECK._check_analytical_jacobian_attributes(
                 inputs, o, nondet_tol=float("inf"), check_grad_dtypes=False)
             parts.append(torch.cat([
-                (~torch.isclose(a, n, rtol=rtol, atol=atol).t()).repeat_interleave(
+                (~_isclose_promoted(a, n, rtol, atol).t()).repeat_interleave(
                     2 if x.is_complex() else 1, dim=1)
                 for a, (n,), x in zip(analytic, numerical, chosen)], dim=1))
         rows.append(torch.stack(parts, dim=1).flatten(0, 1))  # real, imag rows interleaved
     return torch.cat(rows, dim=0)
+
+
+def _isclose_promoted(a: torch.Tensor, n: torch.Tensor, rtol: float, atol: float):
+    """``isclose`` after gradcheck's type promotion (``_allclose_with_type_promotion``): a
+    float32 output of a float64 input has float32 analytic entries and float64 numerical
+    ones."""
+    dtype = torch.promote_types(a.dtype, n.dtype)
+    return torch.isclose(a.to(dtype), n.to(dtype), rtol=rtol, atol=atol)
 
 
 def _line_of(text: str, file: str = __file__) -> int:
