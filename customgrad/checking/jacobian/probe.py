@@ -138,7 +138,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         if written:
             probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
         elif detached:
-            probe.findings["saved_tensors"] = _saved_detach(probe, detached, len(saved))
+            probe.findings["saved_tensors"] = _saved_detach(probe, grads, detached, len(saved))
         else:
             _reentrant(probe, grads, raw_grads, nondet_tol)
     else:
@@ -243,10 +243,12 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
             "(--nondet-tol on the command line)."))
 
 
-def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
-    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where
-    (backward run once more, on a graph of its own, watching the saved tensors), and
-    whether it changed their values."""
+def _saved_site(probe: Probe, grads: list, state=lambda t: t._version
+                ) -> tuple[tuple[str | None, int | None], list, tuple, list, list]:
+    """Where backward changes a saved tensor (its version: a write; its ``requires_grad``:
+    a ``detach_()``): backward run once more, on a graph of its own, watching the saved
+    tensors; the def line of backward where the change is not a torch call. Also that
+    graph's call, outputs, saved tensors and their values before."""
     fn = probe.function
     call = probe.leaf_call()
     outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
@@ -258,9 +260,17 @@ def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
         with torch.no_grad():
             fn.backward(node, *[g.clone() if isinstance(g, torch.Tensor) else g
                                 for g in grads])
-    file, line = write_site(fn, backward, saved)
+    file, line = write_site(fn, backward, saved, state)
     if line is None:
         file, line = source_file(fn), method_line(fn, "backward")
+    return (file, line), call, outs, saved, before
+
+
+def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
+    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where,
+    and whether it changed their values."""
+    fn = probe.function
+    (file, line), call, outs, saved, before = _saved_site(probe, grads)
     which = [k for k in written if k < len(saved)] or written
     what = " and ".join(_saved_name(probe, call, outs, saved[k]) if k < len(saved)
                         else f"saved_tensors[{k}]" for k in which)
@@ -275,14 +285,15 @@ def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
         "operation\". Compute on a copy (y * g, not y.mul_(g))."))
 
 
-def _saved_detach(probe: Probe, detached: list[int], count: int) -> SubCheck:
+def _saved_detach(probe: Probe, grads: list, detached: list[int], count: int) -> SubCheck:
     """The failed ``saved_tensors`` finding for a backward that detached in place
     (``x.detach_()``, ``x.requires_grad_(False)``) a saved tensor that is the caller's
-    input: that tensor no longer requires grad after backward."""
+    input: that tensor no longer requires grad after backward. The line is the call's that
+    cleared ``requires_grad`` (backward run again, watching it)."""
     fn = probe.function
     which = " and ".join("saved_tensors" if count == 1 else f"saved_tensors[{k}]"
                          for k in detached)
-    file, line = source_file(fn), method_line(fn, "backward")
+    (file, line), *_ = _saved_site(probe, grads, lambda t: t.requires_grad)
     where = f" ({file}:{line})" if file and line else ""
     return SubCheck("saved_tensors", "failed", (
         f"{fn.__name__}.backward detaches {which} in place (detach_ or requires_grad_(False))"
