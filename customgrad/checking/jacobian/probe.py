@@ -121,6 +121,9 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
                                     if i >= len(raw_grads) or raw_grads[i] is None]
+        if len(unused) < len(in_pos) and unused:
+            needed = _needs_grad(function, args, in_pos, unused, out_pos)
+            unused = [i for i in unused if i not in needed]
         dropped = [params[i] for i in unused] if len(unused) < len(in_pos) else []
         notes.extend(n.text for n in check_gradients(function, params, args, raw_grads)
                      if not (n.kind == "none" and n.param in dropped))
@@ -151,6 +154,27 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused: list[int],
+                out_pos: list[int]) -> list[int]:
+    """``unused`` (inputs backward returned None for, none chosen) where backward raises once
+    they are constants, else none: a backward taking ``autograd.grad`` over them (a
+    checkpoint's parameters, which its function reads through a closure) needs them to
+    require grad ("One of the differentiated Tensors does not require grad"), as a caller
+    passes them to gradcheck, so they stay differentiated. One more forward and backward,
+    only where an input would become a constant."""
+    leaves = [args[i].detach().clone().requires_grad_() for i in in_pos if i not in unused]
+    taken = iter(leaves)
+    call = [next(taken).clone() if i in in_pos and i not in unused else _copy(a)
+            for i, a in enumerate(args)]
+    try:
+        outs = normalize_outputs(function, function.apply(*call))
+        diff = [outs[k] for k in out_pos if outs[k].requires_grad]
+        torch.autograd.grad(diff, leaves, [torch.ones_like(o) for o in diff], allow_unused=True)
+    except Exception:  # the user's code: whatever it raises there, it needs them
+        return unused
+    return []
 
 
 def _inputs_written(probe: Probe, call: list, outs: tuple) -> list[int]:
