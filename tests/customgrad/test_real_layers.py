@@ -1701,6 +1701,12 @@ _SLOW_DOUBLE = {"attention", "attention-with-weights", "attention-weights-non-di
     pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.id in _SLOW_DOUBLE else [])
     for c in CASES if c.id in DOUBLE])
 def test_the_double_backward_verdict_is_gradgradchecks(case):
+    assert_gradgradchecks_verdict(case, DOUBLE[case.id])
+
+
+def assert_gradgradchecks_verdict(case: Case, verdict: str) -> None:
+    """gradgradcheck's verdict on the case is ``verdict``, and so is customgrad's
+    double_backward sub-check's."""
     with torch.random.fork_rng():
         # gradgradcheck draws its grad_outputs from the global generator: seeded here, its
         # verdict does not depend on the tests run before (at seed 0 they would be the
@@ -1708,10 +1714,10 @@ def test_the_double_backward_verdict_is_gradgradchecks(case):
         torch.manual_seed(1)
         expected = torch.autograd.gradgradcheck(case.call, _copies(case.make()),
                                                 raise_exception=False)
-    assert ("passed" if expected else "failed") == DOUBLE[case.id]
+    assert ("passed" if expected else "failed") == verdict
     report = customgrad.check(case.function, *case.make(), checks=["double_backward"])
     double = report.checks["double_backward"]
-    assert double.status == DOUBLE[case.id], double.detail
+    assert double.status == verdict, double.detail
 
 
 def test_a_once_differentiable_backward_is_skipped_where_gradgradcheck_fails_it():

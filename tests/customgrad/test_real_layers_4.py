@@ -34,10 +34,10 @@ from torch.autograd import Function
 import customgrad
 from tests.customgrad.test_real_layers import (
     Case,
-    _copies,
     _g,
     _rand,
     assert_gradchecks_verdict,
+    assert_gradgradchecks_verdict,
 )
 
 # ==== gradient reversal and scaling: the backward is not forward's derivative on purpose =====
@@ -966,14 +966,7 @@ DOUBLE = {
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES if c.id in DOUBLE])
 def test_the_double_backward_verdict_is_gradgradchecks(case):
-    with torch.random.fork_rng():
-        torch.manual_seed(1)  # gradgradcheck's grad_outputs, whatever ran before
-        expected = torch.autograd.gradgradcheck(case.call, _copies(case.make()),
-                                                raise_exception=False)
-    assert ("passed" if expected else "failed") == DOUBLE[case.id]
-    report = customgrad.check(case.function, *case.make(), checks=["double_backward"])
-    double = report.checks["double_backward"]
-    assert double.status == DOUBLE[case.id], double.detail
+    assert_gradgradchecks_verdict(case, DOUBLE[case.id])
 
 
 # ==== guided-diffusion's checkpoint as it is used: parameters read through a closure ============
