@@ -312,22 +312,25 @@ def grad_mutation_error(function: type[Function], k: int, count: int) -> Functio
         file=source_file(function), line=mutation_line(function, "backward"), phase="backward")
 
 
-def write_site(function: type[Function], call: Callable, watched: list[torch.Tensor]
+def write_site(function: type[Function], call: Callable, watched: list[torch.Tensor],
+               state: Callable[[torch.Tensor], object] = lambda t: t._version
                ) -> tuple[str | None, int | None]:
     """Where ``call`` (the user's code) first writes in place into one of ``watched``: the
     user's file and line of the torch call after which a watched tensor's version counter
     moved (``x.mul_(2)``, ``x *= 2``, ``x[0] = 1``, ``out=x``, ``inplace=True``), found by
     running ``call`` under a TorchFunctionMode; (None, None) where it wrote none of them or
-    raised. Slow (a version check around each torch call): only once a write is known."""
+    raised. Slow (a version check around each torch call): only once a write is known.
+    ``state`` reads another property to watch (``requires_grad``: ``x.detach_()``,
+    ``x.requires_grad_(False)`` and ``x.requires_grad = False`` are torch calls too)."""
     from torch.overrides import TorchFunctionMode
 
     found: list[tuple[str | None, int | None]] = []
 
     class Watch(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            before = [t._version for t in watched]
+            before = [state(t) for t in watched]
             result = func(*args, **(kwargs or {}))
-            if not found and any(t._version != v for t, v in zip(watched, before)):
+            if not found and any(state(t) != v for t, v in zip(watched, before)):
                 found.append(_calling_frame(function))
             return result
 

@@ -24,6 +24,7 @@ from tests.customgrad.test_real_layers import (
     _copies,
     _g,
     _rand,
+    assert_gradgradchecks_verdict,
     gradcheck_mask,
     gradcheck_verdict,
 )
@@ -1006,16 +1007,7 @@ def test_the_double_backward_verdict_is_gradgradchecks(case):
     it) failed gradgradcheck and passed customgrad at inputs drawn with seed 0: the double
     backward's grad_output was drawn with seed 0 too, so it was x itself, along which the
     forgotten term vanishes."""
-    with torch.random.fork_rng():
-        # gradgradcheck draws its grad_outputs from the global generator: at seed 0 they are
-        # the inputs _rand draws with seed 0, the same blind spot
-        torch.manual_seed(1)
-        expected = torch.autograd.gradgradcheck(case.call, _copies(case.make()),
-                                                raise_exception=False)
-    assert ("passed" if expected else "failed") == DOUBLE[case.id]
-    report = customgrad.check(case.function, *case.make(), checks=["double_backward"])
-    double = report.checks["double_backward"]
-    assert double.status == DOUBLE[case.id], double.detail
+    assert_gradgradchecks_verdict(case, DOUBLE[case.id])
 
 
 # ==== from the command line ====================================================================

@@ -157,9 +157,38 @@ class SquareDetachesSavedInput(SquareCloneOfGrad):
         return 2 * x * g
 
 
+class SquareRequiresGradFalse(SquareCloneOfGrad):
+    """The same, by ``requires_grad_(False)`` after a first use of x."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = 2 * x
+        x.requires_grad_(False)
+        return d * g
+
+
+class SquareRequiresGradAttribute(SquareCloneOfGrad):
+    """The same, by setting the attribute (``x.requires_grad = False``)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = 2 * x
+        x.requires_grad = False
+        return d * g
+
+
+def _line_in(fn, method: str, text: str) -> int:
+    lines, first = inspect.getsourcelines(getattr(fn, method))
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
 def test_a_backward_detaching_a_saved_input_in_place_fails_saved_tensors():
     """gradcheck raises at its second row ("One of the differentiated Tensors does not
-    require grad"); customgrad passed it (its inputs are copies)."""
+    require grad"); customgrad passed it (its inputs are copies). The finding names the
+    line of ``x.detach_()`` (backward run again under a TorchFunctionMode watching the saved
+    tensors' requires_grad), not backward's def line."""
     x = _x(4)
     leaf = x.clone().requires_grad_()
     SquareDetachesSavedInput.apply(leaf).sum().backward()
@@ -169,6 +198,27 @@ def test_a_backward_detaching_a_saved_input_in_place_fails_saved_tensors():
     assert not report.passed and report.mismatches == 0
     finding = report.checks["saved_tensors"]
     assert finding.status == "failed" and "detaches saved_tensors in place" in finding.detail
+    line = _line_in(SquareDetachesSavedInput, "backward", "x.detach_()")
+    assert f"{Path(__file__)}:{line})" in finding.detail
+
+
+@pytest.mark.parametrize("fn, call", [(SquareRequiresGradFalse, "x.requires_grad_(False)"),
+                                      (SquareRequiresGradAttribute, "x.requires_grad = False")])
+def test_a_backward_clearing_requires_grad_of_a_saved_input_raises_at_its_line(fn, call):
+    """On a leaf (a weight, gradcheck's inputs) these detach it as ``detach_()`` does, and
+    gradcheck raises at its second row. customgrad hands forward copies of its leaves (an
+    in-place forward cannot take a leaf), which are not leaves: torch refuses the flag
+    change there ("you can only change requires_grad flags of leaf variables"), and the
+    check raises, naming that line: an error either way, not a verdict."""
+    x = _x(4)
+    leaf = x.clone().requires_grad_()
+    fn.apply(leaf).sum().backward()
+    assert not leaf.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        torch.autograd.gradcheck(fn.apply, (x.clone().requires_grad_(),))
+    with pytest.raises(FunctionError, match="leaf variables") as info:
+        customgrad.check(fn, x)
+    assert info.value.line == _line_in(fn, "backward", call)
 
 
 # ---- a backward whose result depends on how often it ran -----------------------------------------

@@ -121,6 +121,9 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
                                     if i >= len(raw_grads) or raw_grads[i] is None]
+        if len(unused) < len(in_pos) and unused:
+            needed = _needs_grad(function, args, in_pos, unused, out_pos)
+            unused = [i for i in unused if i not in needed]
         dropped = [params[i] for i in unused] if len(unused) < len(in_pos) else []
         notes.extend(n.text for n in check_gradients(function, params, args, raw_grads)
                      if not (n.kind == "none" and n.param in dropped))
@@ -138,7 +141,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         if written:
             probe.findings["saved_tensors"] = _saved_write(probe, grads, written)
         elif detached:
-            probe.findings["saved_tensors"] = _saved_detach(probe, detached, len(saved))
+            probe.findings["saved_tensors"] = _saved_detach(probe, grads, detached, len(saved))
         else:
             _reentrant(probe, grads, raw_grads, nondet_tol)
     else:
@@ -151,6 +154,27 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                               for k in out_pos])
     probe.inputs = _lay_out([(params[i], i, args[i]) for i in in_pos])
     return probe
+
+
+def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused: list[int],
+                out_pos: list[int]) -> list[int]:
+    """``unused`` (inputs backward returned None for, none chosen) where backward raises once
+    they are constants, else none: a backward taking ``autograd.grad`` over them (a
+    checkpoint's parameters, which its function reads through a closure) needs them to
+    require grad ("One of the differentiated Tensors does not require grad"), as a caller
+    passes them to gradcheck, so they stay differentiated. One more forward and backward,
+    only where an input would become a constant."""
+    leaves = [args[i].detach().clone().requires_grad_() for i in in_pos if i not in unused]
+    taken = iter(leaves)
+    call = [next(taken).clone() if i in in_pos and i not in unused else _copy(a)
+            for i, a in enumerate(args)]
+    try:
+        outs = normalize_outputs(function, function.apply(*call))
+        diff = [outs[k] for k in out_pos if outs[k].requires_grad]
+        torch.autograd.grad(diff, leaves, [torch.ones_like(o) for o in diff], allow_unused=True)
+    except Exception:  # the user's code: whatever it raises there, it needs them
+        return unused
+    return []
 
 
 def _inputs_written(probe: Probe, call: list, outs: tuple) -> list[int]:
@@ -243,10 +267,12 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
             "(--nondet-tol on the command line)."))
 
 
-def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
-    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where
-    (backward run once more, on a graph of its own, watching the saved tensors), and
-    whether it changed their values."""
+def _saved_site(probe: Probe, grads: list, state=lambda t: t._version
+                ) -> tuple[tuple[str | None, int | None], list, tuple, list, list]:
+    """Where backward changes a saved tensor (its version: a write; its ``requires_grad``:
+    a ``detach_()``): backward run once more, on a graph of its own, watching the saved
+    tensors; the def line of backward where the change is not a torch call. Also that
+    graph's call, outputs, saved tensors and their values before."""
     fn = probe.function
     call = probe.leaf_call()
     outs = normalize_outputs(fn, run_user(fn, "forward", lambda: fn.apply(*call)))
@@ -258,9 +284,17 @@ def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
         with torch.no_grad():
             fn.backward(node, *[g.clone() if isinstance(g, torch.Tensor) else g
                                 for g in grads])
-    file, line = write_site(fn, backward, saved)
+    file, line = write_site(fn, backward, saved, state)
     if line is None:
         file, line = source_file(fn), method_line(fn, "backward")
+    return (file, line), call, outs, saved, before
+
+
+def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
+    """The failed ``saved_tensors`` finding: which saved tensor backward wrote into, where,
+    and whether it changed their values."""
+    fn = probe.function
+    (file, line), call, outs, saved, before = _saved_site(probe, grads)
     which = [k for k in written if k < len(saved)] or written
     what = " and ".join(_saved_name(probe, call, outs, saved[k]) if k < len(saved)
                         else f"saved_tensors[{k}]" for k in which)
@@ -275,14 +309,15 @@ def _saved_write(probe: Probe, grads: list, written: list[int]) -> SubCheck:
         "operation\". Compute on a copy (y * g, not y.mul_(g))."))
 
 
-def _saved_detach(probe: Probe, detached: list[int], count: int) -> SubCheck:
+def _saved_detach(probe: Probe, grads: list, detached: list[int], count: int) -> SubCheck:
     """The failed ``saved_tensors`` finding for a backward that detached in place
     (``x.detach_()``, ``x.requires_grad_(False)``) a saved tensor that is the caller's
-    input: that tensor no longer requires grad after backward."""
+    input: that tensor no longer requires grad after backward. The line is the call's that
+    cleared ``requires_grad`` (backward run again, watching it)."""
     fn = probe.function
     which = " and ".join("saved_tensors" if count == 1 else f"saved_tensors[{k}]"
                          for k in detached)
-    file, line = source_file(fn), method_line(fn, "backward")
+    (file, line), *_ = _saved_site(probe, grads, lambda t: t.requires_grad)
     where = f" ({file}:{line})" if file and line else ""
     return SubCheck("saved_tensors", "failed", (
         f"{fn.__name__}.backward detaches {which} in place (detach_ or requires_grad_(False))"
