@@ -338,12 +338,16 @@ class _Calls:
     def half_precision(self) -> list[Diagnosis]:
         """A float16 or bfloat16 backward that passes at the same point in float64: its
         rounding (about 1e-3 and 8e-3 of each value, the size of rtol), not its formula,
-        fails it. gradcheck fails it too."""
+        fails it. gradcheck fails it too. A float32 one likewise, where rtol asks for less
+        than a thousand of float32's units (1e-7 of each value) of it: a tolerance set finer
+        than float32 holds (a kink and an off-by-one were said of a right LayerNorm)."""
         low = [self.args[i].dtype for i in self.inputs
-               if self.args[i].dtype in (torch.float16, torch.bfloat16)]
+               if self.args[i].dtype in (torch.float16, torch.bfloat16, torch.float32)]
         if not low:
             return []
         report = self.report
+        if low[0] == torch.float32 and report.rtol >= 1e3 * torch.finfo(torch.float32).eps:
+            return []  # float32's rounding is far inside such a tolerance: not the cause
         try:
             again = compare(self.function, self._copies(torch.float64), eps=report.eps,
                             atol=report.atol, rtol=report.rtol, keep_matrices=False,
@@ -355,6 +359,13 @@ class _Calls:
         if not again.passed:
             return []
         name, dtype = self.function.__name__, str(low[0])[6:]
+        if low[0] == torch.float32:
+            return [Diagnosis(None, "rounding", (
+                f"rounding, not backward: {name}.backward computes in float32, whose values "
+                f"are rounded to about {torch.finfo(torch.float32).eps:.1e} of their size; atol "
+                f"{report.atol:g} and rtol {report.rtol:g} ask for closer than that, and the "
+                "same Function at the same point in float64 passes. Check it in float64 "
+                "(dtype=float64), or loosen rtol to 1e-5 or more for float32"), 0.9)]
         return [Diagnosis(None, "rounding", (
             f"rounding, not backward: {name}.backward computes in {dtype}, whose values are "
             f"rounded to about {torch.finfo(low[0]).eps:.0e} of their size, as large as rtol "
@@ -463,21 +474,26 @@ class _Calls:
             r, c = divmod(flat, i.size)
             row = o.offset + r
             base = base_outputs[row]
-            central = {}
+            central, jump = {}, {}
             for k in _STEPS:
                 plus, minus = self._at(i, c, k * eps)[row], self._at(i, c, -k * eps)[row]
                 central[k] = float(plus - minus) / (2 * k * eps)
-                if k == 1:
-                    right, left = float(plus - base) / eps, float(base - minus) / eps
+                if k in (1, 10):
+                    right, left = float(plus - base) / (k * eps), float(base - minus) / (k * eps)
+                    jump[k] = abs(right - left)
+                    if k == 1:
+                        evidence_slopes = (right, left)
             exact = float(a[r, c])
             if self._rounding(central, exact, tol):
                 verdicts.append("rounding")
-            elif abs(right - left) > tol(central[1]):
+            elif jump[1] > tol(central[1]) and jump[10] < 3 * jump[1]:
+                # a kink's slopes differ by as much at ten times the step; a smooth forward's
+                # one-sided slopes differ by its curvature times the step (ten times as much)
                 verdicts.append("kink")
             else:
                 return None  # a smooth forward that backward gets wrong: not the point's fault
             if evidence is None:
-                evidence = (o.label(r), i.label(c), exact, central, right, left)
+                evidence = (o.label(r), i.label(c), exact, central, *evidence_slopes)
         if not verdicts:
             return None
         assert evidence is not None  # (taken with the first verdict)

@@ -273,3 +273,67 @@ def test_a_chosen_input_backward_gives_none_fails_as_in_gradcheck_and_is_named(
     assert [d.kind for d in found] == ["no_gradient"]
     assert f"returns None for {name}, which is differentiated" in found[0].detail
     assert f"--no-grad {name}" in found[0].detail
+
+
+class _LayerNormLast(torch.autograd.Function):
+    """A right LayerNorm over the last dimension (a researcher's, in float32)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, unbiased=False, keepdim=True)
+        rstd = torch.rsqrt(var + 1e-5)
+        xhat = (x - mean) * rstd
+        ctx.save_for_backward(xhat, rstd, weight)
+        return xhat * weight + bias
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, rstd, weight = ctx.saved_tensors
+        n = xhat.shape[-1]
+        gx_hat = g * weight
+        gx = rstd / n * (n * gx_hat - gx_hat.sum(-1, keepdim=True)
+                         - xhat * (gx_hat * xhat).sum(-1, keepdim=True))
+        return gx, (g * xhat).sum(0), g.sum(0)
+
+
+def test_a_tolerance_finer_than_float32_is_rounding_not_a_kink_or_an_off_by_one():
+    """At atol 1e-7 and rtol 0 a right float32 LayerNorm failed by a few float32 units, and
+    the diagnosis said 'a kink at x[0, 4] (slope -1.642 to the right, -1.642 to the left)' and
+    'only weight[1:7] is wrong: an off-by-one index'."""
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(3, 8, generator=g).requires_grad_(),
+            (torch.rand(8, generator=g) + 0.5).requires_grad_(),
+            torch.randn(8, generator=g).requires_grad_()]
+    report = compare(_LayerNormLast, args, atol=1e-7, rtol=0.0)
+    assert not report.passed  # (float32's units of these values are above 1e-7)
+    found = diagnosis.diagnose(report, _LayerNormLast, args)
+    assert [d.kind for d in found] == ["rounding"], [str(d) for d in found]
+    assert "float32" in found[0].detail and "rtol 0" in found[0].detail
+    # at float32's own tolerances it passes: nothing to explain
+    assert compare(_LayerNormLast, args).passed
+
+
+class _Exp3Wrong(torch.autograd.Function):
+    """exp(3x) (curved) with a backward 1 % off."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(3 * x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * 3.03 * y
+
+
+def test_a_curved_forward_at_a_tight_tolerance_is_not_called_a_kink():
+    """One-sided slopes of a curved forward differ by its curvature times the step: at
+    atol 1e-10 that difference alone was read as a kink, and a wrong backward excused."""
+    args = [torch.linspace(0.5, 1.5, 6, dtype=torch.float64).requires_grad_()]
+    report = compare(_Exp3Wrong, args, atol=1e-10, rtol=0.0)
+    assert not report.passed
+    found = diagnosis.diagnose(report, _Exp3Wrong, args)
+    assert all(d.kind != "kink" for d in found), [str(d) for d in found]
