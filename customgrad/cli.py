@@ -13,7 +13,6 @@ of killing the CLI. ``--in-process`` runs it in this process instead (for pdb an
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import math
@@ -96,6 +95,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
 
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
+    settings.nondet_tol = args.nondet_tol
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
     problem = _built(settings, announce)
     if args.projected is not None:
@@ -103,7 +103,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
     wanted = set(args.checks or subchecks.defaults_for(problem.function))
     wanted |= {"double_backward"} if args.double else set()
     options = problem.check_options(keep_matrices=False, label=problem.target.label)
-    options = dataclasses.replace(options.with_checks(wanted), nondet_tol=args.nondet_tol)
+    options = options.with_checks(wanted)
     try:
         report = verify(problem.function, problem.args, options)
     except TooLargeError as exc:

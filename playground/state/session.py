@@ -200,7 +200,7 @@ class Session(QObject):
         self.settingsChanged.emit(self.settings)
         if _REBUILD & set(changes):
             self._rebuild()
-        elif {"eps", "atol", "rtol", "differentiate"} & set(changes):
+        elif {"eps", "atol", "rtol", "nondet_tol", "differentiate"} & set(changes):
             self.check_now()
 
     def set_explain(self, on: bool) -> None:

@@ -17,7 +17,7 @@ __all__ = ["NARROW_LETTERS", "CheckedField", "ElidedLabel", "is_narrow", "settin
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
 #: what the message for an empty or unreadable field suggests writing
-_EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3"}
+_EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3", "nondet_tol": "1e-10"}
 
 
 #: a bar narrower than this many letters of its font (1280x720 at 150 %) shows its buttons as

@@ -98,6 +98,16 @@ class Classroom(QObject):
         self.export_menu, self.theme_menu, self.panels_menu = (
             made["export"], made["theme"], made["panels"])
         self.exports.add_context_menus()
+        self._bind_nondet_tol(panes.jacobian.tolerance_row)
+
+    def _bind_nondet_tol(self, tolerances) -> None:
+        """The tolerance bar's nondet_tol editor and the settings both ways, as the window
+        binds eps, atol and rtol: typed, it re-checks; a session file's value is shown."""
+        session = self.session
+        tolerances.set_nondet_tol(session.settings.nondet_tol)
+        tolerances.nondetTolChanged.connect(lambda tol: session.update(nondet_tol=tol))
+        self.sessions.settingsLoading.connect(
+            lambda settings: tolerances.set_nondet_tol(settings.nondet_tol))
 
     # ---- the look ----------------------------------------------------------------------------
     def restore_prefs(self) -> None:
