@@ -31,6 +31,8 @@ _NAMES = ("eps", "atol", "rtol", "nondet_tol")
 #: and "Check at current point" cut each other's words); nondet_tol's label the same
 CHECK_TEXT, CHECK_SHORT = "Check at current point", "Check"
 NONDET_TEXT, NONDET_SHORT = "nondet_tol", "nondet"
+#: a pane narrower than this many letters: the short words (the long ones need about 95)
+NARROW = 105
 _INVALID = "QLineEdit { border: 2px solid #c0261c; background: #fde8e6; color: #5f0b0b; }"
 
 
@@ -127,7 +129,11 @@ class ToleranceBar(QWidget):
         self._fit_words()
 
     def _fit_words(self) -> None:
-        short = is_narrow(self, self.font())
+        # by the room its pane gives, not by the bar's own width: the drawer it sits in is as
+        # wide as its contents ask (the short words would keep it short at any zoom)
+        drawer = self.parentWidget()
+        pane = drawer.parentWidget() if drawer is not None else None
+        short = is_narrow(pane or self, self.font(), NARROW)
         self.check_button.setText(CHECK_SHORT if short else CHECK_TEXT)
         self.labels["nondet_tol"].setText(NONDET_SHORT if short else NONDET_TEXT)
 
