@@ -83,6 +83,11 @@ class FunctionPicker(QWidget):
                 return True
         return super().eventFilter(watched, event)
 
+    def focus_search(self) -> None:
+        """The search has the keys, its text selected (typing replaces it)."""
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
     def _first_shown(self) -> QTreeWidgetItem | None:
         """The first Function the list shows (the search's top match), None if none."""
         for i in range(self.tree.topLevelItemCount()):

@@ -72,3 +72,19 @@ def test_return_in_a_search_that_shows_nothing_opens_nothing(qtbot):
         QTest.keyClick(picker.search, Qt.Key.Key_Return)
         QTest.keyClick(picker.search, Qt.Key.Key_Down)
     assert picker.search.text() == "no such function"
+
+
+def test_ctrl_f_puts_the_keys_in_the_search_with_its_text_selected(qtbot, window):
+    """A teacher with keys only had no way to the search: Ctrl+F did nothing, and "linear"
+    typed with the focus elsewhere ran one-key shortcuts (L, R: a reset, C: a check)."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    picker = window.picker
+    picker.search.setText("sigm")
+    window.controls.play.setFocus()
+    action = window.actions_by_name["find_function"]
+    assert "Ctrl+F" in [k.toString() for k in action.shortcuts()]
+    action.trigger()
+    assert picker.search.hasFocus() and picker.search.selectedText() == "sigm"
+    QTest.keyClicks(picker.search, "linear")  # typed over the selection
+    assert picker.search.text() == "linear"

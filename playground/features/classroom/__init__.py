@@ -148,6 +148,15 @@ class Classroom(QObject):
         """The window closes: remember the session for the next start."""
         self.sessions.save_last_session()
 
+    def find_function(self) -> None:
+        """View > Find a Function (Ctrl+F): the picker's search has the keys, its text
+        selected (with keys only there was no way to it but Tab from the right place)."""
+        from playground.views.picker import FunctionPicker
+
+        picker = self.window.findChild(FunctionPicker)
+        if picker is not None:
+            picker.focus_search()
+
     # ---- help, explainer --------------------------------------------------------------------
     def show_shortcuts(self) -> ShortcutsDialog:
         dialog = ShortcutsDialog(self.window)
