@@ -415,7 +415,8 @@ def test_check_says_which_method_ran_in_text_and_json(capsys):
 
 
 # ---- what a student's file meets --------------------------------------------------------------
-TWO_FUNCTIONS = textwrap.dedent("""
+#: a backward returning NaN, beside a Function that is right (the file lists two)
+NAN_BACKWARD = textwrap.dedent("""
     import torch
 
     class Double(torch.autograd.Function):
@@ -427,11 +428,7 @@ TWO_FUNCTIONS = textwrap.dedent("""
         def backward(ctx, grad):
             return 2 * grad
 
-    class NanBackward(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return 2 * x
-
+    class NanBackward(Double):
         @staticmethod
         def backward(ctx, grad):
             return grad * float("nan")
@@ -442,7 +439,7 @@ def test_list_names_the_functions_of_a_file_as_check_wants_them(capsys, tmp_path
     """``check file.py`` with two Functions says "choose one": ``list file.py`` shows them
     (it was refused: unrecognized arguments)."""
     path = tmp_path / "two.py"
-    path.write_text(TWO_FUNCTIONS)
+    path.write_text(NAN_BACKWARD)
     code, out, _ = run_cli(capsys, "list", str(path))
     assert code == 0
     assert out.splitlines() == [f"{path}:Double", f"{path}:NanBackward"]
@@ -455,7 +452,7 @@ def test_list_names_the_functions_of_a_file_as_check_wants_them(capsys, tmp_path
 def test_run_stops_at_a_loss_that_is_not_finite_and_says_so(capsys, tmp_path):
     """A backward returning NaN: the losses went on as nan, exit 0."""
     path = tmp_path / "two.py"
-    path.write_text(TWO_FUNCTIONS)
+    path.write_text(NAN_BACKWARD)
     code, out, err = run_cli(capsys, "run", f"{path}:NanBackward", "--steps", "4")
     assert code == 1
     assert [line.split()[1] for line in out.splitlines()] == [out.split()[1], "nan"]
