@@ -13,7 +13,6 @@ of killing the CLI. ``--in-process`` runs it in this process instead (for pdb an
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import math
@@ -39,6 +38,8 @@ BROKEN_PIPE = 141
 
 
 def cmd_list(args, announce: Announce | None = None) -> int:
+    if args.target is not None:
+        return _list_target(args)
     entries = catalog.listing()  # data: listing the gallery needs no torch
     if args.json:
         print(json.dumps([{"name": e.name, "title": e.title, "category": e.category,
@@ -52,6 +53,32 @@ def cmd_list(args, announce: Announce | None = None) -> int:
         for e in entries:
             if e.category == category:
                 print(f"  {e.name:<{width}}  {e.title}")
+    return 0
+
+
+def _list_target(args) -> int:
+    """``list file.py`` (or ``package.module``): its Functions, one TARGET a line, as
+    ``check`` takes them (it says "choose one" where a file has several)."""
+    from customgrad.targets.loader import (
+        functions_in,
+        import_user_module,
+        is_file_target,
+        load_file,
+        split_target,
+    )
+
+    where, _name = split_target(args.target)
+    module = load_file(where) if is_file_target(where) else import_user_module(where)
+    found = functions_in(module)
+    if not found:
+        raise TargetError(f"{where} defines no torch.autograd.Function.",
+                          file=where if is_file_target(where) else None)
+    if args.json:
+        print(json.dumps([{"target": f"{where}:{f.__name__}", "class": f.__name__}
+                          for f in found], indent=2))
+    else:
+        for f in found:
+            print(f"{where}:{f.__name__}")
     return 0
 
 
@@ -96,6 +123,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
 
     settings = _settings(args)
     settings.eps, settings.atol, settings.rtol = args.eps, args.atol, args.rtol
+    settings.nondet_tol = args.nondet_tol
     settings.memory_cap = max(1, int(args.memory_cap * 2**30))
     problem = _built(settings, announce)
     if args.projected is not None:
@@ -103,7 +131,7 @@ def cmd_check(args, announce: Announce | None = None) -> int:
     wanted = set(args.checks or subchecks.defaults_for(problem.function))
     wanted |= {"double_backward"} if args.double else set()
     options = problem.check_options(keep_matrices=False, label=problem.target.label)
-    options = dataclasses.replace(options.with_checks(wanted), nondet_tol=args.nondet_tol)
+    options = options.with_checks(wanted)
     try:
         report = verify(problem.function, problem.args, options)
     except TooLargeError as exc:
@@ -172,19 +200,28 @@ def cmd_run(args, announce: Announce | None = None) -> int:
         for note in _guess_notes(problem):
             print(f"customgrad: note: {note}", file=sys.stderr)
     descent = problem.descent()
-    losses = []
+    losses, stopped = [], ""
     for record in descent.run(args.steps):
         losses.append(record.loss)
         if not args.json:
             print(record.step, record.loss, flush=True)
+        if not math.isfinite(record.loss):  # every step after it would say nan too
+            stopped = f"the loss is {record.loss} at step {record.step}"
+            break
+    if stopped and not args.json:
+        print(textwrap.fill(f"customgrad: {stopped}: the run stops (a NaN or Inf from forward "
+                            f"or backward: customgrad check {args.target} says which).",
+                            width=100), file=sys.stderr)
     if args.json:
         shapes = {s.name: format_shape(s.shape) for s in problem.specs if hasattr(s, "shape")}
         print(json.dumps({**_names(problem), "seed": settings.seed, "lr": settings.lr,
                           "loss": settings.loss, "optimizer": settings.optimizer, "shapes": shapes,
                           "guessed_constants": [g.to_dict() for g in problem.guesses],
                           "losses": [x if x == x and abs(x) != float("inf") else None
-                                     for x in losses]}, indent=2, allow_nan=False))
-    return 0
+                                     for x in losses],
+                          **({"stopped": stopped} if stopped else {})},
+                         indent=2, allow_nan=False))
+    return 1 if stopped else 0
 
 
 def _message(exc: Exception) -> str:
@@ -224,8 +261,9 @@ def _in_child(args, channel) -> int:
 
 
 def _isolated(args) -> int:
-    limit = None if args.memory_limit is None else int(args.memory_limit * 2**30)
-    what = ", ".join(args.shape or []) or args.target
+    gib = getattr(args, "memory_limit", None)  # (list has none: the default limit)
+    limit = None if gib is None else int(gib * 2**30)
+    what = ", ".join(getattr(args, "shape", None) or []) or args.target
     from customgrad.workers import isolation
 
     job = importlib.import_module("customgrad.cli")._in_child  # never __main__'s (python -m)
@@ -282,7 +320,8 @@ def _run(args, isolated: bool, announce: Announce | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        isolated = args.command != "list" and not args.in_process
+        # the gallery's list runs nothing of the user's; a file's is imported in a child
+        isolated = getattr(args, "target", None) is not None and not args.in_process
         return _run(args, isolated)
     except BrokenPipeError:
         return _stdout_gone()

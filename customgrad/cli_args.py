@@ -118,8 +118,9 @@ def _add_input_options(p: argparse.ArgumentParser, dtype_default: str) -> None:
                         "(repeatable; default: forward's default, the gallery's, or a guess "
                         "the report names)")
     p.add_argument("--init", action="append", metavar="NAME=INIT",
-                   help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros or "
-                        "ones (repeatable; default: normal)")
+                   help="how the seed draws tensor input NAME: normal, uniform(a,b), zeros, "
+                        "ones or randint(a,b) (int64 whole numbers a <= k < b: indices; "
+                        "repeatable; default: normal)")
     p.add_argument("--dtype", choices=DTYPE_NAMES, default=None,
                    help="dtype of the tensor inputs; complex64 and complex128 are checked by "
                         f"gradcheck's convention (default: {dtype_default})")
@@ -145,9 +146,15 @@ def _parser() -> argparse.ArgumentParser:
                         version=f"customgrad (autograd-playground) {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="{list,check,run}")
-    p = sub.add_parser("list", help="list the gallery of Functions",
-                       description="List the gallery of Functions by group.")
+    p = sub.add_parser("list", help="list the gallery of Functions, or those of a file",
+                       description="List the gallery of Functions by group, or the Functions "
+                                   "a file or module defines, as check and run take them.")
+    p.add_argument("target", nargs="?", default=None,
+                   help="path/to/file.py or package.module: list its Functions (imported in "
+                        "a child process; default: the gallery)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--in-process", action="store_true",
+                   help="import the file in this process, not in a child process")
     p = sub.add_parser("check", help="compare the analytic Jacobian with a numerical one",
                        description="Compare the Jacobian your backward computes with finite "
                                    "differences, entry by entry, by gradcheck's rule "

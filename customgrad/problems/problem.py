@@ -79,8 +79,8 @@ class Problem:
         """The settings' tolerances, memory cap and inputs to differentiate as
         :func:`customgrad.checking.verification.verify` takes them, with ``changes``."""
         s = self.settings
-        options = CheckOptions(eps=s.eps, atol=s.atol, rtol=s.rtol, memory_cap=s.memory_cap,
-                               differentiate=dict(s.differentiate))
+        options = CheckOptions(eps=s.eps, atol=s.atol, rtol=s.rtol, nondet_tol=s.nondet_tol,
+                               memory_cap=s.memory_cap, differentiate=dict(s.differentiate))
         return dataclasses.replace(options, **changes)
 
     def compare(self, args: list | None = None, **kwargs) -> Report:

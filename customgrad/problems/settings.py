@@ -44,6 +44,8 @@ class Settings:
     eps: float = EPS
     atol: float = ATOL
     rtol: float = RTOL
+    #: how far two backward calls on the same graph may differ (gradcheck's nondet_tol)
+    nondet_tol: float = 0.0
     check_every: int = 0
     memory_cap: int = MEMORY_CAP
 
@@ -266,4 +268,5 @@ _RULES = {
     "eps": _number(positive=True),
     "atol": _number(positive=False),
     "rtol": _number(positive=False),
+    "nondet_tol": _number(positive=False),
 }

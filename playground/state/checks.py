@@ -41,8 +41,8 @@ class Checks:
         self.cancel()
         session = self.session
         s = session.settings
-        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "memory_cap": s.memory_cap,
-                   "differentiate": dict(s.differentiate)}
+        options = {"eps": s.eps, "atol": s.atol, "rtol": s.rtol, "nondet_tol": s.nondet_tol,
+                   "memory_cap": s.memory_cap, "differentiate": dict(s.differentiate)}
         where = "the start" if args is None else f"step {session.step}"
         session.jacobianStarted.emit(f"{CHECKING}{where}…")  # short: beside the progress bar
         problem = session.problem

@@ -200,7 +200,7 @@ class Session(QObject):
         self.settingsChanged.emit(self.settings)
         if _REBUILD & set(changes):
             self._rebuild()
-        elif {"eps", "atol", "rtol", "differentiate"} & set(changes):
+        elif {"eps", "atol", "rtol", "nondet_tol", "differentiate"} & set(changes):
             self.check_now()
 
     def set_explain(self, on: bool) -> None:
@@ -239,7 +239,8 @@ class Session(QObject):
 
     # ---- the run ----------------------------------------------------------------------------
     def play(self) -> None:
-        self.loop.play()
+        if self._inputs_ready("Play"):
+            self.loop.play()
 
     def pause(self) -> None:
         """Pause between steps; a step stuck in user code is interrupted after a second."""
@@ -247,7 +248,28 @@ class Session(QObject):
 
     def step_once(self) -> None:
         """Pause first, then one step, if the run has steps left."""
-        self.loop.step_once()
+        if self._inputs_ready("Step"):
+            self.loop.step_once()
+
+    def _inputs_ready(self, what: str) -> bool:
+        """Whether there are inputs to run on. Where there are none, ``notice`` says why:
+        still being prepared (a forward that does not return), or never prepared (that was
+        cancelled, or forward raised): then they are prepared again, as Reset does. Play and
+        Step did nothing and said nothing there."""
+        if self.problem is not None:
+            return True
+        if self.busy:
+            self.notice.emit(f"{what} waits: the inputs are still being prepared (forward is "
+                             "running; Cancel stops a forward that does not return).")
+        elif not torch_import.arrived():
+            self.notice.emit(f"{what} waits: the Function opens once torch has loaded.")
+        elif self.target is not None:
+            self.notice.emit(f"{what}: there are no inputs yet (preparing them was cancelled "
+                             "or failed): preparing them again.")
+            self._rebuild()
+        else:
+            self.notice.emit(f"{what}: open a Function first.")
+        return False
 
     def run_steps(self, count: int) -> None:
         """Queue ``count`` steps (used by --screenshot)."""

@@ -11,6 +11,7 @@ height from the loss plot (:class:`~playground.views.panes.MainArea`), not from 
 from __future__ import annotations
 
 import os
+import re
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -24,10 +25,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from customgrad import errors
 from customgrad.errors import FunctionError, SpecError, TargetError
 from playground.views.fields import is_narrow
 
 __all__ = ["ErrorBanner"]
+
+#: customgrad's own code: its frames go out of a traceback that has the user's (the gallery's
+#: Functions are the user's code here)
+_LIBRARY = os.path.dirname(os.path.abspath(errors.__file__)) + os.sep
+_GALLERY = os.path.join(_LIBRARY, "targets", "gallery") + os.sep
+_FRAME = re.compile(r'^  File "([^"]+)", line \d+')
 
 _ANY_WIDTH = 16_777_215  # Qt's QWIDGETSIZE_MAX
 _KIND = {FunctionError: "Error in your Function", TargetError: "Error loading",
@@ -123,6 +131,7 @@ class ErrorBanner(QFrame):
         self.dismiss.clicked.connect(self.hide)
         self.details_button.toggled.connect(self.more.setVisible)
         self.details_button.toggled.connect(self._fit_buttons)
+        self.details_button.toggled.connect(self._fit_message)
         self.dismiss.setToolTip("Hide this message")
         self.where.clicked.connect(self._jump)
         self._location: tuple[str, int] | None = None
@@ -145,13 +154,23 @@ class ErrorBanner(QFrame):
         name = os.path.basename(file) if file else ""
         self.where.setText(f"{name}:{line}" if line else name)
         self.where.setToolTip(f"Show {file}, line {line}, in the code" if line else file or "")
-        self.location.setText(f"{file}:{line}" if line else file or "")
+        # unfolded, the kind of error is said here (the message itself only where the line
+        # above cuts it: it said the same sentence twice)
+        self.location.setText(f"{kind}: {file}:{line}" if line else f"{kind}: {file}"
+                              if file else "")
         self.location.setVisible(bool(file))
-        details = getattr(exc, "details", "") or ""
+        details = _users_frames(getattr(exc, "details", "") or "")
         self.details.setPlainText(details)
         self.details.setVisible(bool(details))
         self.details_button.setChecked(False)
         self.show()
+        self._fit_message()
+
+    def _fit_message(self, *_args) -> None:
+        """The whole message under Details only where the folded line cuts it."""
+        title = self.title
+        cut = QLabel.heightForWidth(title, max(1, title.width())) > title.height() + 1
+        self.message.setVisible(cut or not self.location.text())
 
     def _fit_buttons(self, *_args) -> None:
         # narrow, the buttons are their signs: the message keeps the room (1280x720 at
@@ -169,6 +188,7 @@ class ErrorBanner(QFrame):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_buttons()
+        self._fit_message()
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -192,3 +212,24 @@ class ErrorBanner(QFrame):
     def _jump(self) -> None:
         if self._location:
             self.jump.emit(*self._location)
+
+
+def _users_frames(text: str) -> str:
+    """A traceback without customgrad's own frames (each ``File`` line and the lines under
+    it), and a line saying how many went; whole where nothing of the user's is in it."""
+    lines, kept, dropped, i = text.splitlines(), [], 0, 0
+    while i < len(lines):
+        match = _FRAME.match(lines[i])
+        if match and match.group(1).startswith(_LIBRARY) \
+                and not match.group(1).startswith(_GALLERY):
+            dropped += 1
+            i += 1
+            while i < len(lines) and lines[i].startswith("    "):
+                i += 1
+            continue
+        kept.append(lines[i])
+        i += 1
+    if not dropped or not any(_FRAME.match(line) for line in kept):
+        return text.rstrip("\n")
+    return "\n".join([*kept, f"({dropped} frame{'s' if dropped > 1 else ''} of customgrad's "
+                                "own left out)"])

@@ -17,7 +17,7 @@ __all__ = ["NARROW_LETTERS", "CheckedField", "ElidedLabel", "is_narrow", "settin
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
 #: what the message for an empty or unreadable field suggests writing
-_EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3"}
+_EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3", "nondet_tol": "1e-10"}
 
 
 #: a bar narrower than this many letters of its font (1280x720 at 150 %) shows its buttons as
@@ -25,10 +25,10 @@ _EXAMPLES = {"lr": "0.1", "eps": "1e-6", "atol": "1e-5", "rtol": "1e-3"}
 NARROW_LETTERS = 80
 
 
-def is_narrow(bar: QWidget, font: QFont) -> bool:
-    """Whether ``bar`` is narrower than :data:`NARROW_LETTERS` letters of ``font``: by its
-    width and font only, not by what it says (no back and forth)."""
-    return bar.width() < NARROW_LETTERS * QFontMetrics(font).averageCharWidth()
+def is_narrow(bar: QWidget, font: QFont, letters: int = NARROW_LETTERS) -> bool:
+    """Whether ``bar`` is narrower than ``letters`` letters of ``font``: by its width and
+    font only, not by what it says (no back and forth)."""
+    return bar.width() < letters * QFontMetrics(font).averageCharWidth()
 
 
 def setting_number(name: str) -> Callable[[str], float]:

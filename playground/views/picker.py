@@ -4,7 +4,7 @@ Return opens the one chosen); the list then has the keys, so Space and S act at 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
@@ -64,6 +64,13 @@ class FunctionPicker(QWidget):
         bold = scaled(font, bold=True)
         for i in range(self.tree.topLevelItemCount()):
             self.tree.topLevelItem(i).setFont(0, bold)
+        # the rows grew or shrank: the Function open back in view once they are laid out
+        QTimer.singleShot(0, self._current_in_view)
+
+    def _current_in_view(self) -> None:
+        item = self.tree.currentItem()
+        if item is not None and not item.isHidden():
+            self.tree.scrollToItem(item)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """In the search field: Return (Enter) opens the first Function shown, Down goes to
@@ -82,6 +89,11 @@ class FunctionPicker(QWidget):
                         self._activated(item)
                 return True
         return super().eventFilter(watched, event)
+
+    def focus_search(self) -> None:
+        """The search has the keys, its text selected (typing replaces it)."""
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
 
     def _first_shown(self) -> QTreeWidgetItem | None:
         """The first Function the list shows (the search's top match), None if none."""
@@ -142,6 +154,7 @@ class FunctionPicker(QWidget):
         if item is not None:
             item.setSelected(True)
             self.tree.setCurrentItem(item)
+            self.tree.scrollToItem(item)
         self.tree.blockSignals(False)
 
     def visible_names(self) -> list[str]:

@@ -412,3 +412,59 @@ def test_check_says_which_method_ran_in_text_and_json(capsys):
     method = json.loads(out)["method"]
     assert method["name"] == "finite-differences" and "numpy" in method["reason"]
     assert "colours" not in method
+
+
+# ---- what a student's file meets --------------------------------------------------------------
+#: a backward returning NaN, beside a Function that is right (the file lists two)
+NAN_BACKWARD = textwrap.dedent("""
+    import torch
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    class NanBackward(Double):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * float("nan")
+    """)
+
+
+def test_list_names_the_functions_of_a_file_as_check_wants_them(capsys, tmp_path):
+    """``check file.py`` with two Functions says "choose one": ``list file.py`` shows them
+    (it was refused: unrecognized arguments)."""
+    path = tmp_path / "two.py"
+    path.write_text(NAN_BACKWARD)
+    code, out, _ = run_cli(capsys, "list", str(path))
+    assert code == 0
+    assert out.splitlines() == [f"{path}:Double", f"{path}:NanBackward"]
+    code, out, _ = run_cli(capsys, "list", str(path), "--json")
+    assert [row["class"] for row in json.loads(out)] == ["Double", "NanBackward"]
+    code, _, err = run_cli(capsys, "list", str(tmp_path / "missing.py"))
+    assert code == 2 and "missing.py" in err
+
+
+def test_run_stops_at_a_loss_that_is_not_finite_and_says_so(capsys, tmp_path):
+    """A backward returning NaN: the losses went on as nan, exit 0."""
+    path = tmp_path / "two.py"
+    path.write_text(NAN_BACKWARD)
+    code, out, err = run_cli(capsys, "run", f"{path}:NanBackward", "--steps", "4")
+    assert code == 1
+    assert [line.split()[1] for line in out.splitlines()] == [out.split()[1], "nan"]
+    assert "the loss is nan at step 1: the run stops" in err
+    code, out, _ = run_cli(capsys, "run", f"{path}:NanBackward", "--steps", "4", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["losses"][1] is None and len(data["losses"]) == 2
+    assert data["stopped"] == "the loss is nan at step 1"
+    code, out, _ = run_cli(capsys, "run", f"{path}:Double", "--steps", "3")
+    assert code == 0 and len(out.splitlines()) == 3
+
+
+def test_init_help_names_randint_as_the_parser_takes_it(capsys):
+    _, out, _ = run_cli(capsys, "check", "--help")
+    assert "randint(a,b)" in option_help(out)["--init"]

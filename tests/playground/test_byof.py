@@ -271,6 +271,26 @@ def test_load_errors_show_message_and_location(qtbot, window, tmp_path):
     assert open_target(qtbot, window, "killhead").passed
 
 
+def test_the_link_of_a_file_that_failed_to_load_shows_that_file_at_its_line(qtbot, window,
+                                                                           tmp_path):
+    """A syntax error's ``broken_syntax.py:5``: the file that failed, at line 5, in the Code
+    tab (it highlighted line 5 of the Function still open, not shown: the user never saw
+    their line)."""
+    assert open_target(qtbot, window, "killhead").passed
+    broken = tmp_path / "broken_syntax.py"
+    shutil.copy(DATA / "broken_syntax.py.txt", broken)
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+        window.session.set_target(str(broken))
+    assert window.session.target.spec == "killhead"
+    window.errors.where.click()
+    assert window.side_tabs.currentWidget() is window.code
+    assert os.path.samefile(window.code.file, broken) and window.code.highlighted_line == 5
+    assert "def broken(x:" in window.code.source()
+    assert "broken_syntax.py" in window.code.title_label.text()
+    assert open_target(qtbot, window, "linear").passed  # the next Function: its own code
+    assert "LinearFunction" in window.code.source() and window.code.highlighted_line is None
+
+
 def test_a_failed_load_keeps_the_function_that_was_open(qtbot, window, tmp_path):
     """A wrong path, a syntax error, a class that is not a Function, a misspelled gallery
     name, or a session file naming any of them: the Function open stays open, its code and

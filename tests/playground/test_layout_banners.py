@@ -14,6 +14,8 @@ from PySide6.QtGui import QColor, QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QWidget
 
 from customgrad.errors import FunctionError
+from playground.main_window import MainWindow
+from playground.state.session import Session
 from playground.views.code_view import CodeView
 from playground.views.jacobian.view import JacobianView
 from playground.views.panes import MainArea
@@ -286,6 +288,33 @@ def test_a_zoom_in_and_out_gives_the_window_its_size_back(qtbot):
         assert (win.width(), win.height()) == (1280, 720)
         assert _layout_now(win) == before and win.main_area.sizes() == area
         assert _heatmaps(win) == heatmaps
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.slow
+def test_a_zoom_set_before_the_window_shows_does_not_keep_it_wide_after_a_zoom_back(qtbot):
+    """``autograd-playground --zoom 150`` (or the remembered zoom) is set before the window
+    shows: its size then, Qt's 640x480 before any, was kept as the size to give back, which
+    no zoom ever fits in. From there, 175 % grew the window (1357 px on a 1280x720 screen)
+    and 150 %, 125 %, even 100 % left it that wide, its right edge off the projector."""
+    win = MainWindow(Session(), restore_prefs=False, restore_session=False)
+    qtbot.addWidget(win)
+    try:
+        win.preferences.set_zoom(150, remember=False)  # as the start does, before show
+        win.resize(1280, 720)
+        with qtbot.waitExposed(win):
+            win.show()
+        with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
+            win.session.set_target("linear_bug")
+        _settle(qtbot, win)
+        assert (win.width(), win.height()) == (1280, 720)
+        win.preferences.zoom_by(1)
+        _settle(qtbot, win)
+        assert win.preferences.zoom == 175 and win.width() > 1280
+        win.preferences.zoom_by(-1)
+        _settle(qtbot, win)
+        assert (win.preferences.zoom, win.width(), win.height()) == (150, 1280, 720)
     finally:
         win.session.shutdown(wait=0.5)
 

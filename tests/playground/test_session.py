@@ -155,3 +155,53 @@ def test_the_session_s_jobs_use_the_warm_worker_its_policy_names(qtbot, window, 
     finally:
         session.shutdown(wait=0.5)
     assert own.process is None  # the session ended its worker's child
+
+
+#: forward sleeps while its flag file says so (an endless forward the user cancels)
+STALLING = textwrap.dedent("""
+    import pathlib
+    import time
+
+    import torch
+
+    FLAG = pathlib.Path(__file__).with_name("stall")
+
+    class Stalling(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: "3"):
+            while FLAG.exists():
+                time.sleep(0.05)
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+    """)
+
+
+def test_play_after_a_cancelled_preparation_prepares_the_inputs_again_and_says_so(qtbot,
+                                                                                tmp_path):
+    """A forward that never returned was cancelled: no inputs. Play (or Step) did nothing
+    and said nothing; it prepares them again, and says that it does."""
+    (tmp_path / "stall").write_text("")
+    path = tmp_path / "stalling.py"
+    path.write_text(STALLING)
+    session = Session()
+    notices, built = [], []
+    session.notice.connect(notices.append)
+    session.problemReady.connect(built.append)
+    try:
+        session.set_target(f"{path}:Stalling")
+        qtbot.waitUntil(lambda: session.busy, timeout=TIMEOUT)
+        session.play()  # still preparing: Play says it waits
+        assert "still being prepared" in notices[-1]
+        session.cancel_check()
+        qtbot.waitUntil(lambda: not session.busy, timeout=TIMEOUT)
+        assert session.problem is None and not built
+        (tmp_path / "stall").unlink()
+        with qtbot.waitSignal(session.problemReady, timeout=TIMEOUT):
+            session.step_once()
+        assert "preparing them again" in notices[-1]
+        assert len(built) == 1
+    finally:
+        session.shutdown(wait=0.5)

@@ -122,10 +122,26 @@ class EditorLink(QObject):
                                      type(exc).__name__, line)
 
     def jump(self, file: str, line: int) -> None:
-        """The error banner's file:line: in the editor if it is the editor's, else the code."""
+        """The error banner's file:line: in the editor if it is the editor's, else the code;
+        a file the code does not show (one that failed to load: a syntax error, while the
+        Function open before stays open) is shown there whole first."""
         if same_file(file, self.editor.path):
             self._show_tab(self.editor)
             self.editor.mark_line(line)
             self.editor.code.setFocus()
-        else:
-            self._show_tab(self.code)
+            return
+        if not same_file(file, self.code.file):
+            self._show_failed_file(file)
+        self._show_tab(self.code)
+        self.code.highlight_line(line)
+
+    def _show_failed_file(self, file: str) -> None:
+        try:
+            text = Path(file).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return  # (gone since): the line is not shown, the banner still says it
+        name = os.path.basename(file)
+        target = self.session.target
+        still = f" (the Function open is still {target.label})" if target is not None else ""
+        self.code.set_function(name, text, f"{name}, shown for the error banner's line{still}.",
+                               file, 1)

@@ -98,6 +98,16 @@ class Classroom(QObject):
         self.export_menu, self.theme_menu, self.panels_menu = (
             made["export"], made["theme"], made["panels"])
         self.exports.add_context_menus()
+        self._bind_nondet_tol(panes.jacobian.tolerance_row)
+
+    def _bind_nondet_tol(self, tolerances) -> None:
+        """The tolerance bar's nondet_tol editor and the settings both ways, as the window
+        binds eps, atol and rtol: typed, it re-checks; a session file's value is shown."""
+        session = self.session
+        tolerances.set_nondet_tol(session.settings.nondet_tol)
+        tolerances.nondetTolChanged.connect(lambda tol: session.update(nondet_tol=tol))
+        self.sessions.settingsLoading.connect(
+            lambda settings: tolerances.set_nondet_tol(settings.nondet_tol))
 
     # ---- the look ----------------------------------------------------------------------------
     def restore_prefs(self) -> None:
@@ -137,6 +147,15 @@ class Classroom(QObject):
     def window_closing(self) -> None:
         """The window closes: remember the session for the next start."""
         self.sessions.save_last_session()
+
+    def find_function(self) -> None:
+        """View > Find a Function (Ctrl+F): the picker's search has the keys, its text
+        selected (with keys only there was no way to it but Tab from the right place)."""
+        from playground.views.picker import FunctionPicker
+
+        picker = self.window.findChild(FunctionPicker)
+        if picker is not None:
+            picker.focus_search()
 
     # ---- help, explainer --------------------------------------------------------------------
     def show_shortcuts(self) -> ShortcutsDialog:

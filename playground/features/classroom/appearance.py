@@ -40,6 +40,8 @@ class Appearance(QObject):
         self._fonts_asked: bool | None = None
         #: the window's size before a zoom made it grow, to give back (see _size_back)
         self._size_before_zoom: QSize | None = None
+        #: whether the last word about the window's size was that it does not fit its screen
+        self._said_too_big = False
         #: the style sheet a theme change left for the next font pass to set (see
         #: theme.apply_theme): None when there is none to set
         self._sheet: str | None = None
@@ -76,7 +78,9 @@ class Appearance(QObject):
 
     def _zoom_changed(self, percent: int) -> None:
         window = self.panes.window
-        if self._size_before_zoom is None:
+        if self._size_before_zoom is None and window.isVisible():
+            # (not before the window shows: Qt's 640x480 then, which no zoom fits in, was
+            # kept as the size to give back, and a window grown by 175 % stayed that wide)
             self._size_before_zoom = window.size()
         self.apply_fonts()
         self.panes.status.showMessage(f"Zoom {percent} %", 2000)
@@ -114,7 +118,12 @@ class Appearance(QObject):
         if screen is None or QApplication.platformName() == "offscreen" or not w.isVisible():
             return
         room, need = screen.availableGeometry(), w.minimumSizeHint()
-        if need.width() > room.width() or need.height() > room.height():
+        fits = need.width() <= room.width() and need.height() <= room.height()
+        if fits and self._said_too_big:
+            # the notice that it did not fit (at another zoom) no longer holds
+            self.session.notice.emit("The window fits its screen again.")
+        self._said_too_big = not fits
+        if not fits:
             self.session.notice.emit(
                 f"At {self.preferences.zoom} % the window needs {need.width()}×{need.height()}"
                 f" pixels and the screen has {room.width()}×{room.height()}: hide panels in "

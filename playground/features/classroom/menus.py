@@ -1,6 +1,7 @@
 """The classroom's menu entries and keys: File > sessions and Export, View > zoom, theme,
-presentation and panes, Help > Keyboard shortcuts. Each action calls one part of the
-:class:`~playground.features.classroom.Classroom`; the check marks follow the preferences."""
+presentation, panes and the Function search, Help > Keyboard shortcuts. Each action calls
+one part of the :class:`~playground.features.classroom.Classroom`; the check marks follow the
+preferences."""
 
 from __future__ import annotations
 
@@ -123,6 +124,8 @@ def _panes(room, add, view: QMenu) -> None:
     side.setChecked(True)
     add("jacobian_details", "Jacobian details", (), layout.set_details_shown, view,
         checkable=True, tip="The verdict's numbers, the worst entry, notes and tolerances")
+    add("find_function", "Find a Function", ["Ctrl+F"], room.find_function, view,
+        tip="The Function search, its text selected: type, then Return opens the first match")
     add("reset_layout", "Reset layout", ["Ctrl+Shift+L"], room.reset_layout, view,
         tip="Panes back to their first sizes: the heatmaps get their room (in presentation "
             "mode too)")

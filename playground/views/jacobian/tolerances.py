@@ -1,5 +1,5 @@
-"""The Jacobian pane's tolerance bar: "Check at current point" and the eps / atol / rtol
-editors. Each editor checks what is typed with the settings' own rule for that field
+"""The Jacobian pane's tolerance bar: "Check at current point" and the eps / atol / rtol /
+nondet_tol editors. Each editor checks what is typed with the settings' own rule for that field
 (:func:`~playground.views.fields.setting_number`), marks itself and says why when it is not
 valid; valid values are committed on Enter or leaving the field."""
 
@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSize
 
 from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.errors import SpecError
-from playground.views.fields import setting_number
+from customgrad.problems.settings import Settings
+from playground.views.fields import is_narrow, setting_number
 from playground.views.fonts import scaled
 
 __all__ = ["ToleranceBar"]
@@ -20,20 +21,33 @@ _TIPS = {
     "eps": "Finite-difference step: (f(x + eps) − f(x − eps)) / 2·eps. Must be > 0.",
     "atol": "Absolute tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
     "rtol": "Relative tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
+    "nondet_tol": "How far two backward calls on the same graph may differ (gradcheck's "
+                  "nondet_tol): 0 asks for the same result; a backward summing by atomic adds "
+                  "(a GPU) needs a little more, e.g. 1e-10. Must be ≥ 0.",
 }
+#: the editors, in their order on the bar: the rule's three, then the reentrant check's
+_NAMES = ("eps", "atol", "rtol", "nondet_tol")
+#: the button's words, and its word where the bar is narrow (1280x720 at 150 %: four editors
+#: and "Check at current point" cut each other's words); nondet_tol's label the same
+CHECK_TEXT, CHECK_SHORT = "Check at current point", "Check"
+NONDET_TEXT, NONDET_SHORT = "nondet_tol", "nondet"
+#: a pane narrower than this many letters: the short words (the long ones need about 95)
+NARROW = 105
 _INVALID = "QLineEdit { border: 2px solid #c0261c; background: #fde8e6; color: #5f0b0b; }"
 
 
 class ToleranceBar(QWidget):
     """Signals: ``tolerancesChanged(eps, atol, rtol)`` when the user commits valid values,
+    ``nondetTolChanged(nondet_tol)`` the same for the reentrant check's tolerance,
     ``checkRequested()`` from the button."""
 
     tolerancesChanged = Signal(float, float, float)
+    nondetTolChanged = Signal(float)
     checkRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.check_button = QPushButton("Check at current point")
+        self.check_button = QPushButton(CHECK_TEXT)
         self.check_button.setToolTip("Compare your backward with finite differences at the "
                                      "current inputs")
         self.check_button.clicked.connect(self.checkRequested)
@@ -43,8 +57,10 @@ class ToleranceBar(QWidget):
         row.addWidget(self.check_button)
         row.addSpacing(12)
         self.edits: dict[str, QLineEdit] = {}
-        for name in ("eps", "atol", "rtol"):
+        self.labels: dict[str, QLabel] = {}
+        for name in _NAMES:
             label = QLabel(name)
+            self.labels[name] = label
             label.setToolTip(_TIPS[name])
             edit = QLineEdit()
             edit.setObjectName(f"tolerance_{name}")
@@ -58,17 +74,30 @@ class ToleranceBar(QWidget):
             row.addWidget(edit)
             row.addSpacing(6)
             self.edits[name] = edit
-        self.eps_edit, self.atol_edit, self.rtol_edit = self.edits.values()
+        self.eps_edit, self.atol_edit, self.rtol_edit, self.nondet_tol_edit = self.edits.values()
         self.message = QLabel()
         self.message.setStyleSheet("color: #b3261e;")
         self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         row.addWidget(self.message, 1)
+        self._nondet_tol = float(Settings.nondet_tol)
         self.set_tolerances(EPS, ATOL, RTOL)
 
     def set_tolerances(self, eps: float, atol: float, rtol: float) -> None:
         """Show these tolerances in the editors (emits nothing)."""
         self._tolerances = (float(eps), float(atol), float(rtol))
-        for edit, value in zip(self.edits.values(), self._tolerances):
+        self._show_committed()
+
+    def set_nondet_tol(self, nondet_tol: float) -> None:
+        """Show this nondet_tol in its editor (emits nothing)."""
+        self._nondet_tol = float(nondet_tol)
+        self._show_committed()
+
+    def nondet_tol(self) -> float:
+        """The last committed (valid) nondet_tol."""
+        return self._nondet_tol
+
+    def _show_committed(self) -> None:
+        for edit, value in zip(self.edits.values(), (*self._tolerances, self._nondet_tol)):
             edit.setText(repr(value))  # shortest text that reads back as the same float
             self._mark(edit, None)
         self.message.clear()
@@ -89,10 +118,24 @@ class ToleranceBar(QWidget):
         font = scaled(base, 1.0)
         for widget in (self.message, *self.edits.values()):
             widget.setFont(font)
-        width = QFontMetrics(font).horizontalAdvance("0.000001") + 18
+        width = QFontMetrics(font).horizontalAdvance("0.0001") + 18
         for edit in self.edits.values():
             edit.setMinimumWidth(width)
             edit.setMaximumWidth(width * 2)
+        self._fit_words()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_words()
+
+    def _fit_words(self) -> None:
+        # by the room its pane gives, not by the bar's own width: the drawer it sits in is as
+        # wide as its contents ask (the short words would keep it short at any zoom)
+        drawer = self.parentWidget()
+        pane = drawer.parentWidget() if drawer is not None else None
+        short = is_narrow(pane or self, self.font(), NARROW)
+        self.check_button.setText(CHECK_SHORT if short else CHECK_TEXT)
+        self.labels["nondet_tol"].setText(NONDET_SHORT if short else NONDET_TEXT)
 
     def _parse(self, name: str) -> tuple[float | None, str]:
         try:
@@ -100,7 +143,7 @@ class ToleranceBar(QWidget):
         except SpecError as exc:
             return None, str(exc)
 
-    def _validate(self) -> tuple[float, float, float] | None:
+    def _validate(self) -> tuple[float, ...] | None:
         values, problems = [], []
         for name, edit in self.edits.items():
             value, problem = self._parse(name)
@@ -110,14 +153,19 @@ class ToleranceBar(QWidget):
                 problems.append(problem)
         self.message.setText(("✘ " + ";  ".join(problems)) if problems else "")
         self.message.setToolTip("\n".join(problems))
-        return None if problems else (values[0], values[1], values[2])
+        return None if problems else tuple(v for v in values if v is not None)
 
     def _commit(self) -> None:
         values = self._validate()
-        if values is None or values == self._tolerances:
+        if values is None:
             return
-        self._tolerances = values
-        self.tolerancesChanged.emit(*values)
+        tolerances, nondet_tol = (values[0], values[1], values[2]), values[3]
+        if tolerances != self._tolerances:
+            self._tolerances = tolerances
+            self.tolerancesChanged.emit(*tolerances)
+        if nondet_tol != self._nondet_tol:
+            self._nondet_tol = nondet_tol
+            self.nondetTolChanged.emit(nondet_tol)
 
     @staticmethod
     def _mark(edit: QLineEdit, problem: str | None) -> None:
