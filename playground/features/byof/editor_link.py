@@ -130,18 +130,20 @@ class EditorLink(QObject):
             self.editor.mark_line(line)
             self.editor.code.setFocus()
             return
-        if not same_file(file, self.code.file):
-            self._show_failed_file(file)
+        if not same_file(file, self.code.file) and not self._show_failed_file(file):
+            return  # (gone since): no line of another file is marked; the banner says it
         self._show_tab(self.code)
         self.code.highlight_line(line)
 
-    def _show_failed_file(self, file: str) -> None:
+    def _show_failed_file(self, file: str) -> bool:
+        """``file`` in the code pane, whole; False where it cannot be read."""
         try:
             text = Path(file).read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return  # (gone since): the line is not shown, the banner still says it
+            return False
         name = os.path.basename(file)
         target = self.session.target
         still = f" (the Function open is still {target.label})" if target is not None else ""
         self.code.set_function(name, text, f"{name}, shown for the error banner's line{still}.",
                                file, 1)
+        return True
