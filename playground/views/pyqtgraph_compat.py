@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECKED", "checked", "deferred_plot_forms", "deferred_view_menus",
            "ignore_text_width", "lazy_qt_mirrors", "lighter_plots", "svg_tolerates_close_path",
-           "unchanged_axis_labels_kept"]
+           "unchanged_axis_labels_kept", "when_menu_built"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -423,6 +424,8 @@ def deferred_view_menus(version: str | None = None) -> bool:
             elif not self.__dict__.get("_listing_views"):
                 menu = self.__dict__["_menu"] = build(self)
                 self.updateViewLists()  # the named views it offers to link to
+                for add in self.__dict__.pop(_MENU_ADDITIONS, ()):
+                    add(menu)
             else:
                 return None  # listing views: a menu not built has none to list
         return menu
@@ -441,6 +444,24 @@ def deferred_view_menus(version: str | None = None) -> bool:
     cls.menu = property(get, set_, doc="ViewBox.menu, built the first time it is asked for")
     cls.updateViewLists = update_view_lists
     return True
+
+
+#: where a view box keeps what :func:`when_menu_built` adds to its menu until it is built
+_MENU_ADDITIONS = "_menu_additions"
+
+
+def when_menu_built(view_box: pg.ViewBox, add: Callable[[Any], None]) -> None:
+    """``add(menu)`` with ``view_box``'s right-click menu: at once where the menu is built
+    already (or pyqtgraph builds its menus itself), else as it is built, the first time it is
+    asked for (:func:`deferred_view_menus`). Never where it has no menu (turned off). What
+    adds to a menu (the loss plot's export actions) so leaves it unbuilt until a right click
+    asks for it. Checked by tests/playground/test_plot_menus.py."""
+    if view_box.__dict__.get("_menu") is DEFERRED_MENU:
+        view_box.__dict__.setdefault(_MENU_ADDITIONS, []).append(add)
+        return
+    menu = view_box.menu
+    if menu is not None:
+        add(menu)
 
 
 def unchanged_axis_labels_kept(version: str | None = None) -> bool:

@@ -193,7 +193,36 @@ def test_the_windows_heatmaps_build_no_menus_and_the_loss_plot_its_own(window):
         assert not _menu_built(plot.vb)
     loss = window.loss_plot.plot_item
     assert FORM in loss.__dict__  # its options are set as it is built
-    assert _menu_built(loss.vb)  # the export actions are added to it
+    assert not _menu_built(loss.vb)  # its export actions wait for it (compat.when_menu_built)
+
+
+def test_the_loss_plots_menu_is_built_at_a_right_click_with_its_export_actions(window):
+    """The loss plot's right-click menu (its view box's, about 50 widgets with its axis forms)
+    is built at the first right click, not with the window: the export actions the classroom
+    adds to it are added then, once, after pyqtgraph's own."""
+    view = window.loss_plot.plot_item.vb
+    assert not _menu_built(view)
+    menu = view.getMenu(None)  # what a right click asks for
+    texts = [a.text() for a in menu.actions()]
+    assert texts[0] == "View All"
+    assert texts[-3:] == ["Loss plot as PNG…", "Loss plot as SVG…", "Loss history as CSV…"]
+    assert view.getMenu(None) is menu and [a.text() for a in menu.actions()] == texts
+
+
+def test_what_is_added_to_a_menu_waits_for_it_or_goes_in_at_once(qtbot):
+    added: list[object] = []
+    waiting = pg.ViewBox()
+    compat.when_menu_built(waiting, added.append)
+    assert added == [] and not _menu_built(waiting)
+    assert added == [waiting.menu]  # built: added to it, once
+    assert waiting.menu is added[0] and len(added) == 1
+    built = pg.ViewBox()
+    menu = built.getMenu(None)
+    compat.when_menu_built(built, added.append)  # built already: at once
+    assert added[1:] == [menu]
+    off = pg.ViewBox(enableMenu=False)
+    compat.when_menu_built(off, added.append)  # no menu: never
+    assert off.menu is None and len(added) == 2
 
 def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     plot = pg.PlotItem()
