@@ -224,6 +224,7 @@ def test_what_is_added_to_a_menu_waits_for_it_or_goes_in_at_once(qtbot):
     compat.when_menu_built(off, added.append)  # no menu: never
     assert off.menu is None and len(added) == 2
 
+
 def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     plot = pg.PlotItem()
     axis = plot.getAxis("left")
@@ -241,3 +242,40 @@ def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     assert len(typeset) == 1 and axis.label.toPlainText().startswith("loss (")
     axis.setTextPen("r")  # the colour is in the HTML: typeset again
     assert len(typeset) == 2 and "color" in typeset[-1]
+
+
+def test_a_hidden_axis_label_is_typeset_as_it_is_shown_and_placed_for_its_text(qtbot):
+    """A hidden label (most axes': no text) is not typeset at each change of pen, range or
+    text while hidden; shown, it has the HTML and the place an axis typeset all along gives
+    it (the same as pyqtgraph's own, in a fresh plot that sets the same)."""
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)
+    widget.resize(300, 300)
+    widget.show()
+    plot = widget.getPlotItem()
+    axis = plot.getAxis("bottom")
+    assert not axis.label.isVisibleTo(axis)
+    typeset: list[str] = []
+    set_html = axis.label.setHtml
+    axis.label.setHtml = lambda html: (typeset.append(html), set_html(html))
+    for colour in ("r", "g", "b"):
+        axis.setPen(colour)
+        axis.setTextPen(colour)
+        plot.setXRange(0.0, 10.0 * len(typeset) + 1)
+    axis.labelText = "a long label that was set while hidden"  # as setLabel sets it, unshown
+    axis._updateLabel()
+    assert typeset == []  # hidden all along: never typeset
+    axis.showLabel(True)
+    assert typeset == [axis.labelString()]  # once, as shown, with what it has now
+    assert "a long label" in axis.label.toPlainText() and "#0000ff" in typeset[0]
+    placed = axis.label.pos()
+    axis.resizeEvent(None)  # where pyqtgraph places it for this text
+    assert axis.label.pos() == placed
+    axis.showLabel(True)  # shown already, the same HTML: not typeset again
+    axis.setPen("b")
+    assert len(typeset) == 1
+    axis.showLabel(False)
+    axis.setTextPen("r")
+    assert len(typeset) == 1  # hidden again: waits
+    axis.showLabel(True)
+    assert len(typeset) == 2 and "#ff0000" in typeset[-1]
