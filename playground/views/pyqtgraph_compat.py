@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECKED", "checked", "deferred_plot_forms", "deferred_view_menus",
            "ignore_text_width", "lazy_qt_mirrors", "lighter_plots", "svg_tolerates_close_path",
-           "unchanged_axis_labels_kept"]
+           "unchanged_axis_labels_kept", "when_menu_built"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -423,6 +424,8 @@ def deferred_view_menus(version: str | None = None) -> bool:
             elif not self.__dict__.get("_listing_views"):
                 menu = self.__dict__["_menu"] = build(self)
                 self.updateViewLists()  # the named views it offers to link to
+                for add in self.__dict__.pop(_MENU_ADDITIONS, ()):
+                    add(menu)
             else:
                 return None  # listing views: a menu not built has none to list
         return menu
@@ -443,29 +446,67 @@ def deferred_view_menus(version: str | None = None) -> bool:
     return True
 
 
+#: where a view box keeps what :func:`when_menu_built` adds to its menu until it is built
+_MENU_ADDITIONS = "_menu_additions"
+
+
+def when_menu_built(view_box: pg.ViewBox, add: Callable[[Any], None]) -> None:
+    """``add(menu)`` with ``view_box``'s right-click menu: at once where the menu is built
+    already (or pyqtgraph builds its menus itself), else as it is built, the first time it is
+    asked for (:func:`deferred_view_menus`). Never where it has no menu (turned off). What
+    adds to a menu (the loss plot's export actions) so leaves it unbuilt until a right click
+    asks for it. Checked by tests/playground/test_plot_menus.py."""
+    if view_box.__dict__.get("_menu") is DEFERRED_MENU:
+        view_box.__dict__.setdefault(_MENU_ADDITIONS, []).append(add)
+        return
+    menu = view_box.menu
+    if menu is not None:
+        add(menu)
+
+
 def unchanged_axis_labels_kept(version: str | None = None) -> bool:
-    """An axis re-typesets its label (``QGraphicsTextItem.setHtml``) only where the HTML
-    changed. pyqtgraph's ``AxisItem._updateLabel`` sets it at every change of range, pen,
-    text pen or SI prefix, mostly to the same text, many times while the window is built
-    (docs/startup.md). Only the label's HTML is kept; its size and picture are redone as
-    before. On a version not checked, nothing changes; True where the patch is in place.
-    Checked by tests/playground/test_plot_menus.py."""
+    """An axis typesets its label (``QGraphicsTextItem.setHtml``) only where the HTML
+    changed, and only while the label is shown: a hidden label (most axes have none, and the
+    hidden axes' too) is typeset as it is shown (``showLabel``), with the HTML it has then.
+    pyqtgraph's ``AxisItem._updateLabel`` sets it at every change of range, pen, text pen or
+    SI prefix, mostly to the same text, many times while the window is built
+    (docs/startup.md), for hidden labels as for shown ones. The label's size and picture are
+    redone as before (pyqtgraph counts a hidden label's size nowhere). On a version not
+    checked, nothing changes; True where the patch is in place. Checked by
+    tests/playground/test_plot_menus.py."""
     if not checked(version):
         return False
     module: Any = importlib.import_module("pyqtgraph.graphicsItems.AxisItem")
     cls = module.AxisItem
     if getattr(cls._updateLabel, "_keeps_unchanged", False):
         return True
+    show_label = cls.showLabel
 
     def update_label(self) -> None:
-        html = self.labelString()
-        if self.__dict__.get("_label_html") != html:
-            self.label.setHtml(html)
-            self.__dict__["_label_html"] = html
+        if self.label.isVisibleTo(self):  # (its own flag: shown, whether the axis is or not)
+            _typeset(self)
         self._adjustSize()
         self.picture = None
         self.update()
 
+    def showing_label(self, show: bool = True) -> None:
+        if show and not self.label.isVisibleTo(self) and _typeset(self):
+            # what changed while it was hidden, typeset before it is measured, and placed
+            # for that text (pyqtgraph places the label as the axis resizes)
+            self.resizeEvent(None)
+        show_label(self, show)
+
     update_label._keeps_unchanged = True  # type: ignore[attr-defined]
     cls._updateLabel = update_label
+    cls.showLabel = showing_label
+    return True
+
+
+def _typeset(axis) -> bool:
+    """The axis label's HTML set where it differs from the one last set (True then)."""
+    html = axis.labelString()
+    if axis.__dict__.get("_label_html") == html:
+        return False
+    axis.label.setHtml(html)
+    axis.__dict__["_label_html"] = html
     return True

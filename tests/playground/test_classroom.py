@@ -26,6 +26,7 @@ from customgrad.workers.runner import Batch
 from playground.main_window import MainWindow
 from playground.state import paths, session_files
 from playground.state.session import Session
+from playground.views.jacobian import JacobianView
 from playground.views.shortcuts import ShortcutsDialog, shortcut_rows
 
 #: the whole window in each test: presentation, themes, sessions, exports
@@ -195,9 +196,18 @@ def test_the_remembered_theme_and_zoom_apply_the_fonts_once(qtbot, window, monke
     apply_zoom = zoom.apply_zoom
     monkeypatch.setattr(zoom, "apply_zoom", lambda *a, **k: (passes.append(a[1]),
                                                               apply_zoom(*a, **k))[1])
+    restyles = []  # the Jacobian pane's, after its own at its construction
+    restyle = JacobianView._restyle_now
+    monkeypatch.setattr(JacobianView, "_restyle_now", lambda self: (
+        restyles.append((self.font().pointSizeF(), self.palette().color(
+            QPalette.ColorRole.Base).name())), restyle(self)))
     second = make_window(qtbot, restore_prefs=True)
     try:
         assert passes == [150]
+        # built (light, 100 %), then once for the theme and the zoom together, not once each
+        dark = second.palette().color(QPalette.ColorRole.Base).name()
+        assert restyles[1:] == [(pytest.approx(expected), dark)]
+        assert second.jacobian.heatmaps.graphics.backgroundBrush().color().name() == dark
         assert second.preferences.theme == "dark"
         assert second.font().pointSizeF() == pytest.approx(expected)
         assert second.code.font().pointSizeF() == pytest.approx(expected)

@@ -21,7 +21,7 @@ from customgrad.problems.settings import Settings
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication
 
 from playground.support import preview
@@ -618,6 +618,32 @@ def test_apply_font_scales_banner_and_axes(view):
     assert axis.style["tickFont"].pointSizeF() == pytest.approx(20)
     assert view.heatmaps.colorbar.axis.style["tickFont"].pointSizeF() == pytest.approx(20)
     assert view.heatmaps.panels[0].plot.titleLabel.opts["size"] == "23.0pt"
+
+
+def test_a_palette_and_a_font_set_while_held_restyle_the_pane_once(view, monkeypatch):
+    """A theme and a zoom applied together (the window's start, a new theme) restyle the pane
+    once, after both, with the palette and the font it has then; not inside the hold."""
+    restyles = []
+    restyle = type(view)._restyle_now
+    monkeypatch.setattr(type(view), "_restyle_now", lambda self: (
+        restyles.append((self.font().pointSizeF(), self.palette().color(
+            QPalette.ColorRole.Text).name())), restyle(self)))
+    palette = QPalette(view.palette())
+    palette.setColor(QPalette.ColorRole.Text, QColor("#123456"))
+    font = QFont(view.font())
+    font.setPointSizeF(font.pointSizeF() + 3)
+    with view.restyles_held():
+        with view.restyles_held():  # nested: the outer hold restyles
+            view.setPalette(palette)
+            view.apply_font(font)
+        assert restyles == []
+    assert restyles == [(pytest.approx(font.pointSizeF()), "#123456")]
+    assert view.heatmaps.text_color == "#123456"
+    with view.restyles_held():
+        pass  # nothing asked: nothing done
+    assert len(restyles) == 1
+    view.apply_font(font, verdict_scale=2.0)  # outside a hold: at once, as before
+    assert len(restyles) == 2
 
 
 def test_a_new_font_restyles_the_pane_once(view, monkeypatch):

@@ -193,7 +193,37 @@ def test_the_windows_heatmaps_build_no_menus_and_the_loss_plot_its_own(window):
         assert not _menu_built(plot.vb)
     loss = window.loss_plot.plot_item
     assert FORM in loss.__dict__  # its options are set as it is built
-    assert _menu_built(loss.vb)  # the export actions are added to it
+    assert not _menu_built(loss.vb)  # its export actions wait for it (compat.when_menu_built)
+
+
+def test_the_loss_plots_menu_is_built_at_a_right_click_with_its_export_actions(window):
+    """The loss plot's right-click menu (its view box's, about 50 widgets with its axis forms)
+    is built at the first right click, not with the window: the export actions the classroom
+    adds to it are added then, once, after pyqtgraph's own."""
+    view = window.loss_plot.plot_item.vb
+    assert not _menu_built(view)
+    menu = view.getMenu(None)  # what a right click asks for
+    texts = [a.text() for a in menu.actions()]
+    assert texts[0] == "View All"
+    assert texts[-3:] == ["Loss plot as PNG…", "Loss plot as SVG…", "Loss history as CSV…"]
+    assert view.getMenu(None) is menu and [a.text() for a in menu.actions()] == texts
+
+
+def test_what_is_added_to_a_menu_waits_for_it_or_goes_in_at_once(qtbot):
+    added: list[object] = []
+    waiting = pg.ViewBox()
+    compat.when_menu_built(waiting, added.append)
+    assert added == [] and not _menu_built(waiting)
+    assert added == [waiting.menu]  # built: added to it, once
+    assert waiting.menu is added[0] and len(added) == 1
+    built = pg.ViewBox()
+    menu = built.getMenu(None)
+    compat.when_menu_built(built, added.append)  # built already: at once
+    assert added[1:] == [menu]
+    off = pg.ViewBox(enableMenu=False)
+    compat.when_menu_built(off, added.append)  # no menu: never
+    assert off.menu is None and len(added) == 2
+
 
 def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     plot = pg.PlotItem()
@@ -212,3 +242,40 @@ def test_an_axis_label_is_typeset_again_only_when_it_changes(qtbot):
     assert len(typeset) == 1 and axis.label.toPlainText().startswith("loss (")
     axis.setTextPen("r")  # the colour is in the HTML: typeset again
     assert len(typeset) == 2 and "color" in typeset[-1]
+
+
+def test_a_hidden_axis_label_is_typeset_as_it_is_shown_and_placed_for_its_text(qtbot):
+    """A hidden label (most axes': no text) is not typeset at each change of pen, range or
+    text while hidden; shown, it has the HTML and the place an axis typeset all along gives
+    it (the same as pyqtgraph's own, in a fresh plot that sets the same)."""
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)
+    widget.resize(300, 300)
+    widget.show()
+    plot = widget.getPlotItem()
+    axis = plot.getAxis("bottom")
+    assert not axis.label.isVisibleTo(axis)
+    typeset: list[str] = []
+    set_html = axis.label.setHtml
+    axis.label.setHtml = lambda html: (typeset.append(html), set_html(html))
+    for colour in ("r", "g", "b"):
+        axis.setPen(colour)
+        axis.setTextPen(colour)
+        plot.setXRange(0.0, 10.0 * len(typeset) + 1)
+    axis.labelText = "a long label that was set while hidden"  # as setLabel sets it, unshown
+    axis._updateLabel()
+    assert typeset == []  # hidden all along: never typeset
+    axis.showLabel(True)
+    assert typeset == [axis.labelString()]  # once, as shown, with what it has now
+    assert "a long label" in axis.label.toPlainText() and "#0000ff" in typeset[0]
+    placed = axis.label.pos()
+    axis.resizeEvent(None)  # where pyqtgraph places it for this text
+    assert axis.label.pos() == placed
+    axis.showLabel(True)  # shown already, the same HTML: not typeset again
+    axis.setPen("b")
+    assert len(typeset) == 1
+    axis.showLabel(False)
+    axis.setTextPen("r")
+    assert len(typeset) == 1  # hidden again: waits
+    axis.showLabel(True)
+    assert len(typeset) == 2 and "#ff0000" in typeset[-1]

@@ -69,12 +69,13 @@ class Appearance(QObject):
         """Fonts asked for inside (by a theme and a zoom set together) applied once, at the
         end: each pass goes through every widget of the window."""
         self._fonts_asked = False
-        try:
-            yield
-        finally:
-            asked, self._fonts_asked = self._fonts_asked, None
-            if asked:
-                self.apply_fonts()
+        with self.panes.jacobian.restyles_held():  # the theme's restyle and the zoom's: one
+            try:
+                yield
+            finally:
+                asked, self._fonts_asked = self._fonts_asked, None
+                if asked:
+                    self.apply_fonts()
 
     def _zoom_changed(self, percent: int) -> None:
         window = self.panes.window
@@ -134,7 +135,7 @@ class Appearance(QObject):
         # polished again by a new application style sheet gets back the font it had when a
         # sheet first polished it, not the one the zoom set since
         self._sheet = theme.wanted_sheet(name) or None
-        with app_filters.paused():
+        with app_filters.paused(), self.panes.jacobian.restyles_held():  # (one restyle)
             theme.apply_theme(self.panes.window, name, set_sheet=False)
             self.apply_fonts()
         self.panes.status.showMessage(f"Theme: {theme.get(name).title}", 2000)

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMenu
 
 from playground.support.discard import held
 from playground.views import export
+from playground.views.pyqtgraph_compat import when_menu_built
 
 __all__ = ["Exports"]
 
@@ -44,12 +45,13 @@ class Exports(QObject):
 
     # ---- right-click menus ------------------------------------------------------------------
     def add_context_menus(self) -> None:
-        """The export actions in the loss plot's menu and the heatmaps' own menu."""
-        menu = self.panes.loss_plot.plot_item.vb.menu
-        if menu is not None:
+        """The export actions in the loss plot's menu (as pyqtgraph builds it, at the first
+        right click: not before the first paint) and the heatmaps' own menu."""
+        def add(menu) -> None:
             menu.addSeparator()
             for name in LOSS_MENU:
                 menu.addAction(self.actions[name])
+        when_menu_built(self.panes.loss_plot.plot_item.vb, add)
         graphics = self.panes.jacobian.heatmaps.graphics
         graphics.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         graphics.customContextMenuRequested.connect(

@@ -7,6 +7,8 @@ heatmaps and the hover line together, takes a comparison's progress and report i
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
@@ -62,6 +64,8 @@ class JacobianView(QWidget):
         #: how the last report of each order made its numerical matrix (Method.name)
         self._method: dict[int, str] = {}
         self._styling = False
+        #: inside :meth:`restyles_held`: whether a restyle was asked for (None outside)
+        self._restyle_asked: bool | None = None
         self._verdict_scale = 1.0
         self._layout_key: tuple | None = None
         self._function = ""  # the open Function's label, as the pane names it
@@ -492,8 +496,27 @@ class JacobianView(QWidget):
 
     # ------------------------------------------------------------------ fonts, colours
 
+    @contextmanager
+    def restyles_held(self) -> Iterator[None]:
+        """Restyles asked for inside (a theme's new palette, then the zoom's font: each
+        restyled the whole pane, twice before the first paint) done once, at the end, with
+        the palette and font the pane has then."""
+        if self._restyle_asked is not None:  # held already: the outer hold restyles
+            yield
+            return
+        self._restyle_asked = False
+        try:
+            yield
+        finally:
+            asked, self._restyle_asked = self._restyle_asked, None
+            if asked:
+                self._restyle()
+
     def _restyle(self) -> None:
         if self._styling:
+            return
+        if self._restyle_asked is not None:
+            self._restyle_asked = True
             return
         self._styling = True
         try:
