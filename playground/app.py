@@ -175,9 +175,15 @@ def window_for(session, args):
     no_restore = config.current().no_restore
     restore_prefs = not (shot or no_restore)
     window = MainWindow(session, restore_prefs=restore_prefs, restore_session=False)
-    if not (restore_prefs or args.theme):
+    # the look the command line asks for is the first paint's (it needs no torch): --zoom 100
+    # showed the remembered 150 % until torch had arrived, then jumped
+    if args.theme:
+        window.preferences.set_theme(args.theme, remember=not shot)
+    elif not restore_prefs:
         # the theme is applied as at any other start (its palette, not Fusion's), unremembered
         window.preferences.set_theme(window.preferences.theme, remember=False)
+    if args.zoom:
+        window.preferences.set_zoom(args.zoom, remember=not shot)
     restore = not (shot or args.target or args.session or no_restore)
     # the Code tab shows the first Function's source at once (its file's text), torch or not
     window.preview_target(first_target(args.target, args.session, restoring=restore))
@@ -211,10 +217,6 @@ def open_start(window, args, failures: list[BaseException]) -> bool:
             session.set_target("killhead")
         if session.target is not None:
             window.show_start_failure(failures[0])
-    if args.theme:
-        room.preferences.set_theme(args.theme, remember=not shot)
-    if args.zoom:
-        room.preferences.set_zoom(args.zoom, remember=not shot)
     if args.order == "second":
         window.jacobian.set_order(2)
     if args.tab == "step":

@@ -109,3 +109,15 @@ def test_a_start_that_restores_no_preferences_still_applies_the_light_theme(qtbo
         assert window.preferences.store.value("view/theme", None) is None
     finally:
         qapp.setPalette(before)
+
+
+def test_the_command_lines_zoom_and_theme_are_the_first_paints(qtbot, home):
+    """--zoom 100 showed the remembered zoom until torch had arrived (the window's start),
+    then jumped."""
+    session = Session(held=True)
+    window, start = app.window_for(session, app._parser().parse_args(
+        ["--zoom", "125", "--theme", "high-contrast"]))
+    qtbot.addWidget(window)
+    assert (window.preferences.zoom, window.preferences.theme) == (125, "high-contrast")
+    assert start()
+    assert (window.preferences.zoom, window.preferences.theme) == (125, "high-contrast")
