@@ -36,21 +36,10 @@ TIMEOUT = 20_000
 
 @pytest.fixture(autouse=True)
 def home(tmp_path, configure):
-    """Each test its own config folder; app-wide font, palette and style put back after."""
+    """Each test its own config folder (the app-wide font, palette and style: conftest.py)."""
     folder = tmp_path / "home"
     configure(home=folder, no_restore=True)
-    app = QApplication.instance()
-    saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
-             QFont(QToolTip.font()), pg.getConfigOption("background"),
-             pg.getConfigOption("foreground"))
-    yield folder
-    font, palette, style, sheet, tip, bg, fg = saved
-    app.setStyleSheet(sheet)
-    app.setStyle(style)
-    app.setPalette(palette)
-    app.setFont(font)
-    QToolTip.setFont(tip)
-    pg.setConfigOptions(background=bg, foreground=fg)
+    return folder
 
 
 def make_window(qtbot, **kwargs) -> MainWindow:

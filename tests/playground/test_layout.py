@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pytestqt")
 
-import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont, QImage, QKeySequence, QPainter, QPalette
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QWidget
 
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -34,25 +33,13 @@ SCREENS = [("present", 1280, 720, 150, 12), ("normal", 1440, 900, 100, 10)]
 @pytest.fixture(autouse=True)
 def app_font(qapp, tmp_path, configure):
     """The app's start-up font (11 pt, as ``autograd-playground`` sets it) and a config
-    folder of the test's own; the application's font, palette and sheet put back after."""
+    folder of the test's own (the application's font, palette and sheet put back after:
+    conftest.py)."""
     configure(home=tmp_path / "home")
-    app = QApplication.instance()
-    saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
-             QFont(QToolTip.font()), app.property("playground_zoom_base_points"),
-             pg.getConfigOption("background"), pg.getConfigOption("foreground"))
-    font = QFont(app.font())
+    font = QFont(qapp.font())
     font.setPointSizeF(11.0)
-    app.setFont(font)
-    app.setProperty("playground_zoom_base_points", 11.0)
-    yield
-    font, palette, style, sheet, tip, base, bg, fg = saved
-    app.setStyleSheet(sheet)
-    app.setStyle(style)
-    app.setPalette(palette)
-    app.setFont(font)
-    QToolTip.setFont(tip)
-    app.setProperty("playground_zoom_base_points", base)
-    pg.setConfigOptions(background=bg, foreground=fg)
+    qapp.setFont(font)
+    qapp.setProperty("playground_zoom_base_points", 11.0)
 
 
 def _window(qtbot, width, height, theme_name="light", percent=100, present=False,
