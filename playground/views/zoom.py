@@ -102,8 +102,35 @@ def polish_again() -> None:
     change = QEvent(QEvent.Type.StyleChange)
     for widget in order:
         if shiboken6.isValid(widget):
+            _keep_own_font(widget)
             widget.style().polish(widget)
             QApplication.sendEvent(widget, change)
+
+
+#: where Qt's style sheet style keeps the font a widget had when it first polished it
+_SHEET_FONT = "_q_styleSheetWidgetFont"
+
+
+def _keep_own_font(widget: QWidget) -> None:
+    """A widget given a font of its own (a view's title, the step and loss readout) keeps it
+    when it is polished again. Qt's style sheet style puts back, at each polish, the font the
+    widget had when the sheet first polished it (it keeps it in a property, updated by
+    ``setFont`` only on a widget with a sheet of its own): a view set its font again after
+    the pass, but one that skips an unchanged font kept what went with the old one (the
+    readout's widths at 110 % after 110 -> 100 %: "Check Jacobian" cut). The kept font
+    is the widget's now, over the parts it set (the kept font's, and those its parent's does
+    not set)."""
+    kept = widget.property(_SHEET_FONT)
+    if not isinstance(kept, QFont) or not widget.testAttribute(Qt.WidgetAttribute.WA_SetFont):
+        return
+    now = widget.font()
+    parent = widget.parentWidget()
+    inherited = parent.font().resolveMask() if parent is not None and not widget.isWindow() \
+        else 0
+    own = QFont(now)
+    own.setResolveMask(kept.resolveMask() | (now.resolveMask() & ~inherited))
+    if own != kept or own.resolveMask() != kept.resolveMask():
+        widget.setProperty(_SHEET_FONT, own)
 
 
 def _forget_combo_sizes(window: QWidget) -> None:

@@ -949,6 +949,29 @@ def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
         win.session.shutdown(wait=0.5)
 
 
+@pytest.mark.parametrize("theme_name", ["light", "high-contrast"])
+def test_zooming_in_and_back_draws_the_window_as_before(qtbot, theme_name):
+    """100 -> 110 -> 125 -> 150 -> 125 -> 110 -> 100 %: the window is drawn as it was, to the
+    pixel. In high contrast "Check Jacobian here" came back cut ("heck Jacobia"): each
+    polish under the sheet gave the step and loss readout back its first font, so that
+    setting the 100 % font again changed nothing and left the readout's widths at 110 %."""
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        def picture():
+            win.statusBar().clearMessage()  # ("Zoom 100 %")
+            _settle(qtbot, win)
+            return win.grab().toImage()
+
+        before = picture()
+        for direction in (1, 1, 1, -1, -1, -1):
+            win.preferences.zoom_by(direction)
+            _settle(qtbot, win)
+        assert win.preferences.zoom == 100
+        assert picture() == before
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 def test_combo_boxes_take_their_size_back_after_a_round_of_themes_at_another_zoom(qtbot):
     """Zoom in, F2 round, zoom out: the combo boxes (max speed, the form's) kept their
     least size measured at the larger zoom, wider by a few pixels, and the buttons and rows
