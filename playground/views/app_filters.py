@@ -20,7 +20,7 @@ import shiboken6
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication
 
-__all__ = ["install", "installed", "paused"]
+__all__ = ["install", "installed", "paused", "uninstall"]
 
 _filters: list[QObject] = []
 _depth = [0]
@@ -31,6 +31,14 @@ def install(event_filter: QObject) -> None:
     :func:`paused`."""
     QApplication.instance().installEventFilter(event_filter)
     _filters.append(event_filter)
+
+
+def uninstall(event_filter: QObject) -> None:
+    """Take ``event_filter`` off the application, and out of :func:`paused`'s list (a filter
+    whose window is gone is, once Qt deletes it; the tests end a window's filters at once)."""
+    if shiboken6.isValid(event_filter):
+        QApplication.instance().removeEventFilter(event_filter)
+    _filters[:] = [f for f in _filters if f is not event_filter]
 
 
 def installed() -> list[QObject]:

@@ -7,6 +7,7 @@ follows the application font.
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QComboBox, QToolTip, QWidget
@@ -14,7 +15,8 @@ from PySide6.QtWidgets import QApplication, QComboBox, QToolTip, QWidget
 from playground.state.preferences import MAX, MIN, STEPS, clamp, step_zoom
 from playground.views import app_filters
 
-__all__ = ["MAX", "MIN", "STEPS", "WheelZoom", "apply_zoom", "base_point_size", "step_zoom"]
+__all__ = ["MAX", "MIN", "STEPS", "WheelZoom", "apply_zoom", "base_point_size", "polish_again",
+           "step_zoom"]
 
 _BASE_PROPERTY = "playground_zoom_base_points"
 _SET_PROPERTY = "playground_zoom_font_set"
@@ -53,9 +55,11 @@ def apply_zoom(window: QWidget, percent: float, boost: float = 1.0, *,
     QToolTip.setFont(font)
     app = QApplication.instance()
     sheet = app.styleSheet() if sheet is None else sheet
-    if sheet:
+    if sheet and sheet != app.styleSheet():
+        app.setStyleSheet(sheet)  # a theme's: polishes every widget, at the new font
+    elif sheet:
         # widgets under a style sheet keep the font they were polished with: polish again
-        app.setStyleSheet(sheet)
+        polish_again()
     owners = []
     for widget in [window, *window.findChildren(QWidget)]:
         method = getattr(widget, "apply_font", None)
@@ -72,6 +76,61 @@ def apply_zoom(window: QWidget, percent: float, boost: float = 1.0, *,
             widget.setFont(font)
             widget.setProperty(_SET_PROPERTY, True)  # explicit now: keep it in step
     return font
+
+
+def polish_again() -> None:
+    """Every widget of the application polished once by its style, parents before their
+    children, and told its style changed: what setting the application's style sheet again
+    does, at a fraction of the cost.
+
+    Under an application style sheet a widget takes the font of its parent when it is
+    polished, and keeps it through later font changes. Setting the same sheet again polishes
+    every widget again, but Qt's pass (``updateObjects``) goes through each widget once and
+    then again under each of its ancestors: the window's ~400 widgets were polished 2,700
+    times (StyleChange events), after Qt had thrown away every widget's matched rules. With
+    the same sheet the rules still hold (their em lengths follow the widget's font), so one
+    polish each, top down, leaves every widget's font, palette and geometry as the sheet set
+    again does (tests/playground/test_classroom.py compares them). Hidden widgets too: a
+    stacked page's size hint sizes the page shown."""
+    seen: set[int] = set()
+    order: list[QWidget] = []
+    for top in QApplication.topLevelWidgets():
+        for widget in [top, *top.findChildren(QWidget)]:
+            if id(widget) not in seen:
+                seen.add(id(widget))
+                order.append(widget)
+    change = QEvent(QEvent.Type.StyleChange)
+    for widget in order:
+        if shiboken6.isValid(widget):
+            _keep_own_font(widget)
+            widget.style().polish(widget)
+            QApplication.sendEvent(widget, change)
+
+
+#: where Qt's style sheet style keeps the font a widget had when it first polished it
+_SHEET_FONT = "_q_styleSheetWidgetFont"
+
+
+def _keep_own_font(widget: QWidget) -> None:
+    """A widget given a font of its own (a view's title, the step and loss readout) keeps it
+    when it is polished again. Qt's style sheet style puts back, at each polish, the font the
+    widget had when the sheet first polished it (it keeps it in a property, updated by
+    ``setFont`` only on a widget with a sheet of its own): a view set its font again after
+    the pass, but one that skips an unchanged font kept what went with the old one (the
+    readout's widths at 110 % after 110 -> 100 %: "Check Jacobian" cut). The kept font
+    is the widget's now, over the parts it set (the kept font's, and those its parent's does
+    not set)."""
+    kept = widget.property(_SHEET_FONT)
+    if not isinstance(kept, QFont) or not widget.testAttribute(Qt.WidgetAttribute.WA_SetFont):
+        return
+    now = widget.font()
+    parent = widget.parentWidget()
+    inherited = parent.font().resolveMask() if parent is not None and not widget.isWindow() \
+        else 0
+    own = QFont(now)
+    own.setResolveMask(kept.resolveMask() | (now.resolveMask() & ~inherited))
+    if own != kept or own.resolveMask() != kept.resolveMask():
+        widget.setProperty(_SHEET_FONT, own)
 
 
 def _forget_combo_sizes(window: QWidget) -> None:

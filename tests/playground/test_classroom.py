@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt
 from PySide6.QtGui import QAction, QFont, QImage, QKeySequence, QPalette, QWheelEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QToolTip
+from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
 from customgrad.problems.settings import Settings
 from customgrad.training.descent import StepRecord
@@ -37,21 +37,10 @@ TIMEOUT = 20_000
 
 @pytest.fixture(autouse=True)
 def home(tmp_path, configure):
-    """Each test its own config folder; app-wide font, palette and style put back after."""
+    """Each test its own config folder (the app-wide font, palette and style: conftest.py)."""
     folder = tmp_path / "home"
     configure(home=folder, no_restore=True)
-    app = QApplication.instance()
-    saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
-             QFont(QToolTip.font()), pg.getConfigOption("background"),
-             pg.getConfigOption("foreground"))
-    yield folder
-    font, palette, style, sheet, tip, bg, fg = saved
-    app.setStyleSheet(sheet)
-    app.setStyle(style)
-    app.setPalette(palette)
-    app.setFont(font)
-    QToolTip.setFont(tip)
-    pg.setConfigOptions(background=bg, foreground=fg)
+    return folder
 
 
 def make_window(qtbot, **kwargs) -> MainWindow:
@@ -331,24 +320,71 @@ def looks(win) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 
 def test_each_theme_and_zoom_key_sets_the_style_sheet_once_at_most(qtbot, window, monkeypatch):
-    """High contrast's style sheet polishes every widget of the application again (0.35 s
-    of the GUI thread each time): F2 into it set it twice (the theme, then the zoom's font
-    pass again), a freeze of up to 1.15 s; now once, and once for a zoom step under it."""
-    sets = []
-    set_sheet = QApplication.setStyleSheet
+    """High contrast's style sheet polishes every widget of the application again, several
+    times over (0.35 s of the GUI thread each time): F2 into it set it twice (the theme,
+    then the zoom's font pass again), a freeze of up to 1.15 s; now once, into it or out of
+    it. A font pass under it (a zoom step, presentation) polishes each widget once instead
+    (zoom.polish_again), and sets no sheet."""
+    from playground.views import zoom
+
+    sets, polishes = [], []
+    set_sheet, polish_again = QApplication.setStyleSheet, zoom.polish_again
     monkeypatch.setattr(QApplication, "setStyleSheet",
                         lambda app, sheet: (sets.append(sheet), set_sheet(app, sheet))[1])
+    monkeypatch.setattr(zoom, "polish_again", lambda: (polishes.append(1), polish_again())[1])
     prefs = window.preferences
     for key in TEACHER_KEYS:
         sets.clear()
+        polishes.clear()
         before = prefs.theme
         apply_key(prefs, key)
         hc = prefs.theme == "high-contrast"
         if key[0] == "theme" and before != key[1] and (hc or before == "high-contrast"):
             assert len(sets) == 1, key  # into high contrast, or out of it: once
+            assert not polishes, key
         else:
-            assert len(sets) == (1 if hc else 0), key  # a font pass under the sheet: once
+            assert not sets, key
+            assert len(polishes) == (1 if hc else 0), key  # a font pass under the sheet
         assert bool(QApplication.instance().styleSheet()) == hc, key
+
+
+def test_a_font_pass_under_the_sheet_leaves_each_widget_as_the_sheet_set_again(
+        qtbot, window, monkeypatch):
+    """zoom.polish_again (each widget polished once) where the font pass set high contrast's
+    sheet again (Qt polished each widget under each of its ancestors again): after each zoom
+    step and presentation key under the sheet, the same pass the old way changes no widget's
+    font, colours, place or size (test_layout.py compares the pixels of a round of zooms)."""
+    from playground.views import zoom
+
+    open_target(qtbot, window, "killhead")
+    prefs, app = window.preferences, QApplication.instance()
+    appearance = window.classroom.appearance
+    prefs.set_theme("high-contrast")
+    settle()
+    polish_again = zoom.polish_again
+    for key in [("zoom", 110), ("zoom", 150), ("present", True), ("zoom", 125),
+                ("present", False), ("zoom", 100)]:
+        apply_key(prefs, key)
+        settle()
+        seen = placed_looks(window)
+        monkeypatch.setattr(zoom, "polish_again", lambda: app.setStyleSheet(app.styleSheet()))
+        appearance.apply_fonts()
+        monkeypatch.setattr(zoom, "polish_again", polish_again)
+        settle()
+        again = placed_looks(window)
+        changed = {k: (seen[k], again.get(k)) for k in seen if seen[k] != again.get(k)}
+        assert not changed, (key, list(changed.items())[:3])
+
+
+def placed_looks(win) -> dict[str, tuple]:
+    """:func:`looks`, with each widget's place and size where it is shown."""
+    seen = looks(win)
+    for widget in [win, *win.findChildren(QWidget)]:
+        place = _place(widget, win)
+        if place in seen and widget.isVisible():
+            seen[place] = (*seen[place], widget.mapTo(win, QPoint(0, 0)).toTuple(),
+                           widget.size().toTuple())
+    return seen
 
 
 def test_one_more_polish_changes_no_font_or_colour(qtbot, window):

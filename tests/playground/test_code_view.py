@@ -22,11 +22,8 @@ SOURCE = '''class Square(Function):
 @pytest.fixture
 def view(qtbot):
     # at the 100 % font without a style sheet, whatever a test before left on the application
-    # (a zoom, a boost, high contrast's sheet): the line counts below are read at that size
-    from playground.views.zoom import zoomed_font
-
-    QApplication.setFont(zoomed_font(100))
-    QApplication.instance().setStyleSheet("")
+    # (a zoom, a boost, high contrast's sheet: conftest.py puts them back): the line counts
+    # below are read at that size
     w = CodeView()
     qtbot.addWidget(w)
     w.resize(900, 500)

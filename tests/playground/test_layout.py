@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pytestqt")
 
-import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont, QImage, QKeySequence, QPainter, QPalette
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QToolTip, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea, QWidget
 
 from playground.main_window import MainWindow
 from playground.state.session import Session
@@ -34,25 +33,13 @@ SCREENS = [("present", 1280, 720, 150, 12), ("normal", 1440, 900, 100, 10)]
 @pytest.fixture(autouse=True)
 def app_font(qapp, tmp_path, configure):
     """The app's start-up font (11 pt, as ``autograd-playground`` sets it) and a config
-    folder of the test's own; the application's font, palette and sheet put back after."""
+    folder of the test's own (the application's font, palette and sheet put back after:
+    conftest.py)."""
     configure(home=tmp_path / "home")
-    app = QApplication.instance()
-    saved = (QFont(app.font()), QPalette(app.palette()), app.style().name(), app.styleSheet(),
-             QFont(QToolTip.font()), app.property("playground_zoom_base_points"),
-             pg.getConfigOption("background"), pg.getConfigOption("foreground"))
-    font = QFont(app.font())
+    font = QFont(qapp.font())
     font.setPointSizeF(11.0)
-    app.setFont(font)
-    app.setProperty("playground_zoom_base_points", 11.0)
-    yield
-    font, palette, style, sheet, tip, base, bg, fg = saved
-    app.setStyleSheet(sheet)
-    app.setStyle(style)
-    app.setPalette(palette)
-    app.setFont(font)
-    QToolTip.setFont(tip)
-    app.setProperty("playground_zoom_base_points", base)
-    pg.setConfigOptions(background=bg, foreground=fg)
+    qapp.setFont(font)
+    qapp.setProperty("playground_zoom_base_points", 11.0)
 
 
 def _window(qtbot, width, height, theme_name="light", percent=100, present=False,
@@ -958,6 +945,29 @@ def test_leaving_presentation_shows_or_hides_each_pane_once(qtbot, monkeypatch):
         room.presentation.set_presentation(False)
         assert sorted(map(id, calls)) == sorted(map(id, panes))
         assert room.actions["side_panel"].isChecked() == (not win.side_tabs.isHidden())
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
+@pytest.mark.parametrize("theme_name", ["light", "high-contrast"])
+def test_zooming_in_and_back_draws_the_window_as_before(qtbot, theme_name):
+    """100 -> 110 -> 125 -> 150 -> 125 -> 110 -> 100 %: the window is drawn as it was, to the
+    pixel. In high contrast "Check Jacobian here" came back cut ("heck Jacobia"): each
+    polish under the sheet gave the step and loss readout back its first font, so that
+    setting the 100 % font again changed nothing and left the readout's widths at 110 %."""
+    win = _window(qtbot, 1440, 900, theme_name)
+    try:
+        def picture():
+            win.statusBar().clearMessage()  # ("Zoom 100 %")
+            _settle(qtbot, win)
+            return win.grab().toImage()
+
+        before = picture()
+        for direction in (1, 1, 1, -1, -1, -1):
+            win.preferences.zoom_by(direction)
+            _settle(qtbot, win)
+        assert win.preferences.zoom == 100
+        assert picture() == before
     finally:
         win.session.shutdown(wait=0.5)
 
