@@ -245,7 +245,8 @@ def raise_user_error(function: type[Function], phase: str, exc: BaseException) -
     text = str(exc)
     returned = True  # autograd refused what the method returned
     if "returned an incorrect number of gradients" in text:
-        message = f"{name} returned the wrong number of gradients: {_first_line(exc)}"
+        message = _count_message(function, name, text) or \
+            f"{name} returned the wrong number of gradients: {_first_line(exc)}"
     elif "returned an invalid gradient" in text:
         message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
     elif "returned a gradient different than None" in text:
@@ -256,6 +257,28 @@ def raise_user_error(function: type[Function], phase: str, exc: BaseException) -
         line = return_line(function, phase) if returned else method_line(function, phase)
     raise FunctionError(message, file=file, line=line, details=format_traceback(exc),
                         phase=phase) from None
+
+
+def _count_message(function: type[Function], name: str, text: str) -> str | None:
+    """Autograd's "returned an incorrect number of gradients (expected 2, got 1)" in the
+    words the check uses (``customgrad run`` said torch's own, ``check`` these); None where
+    the numbers cannot be read."""
+    import re
+
+    from customgrad.function.inputs import forward_parameters
+
+    found = re.search(r"expected (\d+), got (\d+)", text)
+    if found is None:
+        return None
+    expected, got = int(found[1]), int(found[2])
+    try:
+        params = [p.name for p in forward_parameters(function)][:expected]
+    except Exception:  # (a forward whose signature cannot be read)
+        params = []
+    named = f" ({', '.join(params)})" if len(params) == expected else ""
+    return (f"{name} returned {got} gradient{'s' if got != 1 else ''}, but forward takes "
+            f"{expected} argument{'s' if expected != 1 else ''}{named}: return one per "
+            "argument, None for non-tensors.")
 
 
 def _first_line(exc: BaseException) -> str:
