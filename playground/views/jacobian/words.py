@@ -146,7 +146,7 @@ def verdict(report: Report, order: int = 1) -> Verdict:
         head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
     details = (f"max abs error {number(report.max_abs_error, 3)}   ·   max rel error "
                f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
-               f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
+               f"{report.rtol:g}·|n|, fd eps {report.eps:g}, numerical in "
                f"{str(report.numerical_dtype).replace('torch.', '')}"
                f"   ·   {report.seconds:.2f} s")
     lines = _worst_lines(report)
