@@ -27,7 +27,13 @@ from PySide6.QtWidgets import QApplication
 from playground.support import preview
 from playground.views import jacobian as jacobian_view
 from playground.views.jacobian import JacobianView, banner, words
-from playground.views.jacobian.geometry import cell_aspect, fit_labels, grid_lines, view_height
+from playground.views.jacobian.geometry import (
+    abbreviations,
+    cell_aspect,
+    fit_labels,
+    grid_lines,
+    view_height,
+)
 
 
 @functools.cache
@@ -807,7 +813,6 @@ def test_block_labels_shorten_then_hide_when_blocks_get_narrow():
 def test_a_narrow_block_s_label_is_cut_short_rather_than_dropped():
     """With ``shorten`` (the column axis), a block too narrow for its name gets the name cut
     short with "…": the crowded names first, the short ones with room stay whole."""
-    from playground.views.jacobian.geometry import abbreviations
 
     assert abbreviations("grad_output") == ["grad_outp…", "grad_out…", "grad_ou…", "grad_o…",
                                             "grad…", "gra…", "gr…", "g…"]
@@ -828,6 +833,23 @@ def test_a_narrow_block_s_label_is_cut_short_rather_than_dropped():
     assert [t for _, t in without] == ["input", "weight"]  # bias and grad_output had none
     ticks, _full = fit(104)  # 2 px a column: every block still named
     assert len(ticks) == 4 and all(t.endswith("…") for _, t in ticks[1:])
+
+
+def test_a_narrow_block_keeps_a_label_where_another_can_be_cut_shorter():
+    """linear_bug's columns at 1280 x 720, 150 % (the widths DejaVu Sans draws there):
+    "input weight" and no "bias", which was dropped once the clash between weight and bias
+    had nothing shorter left, while input still had; now input is cut and bias keeps one."""
+    axes = [Axis("input", 0, (3, 4), 0), Axis("weight", 1, (4, 4), 12),
+            Axis("bias", 2, (4,), 28)]
+    widths = {"bias": 45, "bias [4]": 84, "bi…": 43, "b…": 36, "input": 57,
+              "input [3x4]": 122, "inp…": 56, "in…": 43, "i…": 29, "weight": 75,
+              "weight [4x4]": 140, "weig…": 74, "wei…": 60, "we…": 54, "w…": 40}
+    ticks, full = fit_labels(axes, -0.5, 31.5, 150, widths.__getitem__, None, gap=10.5,
+                             shorten=abbreviations)
+    texts = [t for _, t in ticks]
+    assert len(texts) == 3 and not full, texts
+    for text, axis in zip(texts, axes):
+        assert text == axis.name or (text.endswith("…") and axis.name.startswith(text[:-1]))
 
 
 def test_block_ticks_fall_back_to_names_in_a_narrow_window(view, qtbot):
