@@ -775,6 +775,7 @@ def test_details_cover_no_heatmap_title_and_the_bar_reads_whole(qtbot, present, 
             inside = QRect(widget.mapTo(drawer, QPoint(0, 0)), widget.size())
             assert drawer.rect().contains(inside), widget  # none cut by the drawer's edge
         assert drawer.geometry().bottom() < win.jacobian.height()
+        assert not drawer.geometry().intersects(win.jacobian.hover_label.geometry())
     finally:
         win.session.shutdown(wait=0.5)
 

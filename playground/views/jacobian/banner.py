@@ -403,16 +403,17 @@ class DetailsDrawer(QFrame):
     of the heatmaps under their titles, not in the pane's column: unfolded inside the banner
     they took the heatmaps' height (a 12x32 Jacobian 179 px tall at 1280x720, 142 px in
     presentation mode at 150 %); the drawer takes none. Right under the banner it covered
-    the titles ("Analytic", "Reference", leaving "ference (a − n)"): it starts at
-    ``below()``, the titles' bottom in the pane. At most :attr:`SHARE` of the pane's width
-    and the height below that; the details scroll where they need more."""
+    the titles ("Analytic", "Reference", leaving "ference (a − n)"): it takes the band
+    ``band()`` gives (top, bottom in the pane: under the titles, above the hover line). At
+    most :attr:`SHARE` of the pane's width and that band's height; the details scroll where
+    they need more."""
 
     SHARE = 0.55
 
     def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget,
-                 below: Callable[[], int] | None = None):
+                 band: Callable[[], tuple[int, int]] | None = None):
         super().__init__(pane)
-        self._below = below
+        self._band = band
         self.setObjectName("JacobianDrawer")
         self._pane, self._banner = pane, banner
         self.setFrameShape(QFrame.Shape.Box)
@@ -444,8 +445,9 @@ class DetailsDrawer(QFrame):
         pane = self._pane
         least = self.layout().itemAt(1).widget().minimumSizeHint().width() + 20
         width = min(pane.width() - 8, max(200, least, int(pane.width() * self.SHARE)))
-        top = max(self._banner.geometry().bottom(), self._below() if self._below else 0) + 2
-        room = max(0, pane.height() - top - 4)
+        top, bottom = self._band() if self._band else (0, pane.height() - 4)
+        top = max(self._banner.geometry().bottom(), top) + 2
+        room = max(0, bottom - top)
         layout = self.layout()
         need = layout.totalHeightForWidth(width) if layout.hasHeightForWidth() \
             else self.sizeHint().height()

@@ -98,13 +98,14 @@ class JacobianView(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._titles_bottom)
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_band)
 
-    def _titles_bottom(self) -> int:
-        """The bottom of the heatmaps' titles in the pane (what the drawer must not cover)."""
+    def _drawer_band(self) -> tuple[int, int]:
+        """Where the Details drawer may lie in the pane: under the heatmaps' titles, above
+        the hover line (it covers neither)."""
         graphics = self.heatmaps.graphics
         top = graphics.geometry().top() + graphics.ci.layout.getContentsMargins()[1]
-        return int(top + self.labels.title_height)
+        return int(top + self.labels.title_height), self.hover_label.geometry().top() - 2
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
