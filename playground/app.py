@@ -201,9 +201,10 @@ def window_for(session, args):
 def open_start(window, args, failures: list[BaseException]) -> bool:
     """Open what the command line names in ``window`` (``failures``: the errors its session
     raised so far). Where that fails (a wrong path, a syntax error, a misspelled gallery
-    name), the last session opens instead, else KillHead, and the banner names the problem
-    and what opened: the window is never left empty. False if --save-session could not
-    write."""
+    name), the last session opens instead (unless its Function is a file's, which would
+    wait for a click: a second banner offering what was not asked for), else KillHead, and
+    the banner names the problem and what opened: the window is never left empty. False if
+    --save-session could not write."""
     room, session = window.classroom, window.session
     shot = bool(args.screenshot)
     if args.session:
@@ -211,8 +212,8 @@ def open_start(window, args, failures: list[BaseException]) -> bool:
     if args.target or not (args.session or room.restored):
         session.set_target(args.target or "killhead")
     if failures and session.target is None:
-        if not shot:
-            room.restore_last_session()
+        if not shot:  # a gallery Function's; no offer to load another file than the one named
+            room.restore_last_session(offer=False)
         if session.target is None:
             session.set_target("killhead")
         if session.target is not None:

@@ -731,6 +731,55 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         win.session.shutdown(wait=0.5)
 
 
+def _title_rects(win) -> list[tuple[str, QRect]]:
+    """Each heatmap's title as drawn, in the Jacobian pane's coordinates."""
+    graphics = win.jacobian.heatmaps.graphics
+    rects = []
+    for panel in win.jacobian.heatmaps.panels:
+        scene = panel.plot.titleLabel.sceneBoundingRect()  # its row: the text is inside
+        rect = graphics.mapFromScene(scene).boundingRect()
+        rects.append((panel.shown_title, rect.translated(graphics.mapTo(win.jacobian,
+                                                                        QPoint(0, 0)))))
+    return rects
+
+
+@pytest.mark.parametrize(("present", "percent"), [(False, 100), (False, 150), (True, 150)])
+def test_details_cover_no_heatmap_title_and_the_bar_reads_whole(qtbot, present, percent):
+    """linear_bug's Details at 1280 x 720: the drawer sat right under the banner, over the
+    titles ("Analytic", "Reference", leaving "ference (a − n)"); it starts under them now,
+    and the heatmaps keep their height. Its bar's words read whole ("ck at current p" at
+    150 %), and the check's eps is "fd eps": a LayerNorm's own eps read "eps" too."""
+    win = _window(qtbot, 1280, 720, percent=percent, present=present, target="linear_bug")
+    try:
+        folded = _drawn_height(win)
+        win.jacobian.set_details_shown(True)
+        _settle(qtbot, win)
+        drawer = win.jacobian.drawer
+        assert drawer.isVisible()
+        assert _drawn_height(win) == folded  # the heatmaps do not give way
+        titles = _title_rects(win)
+        assert [t for t, _ in titles][1].startswith("Numerical")
+        for title, rect in titles:
+            assert not rect.intersects(drawer.geometry()), (title, rect, drawer.geometry())
+        bar = win.jacobian.tolerance_row
+        assert bar.labels["eps"].text() == "fd eps"
+        assert "eps" in bar.eps_edit.toolTip() and "not a constant of your forward" in \
+            bar.labels["eps"].toolTip()
+        button = bar.check_button
+        assert button.isVisible() and button.width() >= button.sizeHint().width(), \
+            (button.text(), button.width(), button.sizeHint().width())
+        for label in bar.labels.values():
+            assert label.width() >= label.fontMetrics().horizontalAdvance(label.text()), \
+                label.text()
+        for widget in (button, *bar.labels.values(), *bar.edits.values()):
+            inside = QRect(widget.mapTo(drawer, QPoint(0, 0)), widget.size())
+            assert drawer.rect().contains(inside), widget  # none cut by the drawer's edge
+        assert drawer.geometry().bottom() < win.jacobian.height()
+        assert not drawer.geometry().intersects(win.jacobian.hover_label.geometry())
+    finally:
+        win.session.shutdown(wait=0.5)
+
+
 def test_the_double_backward_s_columns_all_have_a_label_on_a_projector(qtbot):
     """The second order of linear (columns input, weight, bias, grad_output) at 1280 x 720,
     zoom 150 %, presenting: "bias" (and grad_output) had no label for lack of room. Every

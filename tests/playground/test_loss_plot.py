@@ -296,9 +296,20 @@ def test_apply_font_resizes_ticks_axis_labels_and_legend(plot):
     assert plot.plot_item.getAxis("left").labelText == "loss"
 
 
-def test_legend_hidden_until_the_first_run(plot):
+def test_legend_hidden_until_the_first_point(plot):
+    """No empty box before the first run, and no "run 1" over an empty plot (a Function
+    that failed to build: the run never got a point)."""
     assert not plot.legend.isVisible()
     plot.start_run("a")
+    assert not plot.legend.isVisible()
+    plot.append(np.arange(3.0), np.ones(3))
+    plot.flush()
+    assert plot.legend.isVisible()
+    plot.reset_current()  # Reset: the run is empty again
+    assert not plot.legend.isVisible()
+    plot.append(np.arange(3.0), np.ones(3))
+    plot.flush()
+    plot.start_run("b")  # the earlier run's curve stays: named
     assert plot.legend.isVisible()
 
 
@@ -365,6 +376,24 @@ def test_the_legend_goes_where_it_covers_none_of_the_curve():
     assert quiet_corner(steps, losses, view, size, False, preferred) == "top left"
     falling = 1.0 / (1.0 + steps)  # ends low, the top right free: it stays there
     assert quiet_corner(steps, falling, ((0.0, 29.0), (0.0, 1.0)), size, False, "top") == "top"
+
+
+def test_a_tall_legend_leaves_the_curve_s_end_in_sight():
+    """F9 at 150 %: two runs' legend, most of the short plot's height, went to the top
+    right, its frame on the falling curve's tail and end; the end stays in sight."""
+    steps = np.arange(101.0)
+    losses = 0.22 + 1.4 * np.exp(-steps / 6)
+    view = ((0.0, 150.0), (0.05, 1.65))  # a07's: the end 2 px under the legend's frame
+    size = (0.46, 0.86)
+    corner = quiet_corner(steps, losses, view, size, False, "top")
+    x = (steps[-1] - view[0][0]) / (view[0][1] - view[0][0])
+    y = (losses[-1] - view[1][0]) / (view[1][1] - view[1][0])
+    a, b, c, d = {"top": (1 - size[0], 1, 1 - size[1], 1),
+                  "bottom": (1 - size[0], 1, 0, size[1]),
+                  "top left": (0, size[0], 1 - size[1], 1),
+                  "bottom left": (0, size[0], 0, size[1])}[corner]
+    margin = 0.04  # a frame touching the line hides it too
+    assert not (a - margin <= x <= b + margin and c - margin <= y <= d + margin), corner
 
 
 def test_a_long_legend_text_wraps_to_stay_in_a_narrow_plot(qtbot):

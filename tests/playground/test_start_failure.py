@@ -82,6 +82,26 @@ def test_the_last_session_opens_instead_where_there_is_one(qtbot, home):
     window.session.shutdown(wait=0.5)
 
 
+def test_a_failed_target_offers_no_other_file(qtbot, home):
+    """The command line named a file with a syntax error; the last session's Function was
+    another file's: its offer ("This session uses a Function from a file: loop.py — Load
+    loop.py") came below the syntax error's banner, two banners, and not what was asked for.
+    KillHead opens, one banner says so."""
+    other = home / "loop.py"
+    other.write_text("import torch\n", encoding="utf-8")
+    session_files.write(session_files.last_session_path(),
+                        session_files.make(Settings(target=f"{other}:Loop")))
+    broken = home / "broken_syntax.py"
+    shutil.copy(DATA / "broken_syntax.py.txt", broken)
+    window = started(qtbot, [str(broken)])
+    sessions = window.classroom.sessions
+    assert sessions.pending is None and sessions.bar.isHidden()
+    assert window.session.target.spec == "killhead"
+    assert "Syntax error in broken_syntax.py" in banner(window)
+    assert "KillHead opens instead." in banner(window)
+    window.session.shutdown(wait=0.5)
+
+
 def test_a_target_that_opens_says_nothing(qtbot, home):
     window = released(qtbot, started(qtbot, ["linear_bug"]))
     assert window.session.target.spec == "linear_bug" and banner(window) is None

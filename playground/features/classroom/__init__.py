@@ -141,8 +141,8 @@ class Classroom(QObject):
     def save_session(self, path=None, ask: bool = False):
         return self.sessions.save_session(path, ask)
 
-    def restore_last_session(self) -> bool:
-        return self.sessions.restore_last_session()
+    def restore_last_session(self, offer: bool = True) -> bool:
+        return self.sessions.restore_last_session(offer)
 
     def window_closing(self) -> None:
         """The window closes: remember the session for the next start."""

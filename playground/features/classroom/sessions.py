@@ -136,10 +136,15 @@ class SessionFiles(QObject):
             self._apply(loaded.settings)
         return loaded
 
-    def restore_last_session(self) -> bool:
-        """Reopen the session of the last run, if there is one."""
+    def restore_last_session(self, offer: bool = True) -> bool:
+        """Reopen the session of the last run, if there is one. Without ``offer``, not one
+        whose Function waits for a click (a file's: what the command line named failed to
+        open, and "Load loop.py" below its banner offered what the user had not asked for)."""
         path = session_files.last_session_path()
         if not path.exists():
+            return False
+        if not offer and session_files.read(path, tuple(theme.THEMES)).function \
+                .needs_confirmation:
             return False
         self.open_session(path, what="The last session")
         self.session_path = None

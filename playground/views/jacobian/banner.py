@@ -9,6 +9,8 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
@@ -398,15 +400,20 @@ class VerdictBanner(QFrame):
 
 class DetailsDrawer(QFrame):
     """The banner's details and the tolerance editors, in a drawer laid over the top left
-    of the heatmaps under the banner, not in the pane's column: unfolded inside the banner
+    of the heatmaps under their titles, not in the pane's column: unfolded inside the banner
     they took the heatmaps' height (a 12x32 Jacobian 179 px tall at 1280x720, 142 px in
-    presentation mode at 150 %); the drawer takes none. At most :attr:`SHARE` of the pane's
-    width and the height below the banner; the details scroll where they need more."""
+    presentation mode at 150 %); the drawer takes none. Right under the banner it covered
+    the titles ("Analytic", "Reference", leaving "ference (a − n)"): it takes the band
+    ``band()`` gives (top, bottom in the pane: under the titles, above the hover line). At
+    most :attr:`SHARE` of the pane's width and that band's height; the details scroll where
+    they need more."""
 
     SHARE = 0.55
 
-    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget):
+    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget,
+                 band: Callable[[], tuple[int, int]] | None = None):
         super().__init__(pane)
+        self._band = band
         self.setObjectName("JacobianDrawer")
         self._pane, self._banner = pane, banner
         self.setFrameShape(QFrame.Shape.Box)
@@ -431,14 +438,16 @@ class DetailsDrawer(QFrame):
         return False
 
     def place(self) -> None:
-        """Under the banner, at the pane's left edge, as tall as its contents need."""
+        """Under the banner and the heatmaps' titles, at the pane's left edge, as tall as
+        its contents need."""
         if self.isHidden():
             return
         pane = self._pane
         least = self.layout().itemAt(1).widget().minimumSizeHint().width() + 20
         width = min(pane.width() - 8, max(200, least, int(pane.width() * self.SHARE)))
-        top = self._banner.geometry().bottom() + 2
-        room = max(0, pane.height() - top - 4)
+        top, bottom = self._band() if self._band else (0, pane.height() - 4)
+        top = max(self._banner.geometry().bottom(), top) + 2
+        room = max(0, bottom - top)
         layout = self.layout()
         need = layout.totalHeightForWidth(width) if layout.hasHeightForWidth() \
             else self.sizeHint().height()

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from customgrad.checking.jacobian.report import REFERENCE
 from playground.support.discard import held
 from playground.views.jacobian import words
 from playground.views.jacobian.progress import Live
@@ -56,18 +55,10 @@ class Shown:
             outside = self.mask is not None and bool(self.mask[row, col])
         text = words.hover_text(outputs, inputs, row, col, a, n, computing=self.computing,
                                 rows_done=None if live is None else live.rows,
-                                cols_done=None if live is None else live.cols, outside=outside,
-                                numerical_name=_numerical_name(self.report))
+                                cols_done=None if live is None else live.cols, outside=outside)
         inp = next(i for i in reversed(inputs) if i.offset <= col)
         if inp.parts == 2 and not self.computing:
             re = col - (col - inp.offset) % 2  # the element's real-part column
             text += words.complex_entry(*(None if m is None else complex(m[row, re], m[row, re + 1])
                                           for m in (self.analytic, self.numerical)))
         return text
-
-
-def _numerical_name(report: Report | None) -> str:
-    """What the hover calls the middle matrix: "reference" where the report's is the verified
-    reference, else "numerical"."""
-    return "reference" if report is not None and report.method.name == REFERENCE else \
-        "numerical"

@@ -163,7 +163,7 @@ def fit_labels(axes: list[Axis], low: float, high: float, length: float,
         placed, clash = _place_all(labels, along, length, gap)
         if clash is None:
             break
-        dropped = _settle(clash, along)
+        dropped = _settle(clash, along, labels)
         if dropped is not None and shorten is not None:
             # the room it leaves: the others start again from their longest forms
             for label in labels:
@@ -270,11 +270,13 @@ def _cheap(form: str) -> bool:
 
 
 def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], float],
-            ) -> _Label | None:
+            labels: list[_Label] = ()) -> _Label | None:
     """Shorten a label in the clash that has a shorter form: one whose shape or letters are
     already cut (:func:`_cheap`) before a whole name, the widest first ("input weight bias
-    gr…" rather than "input weight b… gra…"); when none has,
-    drop the label of the smaller of the two clashing blocks."""
+    gr…" rather than "input weight b… gra…"); where none in the clash has, one of the other
+    ``labels`` that has (the clash's room is theirs too: "input w… b…" rather than "input
+    weight" and no "bias" at 150 %); when none has, drop the label of the smaller of the two
+    clashing blocks."""
     shorter = []
     for k, (label, start, end) in enumerate(clash):
         # its next form that is narrower ("grad_outp…" is not: "…" is as wide as "ut")
@@ -282,6 +284,16 @@ def _settle(clash: list[tuple[_Label, float, float]], along: Callable[[str], flo
                          if along(label.forms[level]) < end - start), None)
         if narrower is not None:
             shorter.append((_cheap(label.forms[label.level]), end - start, -k, label, narrower))
+    if not shorter:
+        in_clash = {id(c[0]) for c in clash}
+        for k, label in enumerate(labels):
+            if id(label) in in_clash or label.level >= len(label.forms):
+                continue
+            wide = along(label.forms[label.level])
+            narrower = next((level for level in range(label.level + 1, len(label.forms))
+                             if along(label.forms[level]) < wide), None)
+            if narrower is not None:
+                shorter.append((_cheap(label.forms[label.level]), wide, -k, label, narrower))
     if shorter:
         chosen = max(shorter, key=lambda t: t[:3])
         chosen[3].level = chosen[4]

@@ -49,11 +49,13 @@ _SECOND_TITLES = (("analytic", "Double backward (analytic)"),
                   ("difference", "Difference (a − n)"))
 #: the middle panel's title by the order and how its matrix was made (Report.method.name):
 #: the verified reference (autograd through forward, or through backward for the second
-#: order), or finite differences
+#: order), or finite differences. "Numerical" either way, as the README, the rule
+#: (|a − n|), the "Difference (a − n)" title and the worst entry's line call it: the middle
+#: heatmap was "Numerical" while a check ran and "Reference" once it was done
 _NUMERICAL_TITLES = {
-    (1, REFERENCE): "Reference (autograd of forward, verified)",
+    (1, REFERENCE): "Numerical (autograd of forward, verified)",
     (1, FINITE_DIFFERENCES): _TITLES[1][1],
-    (2, REFERENCE): "Reference (autograd of backward, verified)",
+    (2, REFERENCE): "Numerical (autograd of backward, verified)",
     (2, FINITE_DIFFERENCES): _SECOND_TITLES[1][1],
 }
 _COLUMNS = {"analytic": 1, "numerical": 2, "difference": 4}
@@ -74,7 +76,7 @@ class Panel:
     worst: pg.ScatterPlotItem
     shown_title: str = ""
     #: the title where not even the words before " (" fit all three ("Analytic",
-    #: "Reference", "Numerical", "Difference")
+    #: "Numerical", "Difference")
     short: str = ""
 
     def __post_init__(self) -> None:

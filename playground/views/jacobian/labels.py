@@ -91,7 +91,7 @@ class BlockLabels:
     def fit_titles(self) -> None:
         """The longest titles that all fit over their views: full, else the words before
         " (" ("Double backward", "Numerical", "Difference" for the second order), else the
-        panel's short name ("Analytic", "Numerical" or "Reference", "Difference")."""
+        panel's short name ("Analytic", "Numerical", "Difference")."""
         metrics = QFontMetrics(self.title_font)
         panels = self._heatmaps.panels
         width = self._heatmaps.view_box.width()  # the same for all three

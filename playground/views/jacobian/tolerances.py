@@ -18,7 +18,8 @@ from playground.views.fonts import scaled
 __all__ = ["ToleranceBar"]
 
 _TIPS = {
-    "eps": "Finite-difference step: (f(x + eps) − f(x − eps)) / 2·eps. Must be > 0.",
+    "eps": "The check's eps, its finite-difference step (not a constant of your forward): "
+           "(f(x + eps) − f(x − eps)) / 2·eps. Must be > 0.",
     "atol": "Absolute tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
     "rtol": "Relative tolerance: entries agree when |a − n| ≤ atol + rtol·|n|.",
     "nondet_tol": "How far two backward calls on the same graph may differ (gradcheck's "
@@ -31,6 +32,9 @@ _NAMES = ("eps", "atol", "rtol", "nondet_tol")
 #: and "Check at current point" cut each other's words); nondet_tol's label the same
 CHECK_TEXT, CHECK_SHORT = "Check at current point", "Check"
 NONDET_TEXT, NONDET_SHORT = "nondet_tol", "nondet"
+#: the labels on the bar, by editor: the check's eps is "fd eps", told apart from a
+#: forward's own eps (a LayerNorm's 1e-5 in the Inputs form read "eps" as it did)
+LABELS = {"eps": "fd eps", "atol": "atol", "rtol": "rtol", "nondet_tol": NONDET_TEXT}
 #: a pane narrower than this many letters: the short words (the long ones need about 95)
 NARROW = 105
 _INVALID = "QLineEdit { border: 2px solid #c0261c; background: #fde8e6; color: #5f0b0b; }"
@@ -59,7 +63,7 @@ class ToleranceBar(QWidget):
         self.edits: dict[str, QLineEdit] = {}
         self.labels: dict[str, QLabel] = {}
         for name in _NAMES:
-            label = QLabel(name)
+            label = QLabel(LABELS[name])
             self.labels[name] = label
             label.setToolTip(_TIPS[name])
             edit = QLineEdit()
@@ -118,10 +122,6 @@ class ToleranceBar(QWidget):
         font = scaled(base, 1.0)
         for widget in (self.message, *self.edits.values()):
             widget.setFont(font)
-        width = QFontMetrics(font).horizontalAdvance("0.0001") + 18
-        for edit in self.edits.values():
-            edit.setMinimumWidth(width)
-            edit.setMaximumWidth(width * 2)
         self._fit_words()
 
     def resizeEvent(self, event) -> None:
@@ -135,7 +135,15 @@ class ToleranceBar(QWidget):
         pane = drawer.parentWidget() if drawer is not None else None
         short = is_narrow(pane or self, self.font(), NARROW)
         self.check_button.setText(CHECK_SHORT if short else CHECK_TEXT)
+        # the button never narrower than its words ("ck at current p"); where the bar is
+        # short, the editors give the room ("1e-06" still reads whole in them)
+        self.check_button.setMinimumWidth(self.check_button.sizeHint().width())
         self.labels["nondet_tol"].setText(NONDET_SHORT if short else NONDET_TEXT)
+        metrics = QFontMetrics(self.eps_edit.font())
+        width = metrics.horizontalAdvance("1e-06" if short else "0.0001") + 18
+        for edit in self.edits.values():
+            edit.setMinimumWidth(width)
+            edit.setMaximumWidth(metrics.horizontalAdvance("0.0001") * 2 + 36)
 
     def _parse(self, name: str) -> tuple[float | None, str]:
         try:

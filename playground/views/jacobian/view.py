@@ -98,7 +98,14 @@ class JacobianView(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_band)
+
+    def _drawer_band(self) -> tuple[int, int]:
+        """Where the Details drawer may lie in the pane: under the heatmaps' titles, above
+        the hover line (it covers neither)."""
+        graphics = self.heatmaps.graphics
+        top = graphics.geometry().top() + graphics.ci.layout.getContentsMargins()[1]
+        return int(top + self.labels.title_height), self.hover_label.geometry().top() - 2
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
@@ -355,6 +362,9 @@ class JacobianView(QWidget):
         elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
+            self.drawer.place()  # under the titles, wherever they went
+        elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Move:
+            self.drawer.place()
         if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
             fit_hint(self)
         return super().eventFilter(watched, event)

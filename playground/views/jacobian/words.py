@@ -49,15 +49,14 @@ def phase_text(phase: str) -> str:
 def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
                analytic: float | None, numerical: float | None, *, computing: bool = False,
                rows_done: int | None = None, cols_done: int | None = None,
-               outside: bool | None = None, numerical_name: str = "numerical") -> str:
+               outside: bool | None = None) -> str:
     """What hovering over entry (row, col) shows: the output and input elements it relates,
     then its analytic and numerical values and their difference; empty outside the matrix.
 
     ``analytic`` and ``numerical`` are the entry's values (None where that matrix is not
     shown). While ``computing``, a value that is NaN, or lies in a row (analytic) or column
     (numerical) past ``rows_done`` / ``cols_done``, is "not computed yet". ``outside`` is
-    the verdict on the entry (None: no verdict yet). ``numerical_name`` names the middle
-    matrix ("reference" where it is the verified reference)."""
+    the verdict on the entry (None: no verdict yet)."""
     rows, cols = sum(a.size for a in outputs), sum(a.size for a in inputs)
     if not (0 <= row < rows and 0 <= col < cols) or not outputs:
         return ""
@@ -69,7 +68,7 @@ def hover_text(outputs: list[Axis], inputs: list[Axis], row: int, col: int,
     done = {"analytic": rows_done is None or row < rows_done,
             "numerical": cols_done is None or col < cols_done}
     done["difference"] = done["analytic"] and done["numerical"]
-    for key, name, value in (("analytic", "analytic", a), ("numerical", numerical_name, n),
+    for key, name, value in (("analytic", "analytic", a), ("numerical", "numerical", n),
                              ("difference", "difference", d)):
         if computing and (value is None or math.isnan(value) or not done[key]):
             text += f"   {name} not computed yet"
@@ -147,7 +146,7 @@ def verdict(report: Report, order: int = 1) -> Verdict:
         head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
     details = (f"max abs error {number(report.max_abs_error, 3)}   ·   max rel error "
                f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
-               f"{report.rtol:g}·|n|, eps {report.eps:g}, numerical in "
+               f"{report.rtol:g}·|n|, fd eps {report.eps:g}, numerical in "
                f"{str(report.numerical_dtype).replace('torch.', '')}"
                f"   ·   {report.seconds:.2f} s")
     lines = _worst_lines(report)

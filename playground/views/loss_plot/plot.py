@@ -217,6 +217,7 @@ class LossPlot(QWidget):
         self._fresh = True
         run.curve.setData(np.empty(0), np.empty(0))
         self._refresh_legend_label(run)
+        self._sync_legend()
         self._update_status()
 
     def append(self, steps: np.ndarray, losses: np.ndarray) -> None:
@@ -254,6 +255,8 @@ class LossPlot(QWidget):
             self._step_range(force=self._fresh)
             self._fresh = False
         self._place_legend(*shown)
+        if not self.legend.isVisible():
+            self._sync_legend()  # the first points: the legend has a curve to name
         if run.nonfinite != self._shown_nonfinite:
             self._refresh_legend_label(run)
         self._update_status()
@@ -447,12 +450,14 @@ class LossPlot(QWidget):
             self.legend.anchor((x, y), (x, y), offset=(12 - 24 * x, 12 - 24 * y))
 
     def _sync_legend(self) -> None:
-        """No empty legend box before the first run, and none cut at the plot's edges: a
-        legend wider or taller than the plot (1280x720 at 150 %: "un 1: seed 0, lr 1, sgd",
-        its left cut off, over the whole curve) is hidden till there is room for it."""
+        """No legend before there is a point to name (an empty box before the first run;
+        "run 1" over an empty plot while a Function failed), and none cut at the plot's
+        edges: a legend wider or taller than the plot (1280x720 at 150 %: "un 1: seed 0, lr
+        1, sgd", its left cut off, over the whole curve) is hidden till there is room for it."""
         vb, legend = self.plot_item.vb, self.legend
         fits = legend.width() <= vb.width() - 8 and legend.height() <= vb.height() - 8
-        legend.setVisible(bool(legend.items) and fits)
+        drawn = any(run.n for run in (*self._overlays, self._current))
+        legend.setVisible(bool(legend.items) and drawn and fits)
 
     def _rerender_legend(self) -> None:
         """pyqtgraph stores a new legend text size/colour but only uses it on setText; a

@@ -253,6 +253,8 @@ def legend_corner(last_loss: float, view_y: tuple[float, float], log_y: bool) ->
     return "bottom" if y1 > y0 and (y - y0) / (y1 - y0) > 0.5 else "top"
 
 
+#: how near (a fraction of the view) the legend's box may come to a point it does not cover
+MARGIN = 0.04
 #: where the legend may go: (x from, x to, y from, y to) of the view, as fractions, for a
 #: legend ``w`` by ``h`` (fractions too)
 _CORNERS = {"top": lambda w, h: (1 - w, 1, 1 - h, 1),
@@ -266,7 +268,11 @@ def quiet_corner(steps: np.ndarray, losses: np.ndarray, view: tuple, size: tuple
     """The corner of the view (``((x0, x1), (y0, y1))``) where a legend of ``size`` (its
     width and height as fractions of the view's) covers least of the curve through
     ``steps, losses`` (sampled along x, so a steep stretch between two points counts);
-    ``preferred`` (then the others, right before left) where several cover as little."""
+    ``preferred`` (then the others, right before left) where several cover as little.
+    The curve's end counts as much as all the rest (where the run is going is what one
+    looks at: a two-run legend at the top right, as tall as most of a short plot, sat on
+    a falling curve's end, F9 at 150 %), and a box that comes within :data:`MARGIN` of a
+    point covers it (its frame drawn over the line hid it as well)."""
     (x0, x1), (y0, y1) = view
     # the points in view and one either side (steps never decrease): the legend is placed at
     # each redraw, and a zoomed-in view of a long run holds few of its points
@@ -287,7 +293,9 @@ def quiet_corner(steps: np.ndarray, losses: np.ndarray, view: tuple, size: tuple
 
     def covered(corner: str) -> int:
         a, b, c, d = _CORNERS[corner](w, h)
-        return int(np.count_nonzero((fx >= a) & (fx <= b) & (fy >= c) & (fy <= d)))
+        a, b, c, d = a - MARGIN, b + MARGIN, c - MARGIN, d + MARGIN
+        inside = (fx >= a) & (fx <= b) & (fy >= c) & (fy <= d)
+        return int(np.count_nonzero(inside)) + (fx.size if inside[-1] else 0)
 
     order = [preferred, *(c for c in _CORNERS if c != preferred)]
     return min(order, key=covered)
