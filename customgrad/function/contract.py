@@ -345,24 +345,34 @@ def write_site(function: type[Function], call: Callable, watched: list[torch.Ten
     raised. Slow (a version check around each torch call): only once a write is known.
     ``state`` reads another property to watch (``requires_grad``: ``x.detach_()``,
     ``x.requires_grad_(False)`` and ``x.requires_grad = False`` are torch calls too)."""
-    from torch.overrides import TorchFunctionMode
-
     found: list[tuple[str | None, int | None]] = []
+
+    def around(func, args, kwargs):
+        before = [state(t) for t in watched]
+        result = func(*args, **kwargs)
+        if not found and any(state(t) != v for t, v in zip(watched, before)):
+            found.append(_calling_frame(function))
+        return result
+
+    _each_torch_call(call, around)
+    return found[0] if found else (None, None)
+
+
+def _each_torch_call(call: Callable, around: Callable) -> None:
+    """Run ``call`` (the user's code) with each torch call in it made through
+    ``around(func, args, kwargs)`` (a TorchFunctionMode); what ``call`` raises is dropped
+    (the check's own calls report it, where it matters)."""
+    from torch.overrides import TorchFunctionMode
 
     class Watch(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            before = [state(t) for t in watched]
-            result = func(*args, **(kwargs or {}))
-            if not found and any(state(t) != v for t, v in zip(watched, before)):
-                found.append(_calling_frame(function))
-            return result
+            return around(func, args, kwargs or {})
 
     try:
         with Watch():
             call()
-    except Exception:  # (what the rows' own calls report, where it matters)
+    except Exception:
         pass
-    return found[0] if found else (None, None)
 
 
 def _calling_frame(function: type[Function]) -> tuple[str | None, int | None]:
@@ -387,7 +397,6 @@ def nonfinite_site(function: type[Function], call: Callable) -> tuple[str | None
     division by zero, log of a negative), else of the first whose result holds one (it came
     from outside torch: numpy, a Python float); (None, None) where none did or ``call``
     raised. Slow (each result looked at): only once a NaN or Inf is known."""
-    from torch.overrides import TorchFunctionMode
     from torch.utils._pytree import tree_leaves
 
     made: list[tuple[str | None, int | None]] = []
@@ -398,21 +407,16 @@ def nonfinite_site(function: type[Function], call: Callable) -> tuple[str | None
                    and t.numel() > 0 and not bool(torch.isfinite(t).all())
                    for t in tree_leaves(values))
 
-    class Watch(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if made:
-                return func(*args, **(kwargs or {}))
-            given = nonfinite((args, kwargs))  # before: an in-place call changes its argument
-            result = func(*args, **(kwargs or {}))
-            if nonfinite(result):
-                (carried if given else made).append(_calling_frame(function))
-            return result
+    def around(func, args, kwargs):
+        if made:
+            return func(*args, **kwargs)
+        given = nonfinite((args, kwargs))  # before: an in-place call changes its argument
+        result = func(*args, **kwargs)
+        if nonfinite(result):
+            (carried if given else made).append(_calling_frame(function))
+        return result
 
-    try:
-        with Watch():
-            call()
-    except Exception:  # (what the check's own calls report, where it matters)
-        pass
+    _each_torch_call(call, around)
     return made[0] if made else carried[0] if carried else (None, None)
 
 
