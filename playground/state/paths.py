@@ -51,5 +51,15 @@ def editor_dir() -> Path:
 def resources_dir() -> Path:
     """The files the app ships (icons, example Functions, the New Function template): the
     package data of ``playground.resources``, which is the repository's ``resources/`` folder
-    in a checkout or an editable install, and a folder in site-packages when installed."""
-    return Path(str(files("playground.resources")))
+    in a checkout or an editable install, and a folder in site-packages when installed.
+
+    Run from a source tree that was never installed (``python -m playground`` in a clone, or
+    with ``PYTHONPATH`` at one), there is no ``playground.resources`` package: the tree's own
+    ``resources/`` is the same folder."""
+    try:
+        return Path(str(files("playground.resources")))
+    except ModuleNotFoundError:
+        tree = Path(__file__).resolve().parents[2]
+        if (tree / "pyproject.toml").is_file() and (tree / "resources").is_dir():
+            return tree / "resources"
+        raise
