@@ -342,7 +342,9 @@ class MainWindow(QMainWindow):
 
         where, _name = split_target(target.spec)
         own = getattr(target.function, "__name__", None)
-        if target.entry is not None or not where or not isinstance(own, str):
+        if target.entry is not None:
+            return None  # a gallery Function: the last file's list stays beside the gallery
+        if not where or not isinstance(own, str):
             self.picker.show_file(None, [])
             return None
         module = sys.modules.get(getattr(target.function, "__module__", ""))

@@ -37,13 +37,18 @@ class FunctionPicker(QWidget):
                     item.setToolTip(0, entry.name)
                     self._items[entry.name] = item
             group.setExpanded(True)
-        #: the Functions of the file that is open, at the top (none for a gallery Function)
-        self.file_group = QTreeWidgetItem(["This file"])
+        #: the Functions of the file last opened, at the top
+        self.file_group = QTreeWidgetItem(["File"])
         self.file_group.setFlags(Qt.ItemFlag.ItemIsEnabled)
         self.file_group.setFont(0, scaled(self.file_group.font(0), bold=True))
         self.tree.insertTopLevelItem(0, self.file_group)
         self.file_group.setHidden(True)
         self._file_items: dict[str, QTreeWidgetItem] = {}
+        self._file_title: str | None = None
+        #: shown in place of the list when the search matches nothing
+        self.no_match = QTreeWidgetItem(self.tree, [""])
+        self.no_match.setFlags(Qt.ItemFlag.NoItemFlags)
+        self.no_match.setHidden(True)
         self.search.textChanged.connect(self._filter)
         self.search.installEventFilter(self)
         self.tree.itemActivated.connect(self._activated)
@@ -113,9 +118,10 @@ class FunctionPicker(QWidget):
 
     def _filter(self, text: str) -> None:
         needle = text.strip().lower()
+        shown = 0
         for i in range(self.tree.topLevelItemCount()):
             group = self.tree.topLevelItem(i)
-            if group is self.file_group and not self._file_items:
+            if group is self.no_match or (group is self.file_group and not self._file_items):
                 continue
             visible = 0
             for j in range(group.childCount()):
@@ -125,10 +131,22 @@ class FunctionPicker(QWidget):
                 item.setHidden(bool(needle) and needle not in hay)
                 visible += not item.isHidden()
             group.setHidden(visible == 0)
+            shown += visible
+        self.no_match.setText(0, f"No Function matches “{text.strip()}”")
+        self.no_match.setHidden(shown > 0)
 
     def show_file(self, title: str | None, functions: list[tuple[str, str]]) -> None:
         """List a file's Functions, ``(spec, class name)`` each, under ``title`` (its name)
-        at the top; no title: the group goes (a gallery Function is open)."""
+        at the top; no title: the group goes. The main window keeps the last file's group
+        while a gallery Function is open (a student compares theirs with the gallery's).
+
+        Another file's list clears the search: a filter typed before opening it would hide
+        the new group (a student saw an empty list after Ctrl+O)."""
+        if title and title != self._file_title and self.search.text():
+            self.search.blockSignals(True)
+            self.search.clear()
+            self.search.blockSignals(False)
+        self._file_title = title
         self.file_group.takeChildren()
         self._file_items = {}
         for spec, name in functions if title else []:
@@ -136,17 +154,17 @@ class FunctionPicker(QWidget):
             item.setData(0, Qt.ItemDataRole.UserRole, spec)
             item.setToolTip(0, spec)
             self._file_items[spec] = item
-        self.file_group.setText(0, f"This file: {title}" if title else "This file")
+        self.file_group.setText(0, f"File: {title}" if title else "File")
         self.file_group.setHidden(not self._file_items)
         self.file_group.setExpanded(True)
         self._filter(self.search.text())
 
     def file_functions(self) -> list[str]:
-        """The specs listed under "This file"."""
+        """The specs listed under the file's group."""
         return list(self._file_items)
 
     def select(self, name: str | None) -> None:
-        """Show ``name`` (a gallery name, or a spec listed under "This file") as selected
+        """Show ``name`` (a gallery name, or a spec listed under the file's group) as selected
         (None clears), without emitting ``picked``."""
         self.tree.blockSignals(True)
         self.tree.clearSelection()

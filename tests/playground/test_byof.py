@@ -106,15 +106,19 @@ def test_open_dialog_starts_in_the_open_files_folder_and_the_picker_lists_its_fu
     picker = window.picker
     listed = picker.file_functions()
     assert [spec.rsplit(":", 1)[1] for spec in listed] == ["Double", "Triple"]
-    assert picker.file_group.text(0) == "This file: two.py"
+    assert picker.file_group.text(0) == "File: two.py"
     assert [i.text(0) for i in picker.tree.selectedItems()] == ["Double"]
     triple = picker.file_group.child(1)
     with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
         picker.tree.itemClicked.emit(triple, 0)
     assert window.session.target.function.__name__ == "Triple"
     assert [i.text(0) for i in picker.tree.selectedItems()] == ["Triple"]
-    assert open_target(qtbot, window, "killhead").passed  # a gallery Function: no such list
-    assert picker.file_functions() == [] and picker.file_group.isHidden()
+    # a gallery Function: the file's list stays (a student compares theirs with it), the
+    # gallery's row selected
+    assert open_target(qtbot, window, "killhead").passed
+    assert picker.file_functions() == listed and not picker.file_group.isHidden()
+    assert [i.data(0, Qt.ItemDataRole.UserRole) for i in picker.tree.selectedItems()] \
+        == ["killhead"]
     window.byof.actions["open_file"].trigger()
     assert Path(starts[-1]) == own  # the folder last opened from
 

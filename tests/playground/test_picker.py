@@ -72,6 +72,28 @@ def test_return_in_a_search_that_shows_nothing_opens_nothing(qtbot):
         QTest.keyClick(picker.search, Qt.Key.Key_Return)
         QTest.keyClick(picker.search, Qt.Key.Key_Down)
     assert picker.search.text() == "no such function"
+    # the list says so, instead of lying empty
+    assert not picker.no_match.isHidden()
+    assert picker.no_match.text(0) == "No Function matches “no such function”"
+    picker.search.clear()
+    assert picker.no_match.isHidden() and _shown_names(picker)
+
+
+def test_a_newly_opened_files_list_is_not_hidden_by_an_old_search(qtbot):
+    """A student typed "kill" in the search, then opened their file (Ctrl+O): its group was
+    filtered out by "kill", and the list looked empty. Another file's list clears the
+    search; the same file's list again (another of its Functions opened) keeps it."""
+    picker = FunctionPicker()
+    qtbot.addWidget(picker)
+    picker.show()
+    picker.search.setText("kill")
+    picker.show_file("mine.py", [("mine.py:Cube", "Cube"), ("mine.py:Square", "Square")])
+    assert picker.search.text() == ""
+    assert _shown_names(picker)[:2] == ["mine.py:Cube", "mine.py:Square"]
+    picker.search.setText("squ")
+    picker.show_file("mine.py", [("mine.py:Cube", "Cube"), ("mine.py:Square", "Square")])
+    assert picker.search.text() == "squ" and _shown_names(picker)[0] == "mine.py:Square"
+    assert "mine.py:Cube" not in _shown_names(picker)
 
 
 def test_ctrl_f_puts_the_keys_in_the_search_with_its_text_selected(qtbot, window):
