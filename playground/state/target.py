@@ -37,6 +37,11 @@ def carried_over(old: Settings, spec: str, params: set[str],
     return new, dropped
 
 
+def _real_kind(dtype: str) -> str:
+    """A complex dtype's real one at its precision (complex64 -> float32); another as it is."""
+    return {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+
+
 class TargetBuilder:
     """The Function the session shows and the Problem built for it; it says so through the
     session's signals (``targetChanged``, ``settingsChanged``, ``specsChanged``,
@@ -86,6 +91,13 @@ class TargetBuilder:
             session.errorRaised.emit(exc)
             return False
         new, dropped = carried_over(session.settings, target.spec, params, carry_over)
+        real = _real_kind(new.dtype)
+        if not carry_over and target.entry is not None and not target.entry.complex \
+                and real != new.dtype:
+            # a lesson opens in its own kind: a teacher going on from the complex lesson got
+            # every next one in complex (the README's tour no more); the precision stays
+            new.dtype = real
+            session.notice.emit(f"dtype {real}: {target.label} is a real lesson.")
         if dropped:
             session.notice.emit(f"Reset to defaults: {', '.join(sorted(dropped))} (no longer "
                                 f"parameters of {target.function.__name__}.forward).")

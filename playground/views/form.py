@@ -111,10 +111,13 @@ class InputsForm(QWidget):
         self._structure = None
 
     def show_specs(self, specs) -> None:
-        """Rebuild the rows when the parameters change; otherwise keep what the user typed."""
+        """Rebuild the rows when the parameters or the Function change; otherwise keep what
+        the user typed. (Another Function with the same parameter names kept the last one's
+        rows: "z 3x8" beside a verdict on the new one's 3x4 inputs.)"""
         from customgrad.function.inputs import TensorSpec
 
-        structure = tuple((s.name, type(s).__name__) for s in specs)
+        structure = (self.session.settings.target,
+                     tuple((s.name, type(s).__name__) for s in specs))
         if structure == self._structure:
             return
         self._structure = structure

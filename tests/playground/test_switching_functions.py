@@ -1,0 +1,79 @@
+"""Going from one Function to another shows the new one's inputs, in its own kind (trial2):
+the form kept the last Function's rows where the parameter names were the same ("z 3x8"
+beside a verdict on the lesson's 3x4 inputs), and a complex dtype chosen for one Function
+carried into every real lesson after it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+TIMEOUT = 30_000
+
+MINE = textwrap.dedent('''
+    from torch.autograd import Function
+
+
+    class MyMul(Function):
+        @staticmethod
+        def forward(ctx, z, w):
+            ctx.save_for_backward(z, w)
+            return z * w
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            z, w = ctx.saved_tensors
+            return grad_output * w.conj(), grad_output * z.conj()
+''')
+
+
+def _open(qtbot, win, spec):
+    with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT) as blocker:
+        win.session.set_target(spec)
+    return blocker.args[0]
+
+
+def _shown_shapes(win) -> dict[str, str]:
+    return {name: field.edit.text() for name, field in win.inputs.fields.items()
+            if "." not in name}
+
+
+def test_another_function_with_the_same_inputs_shows_its_own_shapes(qtbot, window, tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(MINE)
+    _open(qtbot, window, f"{mine}:MyMul")
+    own = {spec.name: "x".join(map(str, spec.shape)) for spec in window.session.problem.specs}
+    assert _shown_shapes(window) == own
+    _open(qtbot, window, "complex_mul")
+    lesson = {spec.name: "x".join(map(str, spec.shape))
+              for spec in window.session.problem.specs}
+    assert lesson != own, "the test needs two Functions whose default shapes differ"
+    assert _shown_shapes(window) == lesson
+
+
+def test_a_real_lesson_opens_real_after_a_complex_dtype_and_a_users_function_keeps_it(
+        qtbot, window, tmp_path):
+    import torch
+
+    notices: list[str] = []
+    window.session.notice.connect(notices.append)
+    mine = tmp_path / "mine.py"
+    mine.write_text(MINE)
+    _open(qtbot, window, f"{mine}:MyMul")
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.inputs.dtype.setCurrentText("complex128")
+    assert window.session.problem.dtype == torch.complex128
+    _open(qtbot, window, "linear")  # a real lesson: its own kind, the precision kept
+    assert window.session.settings.dtype == "float64"
+    assert window.session.problem.dtype == torch.float64
+    assert window.inputs.dtype.currentText() == "float64"
+    assert any("float64" in n and "real lesson" in n for n in notices), notices
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.inputs.dtype.setCurrentText("complex64")
+    _open(qtbot, window, "complex_mul")  # a complex lesson keeps it
+    assert window.session.settings.dtype == "complex64"
+    _open(qtbot, window, f"{mine}:MyMul")  # the user's own: the dtype as chosen
+    assert window.session.problem.dtype == torch.complex64
