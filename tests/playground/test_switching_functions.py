@@ -77,3 +77,22 @@ def test_a_real_lesson_opens_real_after_a_complex_dtype_and_a_users_function_kee
     assert window.session.settings.dtype == "complex64"
     _open(qtbot, window, f"{mine}:MyMul")  # the user's own: the dtype as chosen
     assert window.session.problem.dtype == torch.complex64
+
+
+def test_the_same_function_checked_in_complex_after_float_draws_its_matrices(
+        qtbot, window, tmp_path):
+    """MyMul checked in float32, then complex64: the verdict PASSED, the heatmaps stayed
+    empty ("The matrices were not kept for this check"), the axes without "re, im": the
+    view kept the real layout (same names and shapes), twice too narrow for the report."""
+    mine = tmp_path / "mine.py"
+    mine.write_text(MINE)
+    real = _open(qtbot, window, f"{mine}:MyMul")
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as blocker:
+        window.inputs.dtype.setCurrentText("complex64")
+    report = blocker.args[0]
+    rows, cols = report.analytic.shape
+    assert (rows, cols) == (2 * real.analytic.shape[0], 2 * real.analytic.shape[1])
+    view = window.jacobian
+    assert view.heatmaps.shape == (rows, cols)
+    assert view.drawing.show(report)
+    assert "not kept" not in view.hover_label.text()

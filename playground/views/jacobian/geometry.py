@@ -38,8 +38,11 @@ def elongated(rows: int, cols: int) -> bool:
 
 
 def layout_key(outputs: list[Axis], inputs: list[Axis]) -> tuple:
-    """What decides a matrix's layout: its outputs' and inputs' names and shapes."""
-    return tuple((a.name, a.shape) for a in outputs), tuple((a.name, a.shape) for a in inputs)
+    """What decides a matrix's layout: its outputs' and inputs' names, shapes and parts (a
+    complex tensor's two places per element: the same Function checked in float32, then in
+    complex64, kept the real layout and drew nothing)."""
+    return (tuple((a.name, a.shape, a.parts) for a in outputs),
+            tuple((a.name, a.shape, a.parts) for a in inputs))
 
 
 def cell_aspect(rows: int, cols: int, width: float, height: float) -> float:
