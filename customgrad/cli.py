@@ -35,6 +35,10 @@ if TYPE_CHECKING:  # they import torch: the commands that need them import them
 #: the exit status of a process that SIGPIPE ended (128 + 13), what a shell shows for
 #: ``yes | head -1``: distinct from 1, which here means "the backward disagrees"
 BROKEN_PIPE = 141
+#: a command running this long without a word says where it is on stderr, then each as
+#: long again (its worker is asked: :data:`customgrad.workers.isolation.QUIET_SECONDS`)
+STILL_RUNNING_SECONDS = 30.0
+STILL_RUNNING_EVERY = 60.0
 
 
 def cmd_list(args, announce: Announce | None = None) -> int:
@@ -275,11 +279,26 @@ def _isolated(args) -> int:
 
     def overdue() -> bool:
         return time.monotonic() > clock.get("deadline", math.inf)
+
+    said = {"next": STILL_RUNNING_SECONDS}
+
+    def still_running(frame: tuple[str, int, str], seconds: float) -> None:
+        """A check that runs on says where it is now and then: without --timeout, an endless
+        loop in CI was a silent hang (rc 124 from the runner's own limit, no line)."""
+        if seconds < said["next"]:
+            return
+        said["next"] = seconds + STILL_RUNNING_EVERY
+        file, line, function = frame
+        stop = "" if timeout else "; --timeout SECONDS stops it"
+        print(f"customgrad: {args.target} has been running {seconds:.0f} s, now at "
+              f"{os.path.basename(file)}:{line} (in {function}){stop}.", file=sys.stderr,
+              flush=True)
     try:
         return isolation.call(job, args, memory_limit=limit, what=what,
                               name=f"customgrad {args.command} {args.target}",
                               should_stop=overdue if timeout else None,
-                              on_started=started if timeout else None)
+                              on_started=started if timeout else None,
+                              on_quiet=still_running)
     except Cancelled as exc:
         raise FunctionError(f"{args.target} was still running after --timeout {timeout:g} s"
                             f"{exc.where()} and was stopped (an endless loop, a wait inside C, "

@@ -53,6 +53,10 @@ STACK_SIGNAL = getattr(signal, "SIGUSR1", None)
 STACK_AFTER_SECONDS = 0.5
 #: how long the parent waits for that stack before it stops the child anyway
 STACK_WAIT_SECONDS = 0.5
+#: a job that has sent nothing for this long is asked where it is (``on_quiet``), and again
+#: after each as long: an endless loop is named at its line while it runs, not only once
+#: stopped
+QUIET_SECONDS = 5.0
 
 #: the share of the machine's memory a child may use by default before it is stopped
 MEMORY_FRACTION = 0.5
@@ -315,7 +319,8 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
 def call(job: Callable, *args, on_message: Callable | None = None,
          should_stop: Callable[[], bool] | None = None, memory_limit: int | None = None,
          what: str = "", name: str = "customgrad job",
-         on_started: Callable[[], None] | None = None, nice: int = 0):
+         on_started: Callable[[], None] | None = None, nice: int = 0,
+         on_quiet: Callable[[tuple[str, int, str], float], None] | None = None):
     """``job(*args, channel)`` in a fresh child process; its return value.
 
     ``job`` and ``args`` must pickle (a module-level function; tensors and plain data).
@@ -325,6 +330,8 @@ def call(job: Callable, *args, on_message: Callable | None = None,
     ``what`` saying what was being computed (the shapes, say); :class:`Cancelled` once
     ``should_stop()`` is true. ``on_started()`` is called once the child runs (a timeout
     for the job starts then: a spawned child takes seconds to import torch first).
+    ``on_quiet((file, line, function), seconds)``: after :data:`QUIET_SECONDS` without a
+    message, and each as long again, where in the user's code the job is (it runs on).
     ``nice``: how far below this process the child runs (:func:`prepare_child`: a window's
     workers, not a script's). (:class:`customgrad.workers.warm.WarmWorker`: a child kept
     between jobs.)
@@ -336,7 +343,7 @@ def call(job: Callable, *args, on_message: Callable | None = None,
         start_child(process)
         child.close()
         return serve(process, parent, fault_path, on_message, should_stop, limit, what,
-                      Watch(on_started=on_started))
+                     Watch(on_started=on_started), on_quiet)
     finally:
         if process.pid is not None:
             if process.is_alive():
@@ -392,6 +399,9 @@ class Watch:
         self.started, self.taken, self.on_started = started, taken, on_started
         self.reusable = False
         self.since = time.monotonic()  # when the job was handed over (serve sets it)
+        #: where this job's part of the child's fault file starts (a kept child's file holds
+        #: earlier jobs' text), and where the stacks asked for while it ran end
+        self.fault_from = self.asked_to = 0
         self.stop_by: float | None = None
         self._next_look = 0.0
         self._stopped_since: float | None = None
@@ -448,6 +458,17 @@ def stack_before_stop(process, fault_path: str) -> str:
     return ""
 
 
+def _where_now(process, fault_path: str, watch: Watch, on_quiet) -> None:
+    """Ask the running child where it is (its stack, dumped on :data:`STACK_SIGNAL`; it
+    runs on) and tell ``on_quiet((file, line, function), seconds)`` the user's frame there
+    and how long the job has run; nothing where no frame of the user's is on the stack."""
+    stack = stack_before_stop(process, fault_path)
+    watch.asked_to = _size(fault_path)
+    frame = user_frame(_first_thread(stack)) if stack.strip() else None
+    if frame is not None:
+        on_quiet(frame, time.monotonic() - watch.since)
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -471,9 +492,10 @@ def stop(process, fault_path: str, watch: Watch) -> Cancelled:
 
 
 def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
-           watch: Watch):
+           watch: Watch, on_quiet: Callable[[tuple[str, int, str], float], None] | None = None):
     context_text: str | None = None
-    watch.since = time.monotonic()
+    watch.since = heard = time.monotonic()
+    watch.fault_from = watch.asked_to = _size(fault_path)
     while True:
         if should_stop is not None and should_stop() and watch.may_stop():
             raise stop(process, fault_path, watch)
@@ -496,11 +518,16 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
             ready = conn.poll(POLL_SECONDS)
             message = plain_data.plain_loads(conn.recv_bytes()) if ready else None
         except (EOFError, OSError):
-            raise _died(process, watch.started, fault_path, context_text) from None
+            raise _died(process, watch, fault_path, context_text) from None
         if message is None:
             if not process.is_alive() and not conn.poll(0):
-                raise _died(process, watch.started, fault_path, context_text)
+                raise _died(process, watch, fault_path, context_text)
+            if on_quiet is not None and watch.started \
+                    and time.monotonic() - heard >= QUIET_SECONDS:
+                _where_now(process, fault_path, watch, on_quiet)
+                heard = time.monotonic()  # asked again after as long
             continue
+        heard = time.monotonic()
         kind, payload = message
         if kind == "msg":
             if on_message is not None:
@@ -532,7 +559,8 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
             raise payload
 
 
-def _died(process, started: bool, fault_path: str, context_text: str | None) -> CustomGradError:
+def _died(process, watch: Watch, fault_path: str, context_text: str | None) -> CustomGradError:
+    started = watch.started
     process.join(5)
     if process.exitcode == LOST_STATUS and processes.fork_server_ended():
         return CustomGradError(
@@ -542,7 +570,18 @@ def _died(process, started: bool, fault_path: str, context_text: str | None) -> 
     if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
         return processes.SetupFailed(f"The worker process could not start (exit code "
                                      f"{process.exitcode}); its error is above.")
-    return describe_death(process.exitcode, read_fault(fault_path), context_text)
+    return describe_death(process.exitcode, _crash_text(fault_path, watch), context_text)
+
+
+def _crash_text(fault_path: str, watch: Watch) -> str:
+    """The job's crash in the child's fault file: from its "Fatal Python error" on (the
+    stacks asked for while it ran come before it: one still being written when the child
+    crashed, too); else (no fatal error: SIGKILL, an exit) what follows those stacks."""
+    text = read_fault(fault_path, start=watch.fault_from)
+    at = text.rfind("Fatal Python error")
+    if at >= 0:
+        return text[at:]
+    return read_fault(fault_path, start=watch.asked_to)
 
 
 def _acknowledge(conn) -> None:
@@ -552,9 +591,10 @@ def _acknowledge(conn) -> None:
         pass
 
 
-def read_fault(path: str, remove: bool = False) -> str:
+def read_fault(path: str, remove: bool = False, start: int = 0) -> str:
+    """The fault file's text from byte ``start`` on ('' where there is none)."""
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = Path(path).read_bytes()[start:].decode("utf-8", errors="replace")
     except OSError:
         return ""
     if remove:

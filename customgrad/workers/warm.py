@@ -186,7 +186,8 @@ class WarmWorker:
         return current is not None and current.busy
 
     def call(self, job, *args, warm_key, on_message=None, should_stop=None,
-             memory_limit: int | None = None, what: str = "", name: str = "customgrad job"):
+             memory_limit: int | None = None, what: str = "", name: str = "customgrad job",
+             on_quiet=None):
         """:func:`customgrad.workers.isolation.call` in the child kept for ``warm_key``
         (hashable: what the job works on, say a Function's spec and text) in this environment,
         if it is idle; else, or with keeping off, in a fresh child."""
@@ -197,7 +198,8 @@ class WarmWorker:
             if kept is None:
                 break  # busy with another job: this one gets a child of its own
             try:
-                return self._call(kept, job, args, on_message, should_stop, limit, what)
+                return self._call(kept, job, args, on_message, should_stop, limit, what,
+                                  on_quiet)
             except isolation.Stale:
                 continue
             except processes.SetupFailed:
@@ -205,7 +207,8 @@ class WarmWorker:
                 # caller runs the job on its own thread only where a fresh child cannot)
                 break
         return isolation.call(job, *args, on_message=on_message, should_stop=should_stop,
-                              memory_limit=limit, what=what, name=name, nice=self.nice)
+                              memory_limit=limit, what=what, name=name, nice=self.nice,
+                              on_quiet=on_quiet)
 
     def _take(self, key, name: str) -> _Kept | None:
         """The kept child for ``key``, now busy: the idle one, or a new one in place of any
@@ -238,7 +241,8 @@ class WarmWorker:
                 self._current = kept  # else it runs this job, and ends after it (_release)
         return kept
 
-    def _call(self, kept: _Kept, job, args, on_message, should_stop, limit: int, what: str):
+    def _call(self, kept: _Kept, job, args, on_message, should_stop, limit: int, what: str,
+              on_quiet=None):
         watch = isolation.Watch(kept.started, taken=False)
         try:
             try:
@@ -251,7 +255,7 @@ class WarmWorker:
             except OSError:  # the child ended while it waited (killed from outside, say)
                 raise isolation.Stale() from None
             result = isolation.serve(kept.process, kept.conn, kept.fault_path, on_message,
-                                     should_stop, limit, what, watch)
+                                     should_stop, limit, what, watch, on_quiet)
         except BaseException:
             self._release(kept, False)
             raise

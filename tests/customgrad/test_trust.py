@@ -155,6 +155,57 @@ def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
     assert not out and "Traceback" not in err
 
 
+def test_a_check_that_runs_on_says_where_it_is_on_stderr(tmp_path, capsys, monkeypatch):
+    """Without --timeout an endless loop in CI was a silent hang (trial2): a check that
+    runs on without a word says now and then where it is, and how to stop it."""
+    from customgrad import cli
+    from customgrad.workers import isolation
+
+    monkeypatch.setattr(isolation, "QUIET_SECONDS", 0.3)
+    monkeypatch.setattr(cli, "STILL_RUNNING_SECONDS", 0.5)
+    path = tmp_path / "sleeps.py"
+    path.write_text(SLEEPS)
+    assert cli.main(["check", f"{path}:Sleeps", "--timeout", "4"]) == 2
+    _out, err = capsys.readouterr()
+    line = SLEEPS.splitlines().index(next(t for t in SLEEPS.splitlines() if "sleep(" in t)) + 1
+    said = [t for t in err.splitlines() if "has been running" in t]
+    assert len(said) == 1, err  # then once a minute: the timeout came first
+    assert said[0].startswith(f"customgrad: {path}:Sleeps has been running ")
+    assert said[0].endswith(f"s, now at sleeps.py:{line} (in backward).")  # --timeout given
+
+
+SPINS_THEN_ABORTS = KILLS_GROUP.replace("KillsGroup", "SpinsThenAborts").replace(
+    "        os.kill(0, signal.SIGTERM)\n",
+    "        import time\n"
+    "        until = time.monotonic() + 2\n"
+    "        while time.monotonic() < until:\n"
+    "            pass\n"
+    "        os.abort()\n")
+
+
+def test_a_crash_after_the_worker_was_asked_where_it_was_is_named_at_its_own_line(
+        tmp_path, capsys, monkeypatch):
+    """The stacks asked for while a job runs go to the child's fault file before its
+    crash's: the crash is named from its own stack, not from the first one asked for."""
+    from customgrad import cli
+    from customgrad.workers import isolation
+
+    asked: list = []
+    serve = isolation.serve
+    monkeypatch.setattr(isolation, "QUIET_SECONDS", 0.3)
+    monkeypatch.setattr(isolation, "serve", lambda *a, **k: serve(
+        *a[:-1], lambda frame, s: (asked.append(frame), a[-1](frame, s))))
+    path = tmp_path / "spins.py"
+    path.write_text(SPINS_THEN_ABORTS)
+    assert cli.main(["check", f"{path}:SpinsThenAborts"]) == 2
+    _out, err = capsys.readouterr()
+    lines = SPINS_THEN_ABORTS.splitlines()
+    spin = lines.index("            pass") + 1
+    abort = lines.index("        os.abort()") + 1
+    assert asked and {line for _file, line, _f in asked} <= {spin - 1, spin}, asked
+    assert f"crashed the process with SIGABRT at spins.py:{abort} (in backward)" \
+        in " ".join(err.split()), err
+
 
 @pytest.mark.parametrize(("data", "text"), [
     (b"\xef\xbb\xbfNAME = 'bom'\n", "bom"),
