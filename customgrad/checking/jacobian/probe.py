@@ -121,7 +121,9 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
     read = _read_through(args, params, in_pos, notes, read)
     leaves = {i: args[i] if i in read else args[i].detach().clone().requires_grad_()
               for i in in_pos}
-    versions = {i: args[i]._version for i in read}
+    # (a tensor read through a closure is the caller's: written is a new version holding
+    # other values; a copy's version starts at 0)
+    versions = {i: (args[i]._version, args[i].detach().clone()) for i in read if i in in_pos}
     call = [args[i] if i in read else leaves[i].clone() if i in leaves else _copy(a)
             for i, a in enumerate(args)]
     outs = normalize_outputs(function, run_user(function, "forward",
@@ -220,17 +222,18 @@ def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused:
 
 
 def _inputs_written(probe: Probe, call: list, outs: tuple,
-                    versions: Mapping[int, int]) -> list[int]:
+                    versions: Mapping[int, tuple[int, torch.Tensor]]) -> list[int]:
     """The differentiated inputs forward wrote into (a version bump, or a numpy write the
     version counter never sees) and did not return: not ``mark_dirty``'s pattern, which
     returns the changed tensor. ``call`` holds fresh copies of the leaves, but the caller's
-    tensors read through a closure, whose ``versions`` before the call are given. (The
+    tensors read through a closure, whose ``versions`` and values before the call are given
+    (written: both changed). (The
     caller keeps those whose gradient backward returns: a buffer it returns None for,
     updated in forward as a running mean is, changes no output gradcheck differences.)"""
     shared = {o.untyped_storage().data_ptr() for o in outs if isinstance(o, torch.Tensor)}
     return [i for i in probe.in_pos
-            if (call[i]._version != versions[i] if i in versions
-                else written(call[i], probe.leaves[i].detach()))
+            if (call[i]._version != versions[i][0] and not same_values(call[i], versions[i][1])
+                if i in versions else written(call[i], probe.leaves[i].detach()))
             and call[i].untyped_storage().data_ptr() not in shared]
 
 
