@@ -411,3 +411,30 @@ def test_lent_puts_back_values_grad_and_requires_grad_also_on_error():
         raise RuntimeError("inside")
     _assert_untouched([t], before)
     assert t.grad is grad and torch.equal(grad, _rand(3, seed=1))
+
+
+# ==== the window's worker path ================================================================
+
+
+@pytest.mark.parametrize("function, first, double", [
+    (DenseCheckpoint, True, "passed"), (DenseCheckpointDetached, True, "failed"),
+    (DenseCheckpointWrongBias, False, "passed")])
+def test_the_workers_path_gives_the_same_verdicts(function, first, double):
+    """What a worker runs (playground.workers.child_jobs.compare): ``verify`` with progress
+    and matrices in shared memory, then the drawn second-order report beside it. (The app
+    itself cannot hand a Function a callable: from a file forward's parameter is drawn as a
+    tensor, ``playground.show`` refuses it as a constant; this is the engine's part.)"""
+    from customgrad.checking import second_order
+    from customgrad.checking.verification import CheckOptions, verify
+    from customgrad.workers import sharing
+
+    args = list(_dense_case("bound-method", function, "").make())
+    before = _bits(args)
+    seen: list = []
+    report = verify(function, args, CheckOptions(checks=frozenset({"double_backward"})),
+                    progress=seen.append, allocate=sharing.shared_zeros)
+    second, why = second_order.beside(report, function, args)
+    _assert_untouched(args, before)
+    assert report.agrees == first and seen
+    assert report.checks["double_backward"].status == double
+    assert second is not None and second.passed == (double == "passed"), why
