@@ -182,11 +182,14 @@ def test_a_copy_of_the_closures_tensor_is_a_constant_of_its_own():
     """A detached copy is not what the closure reads: no note names it, and its block is
     zero (as gradcheck's, handed that copy)."""
     run_function, w, b = _reader("lambda")
-    report = customgrad.check(DenseCheckpoint, run_function, _rand(2, 3).requires_grad_(),
-                              w.detach().clone().requires_grad_(), b)
+    args = (run_function, _rand(2, 3).requires_grad_(), w.detach().clone().requires_grad_(), b)
+    report = customgrad.check(DenseCheckpoint, *args)
     assert [n.split()[0] for n in report.notes if "read through" in n] == ["bias"]
     assert _block(report, "weight").abs().max() == 0
     assert not report.passed  # (backward's weight gradient against a zero block)
+    case = Case("copy", DenseCheckpoint, lambda: args, "failed")
+    assert gradcheck_verdict(case, args, as_given=True) == "failed"
+    assert torch.equal(report.mismatch_mask(), gradcheck_mask(case, args, as_given=True))
 
 
 # ==== guided-diffusion's checkpoint as it is used: a module's bound method and parameters ====
