@@ -17,6 +17,7 @@ from customgrad.checking.jacobian.report import Report
 from customgrad.checking.notebook import heatmaps_png, renderer, report_html, report_png
 from customgrad.checking.verification import CheckOptions, verify
 from customgrad.errors import SpecError, TooLargeError
+from customgrad.function.closures import closure_read
 from customgrad.function.dtypes import converted, parse_dtype
 from customgrad.function.inputs import forward_parameters, spelled_out, with_defaults
 from customgrad.targets import catalog
@@ -46,11 +47,15 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     As gradcheck, only the tensors that require grad are differentiated where any does; where
     none does, every floating-point one is, but one that backward returns None for. Complex
     tensors are checked by gradcheck's convention: real and imaginary parts perturbed one at
-    a time, a complex output split into its real and imaginary parts. The
-    caller's tensors and their ``.grad`` are never touched: the check works on copies. A
-    failed check is diagnosed (:attr:`Report.diagnoses`). Raises the engine's errors
-    (``FunctionError`` when the Function raises or breaks autograd's contract, ``SpecError``
-    for bad arguments or tolerances, ``TooLargeError`` beyond 1 GiB of matrices).
+    a time, a complex output split into its real and imaginary parts. The caller's tensors
+    and their ``.grad`` are never touched: the check works on copies; but a tensor that
+    forward also reads through a callable argument (a checkpoint's parameters, read by its
+    function's closure, module or partial: a copy is not what it reads), which the check
+    perturbs in place, as gradcheck does, and puts back bit for bit (a note in the report
+    names it). A failed check is diagnosed (:attr:`Report.diagnoses`). Raises the engine's
+    errors (``FunctionError`` when the Function raises or breaks autograd's contract,
+    ``SpecError`` for bad arguments or tolerances, ``TooLargeError`` beyond 1 GiB of
+    matrices).
     """
     function, label = _function(fn)
     function = spelled_out(function, len(args))
@@ -60,8 +65,10 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
                            rtol=RTOL if rtol is None else rtol,
                            differentiate=_requiring_grad(function, args),
                            nondet_tol=nondet_tol, label=label)
+    read = closure_read(args)  # (the caller's own: a copy is not what the closure reads)
     try:
-        return verify(function, [_copy(a, target_dtype) for a in args],
+        return verify(function, [a if i in read and _kept_as_is(a, target_dtype)
+                                 else _copy(a, target_dtype) for i, a in enumerate(args)],
                       options.with_checks(_checks(checks, function)))
     except TooLargeError as exc:
         raise exc.advised(
@@ -111,6 +118,13 @@ def _checks(checks: Iterable[str] | None, function: type) -> set[str]:
         return set(subchecks.defaults_for(function))
     names = subchecks.parse(checks if isinstance(checks, str) else ",".join(checks))
     return set(names) | {"jacobian"}
+
+
+def _kept_as_is(value: object, dtype: torch.dtype | None) -> bool:
+    """A tensor read through a closure is handed on itself, unless ``dtype`` converts it (a
+    converted copy, as before: the closure reads the caller's)."""
+    return dtype is None or (isinstance(value, torch.Tensor)
+                             and converted(value, dtype) is value)
 
 
 def _copy(value: object, dtype: torch.dtype | None) -> object:

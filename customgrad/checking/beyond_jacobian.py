@@ -20,6 +20,7 @@ from customgrad.checking.backward_function import backward_as_function, once_dif
 from customgrad.checking.jacobian.limits import ATOL, EPS, RTOL
 from customgrad.checking.jacobian.probe import differentiated_inputs
 from customgrad.errors import FunctionError, SpecError, format_traceback
+from customgrad.function.closures import closure_read, lent
 from customgrad.function.contract import normalize_outputs, raised, run_user, user_location
 from customgrad.function.dtypes import converted, differentiable
 from customgrad.function.inputs import forward_parameters
@@ -259,12 +260,24 @@ def double_backward_check(function: type[Function], args: list, eps: float = EPS
                                     "@once_differentiable: double backward is not supported.")
     pos = positions if positions is not None else [
         i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
-    inputs = tuple(converted(a.detach(), torch.float64).requires_grad_() if i in pos else a
+    # a float64 tensor forward also reads through a closure is handed to gradgradcheck
+    # itself (a copy is not what the closure reads), and put back as it was
+    read = {i for i in closure_read(args) if args[i].dtype == torch.float64}
+    inputs = tuple(a if i in read else
+                   converted(a.detach(), torch.float64).requires_grad_() if i in pos else a
                    for i, a in enumerate(args))
+    with lent([args[i] for i in read], [args[i] for i in read if i in pos]):
+        return _gradgradcheck(function, inputs, pos, read, eps, atol, rtol)
+
+
+def _gradgradcheck(function: type[Function], inputs: tuple, pos: list[int], read: set[int],
+                   eps: float, atol: float, rtol: float) -> DoubleBackwardReport:
+    """gradgradcheck's verdict in words (:func:`double_backward_check`); ``read``: the
+    positions handed on as they are."""
     try:
         def apply(*call):  # copies: a forward that works in place must not touch a leaf
-            return function.apply(*[a.clone() if isinstance(a, torch.Tensor) else a
-                                    for a in call])
+            return function.apply(*[a.clone() if isinstance(a, torch.Tensor) and k not in read
+                                    else a for k, a in enumerate(call)])
         ok = torch.autograd.gradgradcheck(apply, inputs, eps=eps, atol=atol, rtol=rtol,
                                           raise_exception=True)
     except RuntimeError as exc:
@@ -321,6 +334,8 @@ def verified_double_backward(function: type, args: list, eps: float = EPS, atol:
     pos = positions if positions is not None else [
         i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and differentiable(a)]
     if not pos or any(args[i].is_complex() for i in pos):
+        return None
+    if any(i in pos for i in closure_read(args)):  # (its copies are not what forward reads)
         return None
     call = [converted(a.detach(), torch.float64) if i in pos else a for i, a in enumerate(args)]
     try:  # the second order's numerical pass (customgrad.checking.second_order), no further

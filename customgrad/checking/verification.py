@@ -24,6 +24,7 @@ from customgrad.checking.jacobian.limits import ATOL, EPS, MEMORY_CAP, RTOL
 from customgrad.checking.jacobian.matrices import Allocator, lazy_zeros
 from customgrad.checking.jacobian.report import Progress, Report
 from customgrad.errors import Cancelled, CustomGradError
+from customgrad.function.closures import closure_read, lent
 from customgrad.function.dtypes import differentiable
 
 #: a check whose tensor inputs hold at most this many floating-point entries runs on one
@@ -69,7 +70,10 @@ def verify(function: type, args: list, options: CheckOptions = CheckOptions(), *
            waited: Callable[[], float] | None = None) -> Report:
     """``function`` checked at ``args`` (forward's arguments): the whole report (see the
     module). Each step gets its own copy of the tensors in ``args``, so a Function that
-    writes into an input changes nothing for the next step, nor for the caller.
+    writes into an input changes nothing for the next step, nor for the caller; but a tensor
+    that forward also reads through a callable argument (a checkpoint's parameters, read by
+    its function's closure or module): each step gets it as it is, and it is put back as it
+    was, bit for bit (customgrad.function.closures).
 
     ``progress``, ``should_stop`` and ``allocate`` go to the comparison; ``waited()``, read
     after it, is how many of its seconds the caller spent waiting in ``progress`` (not the
@@ -77,8 +81,12 @@ def verify(function: type, args: list, options: CheckOptions = CheckOptions(), *
     :func:`~customgrad.checking.jacobian.compare` and :func:`customgrad.checking.subchecks.run`
     raise.
     """
-    with _threads_for(args):
-        return _verify(function, args, options, progress, should_stop, allocate, waited)
+    # the caller's tensors forward also reads through a closure stay themselves in each
+    # step's arguments (a copy is not what the closure reads), and are put back as they were
+    read = closure_read(args)
+    with _threads_for(args), lent([args[i] for i in read]):
+        return _verify(function, args, options, progress, should_stop, allocate, waited,
+                       set(read))
 
 
 @contextlib.contextmanager
@@ -99,19 +107,19 @@ def _threads_for(args: list) -> Iterator[None]:
 
 def _verify(function: type, args: list, options: CheckOptions,
             progress: Callable[[Progress], None] | None, should_stop: Callable[[], bool] | None,
-            allocate: Allocator, waited: Callable[[], float] | None) -> Report:
+            allocate: Allocator, waited: Callable[[], float] | None, read: set[int]) -> Report:
     o = options
-    report = compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
+    report = compare(function, _fresh(args, read), eps=o.eps, atol=o.atol, rtol=o.rtol,
                      memory_cap=o.memory_cap, keep_matrices=o.keep_matrices,
                      differentiate=o.differentiate, nondet_tol=o.nondet_tol,
                      progress=progress, should_stop=should_stop, allocate=allocate)
     seconds = max(0.0, report.seconds - (waited() if waited is not None else 0.0))
     diagnoses = []
     if o.diagnose and not report.agrees:  # (not where only a finding of the probe fails it)
-        diagnoses = diagnose(_kept(report, function, args, o, should_stop), function,
-                             _fresh(args))
+        diagnoses = diagnose(_kept(report, function, args, o, should_stop, read), function,
+                             _fresh(args, read))
     wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
-    checks = subchecks.run(function, _fresh(args), wanted, eps=o.eps, atol=o.atol,
+    checks = subchecks.run(function, _fresh(args, read), wanted, eps=o.eps, atol=o.atol,
                            rtol=o.rtol, nondet_tol=o.nondet_tol, report=report) \
         if wanted else {}
     checks.update(report.checks)  # what the comparison's probe found (saved_tensors)
@@ -120,7 +128,7 @@ def _verify(function: type, args: list, options: CheckOptions,
 
 
 def _kept(report: Report, function: type, args: list, options: CheckOptions,
-          should_stop: Callable[[], bool] | None) -> Report:
+          should_stop: Callable[[], bool] | None, read: set[int]) -> Report:
     """``report``, or where it did not keep its matrices, the comparison again keeping them
     (the block hypotheses read them); ``report`` where they do not fit the memory cap (the
     probes of backward still run)."""
@@ -128,7 +136,7 @@ def _kept(report: Report, function: type, args: list, options: CheckOptions,
         return report
     o = options
     try:
-        return compare(function, _fresh(args), eps=o.eps, atol=o.atol, rtol=o.rtol,
+        return compare(function, _fresh(args, read), eps=o.eps, atol=o.atol, rtol=o.rtol,
                        memory_cap=o.memory_cap, keep_matrices=True, differentiate=o.differentiate,
                        nondet_tol=o.nondet_tol, should_stop=should_stop)
     except Cancelled:
@@ -137,6 +145,8 @@ def _kept(report: Report, function: type, args: list, options: CheckOptions,
         return report
 
 
-def _fresh(args: list) -> list:
-    """``args`` with each tensor a detached copy (other values as they are)."""
-    return [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+def _fresh(args: list, read: set[int]) -> list:
+    """``args`` with each tensor a detached copy (other values as they are), but those at
+    ``read`` (forward also reads them through a closure: the caller's, as they are)."""
+    return [a.detach().clone() if isinstance(a, torch.Tensor) and i not in read else a
+            for i, a in enumerate(args)]

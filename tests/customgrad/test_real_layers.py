@@ -1376,25 +1376,28 @@ def _copies(args: tuple) -> tuple:
                  if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def gradcheck_verdict(case: Case, args: tuple, **options) -> str:
-    """gradcheck's verdict on copies of ``args`` (the same tensors requiring grad)."""
+def gradcheck_verdict(case: Case, args: tuple, as_given: bool = False, **options) -> str:
+    """gradcheck's verdict on copies of ``args`` (the same tensors requiring grad); on
+    ``args`` themselves where ``as_given`` (a closure reads them: test_closure_inputs.py)."""
     try:
-        ok = torch.autograd.gradcheck(case.call, _copies(args), raise_exception=False,
-                                      **options)
+        ok = torch.autograd.gradcheck(case.call, args if as_given else _copies(args),
+                                      raise_exception=False, **options)
     except Exception:  # an error in the Function (gradcheck lets it through), or an input
         return "error"  # gradcheck refuses
     return "passed" if ok else "failed"
 
 
-def gradcheck_mask(case: Case, args: tuple, eps=1e-6, atol=1e-5, rtol=1e-3) -> torch.Tensor:
+def gradcheck_mask(case: Case, args: tuple, eps=1e-6, atol=1e-5, rtol=1e-3,
+                   as_given: bool = False) -> torch.Tensor:
     """True where gradcheck's analytic and numerical entries differ by more than
     ``atol + rtol * |numerical|``: gradcheck's slow mode's own Jacobians, laid out as
     customgrad's matrix (a row per output element, a column per input element).
 
     As gradcheck, a complex output is checked as its real part, then its imaginary part
     (customgrad's two rows per element), and a complex input's entry is one complex number
-    (customgrad's two columns per element, which get its one verdict)."""
-    inputs = _copies(args)
+    (customgrad's two columns per element, which get its one verdict). On copies of
+    ``args``, or on ``args`` themselves where ``as_given``."""
+    inputs = args if as_given else _copies(args)
     chosen = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
     rows = []
     for k, out in enumerate(_GRADCHECK._as_tuple(case.call(*inputs))):

@@ -1005,11 +1005,12 @@ def test_a_checkpoint_reading_its_parameters_through_a_closure_gets_gradchecks_v
     """gradcheck is handed the caller's tensors (the weight the closure reads) and perturbs
     them in place: the original raises at its second row (``del ctx.input_tensors``), the one
     keeping ctx passes. customgrad gets the same verdicts with the tensors requiring grad (the
-    original FAILS ``reentrant``) and with none requiring grad: backward returns None for the
-    weight's copy (the closure reads the caller's), and it stayed a constant, on which
-    backward's ``autograd.grad`` raised "One of the differentiated Tensors does not require
-    grad" (a FunctionError for a right Function). An input backward needs to require grad
-    stays differentiated."""
+    original FAILS ``reentrant``; the weight is the one the closure reads, checked in place:
+    test_closure_inputs.py) and with none requiring grad, detached copies: backward returns
+    None for the weight's copy (the closure reads the caller's), and it stayed a constant, on
+    which backward's ``autograd.grad`` raised "One of the differentiated Tensors does not
+    require grad" (a FunctionError for a right Function). An input backward needs to require
+    grad stays differentiated."""
     w, block = _closure_block()
     x = _rand(2, 3)
     expected = "passed"

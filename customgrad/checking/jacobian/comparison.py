@@ -20,6 +20,7 @@ from customgrad.checking.jacobian.report import Fill, Progress, Report
 from customgrad.checking.jacobian.workspace import Pacer
 from customgrad.checking.jacobian.workspace import allocate as make_workspace
 from customgrad.errors import SpecError
+from customgrad.function.closures import closure_read, lent
 from customgrad.function.inputs import forward_parameters, with_defaults
 
 
@@ -49,23 +50,27 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
                         field="nondet_tol")
     params = [p.name for p in forward_parameters(function)]
     started = time.perf_counter()
-    notes: list[str] = []
-    probe = run_probe(function, args, params, notes, differentiate, nondet_tol)
-    space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep_matrices, allocate)
-    # no one watches the matrices fill: the compressed method's entries are written when the
-    # report's matrices are first read (never, where they are not kept)
-    space.defer = progress is None and allocate is lazy_zeros
-    pacer = Pacer(space, progress, should_stop)
-    # the outputs and inputs, before any entry: a display can lay the matrix out first
-    pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
-    numerical_dtype, tol, method = numerical_pass(probe, space, pacer, tol, notes)
-    backward = Backward(probe, space.rows, space.cols, notes)
-    tally = Tally(space, tol.atol, tol.rtol)
-    analytic_pass(space, pacer, backward, tally)
-    return Report(
-        outputs=space.outputs, inputs=space.inputs, blocks=tally.blocks,
-        worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
-        numerical_dtype=numerical_dtype, analytic_path=backward.path,
-        notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
-        seconds=time.perf_counter() - started, method=method, checks=dict(probe.findings),
-        _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})
+    # the caller's tensors forward also reads through a closure are checked in place, and
+    # put back as they were, whatever happens (customgrad.function.closures)
+    read = closure_read(args)
+    with lent([args[i] for i in read]):
+        notes: list[str] = []
+        probe = run_probe(function, args, params, notes, differentiate, nondet_tol, read)
+        space = make_workspace(probe.outputs, probe.inputs, memory_cap, keep_matrices, allocate)
+        # no one watches the matrices fill: the compressed method's entries are written when the
+        # report's matrices are first read (never, where they are not kept)
+        space.defer = progress is None and allocate is lazy_zeros
+        pacer = Pacer(space, progress, should_stop)
+        # the outputs and inputs, before any entry: a display can lay the matrix out first
+        pacer.emit(0.0, "numerical", force=True, columns_done=0, rows_done=0)
+        numerical_dtype, tol, method = numerical_pass(probe, space, pacer, tol, notes)
+        backward = Backward(probe, space.rows, space.cols, notes)
+        tally = Tally(space, tol.atol, tol.rtol)
+        analytic_pass(space, pacer, backward, tally)
+        return Report(
+            outputs=space.outputs, inputs=space.inputs, blocks=tally.blocks,
+            worst=tally.worst(backward.entry), eps=tol.eps, atol=tol.atol, rtol=tol.rtol,
+            numerical_dtype=numerical_dtype, analytic_path=backward.path,
+            notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
+            seconds=time.perf_counter() - started, method=method, checks=dict(probe.findings),
+            _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})

@@ -64,6 +64,9 @@ def reference_pass(probe: Probe, space: Workspace, pacer: Pacer, eps: float, ato
     """Write the verified reference into ``space`` (``num_t``, ``num_nonzero``) and say so;
     or write nothing and give the reason (the caller then takes finite differences)."""
     try:
+        if any(a.position in probe.read_through for a in space.inputs):
+            raise Fallback("an input is read through a closure: finite differences write "
+                           "into the caller's tensor")
         _usable(space, base, direct)
         traced = Traced(probe, space, base)
         found, products = traced.entries(pacer)

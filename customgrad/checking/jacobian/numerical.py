@@ -81,10 +81,22 @@ def _base_point(probe: Probe, tol: Tolerances,
     fn, args, leaves = probe.function, probe.args, probe.leaves
     dtype = args[probe.in_pos[0]].dtype
     # contiguous: columns are the inputs' entries in row-major order (a transposed input
-    # kept its strides through clone, and the loop's flat view of it failed)
-    base = [a.detach().clone(memory_format=torch.contiguous_format) if i in leaves else a
+    # kept its strides through clone, and the loop's flat view of it failed); a tensor read
+    # through a closure is the caller's own (contiguous), written through ``.data`` as
+    # gradcheck writes it: no version bump, no complaint about a leaf requiring grad
+    base = [a.data if i in probe.read_through else
+            a.detach().clone(memory_format=torch.contiguous_format) if i in leaves else a
             for i, a in enumerate(args)]
+    probe.kept_ids.update(id(base[i]) for i in probe.read_through)
     if dtype in DOUBLE.values():
+        return base, dtype, tol
+    lent = [probe.params[i] for i in probe.read_through if i in leaves]
+    if lent:  # the closure reads the caller's tensor, which cannot be promoted in place
+        tol = tol.floored()
+        notes.append(f"{' and '.join(lent)} {'is' if len(lent) == 1 else 'are'} read "
+                     f"through a closure, so the numerical Jacobian uses {str(dtype)[6:]} "
+                     f"(the caller's tensor) with eps={tol.eps:g}, atol={tol.atol:g}, "
+                     f"rtol={tol.rtol:g}.")
         return base, dtype, tol
     promoted = [a.to(DOUBLE[a.is_complex()]) if i in leaves else a for i, a in enumerate(base)]
     try:
@@ -133,7 +145,11 @@ class FiniteDifferences:
             axis = axis_at(space.inputs, c0)
             k0, k1 = c0 - axis.offset, c1 - axis.offset
             rows = diffs[:c1 - c0]  # f(x + eps) - f(x - eps), one row per input element
-            if not self.batched(axis, k0, k1, rows) and not self.stacked(axis, k0, k1, rows):
+            # (a batch or a stack of points is not what a closure reads: its input's columns
+            # go element by element, each written into the caller's tensor)
+            if axis.position in self.probe.read_through or (
+                    not self.batched(axis, k0, k1, rows)
+                    and not self.stacked(axis, k0, k1, rows)):
                 self.loop(axis, k0, k1, rows, self.forward)
             nonzero = scan(rows)
             pacer.note_peak(rows, scale)

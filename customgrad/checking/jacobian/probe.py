@@ -18,6 +18,7 @@ from torch.autograd import Function
 from customgrad.checking.findings import SubCheck
 from customgrad.checking.jacobian.report import Axis
 from customgrad.errors import FunctionError, SpecError
+from customgrad.function.closures import closure_read
 from customgrad.function.contract import (
     NOT_A_TENSOR,
     FakeCtx,
@@ -57,16 +58,29 @@ class Probe:
     findings: dict[str, SubCheck] = field(default_factory=dict)
     #: how far two backward calls on the same graph may differ (gradcheck's nondet_tol)
     nondet_tol: float = 0.0
+    #: the tensor arguments forward also reads through a callable argument's closure (a
+    #: checkpoint's parameters), by position: the position of that callable
+    #: (customgrad.function.closures). They are the caller's own tensors, never copied: a
+    #: copy is not what the closure reads. Each call gets them as they are (their leaf is
+    #: the tensor itself), and finite differences write into them in place, as gradcheck's
+    #: do (the caller's ``lent`` puts them back).
+    read_through: dict[int, int] = field(default_factory=dict)
+    #: ids of the tensors :meth:`copies` hands on as they are: the caller's tensors read
+    #: through a closure, and the base point's aliases of them
+    kept_ids: set[int] = field(default_factory=set)
 
     def copies(self, base: list) -> list:
         """``base`` with a copy of each tensor argument (a forward working in place on one,
-        differentiated or not, must not change the next call's)."""
-        return [_copy(a) for a in base]
+        differentiated or not, must not change the next call's), but the caller's tensors
+        read through a closure."""
+        kept = self.kept_ids
+        return [a if id(a) in kept else _copy(a) for a in base]
 
     def leaf_call(self) -> list:
         """Arguments for ``apply`` on the graph: a copy of each leaf and of each other tensor,
-        the constants as given."""
-        return [self.leaves[i].clone() if i in self.leaves else _copy(a)
+        the constants as given (a tensor read through a closure: itself)."""
+        return [a if i in self.read_through else
+                self.leaves[i].clone() if i in self.leaves else _copy(a)
                 for i, a in enumerate(self.args)]
 
     def forward_plain(self, call: list) -> tuple:
@@ -92,26 +106,37 @@ class Probe:
 
 def run_probe(function: type[Function], args: list, params: list[str], notes: list[str],
               differentiate: Mapping[str, bool] | None = None,
-              nondet_tol: float = 0.0) -> Probe:
+              nondet_tol: float = 0.0, read: dict[int, int] | None = None) -> Probe:
     """Call the Function once through ``apply`` (and its backward once, raw); raise SpecError
     or FunctionError for what no comparison can start from; explain the rest in ``notes``.
 
     ``differentiate`` chooses the inputs as gradcheck's ``requires_grad`` does (see
     :func:`differentiated_inputs`); an input nobody chose that backward returns None for is
     then a constant, with a note. ``nondet_tol``: how far two backward calls on the same
-    graph may differ (gradcheck's; 0: not at all), else the ``reentrant`` finding."""
+    graph may differ (gradcheck's; 0: not at all), else the ``reentrant`` finding.
+    ``read``: :func:`~customgrad.function.closures.closure_read` of ``args``, where the caller
+    has it (found here otherwise); those tensors are the caller's, which it lends
+    (:func:`~customgrad.function.closures.lent`)."""
     in_pos, chosen = differentiated_inputs(function, args, params, notes, differentiate)
-    leaves = {i: args[i].detach().clone().requires_grad_() for i in in_pos}
-    call = [leaves[i].clone() if i in leaves else _copy(a) for i, a in enumerate(args)]
+    read = _read_through(args, params, in_pos, notes, read)
+    leaves = {i: args[i] if i in read else args[i].detach().clone().requires_grad_()
+              for i in in_pos}
+    # (a tensor read through a closure is the caller's: written is a new version holding
+    # other values; a copy's version starts at 0)
+    versions = {i: (args[i]._version, args[i].detach().clone()) for i in read if i in in_pos}
+    call = [args[i] if i in read else leaves[i].clone() if i in leaves else _copy(a)
+            for i, a in enumerate(args)]
     outs = normalize_outputs(function, run_user(function, "forward",
                                                 lambda: function.apply(*call)))
     out_pos = _differentiated_outputs(function, outs, notes)
     node = outs[out_pos[0]].grad_fn
     node = node if getattr(node, "_forward_cls", None) is function else None
     probe = Probe(function, args, params, is_new_style(function), in_pos, leaves, outs,
-                  out_pos, [], [], node, nondet_tol=nondet_tol)
+                  out_pos, [], [], node, nondet_tol=nondet_tol, read_through=read,
+                  kept_ids={id(args[i]) for i in read})
     if node is not None:
-        written_inputs = _inputs_written(probe, call, outs)  # (before backward's writes)
+        # (before backward's writes)
+        written_inputs = _inputs_written(probe, call, outs, versions)
         gen = torch.Generator().manual_seed(0)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
@@ -156,6 +181,22 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
     return probe
 
 
+def _read_through(args: list, params: list[str], in_pos: list[int], notes: list[str],
+                  read: dict[int, int] | None) -> dict[int, int]:
+    """The tensor arguments forward also reads through a callable argument (by position: the
+    callable's), with a note naming them; those differentiated made to require grad (as a
+    caller hands them to gradcheck: a checkpoint's backward takes ``autograd.grad`` over
+    them), which the caller's ``lent`` undoes."""
+    read = closure_read(args) if read is None else read
+    for i, k in read.items():
+        if i in in_pos and not args[i].requires_grad:
+            args[i].requires_grad_()
+        notes.append(f"{params[i]} is also read through {params[k]} (its closure, module or "
+                     "partial): the check uses the caller's tensor itself, as gradcheck does, "
+                     "writes its finite differences into it and puts it back exactly.")
+    return read
+
+
 def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused: list[int],
                 out_pos: list[int]) -> list[int]:
     """``unused`` (inputs backward returned None for, none chosen) where backward raises once
@@ -164,10 +205,13 @@ def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused:
     require grad ("One of the differentiated Tensors does not require grad"), as a caller
     passes them to gradcheck, so they stay differentiated. One more forward and backward,
     only where an input would become a constant."""
-    leaves = [args[i].detach().clone().requires_grad_() for i in in_pos if i not in unused]
+    read = closure_read(args)
+    leaves = [args[i] if i in read else args[i].detach().clone().requires_grad_()
+              for i in in_pos if i not in unused]
     taken = iter(leaves)
-    call = [next(taken).clone() if i in in_pos and i not in unused else _copy(a)
-            for i, a in enumerate(args)]
+    call = [next(taken) if i in read and i in in_pos and i not in unused
+            else next(taken).clone() if i in in_pos and i not in unused
+            else a if i in read else _copy(a) for i, a in enumerate(args)]
     try:
         outs = normalize_outputs(function, function.apply(*call))
         diff = [outs[k] for k in out_pos if outs[k].requires_grad]
@@ -177,15 +221,19 @@ def _needs_grad(function: type[Function], args: list, in_pos: list[int], unused:
     return []
 
 
-def _inputs_written(probe: Probe, call: list, outs: tuple) -> list[int]:
+def _inputs_written(probe: Probe, call: list, outs: tuple,
+                    versions: Mapping[int, tuple[int, torch.Tensor]]) -> list[int]:
     """The differentiated inputs forward wrote into (a version bump, or a numpy write the
     version counter never sees) and did not return: not ``mark_dirty``'s pattern, which
-    returns the changed tensor. ``call`` holds fresh copies of the leaves. (The caller keeps
-    those whose gradient backward returns: a buffer it returns None for, updated in
-    forward as a running mean is, changes no output gradcheck differences.)"""
+    returns the changed tensor. ``call`` holds fresh copies of the leaves, but the caller's
+    tensors read through a closure, whose ``versions`` and values before the call are given
+    (written: both changed). (The
+    caller keeps those whose gradient backward returns: a buffer it returns None for,
+    updated in forward as a running mean is, changes no output gradcheck differences.)"""
     shared = {o.untyped_storage().data_ptr() for o in outs if isinstance(o, torch.Tensor)}
     return [i for i in probe.in_pos
-            if written(call[i], probe.leaves[i].detach())
+            if (call[i]._version != versions[i][0] and not same_values(call[i], versions[i][1])
+                if i in versions else written(call[i], probe.leaves[i].detach()))
             and call[i].untyped_storage().data_ptr() not in shared]
 
 
