@@ -83,6 +83,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._connect_session()
         self._compose_features()
+        self._give_escape()
         if restore_prefs if restore_prefs is not None else _restore_default():
             self.classroom.restore_prefs()
         if restore_session if restore_session is not None else _restore_default():
@@ -188,6 +189,9 @@ class MainWindow(QMainWindow):
                 ("check", "Check the Jacobian at the current point", ["C"],
                  self.user_commands["check"])):
             self.commands.add(name, text, keys, slot, self.menus["run"])
+        # Esc stops a check or a preparation that runs on (its key: _give_escape)
+        self.commands.add("cancel_check", "Cancel the check", (), s.cancel_check,
+                          self.menus["run"]).setEnabled(False)
         quit_action = QAction("&Quit", self)  # in the menu only, as the platform has it
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -219,6 +223,7 @@ class MainWindow(QMainWindow):
         s.runReset.connect(self.loss_plot.start_run)
         s.batchReady.connect(self._batch)
         s.jacobianStarted.connect(self.jacobian.start)
+        s.jacobianRunningAt.connect(self.jacobian.running_at)
         s.jacobianStarted.connect(self._checking)
         s.jacobianProgress.connect(self.jacobian.show_progress)
         s.jacobianReady.connect(self._report)
@@ -233,6 +238,11 @@ class MainWindow(QMainWindow):
         s.targetChanged.connect(self.isolation_off.target_changed)
         s.runReset.connect(self.notice.run_started)
         s.busyChanged.connect(self._busy)
+        for signal in (s.busyChanged, s.jacobianReady, s.secondOrderReady, s.jacobianFailed,
+                       self.preferences.presentingChanged):
+            signal.connect(self._update_cancel_key)
+        # said before the check's job exists: looked at once it does
+        s.jacobianStarted.connect(lambda _w: QTimer.singleShot(0, self._update_cancel_key))
         s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
@@ -395,6 +405,25 @@ class MainWindow(QMainWindow):
         self.status.showMessage(waiting if busy else READY, 0 if busy else 3000)
         if busy:
             self.jacobian.preparing()
+
+    def _give_escape(self) -> None:
+        """Esc cancels a check that runs on (an endless loop: Cancel was the mouse's only).
+        Esc is also presentation's way out (the classroom's action, which has it): each is
+        enabled only while the other is not, so Qt never sees two (_update_cancel_key), and
+        leaving presentation comes first. Set here, after the classroom has taken its keys
+        (Commands gives no key twice)."""
+        cancel = self.actions_by_name["cancel_check"]
+        cancel.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        cancel.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self._update_cancel_key()
+
+    def _update_cancel_key(self, *_args) -> None:
+        """Esc cancels while a check runs or the inputs are prepared, out of presentation
+        (where Esc leaves it first)."""
+        s, job = self.session, self.session.checks.job
+        working = s.busy or (job is not None and not job.done)
+        self.actions_by_name["cancel_check"].setEnabled(
+            working and not self.preferences.presenting)
 
     def _checking(self, message: str) -> None:
         """The check that follows a build: the status bar's "Ready" (the build's end) would

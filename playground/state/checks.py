@@ -7,6 +7,7 @@ after it (``secondOrderReady``)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from PySide6.QtCore import QTimer
 
@@ -56,7 +57,18 @@ class Checks:
                                lambda exc: self._on_error(serial, exc),
                                policy=session.policy, pixels=session.view_pixels,
                                second=session.second_order_asked,
-                               on_first=lambda report: self._on_first(serial, problem, report))
+                               on_first=lambda report: self._on_first(serial, problem, report),
+                               on_running_at=lambda at: self._on_running_at(serial, at))
+
+    def _on_running_at(self, serial: int, at: tuple[str, int, str, float]) -> None:
+        """The comparison has said nothing for a while: where its worker is (an endless
+        loop in backward showed "Checking at the start… 0%" for minutes, no line)."""
+        if serial != self._serial:
+            return
+        file, line, function, seconds = at
+        self.session.jacobianRunningAt.emit(
+            f"Still checking: {function} has been running {seconds:.0f} s, now at "
+            f"{os.path.basename(file)}:{line}. Esc or Cancel stops it.")
 
     def cancel_by_user(self) -> None:
         """The user's Cancel: the comparison stops, and its worker process is ended a second

@@ -64,6 +64,8 @@ class Session(QObject):
     jacobianReady = Signal(object)  # Report (its second order maybe still computing)
     secondOrderReady = Signal(object)  # the same Report with its second order, after it
     jacobianFailed = Signal(str)
+    #: a check has run a while without a word: where it is now, in words
+    jacobianRunningAt = Signal(str)
     errorRaised = Signal(object)  # exception for the error banner
     errorCleared = Signal()
     settingsChanged = Signal(object)  # Settings

@@ -343,6 +343,9 @@ class ProgressBridge(QObject):
 
     progress = Signal(object)
     first = Signal(object)
+    #: a comparison in a worker process that has sent nothing for a while: where it is,
+    #: ``(file, line, function, seconds)`` (an endless loop named while it runs)
+    running_at = Signal(object)
 
 
 class JacobianJob:
@@ -358,12 +361,14 @@ class JacobianJob:
                  on_report, on_error, policy: JobPolicy = DEFAULT,
                  pixels: int = preview.PREVIEW_PIXELS,  # (the heatmaps' size on screen)
                  second: bool = False,  # the second order asked for: drawn however big
-                 on_first=None):
+                 on_first=None, on_running_at=None):
         self.state = _JobState(ProgressBridge(), second, policy)
         self.bridge = self.state.bridge
         self.bridge.progress.connect(on_progress)
         if on_first is not None:
             self.bridge.first.connect(on_first)
+        if on_running_at is not None:
+            self.bridge.running_at.connect(on_running_at)
         self.state.isolated = isolated(problem.target, problem.function, policy)
         work = _compare_in_process if self.state.isolated else _compare
         self.worker = create_worker(work, self.state, problem, args, options, pixels,
@@ -523,7 +528,9 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
         second = state.worker.call(child_jobs.compare, job, on_message=on_message,
                                    should_stop=lambda: state.cancelled, what=shapes,
                                    name=f"Jacobian check {problem.target.spec}",
-                                   warm_key=child_jobs.warm_key_for(problem.target))
+                                   warm_key=child_jobs.warm_key_for(problem.target),
+                                   on_quiet=lambda frame, seconds: _emit(
+                                       state, (*frame, seconds), "running_at"))
         return child_jobs.with_second(reports[0], second)
 
     try:

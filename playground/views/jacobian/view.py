@@ -165,6 +165,12 @@ class JacobianView(QWidget):
         self.hover_label.setText(f"{which} fill in as they are computed: finite differences "
                                  "column by column, then your backward row by row.")
 
+    def running_at(self, words: str) -> None:
+        """The check runs on without a word: the banner says where it is (the progress bar
+        and Cancel stay)."""
+        if self.shown.computing:
+            self._say("neutral", words, keep_space=True)
+
     def show_progress(self, progress: Progress) -> None:
         """Update the bar and fill the heatmaps in with the entries computed so far. Where
         the progress has a ``painted`` event (the worker waits for it), set it once the pane
