@@ -237,6 +237,7 @@ class MainWindow(QMainWindow):
         in_window.WATCH.said.connect(self.isolation_off.show_reason)  # (queued: worker threads)
         s.targetChanged.connect(self.isolation_off.target_changed)
         s.runReset.connect(self.notice.run_started)
+        s.targetChanged.connect(self.notice.run_started)  # the last Function's run's notices
         s.busyChanged.connect(self._busy)
         for signal in (s.busyChanged, s.jacobianReady, s.secondOrderReady, s.jacobianFailed,
                        self.preferences.presentingChanged):

@@ -96,3 +96,43 @@ def test_the_same_function_checked_in_complex_after_float_draws_its_matrices(
     assert view.heatmaps.shape == (rows, cols)
     assert view.drawing.show(report)
     assert "not kept" not in view.hover_label.text()
+
+
+NAN_THEN_RAISES = textwrap.dedent('''
+    from torch.autograd import Function
+
+
+    class NaNBack(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * float("nan")
+
+
+    class Raises(Function):
+        @staticmethod
+        def forward(ctx, x):
+            raise ValueError("not today")
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+''')
+
+
+def test_a_functions_nan_notice_goes_when_another_function_opens(qtbot, window, tmp_path):
+    """NaNBack's "NaN or Inf … first appears at bugs.py:11" stayed up under the error of the
+    next Function, which failed before any check (trial2)."""
+    path = tmp_path / "bugs.py"
+    path.write_text(NAN_THEN_RAISES)
+    notice = window.notice
+    window.session.set_target(f"{path}:NaNBack")
+    qtbot.waitUntil(lambda: notice.isVisible() and "NaN or Inf" in notice.text(),
+                    timeout=TIMEOUT)
+    assert "bugs.py:" in notice.text()
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
+        window.session.set_target(f"{path}:Raises")
+    assert not notice.isVisible() or "NaN or Inf" not in notice.text()

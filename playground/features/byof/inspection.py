@@ -71,8 +71,10 @@ class InspectorLink(QObject):
         self.mark(serious)
         bad = inspection.nonfinite
         if bad:
-            self.session.notice.emit("NaN or Inf: " + " ".join(s.message for s in bad)
-                                     + " The Inspector tab shows where.")
+            # about this Function's run: it goes with it (another Function that failed to
+            # build kept it, naming a line of the one before)
+            self.session.runNotice.emit("NaN or Inf: " + " ".join(s.message for s in bad)
+                                        + " The Inspector tab shows where.")
 
     def _inspection_failed(self, exc: BaseException) -> None:
         self.inspector.show_failure(exc)
