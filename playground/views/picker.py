@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QLineEdit,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from customgrad.targets import catalog
 from playground.views.fonts import scaled
@@ -175,6 +182,56 @@ class FunctionPicker(QWidget):
             self.tree.scrollToItem(item)
         self.tree.blockSignals(False)
 
+    def selected_name(self) -> str | None:
+        """The name (or file spec) of the row selected, None if none."""
+        items = self.tree.selectedItems()
+        return items[0].data(0, Qt.ItemDataRole.UserRole) if items else None
+
+    def show_notes_from(self, other: FunctionPicker) -> None:
+        """The tooltips ``other`` shows (the gallery's notes, once torch has come)."""
+        for name, item in self._items.items():
+            twin = other._items.get(name)
+            if twin is not None:
+                item.setToolTip(0, twin.toolTip(0))
+
     def visible_names(self) -> list[str]:
         return [n for n, item in self._items.items() if not item.isHidden()
                 and not item.parent().isHidden()]
+
+
+class PickerPopup(QFrame):
+    """The picker over the window, for a window that hides its own (presentation mode):
+    Ctrl+F there typed into a search no one could see. Lists what ``listed`` lists (the
+    gallery and its file's Functions), emits ``picked(name)`` and closes on a choice; Esc
+    or a click outside closes it (a popup's own)."""
+
+    picked = Signal(str)
+
+    def __init__(self, window: QWidget, listed: FunctionPicker) -> None:
+        super().__init__(window, Qt.WindowType.Popup)
+        self.setFrameShape(QFrame.Shape.Box)
+        self.picker = FunctionPicker(self)
+        self.picker.show_notes_from(listed)
+        self.picker.show_file(listed._file_title, [(spec, item.text(0)) for spec, item
+                                                   in listed._file_items.items()])
+        self.picker.select(listed.selected_name())
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.picker)
+        self.picker.picked.connect(self._picked)
+
+    def open_over(self, window: QWidget) -> None:
+        """Shown at the top middle of ``window``, a third of its width, most of its
+        height, the search with the keys."""
+        width = max(window.width() // 3, self.fontMetrics().horizontalAdvance("M") * 24)
+        height = window.height() * 2 // 3
+        top_left = window.mapToGlobal(window.rect().topLeft())
+        self.setGeometry(top_left.x() + (window.width() - width) // 2,
+                         top_left.y() + window.height() // 10, width, height)
+        self.show()
+        self.activateWindow()
+        self.picker.focus_search()
+
+    def _picked(self, name: str) -> None:
+        self.close()
+        self.picked.emit(name)

@@ -133,3 +133,25 @@ def test_the_function_open_stays_in_view_when_the_list_grows_with_a_zoom(qtbot):
     font.setPointSizeF(font.pointSizeF() * 2)
     picker.apply_font(font)
     qtbot.waitUntil(in_view)
+
+
+def test_ctrl_f_in_presentation_opens_the_picker_over_the_window(qtbot, window):
+    """Presentation hides the picker: Ctrl+F typed into a search no one could see, and
+    Return opened a Function the room never saw chosen. The picker opens over the window
+    (at the window's zoom), Return opens its first match, and the popup goes."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    window.actions_by_name["presentation"].trigger()
+    assert not window.picker.isVisible()
+    window.actions_by_name["find_function"].trigger()
+    popup = window.classroom.search_popup
+    assert popup is not None and popup.isVisible()
+    assert popup.geometry().intersects(window.geometry())
+    assert popup.picker.font().pointSizeF() == window.picker.font().pointSizeF()
+    qtbot.waitUntil(popup.picker.search.hasFocus)
+    QTest.keyClicks(popup.picker.search, "mulconstant (find")
+    with qtbot.waitSignal(window.session.targetChanged, timeout=30_000) as changed:
+        QTest.keyClick(popup.picker.search, Qt.Key.Key_Return)
+    assert changed.args[0].spec == "mulconstant_bug"
+    qtbot.waitUntil(lambda: not popup.isVisible())
+    assert window.preferences.presenting

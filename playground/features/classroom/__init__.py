@@ -85,6 +85,8 @@ class Classroom(QObject):
         self.explainer = panes.explainer
         preferences.saveFailed.connect(session.notice)
         self.actions: dict[str, QAction] = {}
+        #: the picker over the window while its own is hidden (find_function)
+        self.search_popup: QWidget | None = None
         self.dialogs = FileDialogs(window, lambda: self.sessions.session_path)
         self.appearance = Appearance(preferences, panes, session=session, parent=self)
         self.layout = PaneLayout(preferences, panes, actions=self.actions, parent=self)
@@ -150,12 +152,22 @@ class Classroom(QObject):
 
     def find_function(self) -> None:
         """View > Find a Function (Ctrl+F): the picker's search has the keys, its text
-        selected (with keys only there was no way to it but Tab from the right place)."""
-        from playground.views.picker import FunctionPicker
+        selected (with keys only there was no way to it but Tab from the right place).
+        Where the picker is hidden (presentation mode hides it), it opens over the window:
+        a teacher typed into a search no one saw."""
+        from playground.views.picker import FunctionPicker, PickerPopup
 
-        picker = self.window.findChild(FunctionPicker)
-        if picker is not None:
+        picker = getattr(self.window, "picker", None)  # (not a popup's: findChild)
+        if not isinstance(picker, FunctionPicker):
+            return
+        if picker.isVisible():
             picker.focus_search()
+            return
+        popup = PickerPopup(self.window, picker)
+        popup.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        popup.picked.connect(self.session.set_target)
+        self.search_popup = popup
+        popup.open_over(self.window)
 
     # ---- help, explainer --------------------------------------------------------------------
     def show_shortcuts(self) -> ShortcutsDialog:
