@@ -74,6 +74,7 @@ class MainWindow(QMainWindow):
         self.preferences = preferences or Preferences(parent=self)
         self.setWindowTitle("Autograd playground")
         self._start_failure = False  # the banner says what failed to open at start
+        self._spec_shown: str | None = None  # the Function open (its spec)
         self._build_views()
         main = self._build_layout()
         self.status = self.statusBar()
@@ -318,6 +319,12 @@ class MainWindow(QMainWindow):
 
         self._start_failure = False
         self.setWindowTitle(f"Autograd playground — {target.label}")
+        if self._spec_shown is not None and target.spec != self._spec_shown:
+            # another Function opens on its first order: a teacher going on from a lesson
+            # shown in second order (D) met the next one's double backward unasked (the
+            # first Function keeps --order second; a reload of the same keeps the order)
+            self.jacobian.set_order(1)
+        self._spec_shown = target.spec
         listed = self._list_file_functions(target)
         self.picker.select(target.entry.name if target.entry else listed)
         file, first = target.file, 1

@@ -136,3 +136,15 @@ def test_a_functions_nan_notice_goes_when_another_function_opens(qtbot, window, 
     with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT):
         window.session.set_target(f"{path}:Raises")
     assert not notice.isVisible() or "NaN or Inf" not in notice.text()
+
+
+def test_another_function_opens_on_its_first_order(qtbot, window):
+    """After D on one lesson, the next opened on its double backward's verdict, unasked
+    (trial2); the same Function checked again keeps the order chosen."""
+    _open(qtbot, window, "sigmoid_bug")
+    window.jacobian.toggle_order()
+    assert window.jacobian.order == 2 and window.session.second_order_asked
+    _open(qtbot, window, "sigmoid_bug")  # the same again (a reload): kept
+    assert window.jacobian.order == 2
+    _open(qtbot, window, "linear_bug")
+    assert window.jacobian.order == 1 and not window.session.second_order_asked
