@@ -11,6 +11,7 @@ pyproject.toml). Views draw from the session's signals and call its methods; the
 workers themselves.
 """
 
-from playground.views.pyqtgraph_compat import lazy_qt_mirrors
+from playground.views.pyqtgraph_compat import deferred_parts, lazy_qt_mirrors
 
 lazy_qt_mirrors()  # before any view imports pyqtgraph: its Qt mirrors filled as used
+deferred_parts()  # and the parts of it the app does not use imported when asked for

@@ -6,13 +6,15 @@ behaviour stays, so a newer release that changed its insides cannot be broken by
 written for an older one. To allow a new release, check both patches there (the tests named
 in each docstring) and move the bound here and in pyproject.toml together.
 
-This module imports pyqtgraph only where a function uses it: :func:`lazy_qt_mirrors` runs
-before pyqtgraph's first import (``playground.views`` calls it).
+This module imports pyqtgraph only where a function uses it: :func:`lazy_qt_mirrors` and
+:func:`deferred_parts` run before pyqtgraph's first import (``playground.views`` calls them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -26,9 +28,9 @@ from PySide6.QtCore import Qt
 if TYPE_CHECKING:
     import pyqtgraph as pg
 
-__all__ = ["CHECKED", "checked", "deferred_plot_forms", "deferred_view_menus",
-           "ignore_text_width", "lazy_qt_mirrors", "lighter_plots", "svg_tolerates_close_path",
-           "unchanged_axis_labels_kept", "when_menu_built"]
+__all__ = ["CHECKED", "checked", "deferred_parts", "deferred_plot_forms",
+           "deferred_view_menus", "ignore_text_width", "lazy_qt_mirrors", "lighter_plots",
+           "svg_tolerates_close_path", "unchanged_axis_labels_kept", "when_menu_built"]
 
 #: the versions these patches were checked on: from the first (inclusive) up to the second
 CHECKED = ((0, 13, 4), (0, 15))
@@ -174,6 +176,147 @@ def lazy_qt_mirrors(version: str | None = None) -> bool:
         sys.modules[full] = LazyMirror(full, importlib.import_module(f"PySide6.{name}"))
     return True
 
+
+
+# ---- what pyqtgraph's import loads that the app does not use -----------------------------------
+
+#: the modules pyqtgraph 0.14's ``__init__.py`` imports only to offer their names as
+#: ``pyqtgraph.Name`` (its ``from .X import *`` lines, one ``from .X import Name``), none of
+#: which the window uses (nor pyqtgraph's other modules at import), and the names each gives
+#: (its ``__all__``): imported when a name is first asked for
+DEFERRED_PARTS: dict[str, tuple[str, ...]] = {
+    "graphicsItems.BoxplotItem": ("BoxplotItem",),
+    "graphicsItems.CurvePoint": ("CurvePoint", "CurveArrow"),
+    "graphicsItems.DateAxisItem": ("DateAxisItem",),
+    "graphicsItems.ErrorBarItem": ("ErrorBarItem",),
+    "graphicsItems.FillBetweenItem": ("FillBetweenItem",),
+    "graphicsItems.GraphItem": ("GraphItem",),
+    "graphicsItems.IsocurveItem": ("IsocurveItem",),
+    "graphicsItems.PColorMeshItem": ("PColorMeshItem",),
+    "graphicsItems.ROI": ("ROI", "TestROI", "RectROI", "EllipseROI", "CircleROI", "LineROI",
+                          "MultiLineROI", "MultiRectROI", "LineSegmentROI", "PolyLineROI",
+                          "CrosshairROI", "TriangleROI"),
+    "graphicsItems.ScaleBar": ("ScaleBar",),
+    "graphicsItems.TargetItem": ("TargetItem", "TargetLabel"),
+    "imageview": ("ImageView",),
+    "widgets.BusyCursor": ("BusyCursor",),
+    "widgets.CheckTable": ("CheckTable",),
+    "widgets.ColorMapWidget": ("ColorMapWidget", "ColorMapParameter"),
+    "widgets.DataFilterWidget": ("DataFilterWidget",),
+    "widgets.DataTreeWidget": ("DataTreeWidget",),
+    "widgets.DiffTreeWidget": ("DiffTreeWidget",),
+    "widgets.FeedbackButton": ("FeedbackButton",),
+    "widgets.GradientWidget": ("GradientWidget",),
+    "widgets.HistogramLUTWidget": ("HistogramLUTWidget",),
+    "widgets.JoystickButton": ("JoystickButton",),
+    "widgets.LayoutWidget": ("LayoutWidget",),
+    "widgets.ProgressDialog": ("ProgressDialog",),
+    "widgets.RawImageWidget": ("RawImageWidget", "RawImageGLWidget"),
+    "widgets.RemoteGraphicsView": ("RemoteGraphicsView",),
+    "widgets.ScatterPlotWidget": ("ScatterPlotWidget",),
+    "widgets.TableWidget": ("TableWidget",),
+    "widgets.ValueLabel": ("ValueLabel",),
+    "widgets.VerticalLabel": ("VerticalLabel",),
+}
+#: the versions whose ``__init__.py`` imports each of them on a line of its own, as
+#: :func:`_import_line` writes it
+PARTS_CHECKED = ((0, 14), (0, 15))
+#: the module a deferred name is in
+_DEFERRED_NAMES = {name: module for module, names in DEFERRED_PARTS.items() for name in names}
+
+
+def _import_line(module: str) -> str:
+    if module == "widgets.RemoteGraphicsView":
+        return "from .widgets.RemoteGraphicsView import RemoteGraphicsView"
+    return f"from .{module} import *"
+
+
+def without_deferred_parts(source: str) -> str | None:
+    """pyqtgraph's ``__init__.py`` source with the import line of each of
+    :data:`DEFERRED_PARTS` made ``pass``; None unless each is there exactly once, alone on its
+    line (another version's: it is then imported as it is)."""
+    lines = source.splitlines(keepends=True)
+    stripped = [line.strip() for line in lines]
+    for module in DEFERRED_PARTS:
+        if stripped.count(_import_line(module)) != 1:
+            return None
+        index = stripped.index(_import_line(module))
+        indent = lines[index][:len(lines[index]) - len(lines[index].lstrip())]
+        lines[index] = f"{indent}pass  # {module}: imported when first asked for\n"
+    return "".join(lines)
+
+
+def _deferred_attribute(package: types.ModuleType) -> Callable[[str], Any]:
+    """``pyqtgraph.__getattr__``: a deferred name from its module, imported now, and kept."""
+
+    def __getattr__(name: str) -> Any:  # (PEP 562: a module's missing names)
+        module = _DEFERRED_NAMES.get(name)
+        if module is None:
+            raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package.__name__}.{module}"), name)
+        setattr(package, name, value)
+        return value
+
+    return __getattr__
+
+
+class _LighterPackage(importlib.machinery.SourceFileLoader):
+    """pyqtgraph's package, run from its ``__init__.py`` without the deferred parts' import
+    lines, with a ``__getattr__`` that imports each part when one of its names is asked for."""
+
+    def get_code(self, fullname: str) -> Any:
+        source = self.get_data(self.path).decode("utf-8")
+        lighter = without_deferred_parts(source)
+        self.deferred = lighter is not None
+        if lighter is None:
+            return super().get_code(fullname)
+        return compile(lighter, self.path, "exec", dont_inherit=True)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        super().exec_module(module)
+        if getattr(self, "deferred", False):
+            module.__getattr__ = _deferred_attribute(module)  # type: ignore[method-assign]
+            module.__dir__ = lambda: sorted(  # type: ignore[method-assign]
+                set(module.__dict__) | set(_DEFERRED_NAMES))
+
+
+class _LighterFinder:
+    """Finds ``pyqtgraph`` (once: it leaves ``sys.meta_path`` as it is asked) and loads it
+    with :class:`_LighterPackage`."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path=None, target=None):
+        if fullname != "pyqtgraph":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(cls)  # type: ignore[arg-type]
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not (spec.origin or "").endswith("__init__.py") \
+                or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return spec
+        spec.loader = _LighterPackage(fullname, spec.origin)
+        return spec
+
+
+def deferred_parts(version: str | None = None) -> bool:
+    """Have pyqtgraph's import leave out :data:`DEFERRED_PARTS` (about a third of its modules:
+    the image view, the parameter tree behind the colour map widget, the ROIs, the remote
+    view's processes ...), each imported when one of its names is first asked for
+    (``pg.ImageView``, ``from pyqtgraph import ROI``). Only before pyqtgraph is imported and
+    on a version in :data:`PARTS_CHECKED` (``version``: the installed one by default); else
+    nothing changes. True where it will apply (or did). Checked by
+    tests/playground/test_pyqtgraph_compat.py."""
+    if _LighterFinder in sys.meta_path:
+        return True
+    if "pyqtgraph" in sys.modules:
+        return isinstance(getattr(sys.modules["pyqtgraph"].__spec__, "loader", None),
+                          _LighterPackage)
+    numbers = release(installed_version() if version is None else version)
+    low, high = PARTS_CHECKED
+    if not (numbers and low <= numbers < high):
+        return False
+    sys.meta_path.insert(0, _LighterFinder)  # type: ignore[arg-type]
+    return True
 
 # ---- what a plot builds that its first paint does not show -------------------------------------
 

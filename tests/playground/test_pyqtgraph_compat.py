@@ -152,3 +152,73 @@ def test_no_mirrors_once_pyqtgraph_is_imported_or_for_another_qt(monkeypatch):
     monkeypatch.setenv("PYQTGRAPH_QT_LIB", "PyQt6")
     assert compat.lazy_qt_mirrors() is False
     assert not any(f"pyqtgraph.Qt.{name}" in sys.modules for name in compat.MIRRORED)
+
+
+#: imports pyqtgraph as the app does (playground.views first), or with the version gate
+#: given argv[1]; prints which deferred parts its import loaded, then asks for each name
+DEFERRED = """
+import importlib, json, sys
+from playground.views import pyqtgraph_compat as compat
+if sys.argv[1] != "app":
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not compat._LighterFinder]
+    print(json.dumps({"applies": compat.deferred_parts(version=sys.argv[1])}))
+import pyqtgraph as pg
+parts = [f"pyqtgraph.{module}" for module in compat.DEFERRED_PARTS]
+loaded = [name for name in parts if name in sys.modules]
+listed = all(name in dir(pg) for names in compat.DEFERRED_PARTS.values() for name in names)
+same = {module: getattr(importlib.import_module(f"pyqtgraph.{module}"), "__all__", None)
+        for module in compat.DEFERRED_PARTS}
+found = all(getattr(pg, name) is getattr(sys.modules[f"pyqtgraph.{module}"], name)
+            for module, names in compat.DEFERRED_PARTS.items() for name in names)
+from pyqtgraph import ImageView, ROI  # noqa: F401 (as a user's code would)
+try:
+    pg.NoSuchThing
+    missing = "found"
+except AttributeError as error:
+    missing = str(error)
+print(json.dumps({"loaded": loaded, "count": len(parts), "listed": listed, "found": found,
+                  "all": {m: list(v) if v is not None else None for m, v in same.items()},
+                  "missing": missing, "version": pg.__version__}))
+"""
+
+
+def _deferred(way: str) -> list[dict]:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", DEFERRED, way], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_pyqtgraphs_parts_the_app_does_not_use_are_imported_when_asked_for():
+    """As the app imports pyqtgraph, none of the deferred parts is loaded by its import (its
+    ``__init__`` imports every one of them: this fails without the patch); each of their
+    names is still listed by ``dir(pyqtgraph)`` and gives the module's own object when asked
+    for, ``from pyqtgraph import ...`` too; the table names each module's ``__all__``; a name
+    that is nowhere still raises AttributeError."""
+    (found,) = _deferred("app")
+    assert found["loaded"] == []
+    assert found["count"] == len(compat.DEFERRED_PARTS) > 20
+    assert found["listed"] and found["found"]
+    assert found["all"] == {module: list(names) for module, names in
+                            compat.DEFERRED_PARTS.items()}
+    assert "NoSuchThing" in found["missing"]
+
+
+def test_on_a_version_not_checked_pyqtgraph_imports_all_its_parts():
+    told, found = _deferred("0.15.0")
+    assert told == {"applies": False}
+    assert len(found["loaded"]) == found["count"]
+    assert found["found"]
+
+
+def test_deferred_parts_only_where_each_import_line_is_found():
+    """Another version's ``__init__`` (a line missing, or twice): imported as it is."""
+    source = "".join(f"{compat._import_line(module)}\n" for module in compat.DEFERRED_PARTS)
+    lighter = compat.without_deferred_parts("import os\n" + source + "x = 1\n")
+    assert lighter is not None
+    assert lighter.splitlines()[0] == "import os" and lighter.splitlines()[-1] == "x = 1"
+    assert all(line.startswith("pass  # ") for line in lighter.splitlines()[1:-1])
+    assert compat.without_deferred_parts(source.replace("ROI import *", "ROI import ROI")) \
+        is None
+    assert compat.without_deferred_parts(source + "from .imageview import *\n") is None
