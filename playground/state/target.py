@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from customgrad.errors import Cancelled, CustomGradError
+from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from playground.state.owner import Owner
 from playground.workers.building import BuildStop, start_build
 from playground.workers.jobs import shadowing
@@ -178,5 +178,12 @@ class TargetBuilder:
             return
         self._set_busy(False)
         self.session.jacobianFailed.emit(str(exc))
+        if isinstance(exc, FunctionError) and getattr(exc, "drawn", False):
+            # the inputs drawn did not suit forward (the CLI names its options): where to
+            # change them here
+            exc = FunctionError(
+                f"{exc} Change them in the Inputs form: a shape, an init (randint(a,b) for an "
+                "int64 tensor: indices, class targets), a constant.",
+                file=exc.file, line=exc.line, details=exc.details, phase=exc.phase)
         if not isinstance(exc, Cancelled):  # the user's Cancel: no error
             self.session.errorRaised.emit(exc)

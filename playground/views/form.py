@@ -32,7 +32,11 @@ from playground.views.fields import CheckedField, setting_number
 if TYPE_CHECKING:
     from customgrad.function.inputs import ConstSpec, TensorSpec
 
-INITS = ("normal", "uniform(-1,1)", "zeros", "ones")
+INITS = ("normal", "uniform(-1,1)", "zeros", "ones", "randint(0,3)")
+#: the trained and grad boxes' tooltips (an int64 input's say why they are greyed)
+TIPS = {"trained": "Updated by the gradient-descent loop",
+        "grad": "Differentiated by the Jacobian check, as an input that requires grad is by "
+                "gradcheck (off: a constant tensor, such as fixed filter taps)"}
 
 
 class SeedBox(QSpinBox):
@@ -160,12 +164,11 @@ class InputsForm(QWidget):
         init.activated.connect(lambda _i, n=name, c=init: self._set_init(n, c))
         trained = QCheckBox("trained")
         trained.setChecked(spec.trained)
-        trained.setToolTip("Updated by the gradient-descent loop")
+        trained.setToolTip(TIPS["trained"])
         trained.toggled.connect(lambda on, n=name: self._set("trained", n, bool(on)))
         grad = QCheckBox("grad")
         grad.setChecked(self.session.settings.differentiate.get(name, True))
-        grad.setToolTip("Differentiated by the Jacobian check, as an input that requires grad "
-                        "is by gradcheck (off: a constant tensor, such as fixed filter taps)")
+        grad.setToolTip(TIPS["grad"])
         grad.toggled.connect(lambda on, n=name: self._set_differentiate(n, bool(on)))
         row = QWidget()
         column = QVBoxLayout(row)
@@ -188,6 +191,7 @@ class InputsForm(QWidget):
         self.fields[f"{name}.init"] = init
         self.fields[f"{name}.trained"] = trained
         self.fields[f"{name}.grad"] = grad
+        self._integer_row(name, spec.init)
 
     def _const_row(self, spec: ConstSpec) -> None:
         from customgrad.function.inputs import parse_const
@@ -235,8 +239,22 @@ class InputsForm(QWidget):
         combo.setStyleSheet("")
         if not combo.lineEdit().hasFocus():
             combo.lineEdit().setCursorPosition(0)  # "uniform(…", not "niform(-0.5,0.5)"
+        self._integer_row(name, value)
         if self.session.settings.init.get(name) != value:
             self._set("init", name, value)
+
+    def _integer_row(self, name: str, init: str) -> None:
+        """An int64 tensor (randint) is neither trained nor differentiated: its boxes are
+        greyed (ticked, they said otherwise)."""
+        from customgrad.function.inputs import is_integer_init
+
+        integer = is_integer_init(init)
+        for part in ("trained", "grad"):
+            box = self.fields.get(f"{name}.{part}")
+            if box is not None:
+                box.setEnabled(not integer)
+                box.setToolTip(f"{name} is drawn as an int64 tensor (randint): it is neither "
+                               "trained nor differentiated" if integer else TIPS[part])
 
     def _set_differentiate(self, name: str, on: bool) -> None:
         """Off: ``name`` is not differentiated; on: as by default (differentiated where

@@ -148,3 +148,45 @@ def test_another_function_opens_on_its_first_order(qtbot, window):
     assert window.jacobian.order == 2
     _open(qtbot, window, "linear_bug")
     assert window.jacobian.order == 1 and not window.session.second_order_asked
+
+
+GATHER = textwrap.dedent('''
+    from torch.autograd import Function
+
+
+    class GatherRows(Function):
+        @staticmethod
+        def forward(ctx, x, idx):
+            ctx.save_for_backward(idx)
+            ctx.shape = x.shape
+            return x[idx]
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (idx,) = ctx.saved_tensors
+            grad = grad_output.new_zeros(ctx.shape)
+            grad.index_add_(0, idx.reshape(-1), grad_output.reshape(-1, *ctx.shape[1:]))
+            return grad, None
+''')
+
+
+def test_an_index_argument_is_offered_randint_and_its_boxes_are_greyed(qtbot, window,
+                                                                       tmp_path):
+    """forward's idx drawn as float32: the app's error said nothing of how to draw an int
+    tensor (the CLI's names --init NAME=randint(0,8)), and the init list had no integer
+    choice; a randint input kept "trained" and "grad" ticked (trial2)."""
+    path = tmp_path / "gather.py"
+    path.write_text(GATHER)
+    with qtbot.waitSignal(window.session.errorRaised, timeout=TIMEOUT) as raised:
+        window.session.set_target(f"{path}:GatherRows")
+    assert "randint(a,b)" in str(raised.args[0]) and "Inputs form" in str(raised.args[0])
+    init = window.inputs.fields["idx.init"]
+    choice = init.findText("randint(0,3)")
+    assert choice >= 0
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT) as ready:
+        init.setCurrentIndex(choice)
+        init.activated.emit(choice)
+    assert ready.args[0].passed
+    assert not window.inputs.fields["idx.trained"].isEnabled()
+    assert not window.inputs.fields["idx.grad"].isEnabled()
+    assert window.inputs.fields["x.grad"].isEnabled()
