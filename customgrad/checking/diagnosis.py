@@ -176,12 +176,14 @@ class _Calls:
         given = {i: call[i].detach().clone() for i in self.inputs}  # after forward's own edits
         chosen = [outs[k] for k in self.outputs]
         wanted = [leaves[i] for i in self.inputs]
-        first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
+        def fresh():  # (a backward may write into its grad_output; g1 is used again)
+            return [g.clone() if isinstance(g, torch.Tensor) else g for g in grad_outputs]
+        first = torch.autograd.grad(chosen, wanted, fresh(), allow_unused=True,
                                     retain_graph=twice)
         second: tuple[torch.Tensor, ...] | RuntimeError | None = None
         if twice:
             try:
-                second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
+                second = torch.autograd.grad(chosen, wanted, fresh(), allow_unused=True)
             except RuntimeError as exc:  # autograd saw a saved tensor modified in place
                 if "inplace" not in str(exc):
                     raise
