@@ -52,7 +52,7 @@ PHRASES = {
     "nondeterministic": "backward is not deterministic",
     "mutates": "backward changes what it saved, or forward its input",
     "conjugate": "a missing or extra conj() in a complex backward",
-    "no_gradient": "backward returns None for an input that is differentiated",
+    "no_gradient": "backward returns None (or zeros) for an input that is differentiated",
     "random_forward": "forward is random, so finite differences cannot follow it",
     "straight_through": "forward is flat here, backward is not (a straight-through estimator?)",
 }
@@ -168,8 +168,11 @@ class _Calls:
         return [a.detach().to(dtypes.same_kind(dtype, a) if dtype else a.dtype).clone()
                 if isinstance(a, torch.Tensor) else a for a in self.args]
 
-    def _grads(self, grad_outputs, twice: bool = False):
+    def _grads(self, grad_outputs, twice: bool = False, shift: float = 0.0):
+        """(``shift``: every differentiated input moved by it, to another point)"""
         call = self._copies()
+        for i in self.inputs if shift else ():
+            call[i] = call[i] + shift
         leaves = {i: call[i].requires_grad_() for i in self.inputs}
         call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(call)]
         outs = normalize_outputs(self.function, self.function.apply(*call))
@@ -272,7 +275,29 @@ class _Calls:
                     "is differentiated, so its gradient counts as zero: return it, or leave "
                     f"{axis.name} out (requires_grad=False, --no-grad {axis.name}, or its grad "
                     "box unticked)"), 0.95))
+            elif failing and _all_zero(grad) and self._zeros_elsewhere(axis.position):
+                found.append(Diagnosis(failing[0].name, "no_gradient", (
+                    f"{self.function.__name__}.backward returns zeros for {axis.name}, but the "
+                    f"outputs depend on it (finite differences of up to "
+                    f"{failing[0].max_abs_error:.3g} where backward gives 0): if {axis.name} is a "
+                    "buffer (a running statistic, a constant, not trained), leave it out of "
+                    f"the check (requires_grad=False, --no-grad {axis.name}, or its grad box "
+                    "unticked) and return None for it; otherwise return its gradient"), 0.9))
         return found
+
+    def _zeros_elsewhere(self, position: int) -> bool:
+        """backward's gradient for input ``position`` is zero at another point too (every
+        differentiated input moved by 1.5): zeros whatever the point (a buffer's), not a
+        relu's at 0."""
+        try:
+            with torch.enable_grad():
+                grads, _, _ = self._grads(self._random_grads(), shift=1.5)
+        except Cancelled:
+            raise
+        except Exception:
+            return False
+        k = self.inputs.index(position)
+        return k < len(grads) and _all_zero(grads[k])
 
     def random_forward(self) -> list[Diagnosis]:
         """A ``random_forward`` diagnosis where two forward calls at the same point (on fresh
@@ -547,3 +572,9 @@ class _Calls:
                       "(Regenerate) and check again")
         return Diagnosis(block.name, kind, detail, 0.8)
 
+
+def _all_zero(grad: object) -> bool:
+    """A gradient tensor backward returned that is zero everywhere (at random grad_outputs:
+    backward gives zeros whatever the outputs' gradients)."""
+    return (isinstance(grad, torch.Tensor) and grad.numel() > 0
+            and not bool(grad.ne(0).any()))
