@@ -241,6 +241,20 @@ def _message(exc: Exception) -> str:
                          break_on_hyphens=False)
 
 
+def _print_error_json(args, exc: CustomGradError) -> None:
+    """``--json`` where the command errs: one object with the error (its kind, message,
+    file and line) and ``passed`` null, the exit code unchanged (2)."""
+    error = {"kind": type(exc).__name__, "message": str(exc),
+             "file": getattr(exc, "file", None), "line": getattr(exc, "line", None),
+             "phase": getattr(exc, "phase", None)}
+    try:
+        print(json.dumps({"target": getattr(args, "target", None), "passed": None,
+                          "error": error}, indent=2, default=str))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+
+
 def _stdout_gone() -> int:
     """The reader of stdout went away (``| head -1``): stop quietly, as a Unix tool that
     SIGPIPE ends. What is still buffered goes to the null device, so that the interpreter's
@@ -318,6 +332,8 @@ def _run(args, isolated: bool, announce: Announce | None = None) -> int:
         return _stdout_gone()
     except CustomGradError as exc:
         print(_message(exc), file=sys.stderr)
+        if getattr(args, "json", False):  # a record on stdout too: `| jq .passed` gives null
+            _print_error_json(args, exc)
         stack = getattr(exc, "stack", "")
         if stack:
             print(f"\nWhere it crashed (faulthandler, most recent call first):\n{stack}",
@@ -346,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         return _stdout_gone()
     except CustomGradError as exc:
         print(_message(exc), file=sys.stderr)
+        if getattr(args, "json", False):  # a record on stdout too: `| jq .passed` gives null
+            _print_error_json(args, exc)
         return 2
     except KeyboardInterrupt:
         print("customgrad: interrupted", file=sys.stderr)
