@@ -237,6 +237,8 @@ def _message(exc: Exception) -> str:
 
         if isinstance(exc, ProcessCrashed):
             where = f" ({exc.file})"  # the message names the line already
+        elif exc.line and f"{os.path.basename(exc.file)}:{exc.line} (in " in text:
+            where = f" ({exc.file})"  # (a memory stop's message names it so)
     return textwrap.fill(f"customgrad: {text}{where}", width=100, break_long_words=False,
                          break_on_hyphens=False)
 

@@ -1,12 +1,16 @@
 """customgrad check, as a new user met it (trial2): the NaN's first line named as the app's
-inspector names it (F-nan-cli), and --json giving a record on stdout when the check errs
-(F-json-error)."""
+inspector names it (F-nan-cli), --json giving a record on stdout when the check errs
+(F-json-error), and shape errors offering `scalar` (F-scalar-msg)."""
 
 from __future__ import annotations
 
 import json
 import textwrap
 
+import pytest
+
+from customgrad.errors import SpecError
+from customgrad.function.inputs import parse_shape
 from tests.customgrad.test_cli import run_cli
 
 NAN_BACK = textwrap.dedent('''\
@@ -68,3 +72,12 @@ def test_json_prints_a_loading_error_as_a_record(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "check", f"{tmp_path / 'missing.py'}:X", "--json")
     assert code == 2
     assert json.loads(out)["error"]["kind"] == "TargetError"
+
+
+@pytest.mark.parametrize("text", ["", "()", "  "])
+def test_an_empty_shape_offers_scalar_the_0_d_spelling(text):
+    """(trial2 F-scalar-msg: '' and '()' were refused without a word of `scalar`)"""
+    with pytest.raises(SpecError, match=r"scalar for a 0-d tensor") as info:
+        parse_shape(text, "t")
+    assert str(info.value).startswith("t: ")
+    assert parse_shape("scalar", "t") == ()
