@@ -9,7 +9,8 @@ import pytest
 
 from tests.customgrad.test_isolation import CRASH, _cli
 
-pytestmark = pytest.mark.slow  # (a child process allocating to its limit, as test_isolation's)
+#: a child process allocating to its memory limit through the CLI, as test_isolation's
+pytestmark = pytest.mark.slow
 
 
 def test_the_memory_stop_names_the_line_backward_was_allocating_at():
