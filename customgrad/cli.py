@@ -237,8 +237,24 @@ def _message(exc: Exception) -> str:
 
         if isinstance(exc, ProcessCrashed):
             where = f" ({exc.file})"  # the message names the line already
+        elif exc.line and f"{os.path.basename(exc.file)}:{exc.line} (in " in text:
+            where = f" ({exc.file})"  # (a memory stop's message names it so)
     return textwrap.fill(f"customgrad: {text}{where}", width=100, break_long_words=False,
                          break_on_hyphens=False)
+
+
+def _print_error_json(args, exc: CustomGradError) -> None:
+    """``--json`` where the command errs: one object with the error (its kind, message,
+    file and line) and ``passed`` null, the exit code unchanged (2)."""
+    error = {"kind": type(exc).__name__, "message": str(exc),
+             "file": getattr(exc, "file", None), "line": getattr(exc, "line", None),
+             "phase": getattr(exc, "phase", None)}
+    try:
+        print(json.dumps({"target": getattr(args, "target", None), "passed": None,
+                          "error": error}, indent=2, default=str))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
 
 
 def _stdout_gone() -> int:
@@ -318,6 +334,8 @@ def _run(args, isolated: bool, announce: Announce | None = None) -> int:
         return _stdout_gone()
     except CustomGradError as exc:
         print(_message(exc), file=sys.stderr)
+        if getattr(args, "json", False):  # a record on stdout too: `| jq .passed` gives null
+            _print_error_json(args, exc)
         stack = getattr(exc, "stack", "")
         if stack:
             print(f"\nWhere it crashed (faulthandler, most recent call first):\n{stack}",
@@ -346,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         return _stdout_gone()
     except CustomGradError as exc:
         print(_message(exc), file=sys.stderr)
+        if getattr(args, "json", False):  # a record on stdout too: `| jq .passed` gives null
+            _print_error_json(args, exc)
         return 2
     except KeyboardInterrupt:
         print("customgrad: interrupted", file=sys.stderr)

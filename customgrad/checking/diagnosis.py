@@ -52,7 +52,7 @@ PHRASES = {
     "nondeterministic": "backward is not deterministic",
     "mutates": "backward changes what it saved, or forward its input",
     "conjugate": "a missing or extra conj() in a complex backward",
-    "no_gradient": "backward returns None for an input that is differentiated",
+    "no_gradient": "backward returns None (or zeros) for an input that is differentiated",
     "random_forward": "forward is random, so finite differences cannot follow it",
     "straight_through": "forward is flat here, backward is not (a straight-through estimator?)",
 }
@@ -82,6 +82,13 @@ def diagnose(report: Report, function: type[Function], args: list, *,
     half = calls.half_precision()
     if half:  # the same backward in float64 passes: its rounding explains every entry
         return found + half
+    if calls.again64 is not None:  # float32, wrong in float64 too: diagnosed there
+        rounded = [Diagnosis(b, "rounding", (
+            "rounding, not backward: this block passes at the same point in float64; its "
+            "float32 mismatches are rounding"), 0.5) for b in sorted(calls.rounded)]
+        # (forward_mutates and random_forward are asked again there, in float64)
+        return diagnose(calls.again64, function, calls._copies(torch.float64),
+                        seed=seed) + rounded
     whole = calls.whole_function()
     if whole or calls.forward_random or report.analytic is None or report.numerical is None:
         return found + whole  # a backward not a function of grad_output explains any matrix
@@ -148,6 +155,11 @@ class _Calls:
         self.outputs = [a.position for a in report.outputs]
         self.forward_random = False  # found by whole_function: no hypothesis then holds
         self.outputs64 = True  # every output float64 (found by _random_grads)
+        #: failing float32 blocks that pass at the same point in float64 (by half_precision)
+        self.rounded: set[str] = set()
+        #: the float64 report at the same point where it fails too: its blocks are diagnosed
+        #: (float32's rounding, amplified at large inputs, hides a bug's pattern)
+        self.again64: Report | None = None
 
     # ---- backward, through apply and the engine
     def _copies(self, dtype: torch.dtype | None = None) -> list:
@@ -156,20 +168,25 @@ class _Calls:
         return [a.detach().to(dtypes.same_kind(dtype, a) if dtype else a.dtype).clone()
                 if isinstance(a, torch.Tensor) else a for a in self.args]
 
-    def _grads(self, grad_outputs, twice: bool = False):
+    def _grads(self, grad_outputs, twice: bool = False, shift: float = 0.0):
+        """(``shift``: every differentiated input moved by it, to another point)"""
         call = self._copies()
+        for i in self.inputs if shift else ():
+            call[i] = call[i] + shift
         leaves = {i: call[i].requires_grad_() for i in self.inputs}
         call = [leaves[i].clone() if i in leaves else a for i, a in enumerate(call)]
         outs = normalize_outputs(self.function, self.function.apply(*call))
         given = {i: call[i].detach().clone() for i in self.inputs}  # after forward's own edits
         chosen = [outs[k] for k in self.outputs]
         wanted = [leaves[i] for i in self.inputs]
-        first = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True,
+        def fresh():  # (a backward may write into its grad_output; g1 is used again)
+            return [g.clone() if isinstance(g, torch.Tensor) else g for g in grad_outputs]
+        first = torch.autograd.grad(chosen, wanted, fresh(), allow_unused=True,
                                     retain_graph=twice)
         second: tuple[torch.Tensor, ...] | RuntimeError | None = None
         if twice:
             try:
-                second = torch.autograd.grad(chosen, wanted, grad_outputs, allow_unused=True)
+                second = torch.autograd.grad(chosen, wanted, fresh(), allow_unused=True)
             except RuntimeError as exc:  # autograd saw a saved tensor modified in place
                 if "inplace" not in str(exc):
                     raise
@@ -258,7 +275,29 @@ class _Calls:
                     "is differentiated, so its gradient counts as zero: return it, or leave "
                     f"{axis.name} out (requires_grad=False, --no-grad {axis.name}, or its grad "
                     "box unticked)"), 0.95))
+            elif failing and _all_zero(grad) and self._zeros_elsewhere(axis.position):
+                found.append(Diagnosis(failing[0].name, "no_gradient", (
+                    f"{self.function.__name__}.backward returns zeros for {axis.name}, but the "
+                    f"outputs depend on it (finite differences of up to "
+                    f"{failing[0].max_abs_error:.3g} where backward gives 0): if {axis.name} is a "
+                    "buffer (a running statistic, a constant, not trained), leave it out of "
+                    f"the check (requires_grad=False, --no-grad {axis.name}, or its grad box "
+                    "unticked) and return None for it; otherwise return its gradient"), 0.9))
         return found
+
+    def _zeros_elsewhere(self, position: int) -> bool:
+        """backward's gradient for input ``position`` is zero at another point too (every
+        differentiated input moved by 1.5): zeros whatever the point (a buffer's), not a
+        relu's at 0."""
+        try:
+            with torch.enable_grad():
+                grads, _, _ = self._grads(self._random_grads(), shift=1.5)
+        except Cancelled:
+            raise
+        except Exception:
+            return False
+        k = self.inputs.index(position)
+        return k < len(grads) and _all_zero(grads[k])
 
     def random_forward(self) -> list[Diagnosis]:
         """A ``random_forward`` diagnosis where two forward calls at the same point (on fresh
@@ -346,19 +385,26 @@ class _Calls:
         if not low:
             return []
         report = self.report
-        if low[0] == torch.float32 and report.rtol >= 1e3 * torch.finfo(torch.float32).eps:
-            return []  # float32's rounding is far inside such a tolerance: not the cause
+        tight = report.rtol < 1e3 * torch.finfo(torch.float32).eps
         try:
             again = compare(self.function, self._copies(torch.float64), eps=report.eps,
-                            atol=report.atol, rtol=report.rtol, keep_matrices=False,
+                            atol=report.atol, rtol=report.rtol,
+                            keep_matrices=report.analytic is not None and not tight,
                             differentiate={a.name: True for a in report.inputs})
         except Cancelled:
             raise
         except Exception:
             return []
         if not again.passed:
+            if low[0] == torch.float32:  # blocks right in float64: float32's rounding only
+                right = {b.name for b in again.blocks if b.passed}
+                self.rounded = {b.name for b in report.blocks if not b.passed} & right
+                if again.analytic is not None:
+                    self.again64 = again
             return []
         name, dtype = self.function.__name__, str(low[0])[6:]
+        if low[0] == torch.float32 and not tight:
+            return [Diagnosis(None, "rounding", self._amplified(name), 0.9)]
         if low[0] == torch.float32:
             return [Diagnosis(None, "rounding", (
                 f"rounding, not backward: {name}.backward computes in float32, whose values "
@@ -372,6 +418,19 @@ class _Calls:
             f"{report.rtol:g}; the same Function at the same point in float64 passes. Check "
             "it in float64 (dtype=float64), or loosen rtol and atol for "
             f"{dtype}"), 0.9)]
+
+    def _amplified(self, name: str) -> str:
+        """Why float32 fails a Function that passes in float64 at a tolerance far above
+        float32's units: forward's rounding grown by cancellation (x - mean at |x| ~ 1000
+        keeps a few digits of the spread), the size of the inputs named."""
+        sizes = [float(self.args[i].detach().abs().max()) for i in self.inputs
+                 if self.args[i].numel() and self.args[i].is_floating_point()]
+        big = f" (inputs as large as {max(sizes):.3g})" if sizes else ""
+        return (f"rounding, not backward: {name} computes in float32 and at this point its "
+                f"rounding is amplified{big}: a difference of nearly equal values, such as "
+                "x - mean at large x, keeps only a few of float32's digits, and the Jacobian "
+                "inherits the error; the same Function at the same point in float64 passes. "
+                "Check it in float64 (dtype=float64, --dtype float64), or at inputs nearer 0")
 
     def whole_function(self) -> list[Diagnosis]:
         try:
@@ -513,3 +572,9 @@ class _Calls:
                       "(Regenerate) and check again")
         return Diagnosis(block.name, kind, detail, 0.8)
 
+
+def _all_zero(grad: object) -> bool:
+    """A gradient tensor backward returned that is zero everywhere (at random grad_outputs:
+    backward gives zeros whatever the outputs' gradients)."""
+    return (isinstance(grad, torch.Tensor) and grad.numel() > 0
+            and not bool(grad.ne(0).any()))

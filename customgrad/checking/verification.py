@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -118,13 +119,34 @@ def _verify(function: type, args: list, options: CheckOptions,
     if o.diagnose and not report.agrees:  # (not where only a finding of the probe fails it)
         diagnoses = diagnose(_kept(report, function, args, o, should_stop, read), function,
                              _fresh(args, read))
+    nonfinite = _nonfinite_sites(report, function, _fresh(args, read)) if o.diagnose else []
     wanted = subchecks.defaults_for(function) if o.checks is None else o.checks
     checks = subchecks.run(function, _fresh(args, read), wanted, eps=o.eps, atol=o.atol,
                            rtol=o.rtol, nondet_tol=o.nondet_tol, report=report) \
         if wanted else {}
     checks.update(report.checks)  # what the comparison's probe found (saved_tensors)
     return report.replace(label=o.label, function=function.__name__, diagnoses=diagnoses,
-                          checks=checks, seconds=seconds)
+                          checks=checks, seconds=seconds, notes=report.notes + nonfinite)
+
+
+def _nonfinite_sites(report: Report, function: type, args: list) -> list[str]:
+    """Where backward's NaN or Inf first appears, as the app's inspector says it ("backward's
+    gradient for x contains NaN or Inf ..., first appears at f.py:75 (in backward)"), where
+    the worst entry is backward's NaN or Inf against a finite finite difference; [] else."""
+    worst = report.worst
+    if report.agrees or worst is None or math.isfinite(worst.analytic) \
+            or not math.isfinite(worst.numerical):
+        return []
+    from customgrad.checking.inspector import inspect_call
+    try:
+        seen = inspect_call(function, args)
+    except Cancelled:
+        raise
+    except Exception:  # (the check's own calls report what fails)
+        return []
+    names = [f"gradient for {a.name} " for a in report.inputs]
+    return [s.message for s in seen.surprises if s.kind == "nan_gradient"
+            and "first appears at" in s.message and any(n in s.message for n in names)]
 
 
 def _kept(report: Report, function: type, args: list, options: CheckOptions,

@@ -312,9 +312,11 @@ def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]
     return outs
 
 
-def call_backward(function: type[Function], ctx, grads: list):
+def call_backward(function: type[Function], ctx, grads: list,
+                  written: list[int] | None = None):
     """Call the user's backward directly with ``ctx`` (the graph node) and raw ``grads``;
-    FunctionError if it raises or modifies a grad_output in place."""
+    FunctionError if it raises or modifies a grad_output in place (``written`` given: the
+    positions of the grad_outputs it modified are appended there instead)."""
     def call():
         with torch.no_grad():
             return function.backward(ctx, *grads)
@@ -322,8 +324,24 @@ def call_backward(function: type[Function], ctx, grads: list):
     raw = run_user(function, "backward", call)
     for k, (g, v) in enumerate(zip(grads, versions)):
         if isinstance(g, torch.Tensor) and g._version != v:
-            raise grad_mutation_error(function, k, len(grads))
+            if written is None:
+                raise grad_mutation_error(function, k, len(grads))
+            written.append(k)
     return raw
+
+
+def grad_mutation_note(function: type[Function], k: int, count: int) -> str:
+    """Why a backward that modified its ``k``-th grad_output fails though every Jacobian
+    entry may agree (each call was given a fresh grad_output, as gradcheck's are)."""
+    line = mutation_line(function, "backward")
+    where = f" ({source_file(function)}:{line})" if line else ""
+    return (f"{function.__name__}.backward modifies grad_output{'' if count == 1 else f' {k}'} "
+            f"in place{where}. gradcheck passes it (each row gets a fresh one-hot "
+            "grad_output), and every Jacobian entry is judged here as there; but in use it "
+            "breaks: after y.sum() autograd hands backward an expanded grad_output and the "
+            "write raises ('more than one element of the written-to tensor refers to a single "
+            "memory location'), and after y + w the same tensor is w's gradient too. Work on a "
+            "copy (grad_output.clone(), or g * x for g.mul_(x)).")
 
 
 def grad_mutation_error(function: type[Function], k: int, count: int) -> FunctionError:

@@ -271,14 +271,12 @@ def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...
         if raw.lower() == SCALAR:
             return ()
         if not raw:
-            raise SpecError(f"{name}: empty shape; write it like 3x8 (or 8 for one dimension).",
-                            field=name)
+            raise SpecError(f"{name}: {_EMPTY}", field=name)
         if not SHAPE_GRAMMAR.fullmatch(raw):
             raise SpecError(f"{name}: {_shape_problem(raw)}", field=name)
         dims = [int(part) for part in re.split(r"\s*[xX]\s*", raw)]
     if not dims:
-        raise SpecError(f"{name}: empty shape; write it like 3x8 (or 8 for one dimension).",
-                        field=name)
+        raise SpecError(f"{name}: {_EMPTY}", field=name)
     for d in dims:
         if d < 1:
             raise SpecError(f"{name}: dimension {d} must be at least 1 (a tensor without "
@@ -290,6 +288,10 @@ def parse_shape(text: str | tuple | list, name: str = "shape") -> tuple[int, ...
             f"{name}: {'x'.join(map(str, dims))} has {math.prod(dims):,} elements, more than "
             f"the {MAX_ELEMENTS:,} allowed.", field=name)
     return tuple(dims)
+
+
+#: an empty shape's message (a 0-d tensor is spelt scalar: '' and '()' were refused without it)
+_EMPTY = f"empty shape; write it like 3x8 (8 for one dimension, {SCALAR} for a 0-d tensor)."
 
 
 def _sequence_dim(value: object, name: str) -> int:
@@ -325,10 +327,10 @@ def _shape_problem(raw: str) -> str:
             return f"dimension {part!r}: write it in digits only, as {int(value)}."
         if not _NOT_A_SEPARATOR.search(raw):
             if not digits:
-                return f"{raw!r} is not a shape; write it like 3x8."
+                return f"{raw!r} is not a shape; write it like 3x8 ({SCALAR} for a 0-d tensor)."
             return f"{raw!r}: separate the dimensions with x, as in {'x'.join(digits)}."
         return f"{part!r} is not a number; write a shape like 3x8."
-    return f"{raw!r} is not a shape; write it like 3x8."
+    return f"{raw!r} is not a shape; write it like 3x8 ({SCALAR} for a 0-d tensor)."
 
 
 def parse_const(text: str, like: object = None, name: str = "constant") -> object:

@@ -491,6 +491,30 @@ def stop(process, fault_path: str, watch: Watch) -> Cancelled:
                      stack=stack.split("Extension modules:")[0].rstrip())
 
 
+def _over_memory(process, fault_path: str, context_text: str | None, limit: int,
+                 what: str) -> MemoryLimitExceeded:
+    """Stop a child past its memory limit: the error, naming the user's line it was at (its
+    stack, asked for first: faulthandler writes it at once, from the signal handler) and
+    advice that does not blame the shapes only (a 3x8 input is not what took 2 GiB)."""
+    stack = stack_before_stop(process, fault_path)
+    process.kill()
+    frame = user_frame(_first_thread(stack)) if stack.strip() else None
+    where, look = "", ""
+    if frame is not None:
+        file, line, function = frame
+        where = f" at {os.path.basename(file)}:{line} (in {function})"
+        look = "Look there for what allocates (a loop, a large tensor); with large inputs, "
+    advice = (f"{look}use smaller shapes, or raise the memory limit." if look
+              else "Use smaller shapes, or raise the memory limit.")
+    error = MemoryLimitExceeded(
+        f"{context_text or 'The Function'} used more than {gib(limit)} of memory "
+        f"{'for ' + what if what else ''} and was stopped before the system ran out{where}. "
+        f"{advice}".replace("  ", " "), limit)
+    if frame is not None:
+        error.file, error.line = frame[0], frame[1]
+    return error
+
+
 def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, what: str,
            watch: Watch, on_quiet: Callable[[tuple[str, int, str], float], None] | None = None):
     context_text: str | None = None
@@ -502,12 +526,7 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
         if limit:
             used = resident_bytes(process.pid)
             if used is not None and used > limit:
-                process.kill()
-                raise MemoryLimitExceeded(
-                    f"{context_text or 'The Function'} used more than {gib(limit)} of memory "
-                    f"{'for ' + what if what else ''} and was stopped before the system ran "
-                    "out. Use smaller shapes, or raise the memory limit.".replace("  ", " "),
-                    limit)
+                raise _over_memory(process, fault_path, context_text, limit, what)
         if watch.stopped_too_long(process.pid):
             process.kill()
             raise FunctionError(f"The process running {context_text or 'the Function'} was "

@@ -24,6 +24,7 @@ from customgrad.function.contract import (
     FakeCtx,
     call_backward,
     check_gradients,
+    grad_mutation_note,
     method_line,
     normalize_outputs,
     return_line,
@@ -56,6 +57,8 @@ class Probe:
     #: what the probe's backward call showed that fails the check though every entry may
     #: agree (``saved_tensors``: backward wrote into a tensor forward saved), by name
     findings: dict[str, SubCheck] = field(default_factory=dict)
+    #: whether backward writes into its grad_output (the rows give it a fresh one each call)
+    writes_grads: bool = False
     #: how far two backward calls on the same graph may differ (gradcheck's nondet_tol)
     nondet_tol: float = 0.0
     #: the tensor arguments forward also reads through a callable argument's closure (a
@@ -142,7 +145,14 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
                  if k in out_pos else probe.zero_grad(o) for k, o in enumerate(outs)]
         saved = _saved_versions(node)
         wanted = [t.requires_grad for t, _ in saved]
-        raw_grads = call_backward(function, node, grads)
+        # (copies: a backward writing into its grad_output, passed as in gradcheck, must not
+        # change the grads the sub-checks call it with again)
+        written_grads: list[int] = []
+        raw_grads = call_backward(function, node, _grad_copies(grads), written_grads)
+        if written_grads:
+            probe.writes_grads = True
+            probe.findings["grad_output"] = SubCheck("grad_output", "failed", grad_mutation_note(
+                function, written_grads[0], len(grads)))
         raw_grads = raw_grads if isinstance(raw_grads, tuple) else (raw_grads,)
         unused = [] if chosen else [i for i in in_pos
                                     if i >= len(raw_grads) or raw_grads[i] is None]
@@ -279,7 +289,7 @@ def _reentrant(probe: Probe, grads: list, first: tuple, nondet_tol: float) -> No
     # ctx.y.mul_(g)``, would change the first result with the second)
     first = tuple(g.detach().clone() if isinstance(g, torch.Tensor) else g for g in first)
     try:
-        again = call_backward(fn, probe.node, grads)
+        again = call_backward(fn, probe.node, _grad_copies(grads), [])
     except FunctionError as exc:  # (``del ctx.x`` after use, say)
         where = f" ({exc.file}:{exc.line})" if exc.file and exc.line else ""
         probe.findings["reentrant"] = SubCheck("reentrant", "failed", (
@@ -601,3 +611,8 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
         a, b = a.to_dense(), b.to_dense()
     return bool(torch.equal(a, b) or (differentiable(a) and a.shape == b.shape and
                                        torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
+
+
+def _grad_copies(grads: list) -> list:
+    """``grads`` with each tensor copied (backward may write into its grad_output)."""
+    return [g.clone() if isinstance(g, torch.Tensor) else g for g in grads]

@@ -1,0 +1,83 @@
+"""customgrad check, as a new user met it (trial2): the NaN's first line named as the app's
+inspector names it (F-nan-cli), --json giving a record on stdout when the check errs
+(F-json-error), and shape errors offering `scalar` (F-scalar-msg)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from customgrad.errors import SpecError
+from customgrad.function.inputs import parse_shape
+from tests.customgrad.test_cli import run_cli
+
+NAN_BACK = textwrap.dedent('''\
+    import torch
+    from torch.autograd import Function
+
+
+    class NaNBack(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x * (x - x) / (x - x)
+    ''')
+
+TOO_FEW = textwrap.dedent('''\
+    import torch
+    from torch.autograd import Function
+
+
+    class TooFew(Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    ''')
+
+
+def test_the_cli_names_the_line_where_backwards_nan_first_appears(capsys, tmp_path):
+    path = tmp_path / "nan_back.py"
+    path.write_text(NAN_BACK)
+    code, out, _ = run_cli(capsys, "check", f"{path}:NaNBack")
+    assert code == 1
+    assert ("backward's gradient for x contains NaN or Inf at these inputs, first appears at "
+            "nan_back.py:14 (in backward)") in out
+
+
+def test_json_prints_the_error_as_a_record_and_keeps_exit_code_2(capsys, tmp_path):
+    path = tmp_path / "too_few.py"
+    path.write_text(TOO_FEW)
+    code, out, err = run_cli(capsys, "check", f"{path}:TooFew", "--json")
+    assert code == 2
+    assert "returned 1 gradient" in err  # (the message stays on stderr too)
+    record = json.loads(out)
+    assert record["passed"] is None and record["target"] == f"{path}:TooFew"
+    error = record["error"]
+    assert error["kind"] == "FunctionError" and "returned 1 gradient" in error["message"]
+    assert error["file"] == str(path) and error["line"] == 12 and error["phase"] == "backward"
+
+
+def test_json_prints_a_loading_error_as_a_record(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "check", f"{tmp_path / 'missing.py'}:X", "--json")
+    assert code == 2
+    assert json.loads(out)["error"]["kind"] == "TargetError"
+
+
+@pytest.mark.parametrize("text", ["", "()", "  "])
+def test_an_empty_shape_offers_scalar_the_0_d_spelling(text):
+    """(trial2 F-scalar-msg: '' and '()' were refused without a word of `scalar`)"""
+    with pytest.raises(SpecError, match=r"scalar for a 0-d tensor") as info:
+        parse_shape(text, "t")
+    assert str(info.value).startswith("t: ")
+    assert parse_shape("scalar", "t") == ()
