@@ -98,14 +98,8 @@ class JacobianView(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_band)
-
-    def _drawer_band(self) -> tuple[int, int]:
-        """Where the Details drawer may lie in the pane: under the heatmaps' titles, above
-        the hover line (it covers neither)."""
-        graphics = self.heatmaps.graphics
-        top = graphics.geometry().top() + graphics.ci.layout.getContentsMargins()[1]
-        return int(top + self.labels.title_height), self.hover_label.geometry().top() - 2
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
+        layout.insertWidget(1, self.drawer)  # under the banner, above the heatmaps
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
@@ -236,6 +230,7 @@ class JacobianView(QWidget):
         if report is None:
             self.shown.report = None
             self._clear_data()
+            self._fit_tag_room()
             verdict = words.no_second_order(checked)
             self._say(verdict.state, verdict.head, verdict.details)
             self.hover_label.setText(self._hover_hint())
@@ -245,7 +240,9 @@ class JacobianView(QWidget):
         verdict = words.verdict(report, self.order)
         self._say(verdict.state, verdict.head, verdict.details, verdict.worst, verdict.notes)
         self.marks.clear()
-        if not self.drawing.show(report):
+        drawn = self.drawing.show(report)
+        self._fit_tag_room()
+        if not drawn:
             self._clear_data()
             self.marks.mark_worst(report)  # where it is, even without the values
             self.hover_label.setText("The matrices were not kept for this check: "
@@ -278,6 +275,7 @@ class JacobianView(QWidget):
         self._method.clear()
         self._set_titles()
         self._clear_data()
+        self._fit_tag_room()
         self._say("neutral", "No Jacobian yet",
                   "Press “Check at current point” to compare your backward with "
                   "finite differences.")
@@ -336,7 +334,8 @@ class JacobianView(QWidget):
         width = vb.width()
         if width < 2 or not self.heatmaps.graphics.isVisible():
             return self.sizeHint().height()
-        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width))
+        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width)
+                         + self.heatmaps.top_pad)
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
         """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
@@ -362,9 +361,6 @@ class JacobianView(QWidget):
         elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
-            self.drawer.place()  # under the titles, wherever they went
-        elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Move:
-            self.drawer.place()
         if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
             fit_hint(self)
         return super().eventFilter(watched, event)
@@ -425,10 +421,23 @@ class JacobianView(QWidget):
         """No entries, block names or lines of the last matrix (it is out of date); the
         shape, and so the pane's height, stays until the next one comes."""
         self._clear_data()
+        self._fit_tag_room()
         self.heatmaps.forget_blocks()
         self._layout_key = None
         self.labels.fit_row_axis()
         self._update_ticks()
+
+    def _fit_tag_room(self) -> None:
+        """Room above the matrix for the diagnosis tags drawn (none without them). Kept
+        while the next check of the same matrix computes: its heatmaps do not move at the
+        start, only where the next verdict has other tags, or none."""
+        pad = self.marks.tag_height()
+        if pad == self.heatmaps.top_pad:
+            return
+        self.heatmaps.top_pad = pad
+        self.heatmaps.update_aspect()
+        self.drawing.refit()
+        self.idealHeightChanged.emit()
 
     def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
              keep_space: bool = False) -> None:
@@ -461,6 +470,10 @@ class JacobianView(QWidget):
             self.heatmaps.pixels = pixels
             self.pixelsChanged.emit(pixels)
         self.drawing.resized()
+        # the bars' labels for their height now: a resize of the graphics fitted them for
+        # the height the bars had before the layout moved them (Details open, then closed,
+        # left "0" alone on narrower bars, and the views wider than before)
+        self.heatmaps.fit_bars(grow_only=self.shown.computing)
         self.labels.fit_titles()
         # the one output's "name [shape]" is fitted to the views' height, which a theme's
         # or a banner's passes change inside an unchanged graphics view: fitted at a
@@ -546,4 +559,5 @@ class JacobianView(QWidget):
         self._update_ticks()
         report = self.shown.report
         self.marks.restyle(report is not None and not report.passed)
+        self._fit_tag_room()  # the tags' font changed
 
