@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QProxyStyle,
     QStyle,
     QStyleFactory,
+    QStyleOptionMenuItem,
     QWidget,
 )
 
@@ -235,37 +236,64 @@ def indicator_size(font: QFont) -> int:
 
 
 class PlaygroundStyle(QProxyStyle):
-    """Fusion, with check boxes that grow with their text and read in every theme: a box
-    outlined in the text colour on the base colour, filled with the selection colour and
-    ticked in its text colour when checked (blue and white in light and dark, yellow and
-    black in high contrast).
+    """Fusion, with check boxes and radio buttons that grow with their text and read in
+    every theme: a box (a circle) outlined in the text colour on the base colour, filled with
+    the selection colour when checked, ticked (dotted) in its text colour (blue and white in
+    light and dark, yellow and black in high contrast). Menus' check marks are the same boxes,
+    their radio items (the Theme menu, pyqtgraph's) the same circles: Fusion drew a dot there,
+    none when unchecked, at one size.
 
-    Written in Python, each of Qt's calls for a pixel metric or a primitive is a call into
-    the interpreter: a repaint of the whole window makes about 280 and 95 of them, which cost
-    7 ms more on 2 cores (docs/performance-log.md, 2026-11-29); the loss plot's repaint, the
-    one a run repeats, makes none. A style sheet indicator costs nothing to paint but would
-    put a sheet on every theme, and every zoom step would then polish each widget again."""
+    Written in Python, each of Qt's calls for a pixel metric, a primitive or a control is a
+    call into the interpreter: a repaint of the whole window makes about 280 and 95 of the
+    first two, which cost 7 ms more on 2 cores (docs/performance-log.md, 2026-11-29), and
+    about 70 of the third (docs/performance-log.md, polish2); the loss plot's repaint, the one
+    a run repeats, makes none. A style sheet indicator costs nothing to paint but would put a
+    sheet on every theme, and every zoom step would then polish each widget again."""
 
-    _SIZES = (QStyle.PixelMetric.PM_IndicatorWidth, QStyle.PixelMetric.PM_IndicatorHeight)
-    _SPACING = QStyle.PixelMetric.PM_CheckBoxLabelSpacing
+    _SIZES = (QStyle.PixelMetric.PM_IndicatorWidth, QStyle.PixelMetric.PM_IndicatorHeight,
+              QStyle.PixelMetric.PM_ExclusiveIndicatorWidth,
+              QStyle.PixelMetric.PM_ExclusiveIndicatorHeight)
+    _SPACINGS = (QStyle.PixelMetric.PM_CheckBoxLabelSpacing,
+                 QStyle.PixelMetric.PM_RadioButtonLabelSpacing)
     _BOX = QStyle.PrimitiveElement.PE_IndicatorCheckBox
+    _RADIO = QStyle.PrimitiveElement.PE_IndicatorRadioButton
     _ITEMS = (QStyle.PrimitiveElement.PE_PanelItemViewItem,
               QStyle.PrimitiveElement.PE_PanelItemViewRow)
     _FOCUS = QStyle.PrimitiveElement.PE_FrameFocusRect
+    _MENU_ITEM = QStyle.ControlElement.CE_MenuItem
+    _EXCLUSIVE = QStyleOptionMenuItem.CheckType.Exclusive
 
     def __init__(self) -> None:
         super().__init__(QStyleFactory.create("Fusion"))
+        #: a menu's radio item is being drawn: the box Fusion asks for is a circle
+        self._menu_radio = False
 
     def pixelMetric(self, metric, option=None, widget=None) -> int:
         if metric in self._SIZES:
             return indicator_size(widget.font() if widget is not None else QApplication.font())
-        if metric == self._SPACING:
+        if metric in self._SPACINGS:
             return 4  # Fusion's 6: the box's growth taken back from the gap to its label
         return super().pixelMetric(metric, option, widget)
 
+    def drawControl(self, element, option, painter, widget=None) -> None:
+        if element == self._MENU_ITEM and option.checkType == self._EXCLUSIVE:
+            # Fusion asks for its box (sized with the menu's font, checked or not) where the
+            # item is not exclusive: that box, drawn as a circle
+            item = QStyleOptionMenuItem(option)
+            item.checkType = QStyleOptionMenuItem.CheckType.NonExclusive
+            self._menu_radio = True
+            try:
+                super().drawControl(element, item, painter, widget)
+            finally:
+                self._menu_radio = False
+        else:
+            super().drawControl(element, option, painter, widget)
+
     def drawPrimitive(self, element, option, painter, widget=None) -> None:
         if element == self._BOX:
-            _draw_check_box(option, painter)
+            (_draw_radio if self._menu_radio else _draw_check_box)(option, painter)
+        elif element == self._RADIO:
+            _draw_radio(option, painter)
         elif element == self._FOCUS and isinstance(widget, QAbstractItemView):
             # Fusion washed a focused list's current row with a lighter gradient, over its
             # text (white on it 2.9:1 in the dark theme), and only once the keyboard had moved
@@ -281,24 +309,51 @@ class PlaygroundStyle(QProxyStyle):
             super().drawPrimitive(element, option, painter, widget)
 
 
-def _draw_check_box(option, painter: QPainter) -> None:
+def _indicator_colours(option) -> tuple[bool, bool, bool, QColor, QColor, QColor, QColor]:
+    """(enabled, on, hovered, text, base, fill, mark) of a check box's or radio button's
+    state, from its palette."""
     state, pal = option.state, option.palette
     enabled = bool(state & QStyle.StateFlag.State_Enabled)
     group = QPalette.ColorGroup.Active if enabled else QPalette.ColorGroup.Disabled
-    on = bool(state & QStyle.StateFlag.State_On)
-    partly = bool(state & QStyle.StateFlag.State_NoChange)
     text = pal.color(group, QPalette.ColorRole.Text)
     base = pal.color(group, QPalette.ColorRole.Base)
     fill = pal.color(group, QPalette.ColorRole.Highlight) if enabled else text
     mark = pal.color(group, QPalette.ColorRole.HighlightedText) if enabled else base
+    hover = enabled and bool(state & QStyle.StateFlag.State_MouseOver)
+    return enabled, bool(state & QStyle.StateFlag.State_On), hover, text, base, fill, mark
+
+
+def _draw_radio(option, painter: QPainter) -> None:
+    """A radio button's circle: as :func:`_draw_check_box`'s box, a dot for the tick."""
+    _enabled, on, hover, text, base, fill, mark = _indicator_colours(option)
+    side = min(option.rect.width(), option.rect.height())
+    line = max(1.5, side / 9)
+    circle = QRectF(option.rect.x(), option.rect.y() + (option.rect.height() - side) / 2,
+                    side, side).adjusted(line / 2, line / 2, -line / 2, -line / 2)
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    edge = fill if hover else text
+    painter.setPen(QPen(fill if on and not hover else edge, line))
+    painter.setBrush(fill if on else base)
+    painter.drawEllipse(circle)
+    if on:
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(mark)
+        inset = circle.width() * 0.3
+        painter.drawEllipse(circle.adjusted(inset, inset, -inset, -inset))
+    painter.restore()
+
+
+def _draw_check_box(option, painter: QPainter) -> None:
+    _enabled, on, hover, text, base, fill, mark = _indicator_colours(option)
+    partly = bool(option.state & QStyle.StateFlag.State_NoChange)
     side = min(option.rect.width(), option.rect.height())
     line = max(1.5, side / 9)
     box = QRectF(option.rect.x(), option.rect.y(), side, side).adjusted(
         line / 2, line / 2, -line / 2, -line / 2)
-    hover = enabled and bool(state & QStyle.StateFlag.State_MouseOver)
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    edge = pal.color(group, QPalette.ColorRole.Highlight) if hover else text
+    edge = fill if hover else text  # (hovered: enabled, whose fill is the selection colour)
     painter.setPen(QPen(fill if (on or partly) and not hover else edge, line))
     painter.setBrush(fill if on or partly else base)
     painter.drawRoundedRect(box, line, line)
