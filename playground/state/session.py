@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
+from customgrad.errors import CustomGradError
 from customgrad.problems.settings import Settings
 from playground.state.checks import Checks
 from playground.state.loop import LOAD_SECONDS, STUCK_SECONDS, UNSTUCK, Loop
@@ -35,6 +36,9 @@ __all__ = ["LOAD_SECONDS", "STUCK_SECONDS", "UNSTUCK", "Session", "carried_over"
 #: settings whose change needs new inputs (and so a new run)
 _REBUILD = {"target", "shapes", "constants", "init", "trained", "given", "dtype", "device",
             "seed", "loss", "optimizer", "memory_cap"}
+#: settings that make the problem only through its inputs' specs: a change of them that
+#: leaves the specs as they were is no change (no new run)
+_SPECS = {"shapes", "constants", "init", "trained"}
 #: settings the loop reads as it runs (sent to it, no new run), by their LoopControl names
 _KNOBS = {"lr": "lr", "check_every": "check_every", "steps": "max_steps"}
 
@@ -189,7 +193,11 @@ class Session(QObject):
         self.open(settings.target, settings)
 
     def update(self, **changes) -> None:
-        """Change settings; a change of inputs restarts the run, a new lr does not."""
+        """Change settings; a change of inputs restarts the run, a new lr does not, nor a
+        field committed as the inputs are (a tensor's init left as its default, "normal",
+        was stored as a change: leaving that field for the tolerance bar started a new run,
+        trial #16)."""
+        before = self._specs() if changes and set(changes) <= _SPECS else None
         for key, value in changes.items():
             if not hasattr(self.settings, key):
                 raise AttributeError(key)
@@ -199,9 +207,22 @@ class Session(QObject):
             self.ctrl.configure(**knobs)
         self.settingsChanged.emit(self.settings)
         if _REBUILD & set(changes):
-            self._rebuild()
+            if before is None or self._specs() != before:
+                self._rebuild()
         elif {"eps", "atol", "rtol", "nondet_tol", "differentiate"} & set(changes):
             self.check_now()
+
+    def _specs(self) -> list | None:
+        """The open Function's input specs for the settings now (None: none, or they cannot
+        be derived: the change is then taken as one)."""
+        from customgrad.problems.problem import specs_for
+
+        if self.target is None:
+            return None
+        try:
+            return specs_for(self.target, self.settings)
+        except CustomGradError:
+            return None
 
     def set_explain(self, on: bool) -> None:
         """Keep before/gradient/after copies in each StepRecord (for the step explainer)."""
