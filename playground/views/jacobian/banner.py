@@ -9,7 +9,7 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
@@ -416,6 +416,28 @@ class DetailsDrawer(QFrame):
         box.setSpacing(4)
         box.addWidget(banner.details_scroll)
         box.addWidget(tolerances)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
+        # as tall as it asks (its details scroll past their share): the heatmaps give way,
+        # not the drawer (squeezed, its details scrolled in one line, and held so)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._held = False  # between hold and release
         self.setVisible(banner.details_shown())
         banner.detailsToggled.connect(self.setVisible)
+
+    def hold(self) -> None:
+        """Keep the height it has until :meth:`release` (while a check computes: the
+        heatmaps below must not move, nor be laid out again, when its lines change)."""
+        self._held = True
+        if self.isVisible():
+            self.setFixedHeight(self.height())
+
+    def release(self) -> None:
+        """As tall as it asks again, once the verdict's lines are laid out (a verdict's
+        words, its progress bar hidden and the whole verdict shown or not in the drawer,
+        took two layout passes: the heatmaps moved by a line and back)."""
+        self._held = False
+        QTimer.singleShot(0, self._release)
+
+    def _release(self) -> None:
+        if not self._held and self.maximumHeight() != _ANY_HEIGHT:
+            self.setMinimumHeight(0)
+            self.setMaximumHeight(_ANY_HEIGHT)

@@ -153,6 +153,7 @@ class JacobianView(QWidget):
         # (nor be laid out again, which costs the GUI thread tens of milliseconds); its
         # verdict's line is one line, and the unfolded details are held
         self.banner.hold_height()
+        self.drawer.hold()
         self._say("neutral", message, keep_space=True)
         self.banner.start_progress(message)
         which = f"Checking {self._function}: entries" if self._function else "Entries"
@@ -443,6 +444,8 @@ class JacobianView(QWidget):
              keep_space: bool = False) -> None:
         """The banner's words; its detail lines keep their place while there is a verdict,
         or one is coming."""
+        if not keep_space:
+            self.drawer.release()
         self.banner.set_text(state, head, details, worst, notes, keep_space=keep_space,
                              keep_lines=self.shown.report is not None or self.shown.computing)
 
