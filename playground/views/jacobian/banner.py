@@ -9,7 +9,9 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from collections.abc import Callable
+
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
@@ -400,14 +402,18 @@ class VerdictBanner(QFrame):
 
 class DetailsDrawer(QFrame):
     """The banner's details and the tolerance editors, in a drawer under the banner, in the
-    pane's column: while it is open the heatmaps below it move down (the pane asks the
-    window for that much more height, and gets what the loss plot can give; the heatmaps
-    give the rest), and when it closes they are where they were. Laid over the heatmaps, it
-    hid their cells (linear_bug's Analytic and Numerical at 1280x720). The details scroll
-    past :data:`DETAILS_SHARE` of the pane's height."""
+    pane's column: while it is open the heatmaps below it move down and take that much less
+    height (nothing outside the pane moves), and when it closes they are where they were.
+    Laid over the heatmaps, it hid their cells (linear_bug's Analytic and Numerical at
+    1280x720). The details scroll past :data:`DETAILS_SHARE` of the pane's height."""
 
-    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget):
+    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget,
+                 room: Callable[[], int] | None = None):
         super().__init__(pane)
+        #: the most height it may ask for: what the pane has beyond the least of the rest
+        #: (asking for more made the window squeeze the loss plot and the code pane, and
+        #: they did not come back to the pixel when it closed)
+        self._room = room
         self.setObjectName("JacobianDrawer")
         self.setFrameShape(QFrame.Shape.Box)
         self.setLineWidth(1)
@@ -422,6 +428,13 @@ class DetailsDrawer(QFrame):
         self._held = False  # between hold and release
         self.setVisible(banner.details_shown())
         banner.detailsToggled.connect(self.setVisible)
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        if self._room is None:
+            return hint
+        least = self.minimumSizeHint().height()
+        return QSize(hint.width(), max(least, min(hint.height(), self._room())))
 
     def hold(self) -> None:
         """Keep the height it has until :meth:`release` (while a check computes: the

@@ -98,8 +98,17 @@ class JacobianView(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_room)
         layout.insertWidget(1, self.drawer)  # under the banner, above the heatmaps
+
+    def _drawer_room(self) -> int:
+        """The height the Details drawer may take: the pane's, less the banner's, the hover
+        line's and the heatmaps' least height."""
+        layout = self.layout()
+        margins, spacing = layout.contentsMargins(), max(0, layout.spacing())
+        return (self.height() - margins.top() - margins.bottom() - 3 * spacing
+                - self.banner.height() - self.hover_label.sizeHint().height()
+                - self.heatmaps.graphics.minimumHeight())
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
@@ -335,7 +344,11 @@ class JacobianView(QWidget):
         width = vb.width()
         if width < 2 or not self.heatmaps.graphics.isVisible():
             return self.sizeHint().height()
-        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width)
+        # not the Details drawer's height: open, it takes its height from the heatmaps, and
+        # nothing outside the pane moves (the loss plot and the code pane, squeezed for it and
+        # given their height back, did not come back to the pixel)
+        drawer = self.drawer.height() if self.drawer.isVisible() else 0
+        return math.ceil(self.height() - vb.height() - drawer + view_height(rows, cols, width)
                          + self.heatmaps.top_pad)
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
