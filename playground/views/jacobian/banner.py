@@ -426,6 +426,8 @@ class DetailsDrawer(QFrame):
         # not the drawer (squeezed, its details scrolled in one line, and held so)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._held = False  # between hold and release
+        self._release_timer = QTimer(self, singleShot=True, interval=0)
+        self._release_timer.timeout.connect(self._release)
         self.setVisible(banner.details_shown())
         banner.detailsToggled.connect(self.setVisible)
 
@@ -448,7 +450,7 @@ class DetailsDrawer(QFrame):
         words, its progress bar hidden and the whole verdict shown or not in the drawer,
         took two layout passes: the heatmaps moved by a line and back)."""
         self._held = False
-        QTimer.singleShot(0, self._release)
+        self._release_timer.start()  # the drawer's own: gone with it (a notebook's picture)
 
     def _release(self) -> None:
         if not self._held and self.maximumHeight() != _ANY_HEIGHT:
