@@ -551,11 +551,9 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
     try:
         area = win.main_area
         total = sum(area.sizes())
-        # Details first: open, the drawer is part of the pane, whose least height grows
-        win.jacobian.set_details_shown(True)
-        _settle(qtbot, win)
         area.setSizes([total - 300, 300])
         area.splitterMoved.emit(total - 300, 1)  # as a drag does
+        win.jacobian.set_details_shown(True)
         win.classroom.layout.save()  # what the drag's timer does once it stops
         sizes = area.sizes()
     finally:
@@ -719,20 +717,16 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         graphics = win.jacobian.heatmaps.graphics
         assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
         assert _problems(win) == []
-        # Details opens in a drawer above the heatmaps, the diagnosis first; the heatmaps
-        # give it room while it is open (tests/playground/test_heatmap_room.py), and have
-        # theirs back when it closes
-        folded = _drawn_height(win)
+        # Details opens in a drawer over the heatmaps, the diagnosis first: it took their
+        # height (179 px at 100 %, 142 px at 150 %)
         win.jacobian.set_details_shown(True)
         _settle(qtbot, win)
+        assert _drawn_height(win) >= least
         drawer = win.jacobian.drawer
         assert drawer.isVisible() and win.jacobian.banner.details_label.isVisible()
         assert win.jacobian.banner.details_label.text().startswith("diagnosis:")
         assert drawer.geometry().bottom() < win.jacobian.height()
         assert win.jacobian.tolerance_row.eps_edit.isVisible()
-        win.jacobian.set_details_shown(False)
-        _settle(qtbot, win)
-        assert _drawn_height(win) == folded
     finally:
         win.session.shutdown(wait=0.5)
 
@@ -752,15 +746,17 @@ def _title_rects(win) -> list[tuple[str, QRect]]:
 @pytest.mark.parametrize(("present", "percent"), [(False, 100), (False, 150), (True, 150)])
 def test_details_cover_no_heatmap_title_and_the_bar_reads_whole(qtbot, present, percent):
     """linear_bug's Details at 1280 x 720: the drawer sat right under the banner, over the
-    titles ("Analytic", "Reference", leaving "ference (a − n)"); it pushes the heatmaps,
-    titles and all, down now. Its bar's words read whole ("ck at current p" at
+    titles ("Analytic", "Reference", leaving "ference (a − n)"); it starts under them now,
+    and the heatmaps keep their height. Its bar's words read whole ("ck at current p" at
     150 %), and the check's eps is "fd eps": a LayerNorm's own eps read "eps" too."""
     win = _window(qtbot, 1280, 720, percent=percent, present=present, target="linear_bug")
     try:
+        folded = _drawn_height(win)
         win.jacobian.set_details_shown(True)
         _settle(qtbot, win)
         drawer = win.jacobian.drawer
         assert drawer.isVisible()
+        assert _drawn_height(win) == folded  # the heatmaps do not give way
         titles = _title_rects(win)
         assert [t for t, _ in titles][1].startswith("Numerical")
         for title, rect in titles:

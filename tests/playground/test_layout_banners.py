@@ -129,11 +129,8 @@ def test_the_verdict_keeps_its_line_and_the_heatmaps_their_height(qtbot, percent
         _settle(qtbot, win)
         cut = label.shown_text() != label.text()
         assert j.banner.head_label.isVisible() == cut
-        # the drawer pushes the heatmaps down while open (tests/playground/
-        # test_heatmap_room.py); closed, they have their height back
-        j.set_details_shown(False)
-        _settle(qtbot, win)
         assert _heatmaps(win) == before
+        j.set_details_shown(False)
     finally:
         win.session.shutdown(wait=0.5)
 

@@ -1,6 +1,6 @@
 """The Jacobian pane's verdict banner: one line with the verdict (progress and Cancel while
 computing) and a Details toggle that unfolds the numbers, the worst entry and the notes in a
-drawer above the heatmaps (:class:`DetailsDrawer`). The verdict keeps to its line, cut where it
+drawer over the heatmaps (:class:`DetailsDrawer`). The verdict keeps to its line, cut where it
 must be (:class:`VerdictLabel`; the drawer then says it whole): a wrapped verdict took the
 heatmaps' height, and gave it back only when a shorter one came.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
@@ -37,9 +37,6 @@ _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
 _FAIL = ("#fde8e6", "#c0261c", "#7a110b")
 _BORDER, _RADIUS = 2, 6  # pixels
 _ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
-#: the share of the pane's height the details take at most (they scroll past it): the
-#: drawer takes its height from the heatmaps' where the loss plot has none to give
-DETAILS_SHARE = 0.3
 #: the Details button's short label, folded and unfolded
 SHORT_DETAILS = {False: "\u25b6", True: "\u25bc"}
 
@@ -188,8 +185,9 @@ class VerdictBanner(QFrame):
         box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
         box.addLayout(self._head)
-        # the diagnosis first; scrolled past a share of the pane's height (DetailsDrawer's)
-        self.details_scroll = FitScroll(self.details_box, pane, share=DETAILS_SHARE)
+        # the diagnosis first; scrolled past 0.6 of the pane's height: the drawer covers the
+        # heatmaps, it takes no room from them
+        self.details_scroll = FitScroll(self.details_box, pane, share=0.6)
         self.progress_bar.hide()
         self.cancel_button.hide()
 
@@ -401,58 +399,65 @@ class VerdictBanner(QFrame):
 
 
 class DetailsDrawer(QFrame):
-    """The banner's details and the tolerance editors, in a drawer under the banner, in the
-    pane's column: while it is open the heatmaps below it move down and take that much less
-    height (nothing outside the pane moves), and when it closes they are where they were.
-    Laid over the heatmaps, it hid their cells (linear_bug's Analytic and Numerical at
-    1280x720). The details scroll past :data:`DETAILS_SHARE` of the pane's height."""
+    """The banner's details and the tolerance editors, in a drawer laid over the top left
+    of the heatmaps under their titles, not in the pane's column: unfolded inside the banner
+    they took the heatmaps' height (a 12x32 Jacobian 179 px tall at 1280x720, 142 px in
+    presentation mode at 150 %); the drawer takes none. Right under the banner it covered
+    the titles ("Analytic", "Reference", leaving "ference (a − n)"): it takes the band
+    ``band()`` gives (top, bottom in the pane: under the titles, above the hover line). At
+    most :attr:`SHARE` of the pane's width and that band's height; the details scroll where
+    they need more."""
+
+    SHARE = 0.55
 
     def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget,
-                 room: Callable[[], int] | None = None):
+                 band: Callable[[], tuple[int, int]] | None = None):
         super().__init__(pane)
-        #: the most height it may ask for: what the pane has beyond the least of the rest
-        #: (asking for more made the window squeeze the loss plot and the code pane, and
-        #: they did not come back to the pixel when it closed)
-        self._room = room
+        self._band = band
         self.setObjectName("JacobianDrawer")
+        self._pane, self._banner = pane, banner
         self.setFrameShape(QFrame.Shape.Box)
-        self.setLineWidth(1)
+        self.setLineWidth(2)
+        self.setAutoFillBackground(True)
         box = QVBoxLayout(self)
-        box.setContentsMargins(8, 4, 8, 4)
+        box.setContentsMargins(8, 6, 8, 6)
         box.setSpacing(4)
         box.addWidget(banner.details_scroll)
         box.addWidget(tolerances)
-        # as tall as it asks (its details scroll past their share): the heatmaps give way,
-        # not the drawer (squeezed, its details scrolled in one line, and held so)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self._held = False  # between hold and release
-        self._release_timer = QTimer(self, singleShot=True, interval=0)
-        self._release_timer.timeout.connect(self._release)
         self.setVisible(banner.details_shown())
-        banner.detailsToggled.connect(self.setVisible)
+        banner.detailsToggled.connect(self._toggled)
+        pane.installEventFilter(self)
 
-    def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        if self._room is None:
-            return hint
-        least = self.minimumSizeHint().height()
-        return QSize(hint.width(), max(least, min(hint.height(), self._room())))
+    def _toggled(self, shown: bool) -> None:
+        self.setVisible(shown)
+        self.place()
 
-    def hold(self) -> None:
-        """Keep the height it has until :meth:`release` (while a check computes: the
-        heatmaps below must not move, nor be laid out again, when its lines change)."""
-        self._held = True
-        if self.isVisible():
-            self.setFixedHeight(self.height())
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._pane and event.type() == event.Type.Resize:
+            self.place()
+        return False
 
-    def release(self) -> None:
-        """As tall as it asks again, once the verdict's lines are laid out (a verdict's
-        words, its progress bar hidden and the whole verdict shown or not in the drawer,
-        took two layout passes: the heatmaps moved by a line and back)."""
-        self._held = False
-        self._release_timer.start()  # the drawer's own: gone with it (a notebook's picture)
+    def place(self) -> None:
+        """Under the banner and the heatmaps' titles, at the pane's left edge, as tall as
+        its contents need."""
+        if self.isHidden():
+            return
+        pane = self._pane
+        least = self.layout().itemAt(1).widget().minimumSizeHint().width() + 20
+        width = min(pane.width() - 8, max(200, least, int(pane.width() * self.SHARE)))
+        top, bottom = self._band() if self._band else (0, pane.height() - 4)
+        top = max(self._banner.geometry().bottom(), top) + 2
+        room = max(0, bottom - top)
+        layout = self.layout()
+        need = layout.totalHeightForWidth(width) if layout.hasHeightForWidth() \
+            else self.sizeHint().height()
+        # at the left: the Difference heatmap, with its diagnosis tag, stays in sight
+        self.setGeometry(4, top, width, min(need, room))
+        self.raise_()
 
-    def _release(self) -> None:
-        if not self._held and self.maximumHeight() != _ANY_HEIGHT:
-            self.setMinimumHeight(0)
-            self.setMaximumHeight(_ANY_HEIGHT)
+    def event(self, event) -> bool:
+        if event.type() == event.Type.LayoutRequest:
+            QWidget.event(self, event)
+            self.place()
+            return True
+        return super().event(event)

@@ -98,17 +98,14 @@ class JacobianView(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_room)
-        layout.insertWidget(1, self.drawer)  # under the banner, above the heatmaps
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_band)
 
-    def _drawer_room(self) -> int:
-        """The height the Details drawer may take: the pane's, less the banner's, the hover
-        line's and the heatmaps' least height."""
-        layout = self.layout()
-        margins, spacing = layout.contentsMargins(), max(0, layout.spacing())
-        return (self.height() - margins.top() - margins.bottom() - 3 * spacing
-                - self.banner.height() - self.hover_label.sizeHint().height()
-                - self.heatmaps.graphics.minimumHeight())
+    def _drawer_band(self) -> tuple[int, int]:
+        """Where the Details drawer may lie in the pane: under the heatmaps' titles, above
+        the hover line (it covers neither)."""
+        graphics = self.heatmaps.graphics
+        top = graphics.geometry().top() + graphics.ci.layout.getContentsMargins()[1]
+        return int(top + self.labels.title_height), self.hover_label.geometry().top() - 2
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
@@ -162,7 +159,6 @@ class JacobianView(QWidget):
         # (nor be laid out again, which costs the GUI thread tens of milliseconds); its
         # verdict's line is one line, and the unfolded details are held
         self.banner.hold_height()
-        self.drawer.hold()
         self._say("neutral", message, keep_space=True)
         self.banner.start_progress(message)
         which = f"Checking {self._function}: entries" if self._function else "Entries"
@@ -344,11 +340,7 @@ class JacobianView(QWidget):
         width = vb.width()
         if width < 2 or not self.heatmaps.graphics.isVisible():
             return self.sizeHint().height()
-        # not the Details drawer's height: open, it takes its height from the heatmaps, and
-        # nothing outside the pane moves (the loss plot and the code pane, squeezed for it and
-        # given their height back, did not come back to the pixel)
-        drawer = self.drawer.height() if self.drawer.isVisible() else 0
-        return math.ceil(self.height() - vb.height() - drawer + view_height(rows, cols, width)
+        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width)
                          + self.heatmaps.top_pad)
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
@@ -375,6 +367,9 @@ class JacobianView(QWidget):
         elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
+            self.drawer.place()  # under the titles, wherever they went
+        elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Move:
+            self.drawer.place()
         if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
             fit_hint(self)
         return super().eventFilter(watched, event)
@@ -457,8 +452,6 @@ class JacobianView(QWidget):
              keep_space: bool = False) -> None:
         """The banner's words; its detail lines keep their place while there is a verdict,
         or one is coming."""
-        if not keep_space:
-            self.drawer.release()
         self.banner.set_text(state, head, details, worst, notes, keep_space=keep_space,
                              keep_lines=self.shown.report is not None or self.shown.computing)
 
@@ -486,10 +479,6 @@ class JacobianView(QWidget):
             self.heatmaps.pixels = pixels
             self.pixelsChanged.emit(pixels)
         self.drawing.resized()
-        # the bars' labels for their height now: a resize of the graphics fitted them for
-        # the height the bars had before the layout moved them (Details open, then closed,
-        # left "0" alone on narrower bars, and the views wider than before)
-        self.heatmaps.fit_bars(grow_only=self.shown.computing)
         self.labels.fit_titles()
         # the one output's "name [shape]" is fitted to the views' height, which a theme's
         # or a banner's passes change inside an unchanged graphics view: fitted at a
