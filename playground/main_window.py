@@ -255,6 +255,10 @@ class MainWindow(QMainWindow):
                              (self.controls.check, "check")):
             button.clicked.connect(self.user_commands[name])
         self.errors.jump.connect(self._jump)
+        # a notice's "nan.py:14" is a link where the file is the code's or the editor's: it
+        # goes where the error banner's links go (the code pane at that line)
+        self.notice.files = lambda: (self.code.file, self.byof.editor.path)
+        self.notice.jump.connect(self.errors.jump)
 
     def _compose_features(self) -> None:
         """Own Functions, then the classroom (whose menu entries go around theirs)."""

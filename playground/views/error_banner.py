@@ -29,7 +29,7 @@ from customgrad import errors
 from customgrad.errors import FunctionError, SpecError, TargetError
 from playground.views.fields import is_narrow
 
-__all__ = ["ErrorBanner"]
+__all__ = ["LINK_STYLE", "ErrorBanner", "show_line_tip"]
 
 #: customgrad's own code: its frames go out of a traceback that has the user's (the gallery's
 #: Functions are the user's code here)
@@ -78,6 +78,15 @@ class _Lines(QLabel):
             Qt.AlignmentFlag.AlignTop if cut else Qt.AlignmentFlag.AlignVCenter))
 
 
+#: how a file:line link looks, in the error banner and in a notice
+LINK_STYLE = "text-decoration: underline; color: #0b4f9c;"
+
+
+def show_line_tip(file: str, line: int) -> str:
+    """What a file:line link's tooltip says it does."""
+    return f"Show {file}, line {line}, in the code"
+
+
 class ErrorBanner(QFrame):
     """Non-modal; a new error replaces the old one, folded to its line. ``jump(file, line)``
     asks to show the code."""
@@ -95,7 +104,7 @@ class ErrorBanner(QFrame):
         self.where = QPushButton()
         self.where.setFlat(True)
         self.where.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.where.setStyleSheet("text-decoration: underline; color: #0b4f9c; text-align: left;")
+        self.where.setStyleSheet(f"{LINK_STYLE} text-align: left;")
         self.details_button = QPushButton("Details")
         self.details_button.setCheckable(True)
         self.details_button.setToolTip("The whole message, where it happened, the traceback")
@@ -153,7 +162,7 @@ class ErrorBanner(QFrame):
         # the file's name on the line (a path would widen the window past the screen)
         name = os.path.basename(file) if file else ""
         self.where.setText(f"{name}:{line}" if line else name)
-        self.where.setToolTip(f"Show {file}, line {line}, in the code" if line else file or "")
+        self.where.setToolTip(show_line_tip(file, line) if line else file or "")
         # unfolded, the kind of error is said here (the message itself only where the line
         # above cuts it: it said the same sentence twice)
         self.location.setText(f"{kind}: {file}:{line}" if line else f"{kind}: {file}"

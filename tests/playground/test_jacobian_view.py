@@ -1228,21 +1228,21 @@ def test_the_worker_waits_for_a_big_matrix_preview_to_be_painted(view, qtbot):
 
 
 def test_the_diagnosis_tag_keeps_clear_of_the_ringed_worst_entry():
-    """The tag ("transposed", "factor") sat at its block's top left whatever was there,
-    on the ring where the worst entry was in that corner; it takes the first corner clear of
-    the ring (top left where that is)."""
+    """The tag ("transposed", "factor") sits above the matrix, over its block: at the
+    block's left edge, or ending at its right edge where a worst entry in the top row rings
+    up into the tag's room there; where both would touch the ring, the edge farther from it.
+    (Inside the block, at its top left, it hid the top row's cells, and sat on the ring.)"""
     from playground.views.jacobian.marks import tag_place
 
     block = (3.5, -0.5, 16.0, 12.0)  # linear_bug's weight block: columns 4 to 19, rows 0-11
-    size, reach = (5.0, 1.5), (1.0, 1.0)
-    assert tag_place(block, (15.0, 8.0), size, reach) == ((0, 0), (3.5, -0.5))  # far: as ever
-    assert tag_place(block, None, size, reach) == ((0, 0), (3.5, -0.5))
-    anchor, at = tag_place(block, (5.0, 0.0), size, reach)  # on the top left: top right
-    assert (anchor, at) == ((1, 0), (19.5, -0.5))
-    # on the top left and the top right: the bottom left
-    assert tag_place(block, (11.0, 0.0), (9.0, 1.5), reach)[0] == (0, 1)
-    # no corner clear (a small block): the one farthest from the ring
-    assert tag_place((3.5, -0.5, 6.0, 2.0), (5.0, 0.5), (5.0, 1.0), reach)[0] == (1, 0)
+    size, reach, top = (5.0, 1.5), (1.0, 1.0), -0.6
+    assert tag_place(block, (15.0, 8.0), size, reach, top) == 3.5  # far below: the left
+    assert tag_place(block, None, size, reach, top) == 3.5
+    assert tag_place(block, (5.0, 0.0), size, reach, top) == 14.5  # top row, left: right
+    # a block's lower rows: the tag above the matrix is clear of any ring there
+    assert tag_place((3.5, 5.5, 16.0, 6.0), (5.0, 6.0), size, reach, top) == 3.5
+    # a narrow block, the ring under both: the edge farther from it
+    assert tag_place((3.5, -0.5, 6.0, 2.0), (5.0, 0.0), size, reach, top) == 4.5
 
 
 @functools.cache

@@ -113,6 +113,9 @@ class Heatmaps:
         self.inputs: list[Axis] = []
         self.shape = (0, 0)
         self.text_color = "#000000"
+        #: pixels the views keep free above the matrix (the diagnosis tags sit there: over
+        #: the matrix they hid its top row's cells); 0 where there is no tag
+        self.top_pad = 0
         self._bar_width = 16
         self._tick_offset = 3
 
@@ -333,16 +336,33 @@ class Heatmaps:
         of the view empty); the three views are linked, so they all get the same."""
         vb = self.view_box
         rows, cols = self.shape
-        ratio = cell_aspect(rows, cols, vb.width(), vb.height())
+        ratio = cell_aspect(rows, cols, vb.width(), self.matrix_height())
         for panel in self.panels:
             panel.plot.vb.setAspectLocked(True, ratio=ratio)
 
+    def matrix_height(self) -> float:
+        """The views' height less :attr:`top_pad`: what the matrix may take."""
+        return self.view_box.height() - self.pad_pixels()
+
+    def pad_pixels(self) -> float:
+        """:attr:`top_pad`, but never more than a third of the views' height."""
+        return min(float(self.top_pad), self.view_box.height() / 3)
+
     def refit(self) -> None:
-        """Show the whole matrix."""
+        """Show the whole matrix (2 % of its size free around it), :attr:`top_pad` pixels
+        free above it."""
         rows, cols = self.shape
-        if rows and cols:
-            self.view_box.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5),
-                                   padding=0.02)
+        if not (rows and cols):
+            return
+        margin = 0.02
+        x, y = margin * cols, margin * rows
+        pad, height = self.pad_pixels(), self.view_box.height()
+        # the pad in rows at the scale the views will have: (rows + 2y + p) / height rows a
+        # pixel, p of them the pad. Where the width limits the scale instead, the aspect's
+        # lock widens the range around its centre, and the pad only grows
+        top = pad * (rows + 2 * y) / (height - pad) if pad > 0 else 0.0
+        self.view_box.setRange(xRange=(-0.5 - x, cols - 0.5 + x),
+                               yRange=(-0.5 - y - top, rows - 0.5 + y), padding=0.0)
 
     # ------------------------------------------------------------------ fonts, colours
 

@@ -1,9 +1,11 @@
 """What is drawn over the Jacobian heatmaps: the mismatches (each outlined, or a translucent
 amber mask where there are too many), the ring on the worst entry, each diagnosed block's
-dashed outline with its words, and the square on the hovered entry."""
+dashed outline with its words (above the matrix, in the room :attr:`Heatmaps.top_pad` keeps
+free: over it they hid the top row's cells), and the square on the hovered entry."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
+from playground.views.fonts import scaled
 from playground.views.jacobian.heatmaps import Heatmaps
 from playground.views.jacobian.items import Image, Scatter
 
@@ -32,6 +35,8 @@ _HALO = QColor(255, 255, 255, 190)
 _MISMATCH = QColor("#111111")
 _MASK = (250, 200, 0, 150)  # amber wash for masks too dense to outline one by one
 _HOVER = QColor("#00a0a0")
+#: a diagnosis tag's margin around its words, and the pixels between it and the matrix
+_TAG_MARGIN, _TAG_GAP = 2, 2
 
 
 class Marks:
@@ -130,9 +135,10 @@ class Marks:
             w, h = block.input.size, block.output.size
             box = pg.PlotCurveItem([x, x + w, x + w, x, x], [y, y, y + h, y + h, y],
                                    pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine))
-            label = pg.TextItem(d.kind.replace("_", " "), color=colour, anchor=(0, 0),
+            label = pg.TextItem(d.kind.replace("_", " "), color=colour, anchor=(0, 1),
                                 fill=pg.mkBrush(palette.color(QPalette.ColorRole.Base)))
-            label.setPos(x, y)
+            label.textItem.document().setDocumentMargin(_TAG_MARGIN)
+            label.setFont(scaled(self._owner.font(), 1.0))
             label.setToolTip(d.detail)
             self._tags.append((label, (x, y, w, h)))
             for item in (box, label):
@@ -141,9 +147,15 @@ class Marks:
                 self.diagnosis_items.append(item)
         self._place_tags()
 
+    def tag_height(self) -> int:
+        """The pixels the diagnosis tags need above the matrix (0: none shown)."""
+        heights = [label.textItem.boundingRect().height() for label, _ in self._tags]
+        return math.ceil(max(heights)) + _TAG_GAP if heights else 0
+
     def _place_tags(self) -> None:
-        """Each diagnosis' words in a corner of its block clear of the ring on the worst
-        entry (at the top left they sat on it where the worst entry was there)."""
+        """Each diagnosis' words above the matrix, over its block's columns: at its block's
+        left edge, or its right edge where the ring on a worst entry in the top row reaches
+        up there; side by side where two blocks' tags would meet."""
         if not self._tags:
             return
         vb = self._heatmaps.panels[2].plot.getViewBox()
@@ -153,17 +165,20 @@ class Marks:
             px = py = 0.0
         (low, high), _rows = vb.viewRange()
         ring = QFontMetrics(self._owner.font()).height() * 0.75 + 4  # its radius and halo
-        for label, rect in self._tags:
+        top = -0.5 - _TAG_GAP * py  # a little above the matrix's top edge
+        end = low
+        for label, rect in sorted(self._tags, key=lambda t: t[1][0]):
             text = label.textItem.boundingRect()
             size = (text.width() * px, text.height() * py) if px > 0 and py > 0 else \
-                (rect[2] / 2, rect[3] / 2)
+                (rect[2] / 2, 1.0)
             reach = (ring * px, ring * py) if px > 0 and py > 0 else (1.0, 1.0)
-            (ax, ay), (tx, ty) = tag_place(rect, self._worst_cell, size, reach)
-            # inside the view, whole: a narrow block's tag ran past the view's edge, cut
-            # ("transpos" at 1280x720, 150 %)
-            left = max(low, min(tx - ax * size[0], high - size[0]))
-            label.setAnchor((0, ay))
-            label.setPos(left, ty)
+            left = tag_place(rect, self._worst_cell, size, reach, top)
+            # inside the view, whole (a narrow block's tag ran past the view's edge, cut:
+            # "transpos" at 1280x720, 150 %), and clear of the tag before it
+            left = max(low, end, min(left, high - size[0]))
+            label.setAnchor((0, 1))
+            label.setPos(left, top)
+            end = left + size[0] + 4 * px
 
     def set_hover(self, cell: tuple[int, int] | None) -> None:
         """The square on the hovered entry (row, col), on all three heatmaps."""
@@ -178,6 +193,8 @@ class Marks:
     def restyle(self, failed: bool) -> None:
         """Pens as thick as the pane's font asks (``failed``: the worst entry failed)."""
         pixels = QFontMetrics(self._owner.font()).height()
+        for label, _rect in self._tags:
+            label.setFont(scaled(self._owner.font(), 1.0))
         for panel in self._heatmaps.panels:
             panel.hover.setPen(pg.mkPen(_HOVER, width=max(2.0, pixels / 7)))
         self.mismatch_markers.setPen(pg.mkPen(_MISMATCH, width=max(1.5, pixels / 10)))
@@ -219,27 +236,25 @@ class Marks:
 
 
 def tag_place(rect: tuple[float, float, float, float], worst: tuple[float, float] | None,
-              size: tuple[float, float], reach: tuple[float, float]):
-    """Where a block's diagnosis tag goes: ``(anchor, position)`` of the first corner of
-    ``rect`` (x, y, w, h; rows down) — top left, top right, bottom left, bottom right —
-    whose tag (``size`` in cells) is clear of the ring around ``worst`` (col, row; reaching
-    ``reach`` cells); else the corner farthest from it."""
-    x, y, w, h = rect
-    corners = [((0, 0), (x, y)), ((1, 0), (x + w, y)), ((0, 1), (x, y + h)),
-               ((1, 1), (x + w, y + h))]
-    if worst is None:
-        return corners[0]
-    col, row = worst
+              size: tuple[float, float], reach: tuple[float, float], top: float) -> float:
+    """Where a block's diagnosis tag (``size`` in cells) starts, its bottom at ``top`` (above
+    the matrix): at the left edge of ``rect`` (x, y, w, h; rows down), or ending at its
+    right edge where the tag at the left would touch the ring around ``worst`` (col, row;
+    reaching ``reach`` cells: a worst entry in the top row rings up into the tags' room);
+    where both would, the edge farther from it."""
+    x, _y, w, _h = rect
     tw, th = size
+    starts = [x, x + w - tw]
+    if worst is None:
+        return starts[0]
+    col, row = worst
     rx, ry = reach
 
-    def clear(corner) -> bool:
-        (ax, ay), (cx, cy) = corner
-        left, top = cx - ax * tw, cy - ay * th
+    def clear(left: float) -> bool:
         return (col + rx < left or col - rx > left + tw
-                or row + ry < top or row - ry > top + th)
+                or row + ry < top - th or row - ry > top)
 
-    for corner in corners:
-        if clear(corner):
-            return corner
-    return max(corners, key=lambda c: (c[1][0] - col) ** 2 + (c[1][1] - row) ** 2)
+    for left in starts:
+        if clear(left):
+            return left
+    return max(starts, key=lambda left: abs(left + tw / 2 - col))

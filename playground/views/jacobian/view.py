@@ -242,6 +242,7 @@ class JacobianView(QWidget):
         if report is None:
             self.shown.report = None
             self._clear_data()
+            self._fit_tag_room()
             verdict = words.no_second_order(checked)
             self._say(verdict.state, verdict.head, verdict.details)
             self.hover_label.setText(self._hover_hint())
@@ -251,7 +252,9 @@ class JacobianView(QWidget):
         verdict = words.verdict(report, self.order)
         self._say(verdict.state, verdict.head, verdict.details, verdict.worst, verdict.notes)
         self.marks.clear()
-        if not self.drawing.show(report):
+        drawn = self.drawing.show(report)
+        self._fit_tag_room()
+        if not drawn:
             self._clear_data()
             self.marks.mark_worst(report)  # where it is, even without the values
             self.hover_label.setText("The matrices were not kept for this check: "
@@ -284,6 +287,7 @@ class JacobianView(QWidget):
         self._method.clear()
         self._set_titles()
         self._clear_data()
+        self._fit_tag_room()
         self._say("neutral", "No Jacobian yet",
                   "Press “Check at current point” to compare your backward with "
                   "finite differences.")
@@ -342,7 +346,8 @@ class JacobianView(QWidget):
         width = vb.width()
         if width < 2 or not self.heatmaps.graphics.isVisible():
             return self.sizeHint().height()
-        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width))
+        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width)
+                         + self.heatmaps.top_pad)
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
         """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
@@ -431,10 +436,23 @@ class JacobianView(QWidget):
         """No entries, block names or lines of the last matrix (it is out of date); the
         shape, and so the pane's height, stays until the next one comes."""
         self._clear_data()
+        self._fit_tag_room()
         self.heatmaps.forget_blocks()
         self._layout_key = None
         self.labels.fit_row_axis()
         self._update_ticks()
+
+    def _fit_tag_room(self) -> None:
+        """Room above the matrix for the diagnosis tags drawn (none without them). Kept
+        while the next check of the same matrix computes: its heatmaps do not move at the
+        start, only where the next verdict has other tags, or none."""
+        pad = self.marks.tag_height()
+        if pad == self.heatmaps.top_pad:
+            return
+        self.heatmaps.top_pad = pad
+        self.heatmaps.update_aspect()
+        self.drawing.refit()
+        self.idealHeightChanged.emit()
 
     def _say(self, state: str, head: str, details: str = "", worst: str = "", notes: str = "",
              keep_space: bool = False) -> None:
@@ -552,4 +570,5 @@ class JacobianView(QWidget):
         self._update_ticks()
         report = self.shown.report
         self.marks.restyle(report is not None and not report.passed)
+        self._fit_tag_room()  # the tags' font changed
 
