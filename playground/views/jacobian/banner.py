@@ -9,6 +9,7 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QRectF, Qt, Signal
@@ -44,7 +45,9 @@ SHORT_DETAILS = {False: "\u25b6", True: "\u25bc"}
 class VerdictLabel(ElidedLabel):
     """The verdict's one line, as tall as a line of its font whatever it says. Too long for
     it, a verdict is set smaller first (down to :attr:`LEAST` of its size, as a slide's title
-    shrinks to fit), then loses its " — diagnosis?" (Details leads with the diagnosis), then
+    shrinks to fit), then its "entries outside tolerance" words before the " — diagnosis?"
+    (what a student needs: "✘ FAILED: 72 of 384 — transposed?"), then its counts ("✘ FAILED
+    — transposed?"), then the diagnosis (Details leads with it), then
     the words that do not fit (or, where that would leave much less, the letters), cut with
     "…"; the text stays whole in :meth:`text` and the tooltip.
     ``cutChanged(cut)`` when it starts or stops being cut (another text, width or font)."""
@@ -62,13 +65,16 @@ class VerdictLabel(ElidedLabel):
         text, width = self.text(), self.contentsRect().width()
         least = self._fitted(text, width)
         elided = QFontMetrics(least).elidedText(text, Qt.TextElideMode.ElideRight, width)
-        head, dash, _diagnosis = text.partition(" — ")
+        head, dash, diagnosis = text.partition(" — ")
+        counted = re.sub(r" (Jacobian )?entries outside tolerance$", "", head)
+        compact = [f"{counted} — {diagnosis}", f"{head.partition(':')[0]} — {diagnosis}"] \
+            if dash and counted != head else []
         words = head.split(" ")
         # whole words, then "…" ("… outside …", not "… outsi…"), where they keep most of
         # what letters cut would ("Jacobian not computed: …" said less than
         # "Jacobian not computed: BackwardRaises.backw…")
         cuts = [" ".join([*words[:n], "…"]) for n in range(len(words) - 1, 1, -1)]
-        for candidate in [text, *([f"{head} …"] if dash else []), *cuts]:
+        for candidate in [text, *compact, *([f"{head} …"] if dash else []), *cuts]:
             if candidate in cuts and len(candidate) < 0.7 * len(elided):
                 break
             font = self._fitted(candidate, width)
