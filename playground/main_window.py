@@ -75,6 +75,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Autograd playground")
         self._start_failure = False  # the banner says what failed to open at start
         self._spec_shown: str | None = None  # the Function open (its spec)
+        self._running_on = False  # the check has run on without a word (Esc cancels it)
         self._build_views()
         main = self._build_layout()
         self.status = self.statusBar()
@@ -240,11 +241,12 @@ class MainWindow(QMainWindow):
         s.runReset.connect(self.notice.run_started)
         s.targetChanged.connect(self.notice.run_started)  # the last Function's run's notices
         s.busyChanged.connect(self._busy)
-        for signal in (s.busyChanged, s.jacobianReady, s.secondOrderReady, s.jacobianFailed,
-                       self.preferences.presentingChanged):
-            signal.connect(self._update_cancel_key)
-        # said before the check's job exists: looked at once it does
-        s.jacobianStarted.connect(lambda _w: QTimer.singleShot(0, self._update_cancel_key))
+        # Esc cancels a check once the banner has said it runs on (_update_cancel_key)
+        s.jacobianRunningAt.connect(lambda _w: self._update_cancel_key(running_on=True))
+        for signal in (s.jacobianStarted, s.jacobianReady, s.secondOrderReady,
+                       s.jacobianFailed, s.targetChanged):
+            signal.connect(lambda *_a: self._update_cancel_key(running_on=False))
+        self.preferences.presentingChanged.connect(lambda _on: self._update_cancel_key())
         s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
@@ -419,7 +421,8 @@ class MainWindow(QMainWindow):
             self.jacobian.preparing()
 
     def _give_escape(self) -> None:
-        """Esc cancels a check that runs on (an endless loop: Cancel was the mouse's only).
+        """Esc cancels a check that runs on (an endless loop: Cancel was the mouse's only;
+        :meth:`_update_cancel_key` says when).
         Esc is also presentation's way out (the classroom's action, which has it): each is
         enabled only while the other is not, so Qt never sees two (_update_cancel_key), and
         leaving presentation comes first. Set here, after the classroom has taken its keys
@@ -429,13 +432,15 @@ class MainWindow(QMainWindow):
         cancel.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self._update_cancel_key()
 
-    def _update_cancel_key(self, *_args) -> None:
-        """Esc cancels while a check runs or the inputs are prepared, out of presentation
-        (where Esc leaves it first)."""
-        s, job = self.session, self.session.checks.job
-        working = s.busy or (job is not None and not job.done)
+    def _update_cancel_key(self, running_on: bool | None = None) -> None:
+        """Esc cancels a check that runs on (the banner has said "Still checking: … Esc or
+        Cancel stops it"), out of presentation (where Esc leaves it first). Not any check:
+        Esc in a text field gives the keys back (TextFieldEscape), and a check is running
+        most of the time a teacher presses it there."""
+        if running_on is not None:
+            self._running_on = running_on
         self.actions_by_name["cancel_check"].setEnabled(
-            working and not self.preferences.presenting)
+            self._running_on and not self.preferences.presenting)
 
     def _checking(self, message: str) -> None:
         """The check that follows a build: the status bar's "Ready" (the build's end) would

@@ -416,6 +416,7 @@ def check_app(case, files, qtbot, win):
     errors: list[Exception] = []
     reports = []
     s.notice.connect(notices.append)
+    s.runNotice.connect(notices.append)  # (a NaN's: about the Function's run)
     s.errorRaised.connect(errors.append)
     s.jacobianReady.connect(reports.append)
     message = case.app_message or case.message

@@ -383,6 +383,7 @@ def test_a_top_level_blocked_outside_python_is_reported(qtbot, window, tmp_path,
 def test_nan_and_inf_are_surfaced(qtbot, window, name):
     notices = []
     window.session.notice.connect(notices.append)
+    window.session.runNotice.connect(notices.append)  # (a NaN's: about the Function's run)
     open_target(qtbot, window, f"{ERRORS}:{name}")
     qtbot.waitUntil(lambda: any("NaN or Inf" in n for n in notices), timeout=TIMEOUT)
     assert window.notice.isVisibleTo(window)
