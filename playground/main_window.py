@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
                 ("check", "Check the Jacobian at the current point", ["C"],
                  self.user_commands["check"])):
             self.commands.add(name, text, keys, slot, self.menus["run"])
-        # Esc stops a check or a preparation that runs on (its key: _give_escape)
+        # Esc stops a check that runs on (its key: _give_escape)
         self.commands.add("cancel_check", "Cancel the check", (), s.cancel_check,
                           self.menus["run"]).setEnabled(False)
         quit_action = QAction("&Quit", self)  # in the menu only, as the platform has it
