@@ -433,10 +433,11 @@ class MainWindow(QMainWindow):
         self._update_cancel_key()
 
     def _update_cancel_key(self, running_on: bool | None = None) -> None:
-        """Esc cancels a check that runs on (the banner has said "Still checking: … Esc or
-        Cancel stops it"), out of presentation (where Esc leaves it first). Not any check:
-        Esc in a text field gives the keys back (TextFieldEscape), and a check is running
-        most of the time a teacher presses it there."""
+        """Esc cancels a check that runs on (the banner has said "At loops.py:13 (backward)
+        for 12 s — still checking: Esc or Cancel stops it"), out of presentation (where Esc
+        leaves it first). Not any check: Esc in a text field gives the keys back
+        (TextFieldEscape), and a check is running most of the time a teacher presses it
+        there."""
         if running_on is not None:
             self._running_on = running_on
         self.actions_by_name["cancel_check"].setEnabled(

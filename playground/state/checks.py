@@ -66,9 +66,10 @@ class Checks:
         if serial != self._serial:
             return
         file, line, function, seconds = at
+        # where first: at 150 % beside the progress bar the banner's line keeps a few words
         self.session.jacobianRunningAt.emit(
-            f"Still checking: {function} has been running {seconds:.0f} s, now at "
-            f"{os.path.basename(file)}:{line}. Esc or Cancel stops it.")
+            f"At {os.path.basename(file)}:{line} ({function}) for {seconds:.0f} s — still "
+            "checking: Esc or Cancel stops it.")
 
     def cancel_by_user(self) -> None:
         """The user's Cancel: the comparison stops, and its worker process is ended a second

@@ -44,9 +44,11 @@ def test_an_endless_backward_is_named_while_it_runs_and_esc_stops_it(
     with qtbot.waitSignal(window.session.jacobianRunningAt, timeout=TIMEOUT) as said:
         window.session.set_target(f"{path}:Forever")
     words = said.args[0]
-    assert "backward has been running" in words, words
-    assert any(f"loops.py:{n}." in words for n in (line, line + 1)), words
+    assert any(words.startswith(f"At loops.py:{n} (backward) for ") for n in (line, line + 1)), \
+        words
+    assert words.endswith("— still checking: Esc or Cancel stops it."), words
     assert words in window.jacobian.banner.verdict_label.text()
+    assert window.jacobian.hover_label.text() == words
     assert cancel.isEnabled()
     assert [k.toString() for k in cancel.shortcuts()] == ["Esc"]
     window.activateWindow()

@@ -167,9 +167,11 @@ class JacobianView(QWidget):
 
     def running_at(self, words: str) -> None:
         """The check runs on without a word: the banner says where it is (the progress bar
-        and Cancel stay)."""
+        and Cancel stay), and the line under the heatmaps, which has the room to say it
+        whole."""
         if self.shown.computing:
             self._say("neutral", words, keep_space=True)
+            self.hover_label.setText(words)
 
     def show_progress(self, progress: Progress) -> None:
         """Update the bar and fill the heatmaps in with the entries computed so far. Where
