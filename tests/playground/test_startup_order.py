@@ -309,9 +309,11 @@ def _code_at_first_paint(tmp_path, target: str) -> tuple[list[str], str, str]:
     at_paint, at_verdict = tmp_path / "paint.txt", tmp_path / "verdict.txt"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT),
            "AUTOGRAD_PLAYGROUND_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-c", CODE_AT_FIRST_PAINT, target, str(at_paint),
-                           str(at_verdict)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    # -X faulthandler: a crash says where (CI saw this process end on SIGSEGV once, with
+    # nothing on stderr; not reproduced in 20 runs)
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", CODE_AT_FIRST_PAINT,
+                           target, str(at_paint), str(at_verdict)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return (proc.stdout.split(), at_paint.read_text(encoding="utf-8"),
             at_verdict.read_text(encoding="utf-8"))
