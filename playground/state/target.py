@@ -38,8 +38,15 @@ def carried_over(old: Settings, spec: str, params: set[str],
 
 
 def _real_kind(dtype: str) -> str:
-    """A complex dtype's real one at its precision (complex64 -> float32); another as it is."""
-    return {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+    """A complex dtype's real one at its precision (complex64 -> float32,
+    :func:`~customgrad.function.dtypes.in_kind`'s pairs); another, or one not supported (a
+    session's float16), as it is."""
+    from customgrad.function.dtypes import in_kind, parse_dtype
+
+    try:
+        return str(in_kind(parse_dtype(dtype), False)).replace("torch.", "")
+    except CustomGradError:
+        return dtype
 
 
 class TargetBuilder:
