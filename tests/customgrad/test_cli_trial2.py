@@ -8,6 +8,7 @@ import json
 import textwrap
 
 import pytest
+import torch
 
 from customgrad.errors import SpecError
 from customgrad.function.inputs import parse_shape
@@ -81,3 +82,48 @@ def test_an_empty_shape_offers_scalar_the_0_d_spelling(text):
         parse_shape(text, "t")
     assert str(info.value).startswith("t: ")
     assert parse_shape("scalar", "t") == ()
+
+
+
+def _spoiled(value: float, where: tuple) -> type:
+    """A right backward of 2x with ``value`` written at ``where`` of its gradient."""
+
+    class Spoiled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            grad = g * 2
+            grad[where] = value
+            return grad
+
+    return Spoiled
+
+
+_HalfNaN = _spoiled(float("nan"), (0,))  # the input's first row NaN
+_OneInf = _spoiled(float("inf"), (1, 0))
+
+def test_a_nan_difference_is_written_nan_with_its_count_not_inf():
+    """trial2's F-nan-cli: a NaN difference was written "max abs error inf"."""
+    import customgrad
+
+    report = customgrad.check(_HalfNaN, torch.rand(3, 4, dtype=torch.float64))
+    assert not report.passed
+    assert report.nan_entries == 4 * 12  # row 0's four entries, against each output's
+    assert [b.nan_entries for b in report.blocks] == [48]
+    assert "max abs error nan, max rel error nan (NaN in 48 entries; eps" in report.summary()
+    assert report.block_table()[1].split()[-3:] == ["nan", "nan", "MISMATCH"]
+    data = report.to_dict()
+    assert data["nan_entries"] == 48 and data["blocks"][0]["nan_entries"] == 48
+    assert data["max_abs_error"] is None
+
+
+def test_an_infinite_difference_is_still_written_inf():
+    import customgrad
+
+    report = customgrad.check(_OneInf, torch.rand(3, 4, dtype=torch.float64))
+    assert not report.passed and report.nan_entries == 0
+    assert "max abs error inf, max rel error inf (eps" in report.summary()
+

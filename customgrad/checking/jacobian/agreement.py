@@ -90,7 +90,9 @@ class Tally:
             score[both] = 0.0
             diff[both] = 0.0
             score[score.isnan()] = math.inf
-            diff[diff.isnan()] = math.inf
+            nan = diff.isnan()
+            block.nan_entries += int(nan.sum())
+            diff[nan] = math.inf
             absn[absn.isnan()] = 1.0
         best = float(score.max())
         if best > 1:
@@ -141,7 +143,9 @@ class Tally:
             score[both] = 0.0
             diff[both] = 0.0
             score[score.isnan()] = math.inf
-            diff[diff.isnan()] = math.inf
+            nan = diff.isnan()
+            block.nan_entries += int(nan.sum())
+            diff[nan] = math.inf
             # a NaN |n| would make the relative error NaN, which max() below would drop
             absn[absn.isnan()] = 1.0
             top, at = score.view(-1).max(0)

@@ -95,6 +95,9 @@ class Block:
     max_rel_error: float = 0.0
     worst_score: float = -1.0
     worst: tuple[int, int] = (0, 0)
+    #: entries whose difference is NaN (one side NaN, or both infinite alike): counted in
+    #: ``max_abs_error`` as infinite, so that ``max`` keeps them, and written "nan" in words
+    nan_entries: int = 0
 
     @property
     def size(self) -> int:
@@ -284,6 +287,10 @@ class Report:
         return max((b.max_rel_error for b in self.blocks), default=0.0)
 
     @property
+    def nan_entries(self) -> int:
+        return sum(b.nan_entries for b in self.blocks)
+
+    @property
     def shape(self) -> tuple[int, int]:
         return (sum(a.size for a in self.outputs), sum(a.size for a in self.inputs))
 
@@ -367,17 +374,22 @@ class Report:
         failed = [c.name for c in self.checks.values() if c.status == "failed"]
         if verdict == "FAILED" and self.mismatches == 0 and failed:  # the Jacobian agrees
             verdict = f"FAILED ({', '.join(failed)})"
+        nans = self.nan_entries
+        errors = (f"max abs error {_error(self.max_abs_error, nans)}, max rel error "
+                  f"{_error(self.max_rel_error, nans)}")
+        where = f"NaN in {nans:,} {'entry' if nans == 1 else 'entries'}; " if nans else ""
         return (f"{verdict}: {self.mismatches:,} of {self.total:,} Jacobian entries outside "
-                f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; max abs error "
-                f"{self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
-                f"(eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})")
+                f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; {errors} "
+                f"({where}eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})")
 
     def block_table(self) -> list[str]:
         """The per-block table of the CLI's ``check`` text, a line per row (header first)."""
         rows = [("block", "entries", "mismatches", "max abs", "max rel", "")]
         for b in self.blocks:
-            rows.append((b.name, f"{b.size:,}", f"{b.mismatches:,}", f"{b.max_abs_error:.3g}",
-                         f"{b.max_rel_error:.3g}", "ok" if b.passed else "MISMATCH"))
+            rows.append((b.name, f"{b.size:,}", f"{b.mismatches:,}",
+                         _error(b.max_abs_error, b.nan_entries),
+                         _error(b.max_rel_error, b.nan_entries),
+                         "ok" if b.passed else "MISMATCH"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                                  for i, (c, w) in enumerate(zip(r, widths))).rstrip()
@@ -444,6 +456,7 @@ class Report:
             "max_abs_error": _num(self.max_abs_error),
             "max_rel_error": _num(self.max_rel_error),
             "mismatches": self.mismatches,
+            "nan_entries": self.nan_entries,
             "entries": self.total,
             "worst": worst,
             "blocks": [{"output": b.output.position, "input": b.input.position,
@@ -453,6 +466,7 @@ class Report:
                         "output_complex": b.output.parts == 2,
                         "input_complex": b.input.parts == 2,
                         "passed": b.passed, "mismatches": b.mismatches,
+                        "nan_entries": b.nan_entries,
                         "max_abs_error": _num(b.max_abs_error),
                         "max_rel_error": _num(b.max_rel_error)} for b in self.blocks],
             "eps": self.eps, "atol": self.atol, "rtol": self.rtol,
@@ -476,6 +490,12 @@ class Report:
 
 def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+def _error(value: float, nan_entries: int) -> str:
+    """An error in words: "nan" where it is infinite only because entries were NaN (the
+    comparison counts those as infinite so that a maximum keeps them), not "inf"."""
+    return "nan" if nan_entries and math.isinf(value) else f"{value:.3g}"
 
 
 def _matrices():

@@ -32,6 +32,15 @@ def number(value: float, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
+def _error(value: float, nan_entries: int, count: bool = True) -> str:
+    """An error of the report: NaN where it is infinite only because entries were NaN (the
+    comparison counts them infinite so that a maximum keeps them), with how many."""
+    if nan_entries and math.isinf(value):
+        many = f" (in {nan_entries:,} {'entry' if nan_entries == 1 else 'entries'})"
+        return "NaN" + many * count
+    return number(value, 3)
+
+
 def element(name: str, index: tuple[int, ...]) -> str:
     """``name[i, j]``, or the bare name of a scalar."""
     return f"{name}[{', '.join(map(str, index))}]" if index else name
@@ -144,9 +153,10 @@ def verdict(report: Report, order: int = 1) -> Verdict:
         head = f"✔ PASSED{second}: all {total:,} {which} within tolerance"
     else:
         head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
-    details = (f"max abs error {number(report.max_abs_error, 3)}   ·   max rel error "
-               f"{number(report.max_rel_error, 3)}   ·   rule |a − n| ≤ {report.atol:g} + "
-               f"{report.rtol:g}·|n|, fd eps {report.eps:g}, numerical in "
+    nans = getattr(report, "nan_entries", 0)
+    details = (f"max abs error {_error(report.max_abs_error, nans)}   ·   max rel error "
+               f"{_error(report.max_rel_error, nans, count=False)}   ·   rule |a − n| ≤ "
+               f"{report.atol:g} + {report.rtol:g}·|n|, fd eps {report.eps:g}, numerical in "
                f"{str(report.numerical_dtype).replace('torch.', '')}"
                f"   ·   {report.seconds:.2f} s")
     lines = _worst_lines(report)
