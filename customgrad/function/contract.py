@@ -248,15 +248,45 @@ def raise_user_error(function: type[Function], phase: str, exc: BaseException) -
         message = _count_message(function, name, text) or \
             f"{name} returned the wrong number of gradients: {_first_line(exc)}"
     elif "returned an invalid gradient" in text:
-        message = f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
+        message = _shape_message(function, name, text) or \
+            f"{name} returned a gradient of the wrong shape: {_first_line(exc)}"
     elif "returned a gradient different than None" in text:
         message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
     else:
         returned = False
     if line is None:
         line = return_line(function, phase) if returned else method_line(function, phase)
-    raise FunctionError(message, file=file, line=line, details=format_traceback(exc),
-                        phase=phase) from None
+    # what autograd refused after the method returned has no frame of the user's in its
+    # traceback (torch's own alone): the message's file:line is the whole story, as the check's
+    details = "" if returned else format_traceback(exc)
+    raise FunctionError(message, file=file, line=line, details=details, phase=phase) from None
+
+
+def _params(function: type[Function]) -> list[str]:
+    from customgrad.function.inputs import forward_parameters
+
+    try:
+        return [p.name for p in forward_parameters(function)]
+    except Exception:  # (a forward whose signature cannot be read)
+        return []
+
+
+def _shape_message(function: type[Function], name: str, text: str) -> str | None:
+    """Autograd's "returned an invalid gradient at index 0 - got [8] but expected shape
+    compatible with [3, 8]" in the check's words (the input's name, 3x8); None where it cannot
+    be read."""
+    import re
+
+    found = re.search(r"at index (\d+) - got \[([\d, ]*)\] but expected shape compatible "
+                      r"with \[([\d, ]*)\]", text)
+    if found is None:
+        return None
+    index = int(found[1])
+    got, want = (tuple(int(d) for d in part.split(",") if d.strip()) for part in found.group(2, 3))
+    params = _params(function)
+    param = params[index] if index < len(params) else f"argument {index}"
+    return (f"{name} returned a gradient of shape [{format_shape(got)}] for {param}, "
+            f"whose shape is [{format_shape(want)}].")
 
 
 def _count_message(function: type[Function], name: str, text: str) -> str | None:
@@ -265,16 +295,11 @@ def _count_message(function: type[Function], name: str, text: str) -> str | None
     the numbers cannot be read."""
     import re
 
-    from customgrad.function.inputs import forward_parameters
-
     found = re.search(r"expected (\d+), got (\d+)", text)
     if found is None:
         return None
     expected, got = int(found[1]), int(found[2])
-    try:
-        params = [p.name for p in forward_parameters(function)][:expected]
-    except Exception:  # (a forward whose signature cannot be read)
-        params = []
+    params = _params(function)[:expected]
     named = f" ({', '.join(params)})" if len(params) == expected else ""
     return (f"{name} returned {got} gradient{'s' if got != 1 else ''}, but forward takes "
             f"{expected} argument{'s' if expected != 1 else ''}{named}: return one per "

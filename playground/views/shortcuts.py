@@ -43,16 +43,44 @@ def is_text_field(widget: QWidget | None) -> bool:
 class TextFieldEscape(QObject):
     """Escape in a text field, combo box or button of ``window`` gives the keyboard back to
     ``home`` (a widget that types nothing): Space, S, R and C act again. Escape stays what
-    it is elsewhere (leaving presentation mode, closing a popup)."""
+    it is elsewhere (leaving presentation mode, closing a popup).
+
+    And a button reached with Tab is pressed by Space, Return or Enter, as in any dialog:
+    the window's one-key shortcut Space (Play) took the key before the button (a teacher
+    tabbing to an error's Details pressed Play instead), and a push button outside a dialog
+    ignores Return. A button that took the focus from a click leaves Space to Play, as a
+    teacher clicking a button and then pressing Space expects."""
+
+    _PRESSING = (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter)
+    _BY_KEYS = (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)
 
     def __init__(self, window: QWidget, home: QWidget):
         super().__init__(window)
         self._window = window
         self._home = home
+        #: the button that the keyboard's Tab gave the focus to, while it has it
+        self._tabbed: QObject | None = None
         app_filters.install(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape \
+        kind = event.type()
+        if kind == QEvent.Type.FocusIn:
+            if isinstance(watched, QAbstractButton):
+                self._tabbed = watched if event.reason() in self._BY_KEYS else None
+            return False
+        if kind == QEvent.Type.ShortcutOverride:
+            if watched is self._tabbed and self._pressing(event):
+                event.accept()  # the button's key, not the window's shortcut
+                return True
+            return False
+        if kind != QEvent.Type.KeyPress:
+            return False
+        if watched is self._tabbed and self._pressing(event) \
+                and event.key() != Qt.Key.Key_Space:  # Space: the button's own press
+            if watched.isEnabled():
+                watched.animateClick()
+            return True
+        if event.key() == Qt.Key.Key_Escape \
                 and isinstance(watched, QWidget) and watched.window() is self._window:
             field = watched
             if isinstance(field.parentWidget(), (QAbstractSpinBox, QComboBox)):
@@ -64,6 +92,11 @@ class TextFieldEscape(QObject):
                 self._home.setFocus(Qt.FocusReason.OtherFocusReason)
                 return True
         return False
+
+    def _pressing(self, event: QEvent) -> bool:
+        return (event.key() in self._PRESSING and isinstance(self._tabbed, QWidget)
+                and self._tabbed.hasFocus() and self._tabbed.window() is self._window
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier)
 
 
 def _menu_places(window) -> dict[int, tuple[int, str]]:

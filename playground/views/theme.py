@@ -71,6 +71,7 @@ QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QPushButton, QTreeView, QTabWidg
 QGroupBox { border: 2px solid #ffffff; }
 QPushButton { padding: 3px 10px; }
 QPushButton:hover, QComboBox:hover, QLineEdit:focus, QSpinBox:focus { border-color: #ffff00; }
+QPushButton:focus, QComboBox:focus, QDoubleSpinBox:focus { border-color: #ffff00; }
 QGroupBox { margin-top: 1.2em; padding-top: 4px; }
 QGroupBox::title { subcontrol-origin: margin; left: 8px; }
 QTabBar::tab:selected { background: #ffff00; color: #000000; }
