@@ -104,12 +104,14 @@ class ProjectedReport:
             blocks.append({**self._row(k), "output_shape": None, "input_shape": None,
                            "output_complex": False, "input_complex": False,  # real only
                            "passed": ok, "mismatches": int(not ok),
+                           "nan_entries": int(math.isnan(p.abs_error)),
                            "max_abs_error": _finite(p.abs_error),
                            "max_rel_error": _finite(p.rel_error(self.atol))})
         return {"passed": self.passed, "kind": "projected",
                 "max_abs_error": _finite(self.max_abs_error),
                 "max_rel_error": _finite(self.max_rel_error),
                 "mismatches": self.mismatches, "entries": len(self.probes), "worst": worst,
+                "nan_entries": sum(math.isnan(p.abs_error) for p in self.probes),
                 "blocks": blocks,
                 "probes": [{"analytic": _finite(p.analytic), "numerical": _finite(p.numerical)}
                            for p in self.probes],

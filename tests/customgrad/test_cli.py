@@ -107,8 +107,9 @@ def test_projected_json_has_the_keys_of_the_full_check(capsys):
     code, out, _ = run_cli(capsys, "check", "linear_bug", "--json", "--projected", "4")
     projected = json.loads(out)
     assert code == 1
-    promised = {"passed", "max_abs_error", "max_rel_error", "mismatches", "entries", "worst",
-                "blocks", "eps", "atol", "rtol", "notes", "target", "title", "function"}
+    promised = {"passed", "max_abs_error", "max_rel_error", "mismatches", "nan_entries",
+                "entries", "worst", "blocks", "eps", "atol", "rtol", "notes", "target", "title",
+                "function"}
     assert promised <= set(full) and promised <= set(projected)
     assert projected["kind"] == "projected"
     assert projected["entries"] == len(projected["probes"]) == len(projected["blocks"]) == 4

@@ -73,4 +73,5 @@ def compare(function: type, args: list, *, eps: float = EPS, atol: float = ATOL,
             numerical_dtype=numerical_dtype, analytic_path=backward.path,
             notes=notes, analytic=space.ana, numerical=space.num_t.T if keep_matrices else None,
             seconds=time.perf_counter() - started, method=method, checks=dict(probe.findings),
+            returns_none=list(probe.returns_none),
             _cache={"fill": Fill(space.flush)} if space.deferred and keep_matrices else {})

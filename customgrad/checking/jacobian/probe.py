@@ -68,6 +68,8 @@ class Probe:
     #: the tensor itself), and finite differences write into them in place, as gradcheck's
     #: do (the caller's ``lent`` puts them back).
     read_through: dict[int, int] = field(default_factory=dict)
+    #: the inputs nobody chose that backward returns None for: constants, not checked
+    returns_none: list[str] = field(default_factory=list)
     #: ids of the tensors :meth:`copies` hands on as they are: the caller's tensors read
     #: through a closure, and the base point's aliases of them
     kept_ids: set[int] = field(default_factory=set)
@@ -165,6 +167,7 @@ def run_probe(function: type[Function], args: list, params: list[str], notes: li
         for name in dropped:
             notes.append(f"{name}: backward returns None; treated as not differentiated.")
             del leaves[params.index(name)]
+        probe.returns_none = dropped
         probe.in_pos = in_pos = [i for i in in_pos if params[i] not in dropped]
         probe.materializes = _materializes(probe)
         written_inputs = [i for i in written_inputs

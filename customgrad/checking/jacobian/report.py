@@ -233,6 +233,10 @@ class Report:
     function: str | None = None
     #: explanations of a failure, where they were sought (``customgrad.check`` does)
     diagnoses: list[Diagnosis] = field(default_factory=list)
+    #: the inputs nobody chose to differentiate that backward returns None for: constants,
+    #: not checked (a buffer's None is right; a trained input's is a forgotten gradient,
+    #: which gradcheck fails where the input requires grad): the verdict line names them
+    returns_none: list[str] = field(default_factory=list)
     #: the sub-checks that ran beside the Jacobian (customgrad.checking.subchecks), by name
     checks: dict[str, SubCheck] = field(default_factory=dict)
     #: how the numerical Jacobian was made (the verified reference, or finite differences)
@@ -380,7 +384,20 @@ class Report:
         where = f"NaN in {nans:,} {'entry' if nans == 1 else 'entries'}; " if nans else ""
         return (f"{verdict}: {self.mismatches:,} of {self.total:,} Jacobian entries outside "
                 f"|a - n| <= {self.atol:g} + {self.rtol:g}*|n|; {errors} "
-                f"({where}eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})")
+                f"({where}eps {self.eps:g}, numerical in {str(self.numerical_dtype)[6:]})"
+                f"{self.unchecked_words()}")
+
+    def unchecked_words(self) -> str:
+        """The verdict line's end where backward returns None for inputs nobody chose: "; w
+        not checked: backward returns None for it (...)", else ""."""
+        if not self.returns_none:
+            return ""
+        names = ", ".join(self.returns_none)
+        one = len(self.returns_none) == 1
+        return (f"; {names} not checked: backward returns None for {'it' if one else 'them'} "
+                f"(right for a buffer, a mask or a filter; for an input that is trained, its "
+                f"gradient is missing: --no-grad {self.returns_none[0]} or requires_grad says "
+                f"which)")
 
     def block_table(self) -> list[str]:
         """The per-block table of the CLI's ``check`` text, a line per row (header first)."""
@@ -457,6 +474,7 @@ class Report:
             "max_rel_error": _num(self.max_rel_error),
             "mismatches": self.mismatches,
             "nan_entries": self.nan_entries,
+            "returns_none": list(self.returns_none),
             "entries": self.total,
             "worst": worst,
             "blocks": [{"output": b.output.position, "input": b.input.position,

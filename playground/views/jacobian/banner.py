@@ -66,9 +66,10 @@ class VerdictLabel(ElidedLabel):
         least = self._fitted(text, width)
         elided = QFontMetrics(least).elidedText(text, Qt.TextElideMode.ElideRight, width)
         head, dash, diagnosis = text.partition(" — ")
-        counted = re.sub(r" (Jacobian )?entries outside tolerance$", "", head)
+        counted = re.sub(r" (Jacobian )?entries (outside|within) tolerance$", "", head)
+        # (a pass's tail, "— w unchecked: …", keeps to the line as a failure's diagnosis does)
         compact = [f"{counted} — {diagnosis}", f"{head.partition(':')[0]} — {diagnosis}"] \
-            if dash and counted != head else []
+            if dash else []
         words = head.split(" ")
         # whole words, then "…" ("… outside …", not "… outsi…"), where they keep most of
         # what letters cut would ("Jacobian not computed: …" said less than

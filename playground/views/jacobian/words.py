@@ -149,8 +149,12 @@ def verdict(report: Report, order: int = 1) -> Verdict:
     total, bad = report.total, report.mismatches
     which = "Jacobian entries" if order == 1 else "entries"
     second = "" if order == 1 else " (double backward)"
+    unchecked = list(getattr(report, "returns_none", ()))
     if report.passed:
         head = f"✔ PASSED{second}: all {total:,} {which} within tolerance"
+        if unchecked:  # a forgotten gradient returned as None passes: the line says so
+            head += (f" — {unchecked[0]}'s gradient is None" if len(unchecked) == 1 else
+                     f" — gradients of {', '.join(unchecked)} are None")
     else:
         head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
     nans = getattr(report, "nan_entries", 0)
@@ -178,6 +182,13 @@ def verdict(report: Report, order: int = 1) -> Verdict:
                 f"{PHRASES[report.diagnoses[0].kind]}?")
         # the most useful line: the first thing Details shows
         details = "\n".join([*(f"diagnosis: {d}" for d in report.diagnoses), details])
+    if unchecked and report.passed:
+        one = len(unchecked) == 1
+        details = "\n".join([
+            f"{', '.join(unchecked)} {'is' if one else 'are'} not checked: backward returns "
+            f"None for {'it' if one else 'them'}. Right for a buffer (a mask, a filter): "
+            f"untick its grad box to say so. Trained, {'it' if one else 'each'} needs "
+            f"a gradient: backward forgot it.", details])
     notes = [f"• {note}" for note in report.notes]
     if report.method.name != REFERENCE:  # the title says "Numerical": here is why
         notes.append(f"• {method_line(report, order)}")
