@@ -246,7 +246,9 @@ class MainWindow(QMainWindow):
         for signal in (s.jacobianStarted, s.jacobianReady, s.secondOrderReady,
                        s.jacobianFailed, s.targetChanged):
             signal.connect(lambda *_a: self._update_cancel_key(running_on=False))
-        self.preferences.presentingChanged.connect(lambda _on: self._update_cancel_key())
+        # (after presentation has enabled its way out: the next turn of the event loop)
+        self.preferences.presentingChanged.connect(
+            lambda _on: QTimer.singleShot(0, self, self._update_cancel_key))
         s.loopStarted.connect(self._loop_status.start)
         self.jacobian.tolerancesChanged.connect(
             lambda eps, atol, rtol: s.update(eps=eps, atol=atol, rtol=rtol))
@@ -434,14 +436,16 @@ class MainWindow(QMainWindow):
 
     def _update_cancel_key(self, running_on: bool | None = None) -> None:
         """Esc cancels a check that runs on (the banner has said "At loops.py:13 (backward)
-        for 12 s — still checking: Esc or Cancel stops it"), out of presentation (where Esc
-        leaves it first). Not any check: Esc in a text field gives the keys back
-        (TextFieldEscape), and a check is running most of the time a teacher presses it
-        there."""
+        for 12 s — still checking: Esc or Cancel stops it"), in presentation too, where the
+        next Esc leaves it (trial3: a teacher pressing Esc as the banner said left
+        presentation in front of the room, and the check ran on). Not any check: Esc in a
+        text field gives the keys back (TextFieldEscape), and a check is running most of
+        the time a teacher presses it there."""
         if running_on is not None:
             self._running_on = running_on
-        self.actions_by_name["cancel_check"].setEnabled(
-            self._running_on and not self.preferences.presenting)
+        self.actions_by_name["cancel_check"].setEnabled(self._running_on)
+        self.actions_by_name["leave_presentation"].setEnabled(
+            self.preferences.presenting and not self._running_on)
 
     def _checking(self, message: str) -> None:
         """The check that follows a build: the status bar's "Ready" (the build's end) would
@@ -453,7 +457,7 @@ class MainWindow(QMainWindow):
         """No verdict: the status bar's "Checking at …" (the check's start) gives way to
         what became of it; the banner above the heatmaps says why."""
         if self.status.currentMessage().startswith(CHECKING):
-            self.status.showMessage(CHECK_CANCELLED if message == "cancelled"
+            self.status.showMessage(CHECK_CANCELLED if message.startswith("cancelled")
                                     else CHECK_NOT_COMPUTED, 5000)
 
     def _report(self, report) -> None:

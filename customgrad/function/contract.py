@@ -254,12 +254,33 @@ def raise_user_error(function: type[Function], phase: str, exc: BaseException) -
         message = f"{name} returned a gradient for a non-tensor argument: {_first_line(exc)}"
     else:
         returned = False
+        message += _hint(exc, file, line)
     if line is None:
         line = return_line(function, phase) if returned else method_line(function, phase)
     # what autograd refused after the method returned has no frame of the user's in its
     # traceback (torch's own alone): the message's file:line is the whole story, as the check's
     details = "" if returned else format_traceback(exc)
     raise FunctionError(message, file=file, line=line, details=details, phase=phase) from None
+
+
+def _hint(exc: BaseException, file: str | None, line: int | None) -> str:
+    """What a common mistake's message leaves unsaid, read from the line it was raised at:
+    unpacking an empty ``ctx.saved_tensors`` (forward never saved them), and an allocation
+    the machine refused (in GiB, not C++'s bytes); "" for anything else."""
+    import linecache
+    import re
+
+    text = str(exc)
+    source = linecache.getline(file, line) if file and line else ""
+    if isinstance(exc, ValueError) and "saved_tensors" in source \
+            and re.search(r"not enough values to unpack \(expected \d+, got 0\)", text):
+        return (" — ctx.saved_tensors is empty: forward never called "
+                "ctx.save_for_backward(...) with the tensors backward reads.")
+    found = re.search(r"tried to allocate (\d+) bytes", text)
+    if isinstance(exc, RuntimeError) and found:
+        return (f" — {int(found[1]) / 2 ** 30:.3g} GiB for one tensor: is a shape at this "
+                "line written wrong?")
+    return ""
 
 
 def _params(function: type[Function]) -> list[str]:

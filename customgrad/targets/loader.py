@@ -402,6 +402,32 @@ def resolve(spec: str, code: str | None = None, *, run_code: RunCode | None = No
             raise TargetError(f"{where}:{class_name} is {kind_in(module, class_name)}, not a "
                               "torch.autograd.Function subclass.")
         return import_target(where, class_name, obj)
+    if _dotted_module(text):  # ``package.module`` without ``:Class``: its one Function
+        module = _importable(text, run_code)
+        if module is not None:
+            cls = _pick(functions_in(module), None, text, getattr(module, "__file__", None),
+                        module)
+            return import_target(text, cls.__name__, cls)
     entry = catalog.get(text)
     return Target(entry.name, entry.function, entry.title, entry=entry,
                   file=entry.location[0])
+
+
+def _dotted_module(text: str) -> bool:
+    """Whether ``text`` reads as a dotted module path (``tinylayers.ops``), which no
+    gallery name is."""
+    return "." in text and all(part.isidentifier() for part in text.split("."))
+
+
+def _importable(where: str, run_code: RunCode | None):
+    """The module ``where`` where it can be found (imported as user code: an error at its
+    top level is the user's, raised), else None: the name is then a gallery name's typo."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(where)
+    except (ImportError, ValueError):  # (a parent package that is not there)
+        return None
+    if found is None:
+        return None
+    return import_user_module(where, run_code=run_code)

@@ -265,7 +265,7 @@ _CHILD_FRAMES = ("run_job", "_child_main", "_kept_main")
 _HERE = Path(__file__).parent.name
 
 
-def _first_thread(stack: str) -> str:
+def first_thread(stack: str) -> str:
     """The crashing thread's part of faulthandler's text, without the
     frames of the process's own start-up (below the job) and the list of extensions."""
     blocks = re.split(r"\n\s*\n(?=(?:Current t|T)hread 0x)|\n(?=(?:Current t|T)hread 0x)",
@@ -293,7 +293,7 @@ def describe_death(exitcode: int | None, stack: str, context: str | None) -> Pro
     name = processes.crash_name(exitcode)
     if name is None and "Fatal Python error: Aborted" in stack:
         name = "SIGABRT"  # abort() on Windows: exit code 3, and faulthandler's word for it
-    stack = _first_thread(stack) if stack.strip() else ""
+    stack = first_thread(stack) if stack.strip() else ""
     frame = user_frame(stack) if stack else None
     where, file, line = "", None, None
     if frame is not None:
@@ -439,7 +439,7 @@ def stack_before_stop(process, fault_path: str) -> str:
     that has ended, or none written within :data:`STACK_WAIT_SECONDS`)."""
     if STACK_SIGNAL is None or process.pid is None:
         return ""
-    start = _size(fault_path)
+    start = fault_size(fault_path)
     try:
         os.kill(process.pid, STACK_SIGNAL)
     except OSError:
@@ -447,7 +447,7 @@ def stack_before_stop(process, fault_path: str) -> str:
     size, deadline = start, time.monotonic() + STACK_WAIT_SECONDS
     while time.monotonic() < deadline:  # written by the handler at once, in one go or a few
         time.sleep(0.01)
-        now = _size(fault_path)
+        now = fault_size(fault_path)
         if now > start and now == size:
             break
         size = now
@@ -463,13 +463,13 @@ def _where_now(process, fault_path: str, watch: Watch, on_quiet) -> None:
     runs on) and tell ``on_quiet((file, line, function), seconds)`` the user's frame there
     and how long the job has run; nothing where no frame of the user's is on the stack."""
     stack = stack_before_stop(process, fault_path)
-    watch.asked_to = _size(fault_path)
-    frame = user_frame(_first_thread(stack)) if stack.strip() else None
+    watch.asked_to = fault_size(fault_path)
+    frame = user_frame(first_thread(stack)) if stack.strip() else None
     if frame is not None:
         on_quiet(frame, time.monotonic() - watch.since)
 
 
-def _size(path: str) -> int:
+def fault_size(path: str) -> int:
     try:
         return os.path.getsize(path)
     except OSError:
@@ -498,7 +498,7 @@ def _over_memory(process, fault_path: str, context_text: str | None, limit: int,
     advice that does not blame the shapes only (a 3x8 input is not what took 2 GiB)."""
     stack = stack_before_stop(process, fault_path)
     process.kill()
-    frame = user_frame(_first_thread(stack)) if stack.strip() else None
+    frame = user_frame(first_thread(stack)) if stack.strip() else None
     where, look = "", ""
     if frame is not None:
         file, line, function = frame
@@ -519,7 +519,7 @@ def serve(process, conn, fault_path: str, on_message, should_stop, limit: int, w
            watch: Watch, on_quiet: Callable[[tuple[str, int, str], float], None] | None = None):
     context_text: str | None = None
     watch.since = heard = time.monotonic()
-    watch.fault_from = watch.asked_to = _size(fault_path)
+    watch.fault_from = watch.asked_to = fault_size(fault_path)
     while True:
         if should_stop is not None and should_stop() and watch.may_stop():
             raise stop(process, fault_path, watch)
@@ -589,10 +589,10 @@ def _died(process, watch: Watch, fault_path: str, context_text: str | None) -> C
     if not started:  # e.g. an argument that cannot be unpickled there: callers fall back
         return processes.SetupFailed(f"The worker process could not start (exit code "
                                      f"{process.exitcode}); its error is above.")
-    return describe_death(process.exitcode, _crash_text(fault_path, watch), context_text)
+    return describe_death(process.exitcode, crash_text(fault_path, watch), context_text)
 
 
-def _crash_text(fault_path: str, watch: Watch) -> str:
+def crash_text(fault_path: str, watch: Watch) -> str:
     """The job's crash in the child's fault file: from its "Fatal Python error" on (the
     stacks asked for while it ran come before it: one still being written when the child
     crashed, too); else (no fatal error: SIGKILL, an exit) what follows those stacks."""

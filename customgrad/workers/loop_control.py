@@ -16,6 +16,19 @@ from typing import Protocol
 from customgrad.errors import Cancelled
 
 
+@dataclass(frozen=True)
+class RunningAt:
+    """What :func:`~customgrad.workers.runner.remote_loop` yields, beside batches, where the
+    child has sent nothing for :data:`~customgrad.workers.isolation.QUIET_SECONDS` while it
+    had a step to take: the user's frame it is in (an endless loop in backward showed "step
+    0, loss —" for as long as it ran, and Pause said "stuck" without a line)."""
+
+    file: str
+    line: int
+    function: str
+    seconds: float
+
+
 class Remote(Protocol):
     """A loop in a child process, as its control sees it
     (:class:`customgrad.workers.runner.RemoteLoop`)."""

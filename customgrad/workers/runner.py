@@ -33,6 +33,7 @@ from customgrad.training.descent import Batch, Descent, StepRecord
 from customgrad.workers import isolation, plain_data, processes
 from customgrad.workers.loop_control import (  # noqa: F401 (the app imports them from here)
     LoopControl,
+    RunningAt,
     interrupt_thread,
 )
 from customgrad.workers.memory import resident_bytes
@@ -222,6 +223,8 @@ class RemoteLoop:
         self.label = problem.function.__name__
         fd, self.fault_path = tempfile.mkstemp(prefix="customgrad-fault-", suffix=".txt")
         os.close(fd)
+        #: where the stacks asked for while it ran end in its fault file (a crash's follows)
+        self.watch = isolation.Watch(started=True)
         environment = processes.environment()
         self.process = context.Process(target=_child_main, daemon=True,
                                        args=(child, payload, self.fault_path, environment,
@@ -268,6 +271,13 @@ class RemoteLoop:
         self.conn.close()
         isolation.read_fault(self.fault_path, remove=True)
 
+    def where_now(self) -> tuple[str, int, str] | None:
+        """The user's frame the child is in now (its stack, asked for: it runs on), or None
+        where none of the user's is on it (waiting for the next instruction)."""
+        stack = isolation.stack_before_stop(self.process, self.fault_path)
+        self.watch.asked_to = isolation.fault_size(self.fault_path)
+        return isolation.user_frame(isolation.first_thread(stack)) if stack.strip() else None
+
     def over_memory(self) -> BaseException | None:
         """The error for a child past its memory limit (it is ended), else None."""
         used = resident_bytes(self.process.pid) if self.memory_limit else None
@@ -285,8 +295,8 @@ class RemoteLoop:
         code = self.process.exitcode
         if self.killed:
             return Cancelled("The descent loop was stopped.")
-        crash = isolation.describe_death(code, isolation.read_fault(self.fault_path),
-                                         self.label)
+        crash = isolation.describe_death(code, isolation.crash_text(self.fault_path,
+                                                                    self.watch), self.label)
         return isolation.ProcessCrashed(
             f"In the descent loop: {crash} The window is fine: press Play to start the run "
             "over.", signal_name=crash.signal_name, exit_code=crash.exit_code,
@@ -294,9 +304,11 @@ class RemoteLoop:
 
 
 def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
-    """Yield the child's batches (the parent's view of :func:`run_loop`); raise the error it
-    reports; end when it has stopped."""
+    """Yield the child's batches (the parent's view of :func:`run_loop`), and a
+    :class:`RunningAt` where a step has run on in the user's code for a while; raise the
+    error it reports; end when it has stopped."""
     ctrl.remote = remote
+    heard, asked = time.monotonic(), 0.0
     try:
         while True:
             too_big = remote.over_memory()
@@ -309,7 +321,15 @@ def remote_loop(remote: RemoteLoop, ctrl: LoopControl):
                     return
                 raise remote.ended() from None
             if message is None:
+                now = time.monotonic()
+                if now - max(heard, asked) >= isolation.QUIET_SECONDS and ctrl.ready \
+                        and not ctrl.stop and (ctrl.running or ctrl.unacked_since is not None):
+                    asked = now  # (and again after as long)
+                    at = remote.where_now()
+                    if at is not None:
+                        yield RunningAt(*at, seconds=now - heard)
                 continue
+            heard = time.monotonic()
             kind = message[0]
             if kind == "ack":
                 ctrl.acknowledge(message[1])

@@ -127,8 +127,8 @@ class Checks:
             if not isinstance(exc, Cancelled):
                 self.session.errorRaised.emit(exc)
             return
-        if isinstance(exc, Cancelled):
-            self.session.jacobianFailed.emit("cancelled")
+        if isinstance(exc, Cancelled):  # where it was, where it had run on (an endless loop)
+            self.session.jacobianFailed.emit(f"cancelled{exc.where()}")
             return
         self.session.jacobianFailed.emit(str(exc))
         self.session.errorRaised.emit(exc)

@@ -5,6 +5,7 @@ Pause, and the user told why."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 
 from customgrad.errors import Cancelled
-from customgrad.workers.loop_control import LoopControl
+from customgrad.workers.loop_control import LoopControl, RunningAt
 from customgrad.workers.processes import SetupFailed
 from playground.state.owner import Owner
 from playground.workers.jobs import start_descent
@@ -71,6 +72,8 @@ class Loop:
         self.explain = False
         #: a problem whose loop could not start in a process of its own runs on a thread
         self._thread_only: Problem | None = None
+        #: "file.py:15 (backward)": where the running step's worker said it has run on
+        self.stuck_at: str | None = None
 
     @property
     def running(self) -> bool:
@@ -173,18 +176,51 @@ class Loop:
         outcome = ctrl.unstick(STUCK_SECONDS, LOAD_SECONDS)
         if outcome == "loading":  # Pause waits for the load, but not for ever: look again
             QTimer.singleShot(int(STUCK_SECONDS * 1000), lambda: self._unstick(ctrl))
+        elif outcome == "stuck" and self.stuck_at is not None:
+            self.session.notice.emit(UNSTUCK[outcome].replace(
+                "stuck inside forward/backward", f"stuck at {self.stuck_at}"))
         elif outcome:
             self.session.notice.emit(UNSTUCK[outcome])
 
-    def _on_batch(self, batch: Batch) -> None:
+    def _on_batch(self, batch: Batch | RunningAt) -> None:
+        if isinstance(batch, RunningAt):  # a step running on in the user's code
+            self._running_at(batch)
+            return
+        self.stuck_at = None
         last = batch.last if len(batch) else None
         if last is not None:
             self.last_record, self.step, self.last_loss = last, last.step + 1, last.loss
         self.session.batchReady.emit(batch)
         if batch.paused:
             self.session.runningChanged.emit(False)
+        elif self.ctrl.running and last is not None:
+            self._pause_at_nonfinite(batch)
         if batch.snapshot is not None:
             self.session.checks.start(batch.snapshot)
+
+    def _pause_at_nonfinite(self, batch: Batch) -> None:
+        """Play pauses at the first NaN or Inf loss, as ``customgrad run`` stops there (it ran
+        on to the step limit, each step NaN, the plot "99 NaN/Inf dropped", nothing said)."""
+        import numpy as np
+
+        finite = np.isfinite(batch.losses)
+        if finite.all():
+            return
+        first = int(np.argmin(finite))
+        self.pause()
+        loss, step = float(batch.losses[first]), int(batch.steps[first]) + 1
+        self.session.runNotice.emit(
+            f"The loss is {loss} at step {step}: Play paused (every step after it would be "
+            f"{loss} too). C checks the Jacobian here, and the Inspector tab shows where a NaN "
+            "or Inf first appears.")
+
+    def _running_at(self, at: RunningAt) -> None:
+        """Say where a step has run on (the run's notice, beside the loss plot) and keep it
+        for the words of the stop that Pause makes."""
+        self.stuck_at = f"{os.path.basename(at.file)}:{at.line} ({at.function})"
+        self.session.runNotice.emit(
+            f"Step {self.step + 1} at {self.stuck_at} for {at.seconds:.0f} s — an endless "
+            "loop? Pause (Space) stops it.")
 
     def _on_error(self, exc: Exception) -> None:
         """The loop ended on an error, or was stopped because a step was stuck: the run cannot

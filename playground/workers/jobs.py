@@ -535,8 +535,9 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 
     try:
         return in_child_or_here(in_child, here, problem.function)
-    except Cancelled:
-        raise Cancelled("Jacobian comparison cancelled.") from None
+    except Cancelled as exc:  # (where it was: the banner keeps the line an endless loop is at)
+        raise Cancelled("Jacobian comparison cancelled.", file=exc.file, line=exc.line,
+                        function=exc.function, stack=exc.stack) from None
     finally:
         state.done = True
 

@@ -127,3 +127,54 @@ def test_an_infinite_difference_is_still_written_inf():
     assert not report.passed and report.nan_entries == 0
     assert "max abs error inf, max rel error inf (eps" in report.summary()
 
+
+
+_LAYERS = '''\
+import torch
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+'''
+
+
+def _package(tmp_path, monkeypatch, name: str, source: str):
+    root = tmp_path / "site" / name
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "ops.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+
+
+def test_a_module_without_class_checks_its_one_function(capsys, tmp_path, monkeypatch):
+    """trial3 C1: `customgrad check package.module` said "No gallery Function is called"."""
+    _package(tmp_path, monkeypatch, "onelayer", _LAYERS)
+    code, out, err = run_cli(capsys, "check", "onelayer.ops")
+    assert code == 0, err
+    assert "Twice" in out.splitlines()[0] and "PASSED" in out.splitlines()[0]
+
+
+def test_a_module_with_several_functions_is_told_to_choose(capsys, tmp_path, monkeypatch):
+    _package(tmp_path, monkeypatch, "twolayers",
+             _LAYERS + _LAYERS.split("\n\n\n", 1)[1].replace("Twice", "Again"))
+    code, _, err = run_cli(capsys, "check", "twolayers.ops")
+    assert code == 2
+    assert "twolayers.ops defines several Functions (Twice, Again); choose one, e.g. " \
+           "twolayers.ops:Twice." in " ".join(err.split())
+
+
+def test_a_misspelled_gallery_name_with_a_dot_is_still_a_gallery_typo(capsys):
+    code, _, err = run_cli(capsys, "check", "no_such.thing")
+    assert code == 2 and "No gallery Function is called 'no_such.thing'" in err
+
+
+def test_a_misspelled_no_grad_name_offers_the_parameter(capsys):
+    code, _, err = run_cli(capsys, "check", "linear", "--no-grad", "wieght")
+    assert code == 2
+    assert "Did you mean weight?" in " ".join(err.split())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import customgrad
 from customgrad.checking import jacobian
 from customgrad.errors import Cancelled, CustomGradError, FunctionError
 from customgrad.function.contract import (
@@ -327,3 +328,42 @@ def test_importing_customgrad_leaves_ast_parse_alone():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr
+
+
+class _ForgotSave(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x ** 3  # (ctx.save_for_backward(x) forgotten)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * grad_output
+
+
+class _Hog(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 25769803776 bytes.")
+
+
+def test_an_empty_saved_tensors_unpacked_says_forward_never_saved_them():
+    """trial3 S1: "not enough values to unpack (expected 1, got 0)" and no why."""
+    with pytest.raises(FunctionError) as info:
+        customgrad.check(_ForgotSave, x64(3, 4))
+    assert str(info.value).startswith(
+        "_ForgotSave.backward raised ValueError: not enough values to unpack (expected 1, got "
+        "0) — ctx.saved_tensors is empty: forward never called ctx.save_for_backward(...)")
+    assert "ctx.saved_tensors" in Path(info.value.file).read_text().splitlines()[
+        info.value.line - 1]
+
+
+def test_a_refused_allocation_is_said_in_gib():
+    with pytest.raises(FunctionError) as info:
+        customgrad.check(_Hog, x64(3, 4))
+    assert "— 24 GiB for one tensor: is a shape at this line written wrong?" in str(info.value)

@@ -600,7 +600,7 @@ def test_each_shortcut_triggers_its_action(qtbot, window, tmp_path, monkeypatch)
 
 
 #: keys two actions share, never enabled together (test_endless_check pins that): Esc
-#: leaves presentation, and out of it cancels a check that runs
+#: cancels a check that runs on, and else leaves presentation
 TAKEN_IN_TURNS = {"Esc": {"Cancel the check", "Leave presentation mode"}}
 
 

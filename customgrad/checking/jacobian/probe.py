@@ -480,8 +480,13 @@ def differentiated_inputs(function: type[Function], args: list, params: list[str
     differentiate = dict(differentiate or {})
     unknown = sorted(set(differentiate) - set(params))
     if unknown:
-        raise SpecError(f"differentiate given for {', '.join(unknown)}, but forward's "
-                        f"parameters are {', '.join(params)}.", field=unknown[0])
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], params, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise SpecError(f"differentiate (--no-grad) given for {', '.join(unknown)}, but "
+                        f"forward's parameters are {', '.join(params)}.{hint}",
+                        field=unknown[0])
     floating = [i for i, a in enumerate(args)
                 if isinstance(a, torch.Tensor) and differentiable(a) and a.numel()
                 and a.layout == torch.strided]

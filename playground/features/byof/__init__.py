@@ -94,7 +94,7 @@ class Byof(QObject):
         session.targetChanged.connect(self._target_changed)
         session.jacobianReady.connect(lambda _report: self.inspection.checked())
         session.jacobianFailed.connect(
-            lambda why: self.inspection.checked() if why != "cancelled" else None)
+            lambda why: None if why.startswith("cancelled") else self.inspection.checked())
         session.errorRaised.connect(self._error)
         errors.jump.connect(self.editor_link.jump)
 

@@ -276,7 +276,7 @@ class JacobianView(QWidget):
         matrices of an earlier one: they were for other inputs."""
         self._end_computing()
         self.shown.report = self.checked = None
-        if message != "cancelled":
+        if not message.startswith("cancelled"):
             self._forget_matrix()
         said = words.not_computed(message)
         self._say(said.state, said.head, said.details)

@@ -255,7 +255,9 @@ def not_computed(message: str) -> Verdict:
     text = message.strip()
     first = text.splitlines()[0] if text else "no reason given"
     short = first.split(": ", 1)[0]
-    if len(short) > SHORT_REASON:
+    if first.startswith("cancelled"):  # "cancelled at loops.py:13 (in backward)": all of it
+        short = first
+    elif len(short) > SHORT_REASON:
         short = "the error above says why"
     details = "" if short == text else text
     return Verdict("neutral", f"Jacobian not computed: {short}", details, "", "")
