@@ -457,3 +457,34 @@ def test_the_step_axis_shows_whole_steps_only(plot, qtbot, n):
     low, high = plot.plot_item.vb.viewRange()[0]
     values = [v for _spacing, level in axis.tickValues(low, high, axis.width()) for v in level]
     assert values and all(float(v).is_integer() for v in values), values
+
+
+def test_a_lone_point_is_marked_with_a_dot_until_the_second(plot):
+    """trial3 T9: one step drew nothing ("1 points", no line to draw)."""
+    plot.start_run("run 1")
+    plot.append(np.array([0.0]), np.array([2.5]))
+    curve = plot.current_curve
+    assert curve.opts["symbol"] == "o"
+    assert curve.opts["symbolBrush"].color() == curve.opts["pen"].color()
+    assert plot.status_label.text() == "1 point"
+    plot.append(np.array([1.0]), np.array([2.0]))
+    assert plot.current_curve.opts["symbol"] is None
+    assert plot.status_label.text() == "2 points"
+    plot.start_run("run 2")  # a run of one point kept as an overlay keeps its dot, recoloured
+    plot.append(np.array([0.0]), np.array([1.0]))
+    lone = plot.current_curve
+    plot.start_run("run 3")
+    assert lone.opts["symbol"] == "o"
+    assert lone.opts["symbolBrush"].color() == lone.opts["pen"].color()
+
+
+def test_clearing_every_run_forgets_their_range(plot):
+    """trial3 R4: another Function's empty plot kept the last run's range (0 to 8e+22)."""
+    plot.start_run("run 1")
+    plot.append(np.arange(5.0), np.array([1.0, 1e3, 1e9, 1e15, 8e22]))
+    plot.flush()
+    assert plot.plot_item.vb.viewRange()[1][1] > 1e22
+    plot.start_run("run 2")  # the first run an overlay, its range kept: it is still drawn
+    assert plot.plot_item.vb.viewRange()[1][1] > 1e22
+    plot.clear_history()
+    assert plot.plot_item.vb.viewRange() == [[0, 1], [0, 1]]

@@ -255,6 +255,7 @@ class LossPlot(QWidget):
             self._step_range(force=self._fresh)
             self._fresh = False
         self._place_legend(*shown)
+        self._mark_lone_point(run)
         if not self.legend.isVisible():
             self._sync_legend()  # the first points: the legend has a curve to name
         if run.nonfinite != self._shown_nonfinite:
@@ -264,6 +265,21 @@ class LossPlot(QWidget):
         self._last_flush = now
         # setData costs O(points) (bounds, downsampling): keep it under a third of the time.
         self._min_interval = max(_MIN_FLUSH_INTERVAL, 3.0 * (now - t0))
+
+    def _mark_lone_point(self, run: Run) -> None:
+        """A run of one point has no line to draw: a dot marks it (one step, the first
+        thing a teacher shows, drew nothing), in the curve's colour; gone with the second."""
+        lone = run.n == 1
+        if lone == (run.curve.opts["symbol"] is not None):
+            return
+        if lone:
+            color = run.curve.opts["pen"].color()
+            run.curve.setSymbol("o")
+            run.curve.setSymbolSize(max(8, round(self.fontMetrics().height() * 0.6)))
+            run.curve.setSymbolBrush(color)
+            run.curve.setSymbolPen(color)
+        else:
+            run.curve.setSymbol(None)
 
     def _set_following(self, on: bool) -> None:
         """Follow the runs (their envelopes where long), or not (zoomed by hand: every point,
@@ -309,6 +325,8 @@ class LossPlot(QWidget):
         self._overlays.clear()
         self.overlay_curves.clear()
         self._sync_legend()
+        if not self._current.n:  # nothing left to show: not the last Function's range
+            self.plot_item.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
 
     # ------------------------------------------------------------------ log y
 
@@ -432,6 +450,11 @@ class LossPlot(QWidget):
         self._current.curve.setPen(pg.mkPen(current, width=3.5))
         for run in self._overlays:
             run.curve.setPen(pg.mkPen(mix(QColor(run.hue), bg, _OVERLAY_STRENGTH), width=2))
+        for run in (self._current, *self._overlays):  # a lone point's dot, as its line
+            if run.curve.opts["symbol"] is not None:
+                color = run.curve.opts["pen"].color()
+                run.curve.setSymbolBrush(color)
+                run.curve.setSymbolPen(color)
         self.legend.update()
 
     def _place_legend(self, steps: np.ndarray, losses: np.ndarray) -> None:

@@ -190,7 +190,7 @@ class Run:
 
     def status_text(self) -> str:
         """How many points it has, and how many were dropped ('' before the first)."""
-        text = f"{self.n:,} points" if self.n else ""
+        text = f"{self.n:,} point{'' if self.n == 1 else 's'}" if self.n else ""
         if self.nonfinite:
             text += f", {self.nonfinite:,} NaN/Inf dropped"
         return text
