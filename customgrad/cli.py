@@ -319,7 +319,14 @@ def _isolated(args) -> int:
         raise FunctionError(f"{args.target} was still running after --timeout {timeout:g} s"
                             f"{exc.where()} and was stopped (an endless loop, a wait inside C, "
                             "or a process that stopped itself).", file=exc.file, line=exc.line,
-                            details=exc.stack) from None
+                            details=exc.stack, phase=_phase(exc.function)) from None
+
+
+def _phase(function: str | None) -> str:
+    """The Function's method a stopped job was in ("backward"), as an error's ``phase``
+    (the JSON's: "" where it was stopped elsewhere, a helper the method called)."""
+    return function if function in ("forward", "backward", "setup_context", "jvp",
+                                    "vmap") else ""
 
 
 def _run(args, isolated: bool, announce: Announce | None = None) -> int:

@@ -153,6 +153,12 @@ def test_the_cli_stops_a_worker_past_its_timeout(tmp_path, capsys):
     assert f"{path}:Sleeps was still running after --timeout 1 s at sleeps.py:{line} (in " \
         "backward) and was stopped" in " ".join(err.split())
     assert not out and "Traceback" not in err
+    # --json names the method it was stopped in (trial3 C2: "phase": "")
+    import json
+
+    assert cli.main(["check", f"{path}:Sleeps", "--timeout", "1", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["phase"], error["line"]) == ("backward", line)
 
 
 def test_a_check_that_runs_on_says_where_it_is_on_stderr(tmp_path, capsys, monkeypatch):
