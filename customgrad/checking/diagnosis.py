@@ -266,6 +266,15 @@ class _Calls:
         except Exception:
             return []
         found = []
+        failing_any = [b for b in self.report.blocks if not b.passed]
+        if failing_any and all(g is None for g in grads):
+            from customgrad.function.contract import returns_nothing
+
+            if returns_nothing(self.function, "backward"):  # no gradient is named wrong
+                return [Diagnosis(failing_any[0].name, "no_gradient", (
+                    f"{self.function.__name__}.backward returns nothing: it has no return "
+                    "statement with a value, so every gradient counts as zero. Return one "
+                    "gradient per input of forward (None for a non-tensor)"), 0.95)]
         for axis, grad in zip(self.report.inputs, grads):
             failing = [b for b in self.report.blocks
                        if b.input.position == axis.position and not b.passed]

@@ -112,6 +112,16 @@ def return_line(function: type[Function], name: str) -> int | None:
     return first + (returns[0] if len(returns) == 1 else node).lineno - 1
 
 
+def returns_nothing(function: type[Function], name: str) -> bool:
+    """Whether ``function.<name>`` has no ``return`` with a value (so it returns None as a
+    whole: a forgotten return statement); False where its source cannot be read."""
+    found = _method_tree(function, name)
+    if found is None:
+        return False
+    return not any(isinstance(n, ast.Return) and n.value is not None
+                   for n in _own_nodes(found[0]))
+
+
 def mutation_line(function: type[Function], name: str = "backward") -> int | None:
     """The first line of ``function.<name>`` that modifies one of its gradient parameters in
     place (``g.mul_(2)``, ``g *= 2``, ``g[0] = 1``), else its ``def`` line."""

@@ -78,3 +78,35 @@ def test_two_inputs_are_named_together():
     # (x's block fails: g * 2 is not w; the verdict line names both constants)
     assert report.returns_none == ["w", "b"]
     assert "; w, b not checked: backward returns None for them (" in report.summary()
+
+
+class _NoReturn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = 2 * grad_output  # noqa: F841 (the return forgotten)
+
+
+class _ReturnsNoneOnPurpose(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return None
+
+
+def test_a_backward_without_return_is_said_to_return_nothing():
+    """trial3 S11: "returns None for x ... or leave x out", for the only input."""
+    report = customgrad.check(_NoReturn, torch.rand(3, 4, dtype=torch.float64))
+    assert not report.passed
+    assert [d.kind for d in report.diagnoses][:1] == ["no_gradient"]
+    assert report.diagnoses[0].detail.startswith(
+        "_NoReturn.backward returns nothing: it has no return statement with a value")
+    other = customgrad.check(_ReturnsNoneOnPurpose, torch.rand(3, 4, dtype=torch.float64))
+    assert other.diagnoses[0].detail.startswith(
+        "_ReturnsNoneOnPurpose.backward returns None for x, which is differentiated")
