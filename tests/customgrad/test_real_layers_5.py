@@ -15,10 +15,10 @@ Each class names its source (repository and path) above it. The code is rewritte
 copied: the same operations in the same order, so the same gradients and the same bugs; only
 imports and devices are adapted (CUDA kernels written in torch, op for op). The inputs are
 those the repository uses where they are small (its sample shapes, float32 where it trains
-in float32, int64 indices, defaults). Five bugs: one in PyTorch's own test database
-(CubeGenVmap), the tutorial's deliberately bad FFT, and three made as people make them in
-the tutorials' and Megalodon's code (a transposed weight gradient, a forgotten factor, a
-forgotten sum over the batch), each marked so.
+in float32, int64 indices, defaults). Six bugs: two in PyTorch's own test database
+(CubeGenVmap's gradient, NumpySort's forward), the tutorial's deliberately bad FFT, and three
+made as people make them in the tutorials' and Megalodon's code (a transposed weight
+gradient, a forgotten factor, a forgotten sum over the batch), each marked so.
 
 Each case asserts gradcheck's verdict (so the case is the one named), customgrad's verdict
 equal to it (or the documented deliberate difference, docs/parity.md), and where both judge
