@@ -19,7 +19,12 @@ from customgrad.checking.verification import CheckOptions, verify
 from customgrad.errors import SpecError, TooLargeError
 from customgrad.function.closures import closure_read
 from customgrad.function.dtypes import converted, parse_dtype
-from customgrad.function.inputs import forward_parameters, spelled_out, with_defaults
+from customgrad.function.inputs import (
+    as_applied,
+    forward_parameters,
+    spelled_out,
+    with_defaults,
+)
 from customgrad.targets import catalog
 from customgrad.targets.loader import is_function, resolve
 
@@ -58,7 +63,7 @@ def check(fn: type | str, *args: object, eps: float | None = None, atol: float |
     matrices).
     """
     function, label = _function(fn)
-    function = spelled_out(function, len(args))
+    function = as_applied(spelled_out(function, len(args)), len(args))
     target_dtype = None if dtype is None else parse_dtype(dtype)
     args = tuple(with_defaults(function, args))
     options = CheckOptions(eps=EPS if eps is None else eps, atol=ATOL if atol is None else atol,

@@ -142,13 +142,42 @@ def spelled_out(function: type[Function], count: int) -> type[Function]:
         while name in taken:
             name += "_"
         extra.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY))
+    return _forward_naming(function, [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY)
+                                      for p in (*ctx, *named)] + extra)
+
+
+def as_applied(function: type[Function], count: int) -> type[Function]:
+    """``function`` itself, or where it is a ctx-style Function applied to fewer arguments
+    than its ``forward`` names (the rest keep forward's defaults), a subclass whose
+    ``forward`` names only those ``count``: for a ctx-style Function ``apply`` hands autograd
+    the arguments it is given (Python fills the defaults inside forward), so backward returns
+    one gradient per argument given (the PyTorch tutorial's ``BatchNorm.apply(X)`` for
+    ``forward(ctx, X, eps=1e-3)`` returns one), as gradcheck calls it. Filled in, the
+    defaults would be arguments autograd asks a gradient for (an error where gradcheck
+    passes). A ``setup_context``-style Function's ``apply`` binds the defaults itself (one
+    gradient each): it is kept as it is, as is one given every argument."""
+    if is_new_style(function):
+        return function
+    try:
+        params = list(inspect.signature(function.forward).parameters.values())
+    except (TypeError, ValueError):
+        return function  # forward_parameters says why
+    named = [p for p in params[1:] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if count >= len(named) or any(p.default is p.empty for p in named[count:]):
+        return function  # all given, or with_defaults names the missing one
+    return _forward_naming(function, [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY)
+                                      for p in (*params[:1], *named[:count])])
+
+
+def _forward_naming(function: type[Function], params: list[inspect.Parameter]) -> type[Function]:
+    """A subclass of ``function`` whose ``forward`` has the signature ``params`` and hands
+    its arguments on to the user's ``forward`` unchanged."""
     original = function.forward
 
     def forward(*args):
         return original(*args)
 
-    forward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) for p in (*ctx, *named)] + extra)
+    forward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     forward.__doc__ = original.__doc__
     return type(function.__name__, (function,), {
         "forward": staticmethod(forward), "__module__": function.__module__,
