@@ -1374,9 +1374,11 @@ def test_a_check_that_did_not_run_says_why_in_one_short_line(view, qtbot):
     view.show_failure(message)
     qtbot.wait(50)
     label = view.banner.verdict_label
-    assert label.text() == "Jacobian not computed: the error above says why"
+    # the error itself, cut at a word by the line where long (trial3 T15: "the error above
+    # says why" stayed after the error banner was dismissed, and nothing was above)
+    assert label.text() == f"Jacobian not computed: {message}"
     assert label.height() <= 2.5 * label.fontMetrics().lineSpacing()  # one line, or two
-    assert view.banner.details_label.text() == message
+    assert view.banner.details_label.text() in ("", message)
     assert view.shown.numerical is None and view.labels.tick_labels == ([], [])
     assert not view.hover_label.text().startswith("Checking")
     view.show_failure("LinearFunctionBuggy.forward raised RuntimeError: The expanded size "

@@ -250,14 +250,15 @@ SHORT_REASON = 48
 
 def not_computed(message: str) -> Verdict:
     """The banner's words for a check that did not run: its head says why in short (what
-    raised, as "LinearFunctionBuggy.forward raised RuntimeError"; where that is long, only
-    that the error banner above says it), the whole message in the details."""
+    raised, as "LinearFunctionBuggy.forward raised RuntimeError"; a message without that
+    form, its first sentence, which the line cuts at a word where it is long), the whole
+    message in the details. Never "the error above says why": once the error banner was
+    dismissed nothing was above, and in presentation that pointer was the largest text on
+    the screen while the error was the smallest (trial3 T7, T15)."""
     text = message.strip()
     first = text.splitlines()[0] if text else "no reason given"
     short = first.split(": ", 1)[0]
-    if first.startswith("cancelled"):  # "cancelled at loops.py:13 (in backward)": all of it
-        short = first
-    elif len(short) > SHORT_REASON:
-        short = "the error above says why"
+    if first.startswith("cancelled") or len(short) > SHORT_REASON:
+        short = first  # ("cancelled at loops.py:13 (in backward)": all of it)
     details = "" if short == text else text
     return Verdict("neutral", f"Jacobian not computed: {short}", details, "", "")
