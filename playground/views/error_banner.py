@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -144,6 +145,7 @@ class ErrorBanner(QFrame):
         self.dismiss.setToolTip("Hide this message")
         self.where.clicked.connect(self._jump)
         self._location: tuple[str, int] | None = None
+        self._kind = self._path = ""
         self.hide()
 
     def show_error(self, exc: BaseException, after: str | None = None) -> None:
@@ -165,8 +167,8 @@ class ErrorBanner(QFrame):
         self.where.setToolTip(show_line_tip(file, line) if line else file or "")
         # unfolded, the kind of error is said here (the message itself only where the line
         # above cuts it: it said the same sentence twice)
-        self.location.setText(f"{kind}: {file}:{line}" if line else f"{kind}: {file}"
-                              if file else "")
+        self._kind, self._path = kind, (f"{file}:{line}" if line else file or "")
+        self.location.setText(f"{kind}: {self._path}" if file else "")
         self.location.setVisible(bool(file))
         details = _users_frames(getattr(exc, "details", "") or "")
         self.details.setPlainText(details)
@@ -180,6 +182,9 @@ class ErrorBanner(QFrame):
         title = self.title
         cut = QLabel.heightForWidth(title, max(1, title.width())) > title.height() + 1
         self.message.setVisible(cut or not self.location.text())
+        if self.location.text():  # the kind once: on the message where it is shown
+            self.location.setText(self._path if self.message.isVisibleTo(self)
+                                  else f"{self._kind}: {self._path}")
 
     def _fit_buttons(self, *_args) -> None:
         # narrow, the buttons are their signs: the message keeps the room (1280x720 at
@@ -225,20 +230,31 @@ class ErrorBanner(QFrame):
 
 def _users_frames(text: str) -> str:
     """A traceback without customgrad's own frames (each ``File`` line and the lines under
-    it), and a line saying how many went; whole where nothing of the user's is in it."""
-    lines, kept, dropped, i = text.splitlines(), [], 0, 0
+    it) and torch's before the user's first (``Function.apply`` calling forward: a trace that
+    started in torch read as torch's fault), and a line saying how many went; whole where
+    nothing of the user's is in it."""
+    torch = sys.modules.get("torch")
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep \
+        if torch is not None and getattr(torch, "__file__", None) else None
+    lines, kept, i, users = text.splitlines(), [], 0, False
+    dropped = {"customgrad's own": 0, "torch's before your code": 0}
     while i < len(lines):
         match = _FRAME.match(lines[i])
-        if match and match.group(1).startswith(_LIBRARY) \
-                and not match.group(1).startswith(_GALLERY):
-            dropped += 1
-            i += 1
-            while i < len(lines) and lines[i].startswith("    "):
+        if match:
+            path = match.group(1)
+            ours = path.startswith(_LIBRARY) and not path.startswith(_GALLERY)
+            torchs = torch_dir is not None and path.startswith(torch_dir)
+            if ours or (torchs and not users):
+                dropped["customgrad's own" if ours else "torch's before your code"] += 1
                 i += 1
-            continue
+                while i < len(lines) and lines[i].startswith("    "):
+                    i += 1
+                continue
+            users = users or not torchs
         kept.append(lines[i])
         i += 1
-    if not dropped or not any(_FRAME.match(line) for line in kept):
+    if not any(dropped.values()) or not users:
         return text.rstrip("\n")
-    return "\n".join([*kept, f"({dropped} frame{'s' if dropped > 1 else ''} of customgrad's "
-                                "own left out)"])
+    said = "; ".join(f"{n} frame{'s' if n > 1 else ''} of {whose}"
+                     for whose, n in dropped.items() if n)
+    return "\n".join([*kept, f"({said} left out)"])
