@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from playground.views import theme
-from playground.views.fields import ElidedLabel
+from playground.views.fields import FittedLabel
+from playground.views.fonts import fitted
 
 __all__ = ["SPEEDS", "ControlsBar", "FunctionName", "ShortenedButton"]
 
@@ -84,11 +85,13 @@ class ShortenedButton(QPushButton):
             self.setText(text)
 
 
-class FunctionName(ElidedLabel):
+class FunctionName(FittedLabel):
     """The open Function's name ("LinearFunction (find the bug)", "MyLinear (my_linear.py)"
     for a file's), bold, read from the back of a room: as wide as it asks where the row has
     the room, cut with "…" where it has not (the tooltip says it whole); as tall as the row
     is, never taller (it takes no height from the heatmaps)."""
+
+    ALIGN = Qt.AlignmentFlag.AlignRight
 
     def __init__(self):
         super().__init__()
@@ -106,26 +109,9 @@ class FunctionName(ElidedLabel):
         """The text as drawn at the width there is, and its font: smaller first (to
         :data:`NAME_LEAST` of its size), then cut with "…"."""
         text, width = self.text(), self.contentsRect().width()
-        font = QFont(self.font())
-        points = least = font.pointSizeF()
-        if points > 0:
-            least = NAME_LEAST * points
-            while QFontMetrics(font).horizontalAdvance(text) > width and points - 0.5 >= least:
-                points -= 0.5
-                font.setPointSizeF(points)
+        font = fitted(self.font(), text, width, NAME_LEAST)
         return QFontMetrics(font).elidedText(text, Qt.TextElideMode.ElideRight, width), font
 
-    def shown_text(self) -> str:
-        return self.shown()[0]
-
-    def paintEvent(self, event) -> None:
-        text, font = self.shown()
-        with QPainter(self) as painter:  # ended here, whoever still holds this frame
-            painter.setFont(font)
-            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            painter.drawText(self.contentsRect(),
-                             int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
-                             text)
 
 
 class ControlsBar(QWidget):

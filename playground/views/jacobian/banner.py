@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from playground.views.fields import ElidedLabel, is_narrow
+from playground.views.fields import FittedLabel, is_narrow
 from playground.views.fitting import FitScroll
-from playground.views.fonts import scaled
+from playground.views.fonts import fitted, scaled
 
 __all__ = ["DetailsDrawer", "DetailsScroll", "VerdictBanner", "VerdictLabel"]
 
@@ -44,7 +44,7 @@ SHORT_DETAILS = {False: "\u25b6", True: "\u25bc"}
 DETAILS_LINES = 4
 
 
-class VerdictLabel(ElidedLabel):
+class VerdictLabel(FittedLabel):
     """The verdict's one line, as tall as a line of its font whatever it says. Too long for
     it, a verdict is set smaller first (down to :attr:`LEAST` of its size, as a slide's title
     shrinks to fit), then its "entries outside tolerance" words before the " — diagnosis?"
@@ -87,36 +87,7 @@ class VerdictLabel(ElidedLabel):
     def _fitted(self, text: str, width: int) -> QFont:
         """The label's font, smaller where ``text`` is wider than ``width`` (to fit, but not
         below LEAST of its size)."""
-        font = QFont(self.font())
-        wide = QFontMetrics(font).horizontalAdvance(text)
-        if wide <= width or width <= 0:
-            return font
-        points, pixels = font.pointSizeF(), font.pixelSize()
-        if points > 0:
-            font.setPointSizeF(max(self.LEAST * points, points * width / wide))
-        else:
-            font.setPixelSize(max(round(self.LEAST * pixels), pixels * width // wide))
-        # sizes do not scale text's width exactly (hinting): a step smaller where it is over
-        while QFontMetrics(font).horizontalAdvance(text) > width:
-            if points > 0 and font.pointSizeF() - 0.5 >= self.LEAST * points:
-                font.setPointSizeF(font.pointSizeF() - 0.5)
-            elif points <= 0 and font.pixelSize() - 1 >= self.LEAST * pixels:
-                font.setPixelSize(font.pixelSize() - 1)
-            else:
-                break
-        return font
-
-    def shown_text(self) -> str:
-        return self.shown()[0]
-
-    def paintEvent(self, event) -> None:
-        text, font = self.shown()
-        with QPainter(self) as painter:  # ended here, whoever still holds this frame
-            painter.setFont(font)
-            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            painter.drawText(self.contentsRect(),
-                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                             text)
+        return fitted(self.font(), text, width, self.LEAST)
 
     def is_cut(self) -> bool:
         """Whether the line shows less than the whole verdict."""
