@@ -1,5 +1,6 @@
 """Play/Pause, Step, Reset, the speed and "Check Jacobian here", with the current step and loss
-shown large beside them (or, in presentation mode, beside the loss plot)."""
+shown large beside them (or, in presentation mode, beside the loss plot); in presentation mode
+the open Function's name at the row's end (:class:`FunctionName`)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from playground.views import theme
+from playground.views.fields import FittedLabel
+from playground.views.fonts import fitted
 
-__all__ = ["SPEEDS", "ControlsBar", "ShortenedButton"]
+__all__ = ["SPEEDS", "ControlsBar", "FunctionName", "ShortenedButton"]
 
 #: the widest step and loss the readout keeps room for (a millionth step widens it once)
 STEP_WIDEST = "step 000000"
@@ -28,6 +31,11 @@ LOSS_WIDEST = "loss −0.0000e+00"
 READOUT_GAP = 24  # pixels between the step and the loss
 #: the readout's least size (times the font) where its row is short: the buttons' own
 LEAST_READOUT = 1.0
+#: the Function's name while presenting, times the font (less where the buttons' row is
+#: shorter than its line: it takes no height)
+NAME_SCALE = 1.5
+NAME_LEAST = 0.8  # set smaller to this share of its size before it is cut
+GAP = 16  # pixels between the buttons and the name at least
 
 SPEEDS = (("max speed", 0.0), ("1000 steps/s", 1000.0), ("100 steps/s", 100.0),
           ("30 steps/s", 30.0), ("10 steps/s", 10.0), ("3 steps/s", 3.0), ("1 step/s", 1.0))
@@ -77,6 +85,35 @@ class ShortenedButton(QPushButton):
             self.setText(text)
 
 
+class FunctionName(FittedLabel):
+    """The open Function's name ("LinearFunction (find the bug)", "MyLinear (my_linear.py)"
+    for a file's), bold, read from the back of a room: as wide as it asks where the row has
+    the room, cut with "…" where it has not (the tooltip says it whole); as tall as the row
+    is, never taller (it takes no height from the heatmaps)."""
+
+    ALIGN = Qt.AlignmentFlag.AlignRight
+
+    def __init__(self):
+        super().__init__()
+        self.setObjectName("PresentedFunction")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
+        self.setContentsMargins(GAP, 0, 0, 0)  # from the buttons, where the row is short
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance(self.text()) + GAP + 4, 0)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(10, 0)
+
+    def shown(self) -> tuple[str, QFont]:
+        """The text as drawn at the width there is, and its font: smaller first (to
+        :data:`NAME_LEAST` of its size), then cut with "…"."""
+        text, width = self.text(), self.contentsRect().width()
+        font = fitted(self.font(), text, width, NAME_LEAST)
+        return QFontMetrics(font).elidedText(text, Qt.TextElideMode.ElideRight, width), font
+
+
+
 class ControlsBar(QWidget):
     """Play/Pause, Step, Reset, speed, and the current step and loss shown large."""
 
@@ -108,6 +145,10 @@ class ControlsBar(QWidget):
         for w in (self.play, self.step, self.reset, self.speed, self.check):
             self._buttons.addWidget(w)
         self._buttons.addStretch(1)
+        #: the open Function's name, at the row's end while presenting (show_function)
+        self.function_name = FunctionName()
+        self.function_name.hide()
+        self._buttons.addWidget(self.function_name)
         #: the step and loss in large type: beside the buttons, or elsewhere (presentation
         #: mode puts it beside the loss plot, one number above the other: see lend_readout)
         self.readout = QWidget()
@@ -130,13 +171,39 @@ class ControlsBar(QWidget):
         session.runningChanged.connect(self._running)
         session.batchReady.connect(self._batch)
         session.runReset.connect(self._reset)
+        session.targetChanged.connect(self._target_changed)
+
+    def show_function(self, shown: bool) -> None:
+        """The open Function's name at the row's end (presentation mode: the room cannot
+        read the window's title), or not."""
+        self.function_name.setVisible(shown)
+        self._fit_name()
+
+    def _target_changed(self, target) -> None:
+        self.function_name.setText(target.label)  # a file's: "Name (file.py)"
+
+    def _fit_name(self) -> None:
+        """The name :data:`NAME_SCALE` times the font, bold; smaller where a line of it
+        would be taller than the buttons (the row must not grow for it)."""
+        row = max(self.play.sizeHint().height(), self.play.minimumHeight())
+        font = QFont(self.font())
+        font.setBold(True)
+        points = self._base_points * NAME_SCALE
+        font.setPointSizeF(points)
+        while QFontMetrics(font).height() > row and points > self._base_points:
+            points = max(self._base_points, points - 0.5)
+            font.setPointSizeF(points)
+        if self.function_name.font() != font:
+            self.function_name.setFont(font)
 
     def apply_font(self, font: QFont) -> None:
         """Buttons in ``font``; the step and loss readout ``readout_scale`` times larger (less
-        where its row is narrower than that needs: see :meth:`_fit_readout`)."""
+        where its row is narrower than that needs: see :meth:`_fit_readout`), the Function's
+        name :data:`NAME_SCALE` times (less where the row is not as tall)."""
         self.setFont(font)
         self._base_points = font.pointSizeF() if font.pointSizeF() > 0 else 10.0
         self._set_readout_points(self._base_points * self.readout_scale)
+        self._fit_name()
         for layout in (self._buttons, self._readout, self._layout):
             layout.invalidate()
         self.updateGeometry()

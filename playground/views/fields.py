@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 from customgrad.errors import SpecError
 from customgrad.problems.settings import Settings
 
-__all__ = ["NARROW_LETTERS", "CheckedField", "ElidedLabel", "is_narrow", "setting_number"]
+__all__ = ["NARROW_LETTERS", "CheckedField", "ElidedLabel", "FittedLabel", "is_narrow",
+           "setting_number"]
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d62728; }"
 #: what the message for an empty or unreadable field suggests writing
@@ -166,3 +167,25 @@ class ElidedLabel(QLabel):
             painter.drawText(self.contentsRect(),
                              int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
                              self.shown_text())
+
+
+class FittedLabel(ElidedLabel):
+    """An :class:`ElidedLabel` whose text may be drawn smaller than its font: :meth:`shown`
+    gives the text as drawn and the font it is drawn in (a subclass sets them smaller before
+    it cuts); drawn aligned as :attr:`ALIGN` says, vertically centred."""
+
+    ALIGN = Qt.AlignmentFlag.AlignLeft
+
+    def shown(self) -> tuple[str, QFont]:
+        return ElidedLabel.shown_text(self), QFont(self.font())
+
+    def shown_text(self) -> str:
+        return self.shown()[0]
+
+    def paintEvent(self, event) -> None:
+        text, font = self.shown()
+        with QPainter(self) as painter:  # ended here, whoever still holds this frame
+            painter.setFont(font)
+            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+            painter.drawText(self.contentsRect(),
+                             int(self.ALIGN | Qt.AlignmentFlag.AlignVCenter), text)

@@ -58,11 +58,15 @@ class FittedTickSpacing:
 
 class FitScroll(QScrollArea):
     """Shows ``content`` whole where it fits in ``share`` of ``pane``'s height, else that
-    much of it, scrolled (never less than ``lines`` lines while it has them)."""
+    much of it, scrolled (never less than ``lines`` lines while it has them). With ``most``
+    (a number of lines) instead of a pane, whole up to that many lines of its font: a height
+    that follows the text, the width and the font, never the height of what holds it (laid
+    out in a column, the column's height would then depend on itself)."""
 
-    def __init__(self, content: QWidget, pane: QWidget, share: float = 0.3, lines: int = 2):
+    def __init__(self, content: QWidget, pane: QWidget | None = None, share: float = 0.3,
+                 lines: int = 2, most: int | None = None):
         super().__init__()
-        self._pane, self._share, self._lines = pane, share, lines
+        self._pane, self._share, self._lines, self._most = pane, share, lines, most
         self.setWidget(content)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -72,7 +76,8 @@ class FitScroll(QScrollArea):
         self.viewport().setAutoFillBackground(False)
         content.setAutoFillBackground(False)
         content.installEventFilter(self)
-        pane.installEventFilter(self)
+        if pane is not None and most is None:
+            pane.installEventFilter(self)
 
     def _needed(self) -> int:
         content = self.widget()
@@ -86,8 +91,11 @@ class FitScroll(QScrollArea):
         return content.sizeHint().height() + slack
 
     def sizeHint(self) -> QSize:
-        cap = max(self._lines * self.fontMetrics().height(),
-                  int(self._pane.height() * self._share))
+        if self._most is not None or self._pane is None:
+            cap = (self._most or self._lines) * self.fontMetrics().height()
+        else:
+            cap = max(self._lines * self.fontMetrics().height(),
+                      int(self._pane.height() * self._share))
         return QSize(super().sizeHint().width(), min(self._needed(), cap))
 
     def minimumSizeHint(self) -> QSize:

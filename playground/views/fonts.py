@@ -8,10 +8,10 @@ panes use at the same size.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QFont, QFontDatabase, QFontMetrics
 from PySide6.QtWidgets import QApplication
 
-__all__ = ["code_font", "css_size", "point_size", "scaled"]
+__all__ = ["code_font", "css_size", "fitted", "point_size", "scaled"]
 
 
 def point_size(font: QFont) -> float:
@@ -37,6 +37,29 @@ def scaled(font: QFont, factor: float = 1.0, *, bold: bool | None = None,
     if italic is not None:
         out.setItalic(italic)
     return out
+
+
+def fitted(font: QFont, text: str, width: int, least: float) -> QFont:
+    """``font``, smaller where ``text`` is wider than ``width`` (to fit, but not below
+    ``least`` of its size), as a slide's title shrinks to fit."""
+    font = QFont(font)
+    wide = QFontMetrics(font).horizontalAdvance(text)
+    if wide <= width or width <= 0:
+        return font
+    points, pixels = font.pointSizeF(), font.pixelSize()
+    if points > 0:
+        font.setPointSizeF(max(least * points, points * width / wide))
+    else:
+        font.setPixelSize(max(round(least * pixels), pixels * width // wide))
+    # sizes do not scale text's width exactly (hinting): a step smaller where it is over
+    while QFontMetrics(font).horizontalAdvance(text) > width:
+        if points > 0 and font.pointSizeF() - 0.5 >= least * points:
+            font.setPointSizeF(font.pointSizeF() - 0.5)
+        elif points <= 0 and font.pixelSize() - 1 >= least * pixels:
+            font.setPixelSize(font.pixelSize() - 1)
+        else:
+            break
+    return font
 
 
 def css_size(font: QFont, factor: float = 1.0) -> str:

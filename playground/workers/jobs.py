@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 
 from customgrad import config
+from customgrad.defaults import format_shape
 from customgrad.errors import Cancelled, TargetError
 from customgrad.workers import processes
 from customgrad.workers.loop_control import interrupt_thread
@@ -477,6 +478,13 @@ def in_child_or_here(in_child, here, function: type):
         return here()
 
 
+def shapes_named(specs) -> str:
+    """The inputs' shapes as the app writes them everywhere ("x 3x8, w 8x8", a scalar's
+    "scalar"): what a check's memory stop says it ran for (it said "x (3, 8)")."""
+    return ", ".join(f"{s.name} {format_shape(tuple(s.shape))}" for s in specs
+                     if hasattr(s, "shape"))
+
+
 def _compare_in_process(state: _JobState, problem: Problem, args, options, pixels: int):
     """The Jacobian worker's function when the comparison runs in a worker process: this
     thread relays the child's progress, and answers each once handled: the child waits for
@@ -518,8 +526,7 @@ def _compare_in_process(state: _JobState, problem: Problem, args, options, pixel
 
     job = child_jobs.CompareJob(processes.ProblemRef.of(problem), args, options, pixels,
                                 hold=state.hold_child, second=state.second)
-    shapes = ", ".join(f"{s.name} {tuple(s.shape)}" for s in problem.specs
-                       if hasattr(s, "shape"))
+    shapes = shapes_named(problem.specs)
     def here():
         state.isolated = False
         return _compare(state, problem, args, options, pixels)

@@ -553,7 +553,8 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         total = sum(area.sizes())
         area.setSizes([total - 300, 300])
         area.splitterMoved.emit(total - 300, 1)  # as a drag does
-        win.jacobian.set_details_shown(True)
+        win.jacobian.set_details_shown(True)  # (open, the pane is at least its least height)
+        _settle(qtbot, win)
         win.classroom.layout.save()  # what the drag's timer does once it stops
         sizes = area.sizes()
     finally:
@@ -575,6 +576,26 @@ def test_splitters_and_banner_details_are_remembered(qtbot):
         assert again.preferences.store.value("layout/area") is None
     finally:
         again.session.shutdown(wait=0.5)
+
+
+def _drawer_hides_no_cell(win) -> bool:
+    """The Details drawer, where it is open, lies over no heatmap cell (of the matrix the
+    views show), nor the heatmaps' graphics."""
+    j = win.jacobian
+    if not j.drawer.isVisible() or not j.heatmaps.graphics.isVisible():
+        return True
+    from tests.playground.test_heatmap_room import _cells
+
+    drawer = j.drawer.geometry()
+    return not drawer.intersects(j.heatmaps.graphics.geometry()) and \
+        not any(cell.adjusted(1, 1, -1, -1).intersects(drawer) for cell in _cells(win))
+
+
+def _zoom_to(qtbot, win, percent: int) -> None:
+    """Back to the zoom ``percent`` (a round whose zoom keys did not come back to it)."""
+    if win.preferences.zoom != percent:
+        win.preferences.set_zoom(percent, remember=False)
+        _settle(qtbot, win)
 
 
 def _press(qtbot, win, key, modifiers=Qt.KeyboardModifier.NoModifier) -> None:
@@ -607,14 +628,16 @@ def _same_area(before: list[int], after: list[int]) -> bool:
 _PRESENTING_KEYS = {"F9": Qt.Key.Key_F9, "F2": Qt.Key.Key_F2,
                     "zoom in": QKeySequence("Ctrl+="), "zoom out": QKeySequence("Ctrl+-")}
 #: what a teacher presses in the normal window that must leave its layout as it is
-_ROUND_TRIPS = ("present", "F9 twice", "F2")
+_ROUND_TRIPS = ("present", "F9 twice", "F2", "Details")
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1440, 900), (1920, 1080)])
 def test_any_keys_in_any_order_give_the_normal_layout_back(qtbot, width, height):
-    """F5 ... Esc (whatever was pressed between), F9 twice, F2 round the themes: the normal
-    layout comes back exactly each time, also when presentation mode filled the screen; a
-    side panel F9 shows in presentation mode has a width."""
+    """F5 ... Esc (whatever was pressed between), F9 twice, F2 round the themes, Details
+    opened and closed (whatever was pressed between): the normal layout comes back exactly
+    each time, also when presentation mode filled the screen, and with Details open as with
+    them folded; a side panel F9 shows in presentation mode has a width; open, the drawer
+    lies over no heatmap cell."""
     win = _window(qtbot, width, height)
     try:
         win.activateWindow()
@@ -635,14 +658,29 @@ def test_any_keys_in_any_order_give_the_normal_layout_back(qtbot, width, height)
                   suppress_health_check=list(HealthCheck))
         @given(st.lists(st.tuples(st.sampled_from(_ROUND_TRIPS),
                                   st.lists(st.sampled_from(sorted(_PRESENTING_KEYS)),
-                                           max_size=4)), min_size=1, max_size=3))
+                                           max_size=4), st.booleans()),
+                        min_size=1, max_size=3))
         def trips(rounds):
             win.classroom.presentation.set_presentation(False)  # after a failed example too
+            win.jacobian.set_details_shown(False)
             _settle(qtbot, win)
-            for trip, inside in rounds:
+            for trip, inside, details in rounds:
+                if trip != "Details":  # the round with the drawer open, or folded
+                    win.jacobian.set_details_shown(details)
+                    _settle(qtbot, win)
                 before, theme_before = _layout_now(win), win.preferences.theme
                 area_before = win.main_area.sizes()
-                if trip == "present":
+                if trip == "Details":
+                    win.jacobian.set_details_shown(not win.jacobian.details_shown())
+                    _settle(qtbot, win)
+                    for name in inside:
+                        key(name)
+                        assert _drawer_hides_no_cell(win), name
+                    if win.side_tabs.isHidden() != (not before[1][1]):
+                        key("F9")  # the side panel as it was (F9 pressed an odd number of times)
+                    _zoom_to(qtbot, win, before[2])
+                    win.jacobian.set_details_shown(not win.jacobian.details_shown())
+                elif trip == "present":
                     _press(qtbot, win, Qt.Key.Key_F5)
                     _settle(qtbot, win)
                     assert win.preferences.presenting
@@ -667,8 +705,9 @@ def test_any_keys_in_any_order_give_the_normal_layout_back(qtbot, width, height)
                         _press(qtbot, win, Qt.Key.Key_F2)
                         _settle(qtbot, win)
                 assert not win.preferences.presenting
-                assert _layout_now(win) == before, (trip, inside)
-                assert _same_area(area_before, win.main_area.sizes()), (trip, inside)
+                assert _layout_now(win) == before, (trip, inside, details)
+                assert _same_area(area_before, win.main_area.sizes()), (trip, inside, details)
+                assert _drawer_hides_no_cell(win), (trip, inside, details)
 
         trips()
     finally:
@@ -702,11 +741,14 @@ def _drawn_height(win) -> float:
     return vb.height() * win.jacobian.heatmaps.shape[0] / (_y1 - _y0)
 
 
-@pytest.mark.parametrize(("present", "percent", "least"), [(False, 100, 200), (True, 150, 250)])
-def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, percent, least):
+@pytest.mark.parametrize(("present", "percent", "least", "opened"),
+                         [(False, 100, 200, 150), (True, 150, 250, 100)])
+def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, percent, least,
+                                                              opened):
     """linear_bug's 12 x 32 Jacobian at 1280 x 720: the loss plot and the side panel give
     way (the loss plot keeps a height that reads), the heatmaps are tall, their block labels
-    whole, nothing overlaps."""
+    whole, nothing overlaps; with Details open too (``opened``: the matrix' least height
+    then, the drawer above it taking what the loss plot cannot give)."""
     win = _window(qtbot, 1280, 720, percent=percent, present=present, target="linear_bug")
     try:
         assert not win.jacobian.shown.report.passed
@@ -717,16 +759,19 @@ def test_a_failing_wide_jacobian_gets_the_room_on_a_projector(qtbot, present, pe
         graphics = win.jacobian.heatmaps.graphics
         assert graphics.geometry().bottom() < win.jacobian.height()  # labels not cut
         assert _problems(win) == []
-        # Details opens in a drawer over the heatmaps, the diagnosis first: it took their
-        # height (179 px at 100 %, 142 px at 150 %)
+        # Details opens in a drawer above the heatmaps, the diagnosis first (the whole
+        # verdict before it where its line is cut): the loss plot gives what it can, the
+        # heatmaps the rest; laid over them, it hid most of their cells
         win.jacobian.set_details_shown(True)
         _settle(qtbot, win)
-        assert _drawn_height(win) >= least
+        assert _drawn_height(win) >= opened
+        assert win.loss_plot.height() >= 6 * win.fontMetrics().height()
         drawer = win.jacobian.drawer
         assert drawer.isVisible() and win.jacobian.banner.details_label.isVisible()
         assert win.jacobian.banner.details_label.text().startswith("diagnosis:")
         assert drawer.geometry().bottom() < win.jacobian.height()
         assert win.jacobian.tolerance_row.eps_edit.isVisible()
+        assert _drawer_hides_no_cell(win)
     finally:
         win.session.shutdown(wait=0.5)
 
@@ -746,17 +791,20 @@ def _title_rects(win) -> list[tuple[str, QRect]]:
 @pytest.mark.parametrize(("present", "percent"), [(False, 100), (False, 150), (True, 150)])
 def test_details_cover_no_heatmap_title_and_the_bar_reads_whole(qtbot, present, percent):
     """linear_bug's Details at 1280 x 720: the drawer sat right under the banner, over the
-    titles ("Analytic", "Reference", leaving "ference (a − n)"); it starts under them now,
-    and the heatmaps keep their height. Its bar's words read whole ("ck at current p" at
-    150 %), and the check's eps is "fd eps": a LayerNorm's own eps read "eps" too."""
+    titles ("Analytic", "Reference", leaving "ference (a − n)"), then under them over the
+    cells; it lies above the heatmaps now, which keep their least height, and they are as
+    they were once it folds. Its bar's words read whole ("ck at current p" at 150 %), and
+    the check's eps is "fd eps": a LayerNorm's own eps read "eps" too."""
     win = _window(qtbot, 1280, 720, percent=percent, present=present, target="linear_bug")
     try:
-        folded = _drawn_height(win)
+        folded = _drawn_height(win), _layout_now(win), win.main_area.sizes()
+        graphics = win.jacobian.heatmaps.graphics
         win.jacobian.set_details_shown(True)
         _settle(qtbot, win)
         drawer = win.jacobian.drawer
         assert drawer.isVisible()
-        assert _drawn_height(win) == folded  # the heatmaps do not give way
+        assert graphics.height() >= graphics.minimumHeight() > 0  # they keep their least
+        assert _drawer_hides_no_cell(win)
         titles = _title_rects(win)
         assert [t for t, _ in titles][1].startswith("Numerical")
         for title, rect in titles:
@@ -776,6 +824,9 @@ def test_details_cover_no_heatmap_title_and_the_bar_reads_whole(qtbot, present, 
             assert drawer.rect().contains(inside), widget  # none cut by the drawer's edge
         assert drawer.geometry().bottom() < win.jacobian.height()
         assert not drawer.geometry().intersects(win.jacobian.hover_label.geometry())
+        win.jacobian.set_details_shown(False)
+        _settle(qtbot, win)
+        assert (_drawn_height(win), _layout_now(win), win.main_area.sizes()) == folded
     finally:
         win.session.shutdown(wait=0.5)
 

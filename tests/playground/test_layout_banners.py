@@ -132,8 +132,9 @@ def test_the_verdict_keeps_its_line_and_the_heatmaps_their_height(qtbot, percent
         _settle(qtbot, win)
         cut = label.shown_text() != label.text()
         assert j.banner.head_label.isVisible() == cut
+        j.set_details_shown(False)  # the drawer above the heatmaps: as they were once it folds
+        _settle(qtbot, win)
         assert _heatmaps(win) == before
-        j.set_details_shown(False)
     finally:
         win.session.shutdown(wait=0.5)
 

@@ -123,3 +123,18 @@ def test_a_bad_shape_in_a_session_is_kept_and_refused_at_its_field(tmp_path, tex
         build(loaded.settings)
     assert info.value.field == "input"
     assert str(info.value).startswith("input: ")
+
+
+def test_a_memory_stop_writes_the_shapes_as_the_app_does():
+    """The memory stop's message said "for x (3, 8), w (8, 8)" where the form, the block
+    labels and every other message write "3x8": one formatter (format_shape) for all; a
+    constant (no shape) is not listed."""
+    from customgrad.function.inputs import ConstSpec, format_shape
+    from playground.workers.jobs import shapes_named
+
+    specs = [TensorSpec("x", (3, 8)), TensorSpec("w", (8, 8)), TensorSpec("s", ()),
+             ConstSpec("scale", 2.0)]
+    said = shapes_named(specs)
+    assert said == "x 3x8, w 8x8, s scalar"
+    assert said.split(", ")[0] == f"x {format_shape((3, 8))}"  # as the form's field says it
+    assert "(" not in said

@@ -140,9 +140,11 @@ class Presentation(QObject):
 
     def _place_readout(self, presenting: bool) -> None:
         """Presenting with the loss plot shown: the step and loss beside it, one above the
-        other (the heatmaps get the row they took); else beside the buttons."""
+        other (the heatmaps get the row they took); else beside the buttons. Presenting,
+        the open Function's name at the end of the buttons' row."""
         panes = self.panes
         panes.loss_plot.set_compact(presenting)
+        panes.controls.show_function(presenting)  # the room reads which Function is shown
         holder = panes.readout_holder
         beside = presenting and not panes.loss_plot.isHidden()
         if beside == panes.controls.readout_lent():

@@ -1,8 +1,8 @@
 """The Jacobian pane's verdict banner: one line with the verdict (progress and Cancel while
 computing) and a Details toggle that unfolds the numbers, the worst entry and the notes in a
-drawer over the heatmaps (:class:`DetailsDrawer`). The verdict keeps to its line, cut where it
-must be (:class:`VerdictLabel`; the drawer then says it whole): a wrapped verdict took the
-heatmaps' height, and gave it back only when a shorter one came.
+drawer under it, above the heatmaps (:class:`DetailsDrawer`). The verdict keeps to its line,
+cut where it must be (:class:`VerdictLabel`; the drawer then says it whole): a wrapped verdict
+took the heatmaps' height, and gave it back only when a shorter one came.
 
 Verdicts are spelled out with a symbol too, so nothing depends on telling green from red.
 """
@@ -10,7 +10,6 @@ Verdicts are spelled out with a symbol too, so nothing depends on telling green 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
@@ -27,11 +26,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from playground.views.fields import ElidedLabel, is_narrow
+from playground.views.fields import FittedLabel, is_narrow
 from playground.views.fitting import FitScroll
-from playground.views.fonts import scaled
+from playground.views.fonts import fitted, scaled
 
-__all__ = ["DetailsDrawer", "VerdictBanner", "VerdictLabel"]
+__all__ = ["DetailsDrawer", "DetailsScroll", "VerdictBanner", "VerdictLabel"]
 
 # Banner colours: (background, border, text).
 _PASS = ("#e3f3e6", "#1b7a36", "#0d4a1f")
@@ -40,9 +39,12 @@ _BORDER, _RADIUS = 2, 6  # pixels
 _ANY_HEIGHT = 16_777_215  # Qt's QWIDGETSIZE_MAX
 #: the Details button's short label, folded and unfolded
 SHORT_DETAILS = {False: "\u25b6", True: "\u25bc"}
+#: the most lines of text the unfolded details take (they scroll past them): the heatmaps
+#: give the drawer its height, and keep the rest
+DETAILS_LINES = 4
 
 
-class VerdictLabel(ElidedLabel):
+class VerdictLabel(FittedLabel):
     """The verdict's one line, as tall as a line of its font whatever it says. Too long for
     it, a verdict is set smaller first (down to :attr:`LEAST` of its size, as a slide's title
     shrinks to fit), then its "entries outside tolerance" words before the " — diagnosis?"
@@ -86,36 +88,7 @@ class VerdictLabel(ElidedLabel):
     def _fitted(self, text: str, width: int) -> QFont:
         """The label's font, smaller where ``text`` is wider than ``width`` (to fit, but not
         below LEAST of its size)."""
-        font = QFont(self.font())
-        wide = QFontMetrics(font).horizontalAdvance(text)
-        if wide <= width or width <= 0:
-            return font
-        points, pixels = font.pointSizeF(), font.pixelSize()
-        if points > 0:
-            font.setPointSizeF(max(self.LEAST * points, points * width / wide))
-        else:
-            font.setPixelSize(max(round(self.LEAST * pixels), pixels * width // wide))
-        # sizes do not scale text's width exactly (hinting): a step smaller where it is over
-        while QFontMetrics(font).horizontalAdvance(text) > width:
-            if points > 0 and font.pointSizeF() - 0.5 >= self.LEAST * points:
-                font.setPointSizeF(font.pointSizeF() - 0.5)
-            elif points <= 0 and font.pixelSize() - 1 >= self.LEAST * pixels:
-                font.setPixelSize(font.pixelSize() - 1)
-            else:
-                break
-        return font
-
-    def shown_text(self) -> str:
-        return self.shown()[0]
-
-    def paintEvent(self, event) -> None:
-        text, font = self.shown()
-        with QPainter(self) as painter:  # ended here, whoever still holds this frame
-            painter.setFont(font)
-            painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            painter.drawText(self.contentsRect(),
-                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                             text)
+        return fitted(self.font(), text, width, self.LEAST)
 
     def is_cut(self) -> bool:
         """Whether the line shows less than the whole verdict."""
@@ -192,9 +165,10 @@ class VerdictBanner(QFrame):
         box.setContentsMargins(10, 4, 6, 4)
         box.setSpacing(3)
         box.addLayout(self._head)
-        # the diagnosis first; scrolled past 0.6 of the pane's height: the drawer covers the
-        # heatmaps, it takes no room from them
-        self.details_scroll = FitScroll(self.details_box, pane, share=0.6)
+        # the diagnosis first; scrolled past DETAILS_LINES lines, as tall whether the whole
+        # verdict is said first or not (see DetailsScroll)
+        details.addStretch(1)  # what the verdict's room leaves, under the lines
+        self.details_scroll = DetailsScroll(self.details_box, self.head_label)
         self.progress_bar.hide()
         self.cancel_button.hide()
 
@@ -294,8 +268,10 @@ class VerdictBanner(QFrame):
 
     def hold_height(self) -> None:
         """Keep the unfolded details as tall as they are, until the next verdict (while
-        computing: the drawer must not jump): empty detail lines ask for other heights than
-        lines with text. (The verdict's line is one line whatever it says.)"""
+        computing: the drawer, and the heatmaps under it, must not move): empty detail lines
+        ask for other heights than lines with text. (The verdict's line is one line whatever
+        it says.) The next :meth:`set_text` without ``keep_space`` lets go, at once: the
+        height the verdict's lines ask for is known then (:class:`DetailsScroll`)."""
         if self.details_scroll.isVisible():
             self.details_scroll.setFixedHeight(self.details_scroll.height())
 
@@ -405,66 +381,55 @@ class VerdictBanner(QFrame):
                                     _RADIUS, _RADIUS)
 
 
+class DetailsScroll(FitScroll):
+    """The details' scroll area: as tall as their lines need at its width, up to
+    :data:`DETAILS_LINES` lines. Measured by what changes it only when it asks again
+    (its text, fonts and own width), so that no layout keeps a stale height: the lines at
+    the width they have beside a scroll bar, whether one shows or not (its coming and going
+    changes no width of the area's), and the whole verdict (``head``, first, shown while
+    the verdict's line is cut) counted whether shown or not (whether that line is cut is
+    known only once the banner is laid out, the progress bar hidden: the drawer's height,
+    and the heatmaps', followed in a second pass)."""
+
+    def __init__(self, content: QWidget, head: QLabel):
+        super().__init__(content, most=DETAILS_LINES)
+        self._head = head
+
+    def _needed(self) -> int:
+        content, head = self.widget(), self._head
+        layout = content.layout()
+        width = self.width() - 2 * self.frameWidth() \
+            - self.verticalScrollBar().sizeHint().width()
+        if width <= 0:
+            return content.sizeHint().height()
+        needed = layout.totalHeightForWidth(width) + 2 * self.frameWidth() + 2
+        if head.isHidden() and head.text():
+            needed += head.heightForWidth(width) + max(0, layout.spacing())
+        return needed
+
+
 class DetailsDrawer(QFrame):
-    """The banner's details and the tolerance editors, in a drawer laid over the top left
-    of the heatmaps under their titles, not in the pane's column: unfolded inside the banner
-    they took the heatmaps' height (a 12x32 Jacobian 179 px tall at 1280x720, 142 px in
-    presentation mode at 150 %); the drawer takes none. Right under the banner it covered
-    the titles ("Analytic", "Reference", leaving "ference (a − n)"): it takes the band
-    ``band()`` gives (top, bottom in the pane: under the titles, above the hover line). At
-    most :attr:`SHARE` of the pane's width and that band's height; the details scroll where
-    they need more."""
+    """The banner's details and the tolerance editors, in a drawer under the banner, in the
+    pane's column: while it is open the heatmaps under it take that much less height
+    (nothing outside the pane moves: :meth:`JacobianView.ideal_height` leaves it out), and
+    when it closes they are where they were. Laid over the heatmaps, it hid their cells
+    (linear_bug's Analytic and Numerical in presentation mode at 150 %). Its height follows
+    the details' lines (:class:`DetailsScroll`: at most :data:`DETAILS_LINES`), held while
+    a check computes, never the pane's height; where the pane is short it gives way to
+    two lines, and the heatmaps keep their least height."""
 
-    SHARE = 0.55
-
-    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget,
-                 band: Callable[[], tuple[int, int]] | None = None):
+    def __init__(self, pane: QWidget, banner: VerdictBanner, tolerances: QWidget):
         super().__init__(pane)
-        self._band = band
         self.setObjectName("JacobianDrawer")
-        self._pane, self._banner = pane, banner
         self.setFrameShape(QFrame.Shape.Box)
-        self.setLineWidth(2)
-        self.setAutoFillBackground(True)
+        self.setLineWidth(1)
         box = QVBoxLayout(self)
-        box.setContentsMargins(8, 6, 8, 6)
+        box.setContentsMargins(8, 4, 8, 4)
         box.setSpacing(4)
         box.addWidget(banner.details_scroll)
         box.addWidget(tolerances)
+        # any width (the pane's: it asks for none, the window's least width stays); as tall
+        # as it asks, less where the pane is short
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
         self.setVisible(banner.details_shown())
-        banner.detailsToggled.connect(self._toggled)
-        pane.installEventFilter(self)
-
-    def _toggled(self, shown: bool) -> None:
-        self.setVisible(shown)
-        self.place()
-
-    def eventFilter(self, watched, event) -> bool:
-        if watched is self._pane and event.type() == event.Type.Resize:
-            self.place()
-        return False
-
-    def place(self) -> None:
-        """Under the banner and the heatmaps' titles, at the pane's left edge, as tall as
-        its contents need."""
-        if self.isHidden():
-            return
-        pane = self._pane
-        least = self.layout().itemAt(1).widget().minimumSizeHint().width() + 20
-        width = min(pane.width() - 8, max(200, least, int(pane.width() * self.SHARE)))
-        top, bottom = self._band() if self._band else (0, pane.height() - 4)
-        top = max(self._banner.geometry().bottom(), top) + 2
-        room = max(0, bottom - top)
-        layout = self.layout()
-        need = layout.totalHeightForWidth(width) if layout.hasHeightForWidth() \
-            else self.sizeHint().height()
-        # at the left: the Difference heatmap, with its diagnosis tag, stays in sight
-        self.setGeometry(4, top, width, min(need, room))
-        self.raise_()
-
-    def event(self, event) -> bool:
-        if event.type() == event.Type.LayoutRequest:
-            QWidget.event(self, event)
-            self.place()
-            return True
-        return super().event(event)
+        banner.detailsToggled.connect(self.setVisible)

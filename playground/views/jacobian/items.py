@@ -49,6 +49,8 @@ def fit_hint(view) -> None:
     a large zoom on a small screen): Qt would lay it over the heatmaps' axis labels."""
     layout = view.layout()
     margins, spacing = layout.contentsMargins(), layout.spacing()
-    used = margins.top() + margins.bottom() + view.banner.height() + spacing \
+    drawer = view.drawer.minimumSizeHint().height() + spacing if view.drawer.isVisibleTo(view) \
+        else 0
+    used = margins.top() + margins.bottom() + view.banner.height() + spacing + drawer \
         + view.heatmaps.graphics.minimumHeight() + spacing + view.hover_label.sizeHint().height()
     view.hover_label.setVisible(used <= view.height())

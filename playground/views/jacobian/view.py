@@ -95,17 +95,11 @@ class JacobianView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(4)
+        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row)
         layout.addWidget(self.banner)
+        layout.addWidget(self.drawer)  # under the banner, above the heatmaps: over no cell
         layout.addWidget(self.heatmaps.graphics, 1)
         layout.addWidget(self.hover_label)
-        self.drawer = DetailsDrawer(self, self.banner, self.tolerance_row, self._drawer_band)
-
-    def _drawer_band(self) -> tuple[int, int]:
-        """Where the Details drawer may lie in the pane: under the heatmaps' titles, above
-        the hover line (it covers neither)."""
-        graphics = self.heatmaps.graphics
-        top = graphics.geometry().top() + graphics.ci.layout.getContentsMargins()[1]
-        return int(top + self.labels.title_height), self.hover_label.geometry().top() - 2
 
     def _connect(self) -> None:
         self.banner.cancelRequested.connect(self.cancelRequested)
@@ -137,7 +131,23 @@ class JacobianView(QWidget):
 
     def _details_toggled(self, shown: bool) -> None:
         self.tolerance_row.setVisible(shown)
+        if self.layout() is not None:  # (not while it is built)
+            fit_hint(self)  # the line under the heatmaps, where the drawer leaves it room
+            self._lay_out_drawer()
         self.detailsToggled.emit(shown)
+
+    def _lay_out_drawer(self) -> None:
+        """The Details drawer and the column under it laid out now, as the details' lines
+        ask. Left to Qt, each level of the column (the lines, the drawer, the pane) is laid
+        out at its own turn of the event loop: the heatmaps took their height turns after
+        the verdict, and a busy machine showed the verdict's frame with the heatmaps where
+        they had been (and moved them once it had painted)."""
+        if self.layout() is None:
+            return
+        if not self.drawer.isHidden():
+            self.banner.details_scroll.updateGeometry()
+            self.drawer.layout().activate()
+        self.layout().activate()
 
     def set_tolerances(self, eps: float, atol: float, rtol: float) -> None:
         """Show these tolerances in the editors (emits nothing)."""
@@ -345,11 +355,21 @@ class JacobianView(QWidget):
         not move when it comes)."""
         rows, cols = self.heatmaps.shape if all(self.heatmaps.shape) else (1, 1)
         vb = self.heatmaps.view_box
+        graphics = self.heatmaps.graphics
         width = vb.width()
-        if width < 2 or not self.heatmaps.graphics.isVisible():
+        if width < 2 or not graphics.isVisible():
             return self.sizeHint().height()
-        return math.ceil(self.height() - vb.height() + view_height(rows, cols, width)
-                         + self.heatmaps.top_pad)
+        # the column's parts from their own heights, not the pane's; the Details drawer's
+        # as it asks (the loss plot gives what it can, the heatmaps the rest)
+        layout = self.layout()
+        margins, spacing = layout.contentsMargins(), max(0, layout.spacing())
+        around = margins.top() + margins.bottom() + self.banner.height() + spacing
+        if not self.hover_label.isHidden():
+            around += spacing + self.hover_label.height()
+        if not self.drawer.isHidden():
+            around += spacing + self.drawer.sizeHint().height()
+        return math.ceil(around + graphics.height() - vb.height()
+                         + view_height(rows, cols, width) + self.heatmaps.top_pad)
 
     def apply_font(self, font: QFont, verdict_scale: float = 1.0) -> None:
         """Use ``font`` (and sizes derived from it) everywhere, heatmap axes included; the
@@ -375,9 +395,6 @@ class JacobianView(QWidget):
         elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Resize:
             self.labels.fit_row_axis()  # its width depends on the width there is
             self.heatmaps.fit_bars(grow_only=self.shown.computing)
-            self.drawer.place()  # under the titles, wherever they went
-        elif watched is self.heatmaps.graphics and event.type() == QEvent.Type.Move:
-            self.drawer.place()
         if watched in (self, self.banner) and event.type() == QEvent.Type.Resize:
             fit_hint(self)
         return super().eventFilter(watched, event)
@@ -462,6 +479,8 @@ class JacobianView(QWidget):
         or one is coming."""
         self.banner.set_text(state, head, details, worst, notes, keep_space=keep_space,
                              keep_lines=self.shown.report is not None or self.shown.computing)
+        if not keep_space:
+            self._lay_out_drawer()  # its height for these lines, in this pass
 
     # ------------------------------------------------------------------ axes, zoom
 
@@ -487,6 +506,10 @@ class JacobianView(QWidget):
             self.heatmaps.pixels = pixels
             self.pixelsChanged.emit(pixels)
         self.drawing.resized()
+        # the bars' labels for the height they have now: the graphics' resize fitted them
+        # for the height the bars had before its layout moved them (Details opened and
+        # closed left "0" alone on narrower bars)
+        self.heatmaps.fit_bars(grow_only=self.shown.computing)
         self.labels.fit_titles()
         # the one output's "name [shape]" is fitted to the views' height, which a theme's
         # or a banner's passes change inside an unchanged graphics view: fitted at a
