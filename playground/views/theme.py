@@ -420,6 +420,27 @@ def wanted_sheet(name: str) -> str | None:
 
 
 @app_filters.paused()
+def _inherit_fonts_again() -> None:
+    """Every widget whose font no one set inherits it again. Under a style sheet a widget
+    takes its parent's font when polished and keeps it, marked as its own (not as set:
+    WA_SetFont stays off); once the sheet is gone it kept it through every zoom after: high
+    contrast at 150 % then light at 100 % left the forms and the side tabs at 150 % (trial3
+    T12). An empty QFont resolves nothing itself: the parent's font, as before the sheet."""
+    sheeted = set()  # (widgets with a sheet of their own, and theirs: the sheet's to size)
+    for widget in QApplication.allWidgets():
+        if widget.styleSheet():
+            sheeted.add(widget)
+            sheeted.update(widget.findChildren(QWidget))
+    for widget in QApplication.allWidgets():
+        if widget in sheeted:
+            continue
+        # (Qt leaves the flag on some, the window and its splitter: their fonts then
+        # followed the sheets' way, the size they had, not their parents')
+        widget.setAttribute(Qt.WidgetAttribute.WA_StyleSheet, False)
+        if not widget.testAttribute(Qt.WidgetAttribute.WA_SetFont):
+            widget.setFont(QFont())
+
+
 def apply_theme(window: QWidget, name: str, *, set_sheet: bool = True) -> Theme:
     """Switch the application, and everything in ``window``, to theme ``name``.
 
@@ -436,6 +457,7 @@ def apply_theme(window: QWidget, name: str, *, set_sheet: bool = True) -> Theme:
     left_sheet = sheet == "" and bool(app.styleSheet())
     if left_sheet:
         app.setStyleSheet("")
+        _inherit_fonts_again()
     app.setPalette(pal)
     # Qt posts the change to each widget: deliver it now, so views read the new colours
     QApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)

@@ -93,6 +93,7 @@ def test_esc_in_presentation_cancels_a_check_that_runs_on_then_leaves(qtbot, win
     qtbot.waitUntil(lambda: not leave.isEnabled() and not cancel.isEnabled())
 
 
+@pytest.mark.slow  # (two worker processes looping: a check's, then a run's)
 def test_a_step_that_runs_on_is_named_and_pause_says_where_it_was_stuck(
         qtbot, window, tmp_path, monkeypatch):
     """trial3 S3: Play on an endless backward showed "step 0, loss —" for as long as it ran,

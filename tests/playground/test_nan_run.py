@@ -9,6 +9,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+#: the whole window, a check and a run of the loop in its worker process
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 60_000
 
 BLOWS_UP = textwrap.dedent('''

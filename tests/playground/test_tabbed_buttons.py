@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from tests.playground.test_layout import TIMEOUT, _window
 
+#: the whole window in each test, waiting for a check
 pytestmark = pytest.mark.slow
 
 
