@@ -35,7 +35,7 @@ from customgrad.function.dtypes import DOUBLE, flat_real, real_view
 
 KINDS = ("factor", "transposed", "swapped", "ignores_grad_output", "missing_reduction",
          "accumulation", "region", "kink", "rounding", "undefined", "nondeterministic", "mutates",
-         "conjugate", "no_gradient", "random_forward", "straight_through")
+         "conjugate", "no_gradient", "random_forward", "straight_through", "unchanged")
 
 #: each kind in a few words, for a one-line verdict
 PHRASES = {
@@ -55,6 +55,7 @@ PHRASES = {
     "no_gradient": "backward returns None (or zeros) for an input that is differentiated",
     "random_forward": "forward is random, so finite differences cannot follow it",
     "straight_through": "forward is flat here, backward is not (a straight-through estimator?)",
+    "unchanged": "grad_output handed on unchanged (forward's derivative missing)",
 }
 
 #: entries of a block examined for a kink or rounding (the worst ones)
@@ -108,7 +109,7 @@ def diagnose(report: Report, function: type[Function], args: list, *,
             # the real hypotheses read real and imaginary parts as elements: right or silent
             diagnosis = fit.conjugate() or fit.factor()
         else:
-            diagnosis = (fit.swapped() or fit.transposed() or fit.factor()
+            diagnosis = (fit.swapped() or fit.transposed() or fit.unchanged() or fit.factor()
                          or fit.missing_reduction() or fit.accumulation() or fit.region())
         if diagnosis is not None:
             found.append(Diagnosis(block.name, *diagnosis))

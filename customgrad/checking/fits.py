@@ -103,6 +103,30 @@ class BlockFit:
                         "where x.T @ g is meant"), 0.9)
         return None
 
+    def unchanged(self) -> Found | None:
+        """backward hands grad_output on unchanged for this input (``return grad_output``):
+        the block is 1 wherever the true Jacobian is not 0, and 0 elsewhere, while the true
+        values vary (a constant one is :meth:`factor`'s): forward's own derivative, the
+        factor the chain rule multiplies grad_output by, is missing."""
+        a, n = self.a, self.n
+        ones = a == 1
+        if not bool(ones.any()) or not bool((ones | (a == 0)).all()):
+            return None
+        if not bool(n.isfinite().all()):
+            return None
+        zero = agree(n, torch.zeros_like(n), self.atol, self.rtol)
+        if not torch.equal(ones, ~zero):
+            return None
+        values = n[ones]
+        if float(values.max() - values.min()) <= self.atol + self.rtol * float(values.abs().max()):
+            return None  # one value throughout: a constant factor says more
+        o, i = self.block.output.name, self.block.input.name
+        return Found("unchanged", (
+            f"d {o}/d {i}: backward hands grad_output on unchanged (1 wherever the true "
+            f"gradient is not 0, which varies: {float(values.min()):.3g} to "
+            f"{float(values.max()):.3g}): the derivative of forward with respect to {i} is "
+            f"missing; the chain rule multiplies grad_output by it"), 0.9)
+
     def factor(self) -> Found | None:
         finite = self.a.isfinite() & self.n.isfinite()
         a, n = (self.a, self.n) if bool(finite.all()) else (self.a[finite], self.n[finite])

@@ -485,6 +485,24 @@ class MulNoneForY(Mul):
         return g * y, None
 
 
+class MulGradOutputForY(Mul):
+    """y's gradient is grad_output itself: x, the derivative of x * y for y, is missing (a
+    student's first week, trial3)."""
+
+    @staticmethod
+    def backward(ctx, g):
+        _x, y = ctx.saved_tensors
+        return g * y, g
+
+
+class ExpGradOutput(Exp):
+    """grad_output handed on: exp(x), its own derivative, missing."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class MatMulNoneForWeight(MatMul):
     """The weight, chosen to be differentiated, gets None (a layer whose weight was fixed)."""
 
@@ -930,6 +948,8 @@ CASES = [
      lambda g: [rand(g, 3, 4).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
     ("no_gradient", MatMulNoneForWeight, MatMul,
      lambda g: [rand(g, 2, 3).requires_grad_(), rand(g, 3, 4).requires_grad_()]),
+    ("unchanged", MulGradOutputForY, Mul, lambda g: [rand(g, 3, 4), rand(g, 3, 4)]),
+    ("unchanged", ExpGradOutput, Exp, lambda g: [rand(g, 5)]),
     ("straight_through", RoundStraightThrough, Round, lambda g: [3 * rand(g, 3, 4)]),
     ("straight_through", SignClippedStraightThrough, Sign, lambda g: [rand(g, 7)]),
     ("random_forward", DropoutDrawn, DropoutSeeded, lambda g: [rand(g, 3, 4)]),
