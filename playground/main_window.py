@@ -95,6 +95,11 @@ class MainWindow(QMainWindow):
         main.setFocus()
 
     @property
+    def explainer(self) -> StepExplainer:
+        """The Step tab's pane, built now where it was not (:attr:`step_page`)."""
+        return cast(StepExplainer, self.step_page.pane)
+
+    @property
     def landscape(self) -> LandscapeView:
         """The Landscape tab's pane, built now where it was not (:attr:`landscape_page`)."""
         return cast(LandscapeView, self.landscape_page.pane)
@@ -115,7 +120,9 @@ class MainWindow(QMainWindow):
         self.code = CodeView()
         self.editor = FunctionEditor()
         self.inspector = InspectorView()
-        self.explainer = StepExplainer(s)
+        #: the Step tab's page: it builds the explainer when first shown (or asked for:
+        #: :attr:`explainer`), which then catches up with the run
+        self.step_page = BuiltWhenShown(lambda: StepExplainer(s))
         # the Landscape tab's page builds its pane when first shown (or asked for:
         # :attr:`landscape`), not before the window's first paint; the model follows the
         # session from the start (the learning rates of the steps before)
@@ -156,10 +163,10 @@ class MainWindow(QMainWindow):
         step and loss in presentation mode."""
         self.side_tabs = QTabWidget()
         for widget, title in ((self.code, "Code"), (self.editor, "Editor"),
-                              (self.inspector, "Inspector"), (self.explainer, "Step"),
+                              (self.inspector, "Inspector"), (self.step_page, "Step"),
                               (self.landscape_page, "Landscape")):
             self.side_tabs.addTab(widget, title)
-        self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
+        self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.step_page),
                                      "The last step of gradient descent, in numbers")
         # as short as the loss plot beside it may be (its tabs scroll): the heatmaps below
         # get the room first (see MainArea)
@@ -288,7 +295,7 @@ class MainWindow(QMainWindow):
                 window=self, status=self.status, left=self.left, side_tabs=self.side_tabs,
                 splitters=self.splitters, readout_holder=self.readout_holder,
                 controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
-                explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
+                explainer=self.step_page, pending_bar=self.pending_bar, panels=panels))
         self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
         self.commands.add("landscape", "Show the loss landscape", ["L"], self.show_landscape,
                           self.menus["view"])
