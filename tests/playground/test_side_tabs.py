@@ -9,14 +9,6 @@ import pytest
 TIMEOUT = 20_000
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path, configure):
-    """Each test its own config folder, nothing restored (the app-wide look: conftest.py)."""
-    folder = tmp_path / "home"
-    configure(home=folder, no_restore=True)
-    return folder
-
-
 def open_target(qtbot, win, name):
     with qtbot.waitSignal(win.session.jacobianReady, timeout=TIMEOUT):
         win.session.set_target(name)
