@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import cast
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -36,7 +37,7 @@ from playground.views.jacobian import JacobianView
 from playground.views.landscape import LandscapeView
 from playground.views.loss_plot import LossPlot
 from playground.views.notices import NoticeBar, PendingSessionBar
-from playground.views.panes import LeftPane, MainArea
+from playground.views.panes import BuiltWhenShown, LeftPane, MainArea
 from playground.views.picker import FunctionPicker
 from playground.views.shortcuts import TextFieldEscape
 from playground.workers import in_window, torch_import
@@ -93,6 +94,16 @@ class MainWindow(QMainWindow):
         self._escape = TextFieldEscape(self, main)
         main.setFocus()
 
+    @property
+    def explainer(self) -> StepExplainer:
+        """The Step tab's pane, built now where it was not (:attr:`step_page`)."""
+        return cast(StepExplainer, self.step_page.pane)
+
+    @property
+    def landscape(self) -> LandscapeView:
+        """The Landscape tab's pane, built now where it was not (:attr:`landscape_page`)."""
+        return cast(LandscapeView, self.landscape_page.pane)
+
     # ---- building ---------------------------------------------------------------------------
     def _build_views(self) -> None:
         s = self.session
@@ -109,8 +120,14 @@ class MainWindow(QMainWindow):
         self.code = CodeView()
         self.editor = FunctionEditor()
         self.inspector = InspectorView()
-        self.explainer = StepExplainer(s)
-        self.landscape = LandscapeView(LandscapeModel(s))
+        #: the Step tab's page: it builds the explainer when first shown (or asked for:
+        #: :attr:`explainer`), which then catches up with the run
+        self.step_page = BuiltWhenShown(lambda: StepExplainer(s))
+        # the Landscape tab's page builds its pane when first shown (or asked for:
+        # :attr:`landscape`), not before the window's first paint; the model follows the
+        # session from the start (the learning rates of the steps before)
+        model = LandscapeModel(s)
+        self.landscape_page = BuiltWhenShown(lambda: LandscapeView(model))
         self.restore_offer = RestoreOffer()
         self.jacobian = JacobianView()
         self.jacobian.set_tolerances(s.settings.eps, s.settings.atol, s.settings.rtol)
@@ -146,10 +163,10 @@ class MainWindow(QMainWindow):
         step and loss in presentation mode."""
         self.side_tabs = QTabWidget()
         for widget, title in ((self.code, "Code"), (self.editor, "Editor"),
-                              (self.inspector, "Inspector"), (self.explainer, "Step"),
-                              (self.landscape, "Landscape")):
+                              (self.inspector, "Inspector"), (self.step_page, "Step"),
+                              (self.landscape_page, "Landscape")):
             self.side_tabs.addTab(widget, title)
-        self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.explainer),
+        self.side_tabs.setTabToolTip(self.side_tabs.indexOf(self.step_page),
                                      "The last step of gradient descent, in numbers")
         # as short as the loss plot beside it may be (its tabs scroll): the heatmaps below
         # get the room first (see MainArea)
@@ -280,7 +297,7 @@ class MainWindow(QMainWindow):
                 window=self, status=self.status, left=self.left, side_tabs=self.side_tabs,
                 splitters=self.splitters, readout_holder=self.readout_holder,
                 controls=self.controls, loss_plot=self.loss_plot, jacobian=self.jacobian,
-                explainer=self.explainer, pending_bar=self.pending_bar, panels=panels))
+                explainer=self.step_page, pending_bar=self.pending_bar, panels=panels))
         self.classroom.sessions.settingsLoading.connect(self._show_loaded_settings)
         self.commands.add("landscape", "Show the loss landscape", ["L"], self.show_landscape,
                           self.menus["view"])
@@ -296,7 +313,7 @@ class MainWindow(QMainWindow):
     def show_landscape(self) -> None:
         """The Landscape tab shown (L), with room beside the loss plot (in presentation
         mode the side panel starts hidden, at no width); the heatmaps keep their height."""
-        self.classroom.layout.show_side_tab(self.landscape)
+        self.classroom.layout.show_side_tab(self.landscape_page)  # (built as it is shown)
         QTimer.singleShot(0, self, self._room_for_landscape)  # once the layouts caught up
 
     def _room_for_landscape(self) -> None:

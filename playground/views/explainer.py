@@ -227,6 +227,11 @@ class StepExplainer(QWidget):
         session.targetChanged.connect(self._target_changed)
         self.apply_font(self.font())
         self._apply_colors()
+        if session.target is not None:  # built after the Function opened (the tab is built
+            self._reset("")  # when first shown): where it would be, had it heard it all
+            if session.last_record is not None:
+                self._record = session.last_record
+                self._schedule()
 
     # ---- the gradient heatmap (pyqtgraph), built when first needed -------------------------
     @property

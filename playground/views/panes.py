@@ -1,14 +1,15 @@
 """The window's two containers that size themselves: the left pane (picker above, forms below)
-and the main area (loss plot above, the Jacobian pane below)."""
+and the main area (loss plot above, the Jacobian pane below); and a side tab's page that
+builds its pane when first shown."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 
-__all__ = ["LeftPane", "MainArea"]
+__all__ = ["BuiltWhenShown", "LeftPane", "MainArea"]
 
 
 class LeftPane(QWidget):
@@ -144,3 +145,36 @@ class MainArea(QSplitter):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self._fit_timer.start()
+
+
+class BuiltWhenShown(QWidget):
+    """A tab's page that builds its pane (``build()``) the first time it is shown, or asked
+    for (:attr:`pane`), not with the window: a side tab hidden at the start costs nothing
+    before the window's first paint (docs/startup.md). The pane fills the page (no margins),
+    built under the palette and font the page has then, as any new widget is."""
+
+    def __init__(self, build: Callable[[], QWidget], parent=None) -> None:
+        super().__init__(parent)
+        self._build: Callable[[], QWidget] | None = build
+        self._pane: QWidget | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+
+    @property
+    def built(self) -> bool:
+        return self._pane is not None
+
+    @property
+    def pane(self) -> QWidget:
+        """The pane, built now where it was not."""
+        if self._pane is None:
+            assert self._build is not None
+            self._pane, self._build = self._build(), None
+            self.layout().addWidget(self._pane)
+            if self.isVisible():  # (else Qt shows it a turn of the event loop later)
+                self._pane.show()
+        return self._pane
+
+    def showEvent(self, event) -> None:
+        self.pane  # noqa: B018 (built before the page's first paint)
+        super().showEvent(event)

@@ -442,7 +442,8 @@ def test_the_app_wide_event_filters_step_aside_while_the_look_changes(qtbot, win
             paused.seen = unpaused.seen = 0
             apply_key(prefs, key)  # no event loop in between: the key's own events
             if key[0] != "present":  # (its fonts are the zoom's: no events for the fonts)
-                assert unpaused.seen > 1000, key  # what each filter saw before
+                assert unpaused.seen > 500, key  # what each filter saw before (hundreds
+                # of widgets, each told: fewer since the hidden side tabs build when shown)
             # a handful: the theme menu's check marks, before the look changes
             assert paused.seen <= unpaused.seen / 100, key
         paused.seen = 0

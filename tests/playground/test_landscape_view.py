@@ -248,7 +248,7 @@ def test_the_tab_draws_the_run_and_exports_it(qtbot, window, tmp_path):
     with qtbot.waitSignal(session.jacobianReady, timeout=TIMEOUT):
         session.set_target("mulconstant_bug")
     with qtbot.waitSignal(view.model.ready, timeout=TIMEOUT):
-        window.side_tabs.setCurrentWidget(view)
+        window.side_tabs.setCurrentWidget(window.landscape_page)  # (the tab holding view)
     session.update(steps=0)
     for _ in range(3):
         session.step_once()
@@ -307,7 +307,8 @@ def test_L_shows_the_tab_with_room_and_the_tab_never_widens_the_window(qtbot, wi
     window.actions_by_name["landscape"].trigger()
     qtbot.wait(50)
     assert window.minimumSizeHint().width() <= narrowest  # (the Landscape tab widened it)
-    assert window.side_tabs.currentWidget() is window.landscape
+    assert window.side_tabs.currentWidget() is window.landscape_page  # (its pane inside)
+    assert window.landscape.isVisible()
     qtbot.waitUntil(lambda: window.landscape.width() > 0.25 * window.width(), timeout=TIMEOUT)
     view = window.landscape
     view.status.setText("Step 20: loss 1.029 " + "and a long explanation " * 10)
@@ -487,3 +488,32 @@ def test_the_picture_is_built_when_the_tab_is_first_shown_at_its_shape(qtbot, wi
     # (a scroll bar may take its width from the picture after: a few per cent)
     assert started_at and started_at[0] == pytest.approx(box.width() / box.height(), rel=0.15)
     assert view.model.aspect == pytest.approx(box.width() / box.height())
+
+
+def test_the_tab_builds_its_pane_when_first_shown_by_its_key(qtbot, window):
+    """The Landscape tab is hidden at the start: its pane is built when the tab is first
+    shown (here by L, never shown before), not with the window (before its first paint);
+    its model follows the session from the start."""
+    from playground.state.landscape import LandscapeModel
+    from playground.views.landscape import LandscapeView
+
+    qtbot.waitExposed(window)
+    page = window.landscape_page
+    assert not page.built and window.findChildren(LandscapeView) == []
+    (model,) = window.session.findChildren(LandscapeModel)  # built with the window
+    assert not model.active
+    window.actions_by_name["landscape"].trigger()
+    assert page.built
+    (view,) = window.findChildren(LandscapeView)
+    assert window.landscape is view and view.model is model and page.isAncestorOf(view)
+    assert window.side_tabs.currentWidget() is page
+    assert view.isVisible() and model.active  # shown with its tab, at once
+    assert view.geometry() == page.rect()  # it fills the page
+
+
+def test_asked_for_before_its_tab_is_shown_the_pane_waits_hidden(qtbot, window):
+    qtbot.waitExposed(window)
+    view = window.landscape  # built on demand, hidden with its tab
+    assert window.landscape_page.built and not view.isVisible() and not view.model.active
+    window.side_tabs.setCurrentWidget(window.landscape_page)
+    assert window.landscape is view and view.isVisible() and view.model.active
