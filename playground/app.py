@@ -33,9 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="zoom every pane, 50 to 300 (default: as last time, or 100)")
     p.add_argument("--present", action="store_true",
                    help="start in presentation mode (big readout, chosen panels hidden)")
-    p.add_argument("--tab", choices=("code", "step", "landscape"),
-                   help="which side tab to show (the code, the step explainer, or the loss "
-                        "landscape: --screenshot then waits for it)")
+    p.add_argument("--tab", choices=("code", "editor", "inspector", "step", "landscape"),
+                   help="which side tab to show (the code, the editor, the inspector, the step "
+                        "explainer, or the loss landscape: --screenshot then waits for it); "
+                        "as AUTOGRAD_PLAYGROUND_TAB")
     p.add_argument("--order", choices=("first", "second"), default="first",
                    help="the heatmaps of the first order (your backward) or the second (your "
                         "double backward; D in the window)")
@@ -224,6 +225,8 @@ def open_start(window, args, failures: list[BaseException]) -> bool:
         room.show_explainer()
     elif args.tab == "landscape":
         window.show_landscape()
+    elif args.tab:  # the code, the editor, the inspector: as AUTOGRAD_PLAYGROUND_TAB
+        window.open_tab(args.tab)
     if args.save_session and room.save_session(args.save_session) is None:
         sys.stderr.write(f"autograd-playground: could not write {args.save_session}\n")
         return False

@@ -328,10 +328,14 @@ class MainWindow(QMainWindow):
         window on that tab, e.g. for ``--screenshot``."""
         tab = config.current().tab
         if tab:
-            for index in range(self.side_tabs.count()):
-                if self.side_tabs.tabText(index).lower().startswith(tab):
-                    self.side_tabs.setCurrentIndex(index)
-                    break
+            self.open_tab(tab)
+
+    def open_tab(self, name: str) -> None:
+        """The side tab whose title starts with ``name`` ("editor", "inspector", ...)."""
+        for index in range(self.side_tabs.count()):
+            if self.side_tabs.tabText(index).lower().startswith(name.lower()):
+                self.side_tabs.setCurrentIndex(index)
+                break
 
     def _show_loaded_settings(self, settings) -> None:
         """Settings from a session file are about to load: the views show them afresh."""

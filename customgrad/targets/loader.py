@@ -190,9 +190,28 @@ def _leave(folder: str, added: bool) -> None:
 def _import_failed(exc: BaseException, path: str) -> TargetError:
     line = (_user_frame(exc.__traceback__, path) or getattr(exc, "user_line", None)
             or (getattr(exc, "line", None) if getattr(exc, "file", None) == path else None))
-    return TargetError(
-        f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}",
-        file=path, line=line, details=format_traceback(exc))
+    said = f"Importing {os.path.basename(path)} failed with {type(exc).__name__}: {exc}"
+    if isinstance(exc, ImportError) and "no known parent package" in str(exc):
+        said = f"{said.rstrip('.')}. {_in_a_package(path)}"
+    return TargetError(said, file=path, line=line, details=format_traceback(exc))
+
+
+def _in_a_package(path: str) -> str:
+    """What to do with a file a relative import needs its package for: its import path
+    (``relpkg.layer``) and the folder to put on the path, where its folder is a package."""
+    folder, parts = os.path.dirname(os.path.abspath(path)), [
+        os.path.splitext(os.path.basename(path))[0]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    if len(parts) == 1:
+        return ("A relative import (from .x import y) works in a package only: import it "
+                "absolutely, or make its folder a package.")
+    dotted = ".".join(parts)
+    return (f"{os.path.basename(path)} is part of the package {parts[0]}: open it by its "
+            f"import path, {dotted}, with {folder} on PYTHONPATH (the app: File > "
+            f"Open Import Path…, Ctrl+Shift+I; the CLI: PYTHONPATH={folder} customgrad check "
+            f"{dotted}).")
 
 
 def kind_in(module: object, name: str) -> str | None:

@@ -178,3 +178,18 @@ def test_a_misspelled_no_grad_name_offers_the_parameter(capsys):
     code, _, err = run_cli(capsys, "check", "linear", "--no-grad", "wieght")
     assert code == 2
     assert "Did you mean weight?" in " ".join(err.split())
+
+
+def test_a_file_of_a_package_with_a_relative_import_is_told_its_import_path(
+        capsys, tmp_path, monkeypatch):
+    """trial3 R5: Python's "attempted relative import with no known parent package" alone."""
+    _package(tmp_path, monkeypatch, "relpkg", "from .helpers import TWO\n" + _LAYERS)
+    (tmp_path / "site" / "relpkg" / "helpers.py").write_text("TWO = 2\n")
+    layer = tmp_path / "site" / "relpkg" / "ops.py"
+    code, _, err = run_cli(capsys, "check", str(layer))
+    assert code == 2
+    said = " ".join(err.split())
+    assert "ops.py is part of the package relpkg: open it by its import path, relpkg.ops, " \
+           f"with {tmp_path / 'site'} on PYTHONPATH" in said
+    code, out, _ = run_cli(capsys, "check", "relpkg.ops")  # as told (the path is on sys.path)
+    assert code == 0 and "PASSED" in out
