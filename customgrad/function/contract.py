@@ -286,11 +286,29 @@ def _hint(exc: BaseException, file: str | None, line: int | None) -> str:
             and re.search(r"not enough values to unpack \(expected \d+, got 0\)", text):
         return (" — ctx.saved_tensors is empty: forward never called "
                 "ctx.save_for_backward(...) with the tensors backward reads.")
+    found = re.search(r"'(\w+)Backward' object has no attribute '(\w+)'", text)
+    if isinstance(exc, AttributeError) and found:
+        stored = _ctx_attributes(exc)
+        known = f" (forward stored on ctx: {', '.join(stored)})" if stored else \
+            " (forward stored nothing on it)"
+        return f" — ctx, the object forward and backward share, has no {found[2]}{known}."
     found = re.search(r"tried to allocate (\d+) bytes", text)
     if isinstance(exc, RuntimeError) and found:
         return (f" — {int(found[1]) / 2 ** 30:.3g} GiB for one tensor: is a shape at this "
                 "line written wrong?")
     return ""
+
+
+def _ctx_attributes(exc: BaseException) -> list[str]:
+    """What forward stored on the ``ctx`` of the innermost frame of ``exc`` that has one
+    (its own attributes, not autograd's), in the order stored."""
+    tb, names = exc.__traceback__, []
+    while tb is not None:
+        ctx = tb.tb_frame.f_locals.get("ctx")
+        if ctx is not None:
+            names = [n for n in getattr(ctx, "__dict__", {}) if not n.startswith("_")]
+        tb = tb.tb_next
+    return names
 
 
 def _params(function: type[Function]) -> list[str]:
@@ -356,11 +374,18 @@ def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]
         outs = tuple(out if isinstance(out, torch.Tensor) else NOT_A_TENSOR for out in outs)
     for k, out in enumerate(outs):
         if not isinstance(out, torch.Tensor):
-            raise FunctionError(
-                f"{function.__name__}.forward returned a {type(out).__name__} "
-                f"{'' if len(outs) == 1 else f'at position {k} '}— outputs must be tensors.",
+            kind = type(out).__name__
+            numpy = type(out).__module__ == "numpy"
+            error = FunctionError(
+                f"{function.__name__}.forward returned {'an' if kind[0] in 'aeiou' else 'a'} "
+                f"{'numpy ' if numpy else ''}{kind} "
+                f"{'' if len(outs) == 1 else f'at position {k} '}— outputs must be tensors"
+                + (": return torch.from_numpy(...) of it (a backward through numpy too: "
+                   "@once_differentiable)." if numpy else "."),
                 file=source_file(function), line=return_line(function, "forward"),
                 phase="forward")
+            error.returned = True  # (what it returned is wrong, not what it was given)
+            raise error
     if not outs:
         raise FunctionError(f"{function.__name__}.forward returned an empty tuple.",
                             file=source_file(function), line=return_line(function, "forward"),

@@ -309,8 +309,8 @@ def build(settings: Settings, target: Target | None = None) -> Problem:
     try:
         layout = output_layout(target.function, specs, dtype, device)
     except FunctionError as exc:
-        if exc.phase != "forward":
-            raise
+        if exc.phase != "forward" or getattr(exc, "returned", False):
+            raise  # (not the inputs': what forward returned)
         text = str(exc).rstrip()
         error = FunctionError(f"{text}{'' if text.endswith('.') else '.'} forward was given "
                               f"{drawn_text(specs, dtype)}.", file=exc.file, line=exc.line,

@@ -367,3 +367,44 @@ def test_a_refused_allocation_is_said_in_gib():
     with pytest.raises(FunctionError) as info:
         customgrad.check(_Hog, x64(3, 4))
     assert "— 24 GiB for one tensor: is a shape at this line written wrong?" in str(info.value)
+
+
+class _ReturnsNumpy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.detach().numpy() * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+
+
+class _CtxTypo(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.K, None
+
+
+def test_forward_returning_numpy_is_told_how_and_not_to_change_its_inputs():
+    """trial3 S7: "returned a ndarray ... Change them with --shape ..." (the inputs were fine)."""
+    with pytest.raises(FunctionError) as info:
+        build(Settings(target=f"{FILE}:NonTensorOutput"))
+    assert "forward was given" not in str(info.value)
+    with pytest.raises(FunctionError) as info:
+        customgrad.check(_ReturnsNumpy, x64(3, 4))
+    assert str(info.value).startswith(
+        "_ReturnsNumpy.forward returned a numpy ndarray — outputs must be tensors: return "
+        "torch.from_numpy(...) of it")
+
+
+def test_a_ctx_attribute_never_stored_names_what_forward_stored():
+    """trial3 S7: "'_CtxTypoBackward' object has no attribute 'K'" (ctx's class name)."""
+    with pytest.raises(FunctionError) as info:
+        customgrad.check(_CtxTypo, x64(3, 4), 2.0)
+    assert str(info.value).endswith(
+        "— ctx, the object forward and backward share, has no K (forward stored on ctx: k).")
