@@ -384,7 +384,7 @@ def normalize_outputs(function: type[Function], raw) -> tuple[torch.Tensor, ...]
                    "@once_differentiable)." if numpy else "."),
                 file=source_file(function), line=return_line(function, "forward"),
                 phase="forward")
-            error.returned = True  # (what it returned is wrong, not what it was given)
+            error.returned = True  # type: ignore[attr-defined]  # (what it returned is wrong)
             raise error
     if not outs:
         raise FunctionError(f"{function.__name__}.forward returned an empty tuple.",
