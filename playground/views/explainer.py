@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -308,6 +309,15 @@ class StepExplainer(QWidget):
         self.update_text.clear()
         self.examples.clear()
         self._hide_graphics()
+        # the last Function's parameters went with it (trial3 T8: "weight, bias" offered for
+        # RowSum), and the text starts at its left edge again
+        self.chooser.blockSignals(True)
+        self.chooser.clear()
+        self.chooser.blockSignals(False)
+        self.chooser.hide()
+        for area in self.findChildren(QAbstractScrollArea):
+            area.horizontalScrollBar().setValue(0)
+            area.verticalScrollBar().setValue(0)
 
     def _schedule(self) -> None:
         self._dirty = True

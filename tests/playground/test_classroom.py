@@ -1027,6 +1027,22 @@ def test_step_heatmap_is_built_when_first_needed_in_the_current_zoom_and_theme(q
     np.testing.assert_allclose(explainer.image.image, fake_record().detail["input"].grad)
 
 
+def test_another_function_empties_the_step_explainers_parameters(qtbot, window):
+    """trial3 T8: the parameter list stayed the last Function's ("weight, bias" offered
+    for RowSum) until a step."""
+    open_target(qtbot, window, "linear")
+    explainer = window.explainer
+    window.classroom.show_explainer()
+    record = fake_record(3)
+    record.grad_norms = {"input": 1.0, "weight": 2.0}
+    record.detail["weight"] = record.detail["input"]
+    window.session.batchReady.emit(Batch([record]))
+    qtbot.waitUntil(lambda: explainer.chooser.count() == 2 and explainer.chooser.isVisible())
+    open_target(qtbot, window, "killhead")
+    assert explainer.chooser.count() == 0 and explainer.chooser.isHidden()
+    assert explainer.head.text() == "Step 0: nothing has happened yet"
+
+
 def test_explainer_text_for_other_optimizers(window):
     from playground.views.explainer import explain
 
