@@ -81,6 +81,7 @@ class Loop:
 
     def new_run(self) -> None:
         self.step, self.last_loss, self.last_record = 0, None, None
+        self.stuck_at = None
         self.run_index += 1
         s = self.session.settings
         self.session.runReset.emit(
@@ -179,6 +180,7 @@ class Loop:
         elif outcome == "stuck" and self.stuck_at is not None:
             self.session.notice.emit(UNSTUCK[outcome].replace(
                 "stuck inside forward/backward", f"stuck at {self.stuck_at}"))
+            self.stuck_at = None
         elif outcome:
             self.session.notice.emit(UNSTUCK[outcome])
 
