@@ -527,6 +527,10 @@ class MainWindow(QMainWindow):
         editor's own file goes to the editor: :mod:`playground.features.byof`)."""
         if self.code.shows(file):
             self.code.highlight_line(line)
+            if not self.code.isVisible():  # (the side panel hidden: presentation, F9)
+                # the link shows where it points, as L shows the landscape (trial3 T13: in
+                # presentation it did nothing one could see); F9 hides it again
+                self.classroom.layout.show_side_tab(self.code)
 
     def closeEvent(self, event) -> None:
         """The features hear of it first (the classroom remembers the session, the editor

@@ -18,3 +18,17 @@ def test_a_line_of_another_file_is_not_marked_in_the_code_shown(qtbot, window, t
     assert window.code.highlighted_line is None
     window.errors.jump.emit(window.session.target.file, line)
     assert window.code.highlighted_line == line
+
+
+def test_in_presentation_the_link_shows_the_code_it_points_at(qtbot, window):
+    """trial3 T13: presentation hides the side panel, and the link did nothing one could see."""
+    with qtbot.waitSignal(window.session.jacobianReady, timeout=TIMEOUT):
+        window.session.set_target("killhead")
+    window.show()
+    qtbot.waitExposed(window)
+    window.classroom.presentation.set_presentation(True, fullscreen=False)
+    assert not window.code.isVisible()
+    line = window.code.first_line + 2
+    window.errors.jump.emit(window.session.target.file, line)
+    assert window.code.isVisible() and window.code.highlighted_line == line
+    window.classroom.presentation.set_presentation(False, fullscreen=False)
