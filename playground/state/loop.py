@@ -74,6 +74,8 @@ class Loop:
         self._thread_only: Problem | None = None
         #: "file.py:15 (backward)": where the running step's worker said it has run on
         self.stuck_at: str | None = None
+        #: whether this run's first NaN or Inf loss has been said (and Play paused there)
+        self._nonfinite_said = False
 
     @property
     def running(self) -> bool:
@@ -81,7 +83,7 @@ class Loop:
 
     def new_run(self) -> None:
         self.step, self.last_loss, self.last_record = 0, None, None
-        self.stuck_at = None
+        self.stuck_at, self._nonfinite_said = None, False
         self.run_index += 1
         s = self.session.settings
         self.session.runReset.emit(
@@ -193,10 +195,10 @@ class Loop:
         if last is not None:
             self.last_record, self.step, self.last_loss = last, last.step + 1, last.loss
         self.session.batchReady.emit(batch)
+        if last is not None and not self._nonfinite_said:
+            self._pause_at_nonfinite(batch)
         if batch.paused:
             self.session.runningChanged.emit(False)
-        elif self.ctrl.running and last is not None:
-            self._pause_at_nonfinite(batch)
         if batch.snapshot is not None:
             self.session.checks.start(batch.snapshot)
 
@@ -209,12 +211,17 @@ class Loop:
         if finite.all():
             return
         first = int(np.argmin(finite))
-        self.pause()
+        self._nonfinite_said = True  # (once a run: every step after it is NaN too)
+        running = self.ctrl.running and not batch.paused
+        if running:
+            self.pause()
         loss, step = float(batch.losses[first]), int(batch.steps[first]) + 1
+        # (a fast run can have made every step in the batch that brings the first one)
+        paused = ": Play paused there" if running else ""
         self.session.runNotice.emit(
-            f"The loss is {loss} at step {step}: Play paused (every step after it would be "
-            f"{loss} too). C checks the Jacobian here, and the Inspector tab shows where a NaN "
-            "or Inf first appears.")
+            f"The loss is {loss} at step {step}{paused} (every step after it is {loss} too). "
+            "C checks the Jacobian here, and the Inspector tab shows where a NaN or Inf "
+            "first appears.")
 
     def _running_at(self, at: RunningAt) -> None:
         """Say where a step has run on (the run's notice, beside the loss plot) and keep it

@@ -35,7 +35,7 @@ BLOWS_UP = textwrap.dedent('''
 ''')
 
 
-def test_play_pauses_at_the_first_nonfinite_loss_and_says_so(qtbot, window, tmp_path):
+def _open(qtbot, window, tmp_path):
     path = tmp_path / "blows_up.py"
     path.write_text(BLOWS_UP)
     s = window.session
@@ -45,11 +45,35 @@ def test_play_pauses_at_the_first_nonfinite_loss_and_says_so(qtbot, window, tmp_
     s.runNotice.connect(said.append)
     losses: list[float] = []
     s.batchReady.connect(lambda batch: losses.extend(float(v) for v in batch.losses))
+    return s, said, losses
+
+
+def _first_nonfinite(losses: list[float]) -> int:
+    return next(k for k, v in enumerate(losses) if v != v or abs(v) == float("inf"))
+
+
+def test_play_pauses_at_the_first_nonfinite_loss_and_says_so(qtbot, window, tmp_path):
+    s, said, losses = _open(qtbot, window, tmp_path)
+    s.set_rate(10)  # (a step a batch: at full speed one batch can hold the whole run)
     s.play()
     qtbot.waitUntil(lambda: any(w.startswith("The loss is ") for w in said), timeout=TIMEOUT)
     qtbot.waitUntil(lambda: not s.running, timeout=TIMEOUT)
     words = next(w for w in said if w.startswith("The loss is "))
-    first = next(k for k, v in enumerate(losses) if v != v or abs(v) == float("inf"))
-    assert words.startswith(f"The loss is {losses[first]} at step {first + 1}: Play paused"), \
-        (words, losses[:first + 1])
+    first = _first_nonfinite(losses)
+    assert words.startswith(f"The loss is {losses[first]} at step {first + 1}: Play paused "
+                            "there (every step after it is"), (words, losses[:first + 1])
     assert s.step < s.settings.steps  # not run on to the limit
+    assert sum(w.startswith("The loss is ") for w in said) == 1
+
+
+def test_a_run_made_in_one_go_says_where_its_loss_first_went_nonfinite(qtbot, window,
+                                                                       tmp_path):
+    """(--screenshot --steps N, or a run at full speed whose one batch holds every step)"""
+    s, said, losses = _open(qtbot, window, tmp_path)
+    s.run_steps(30)
+    qtbot.waitUntil(lambda: len(losses) >= 30, timeout=TIMEOUT)
+    first = _first_nonfinite(losses)
+    words = [w for w in said if w.startswith("The loss is ")]
+    assert words == [w for w in words if w.startswith(
+        f"The loss is {losses[first]} at step {first + 1} (every step after it is")]
+    assert len(words) == 1
