@@ -325,8 +325,9 @@ def _isolated(args) -> int:
 def _phase(function: str | None) -> str:
     """The Function's method a stopped job was in ("backward"), as an error's ``phase``
     (the JSON's: "" where it was stopped elsewhere, a helper the method called)."""
-    return function if function in ("forward", "backward", "setup_context", "jvp",
-                                    "vmap") else ""
+    from customgrad.workers import isolation
+
+    return function if function in isolation.METHODS else ""
 
 
 def _run(args, isolated: bool, announce: Announce | None = None) -> int:

@@ -334,6 +334,11 @@ def _shape_message(function: type[Function], name: str, text: str) -> str | None
     got, want = (tuple(int(d) for d in part.split(",") if d.strip()) for part in found.group(2, 3))
     params = _params(function)
     param = params[index] if index < len(params) else f"argument {index}"
+    return wrong_shape(name, got, param, want)
+
+
+def wrong_shape(name: str, got: tuple[int, ...], param: str, want: tuple[int, ...]) -> str:
+    """The words for a gradient of the wrong shape, the check's and the descent's."""
     return (f"{name} returned a gradient of shape [{format_shape(got)}] for {param}, "
             f"whose shape is [{format_shape(want)}].")
 
@@ -607,8 +612,8 @@ def check_gradients(function: type[Function], params: list[str], args: list,
             try:
                 grad.sum_to_size(arg.shape)
             except RuntimeError:
-                raise wrong(f"{name} returned a gradient of shape [{got}] for {param}, "
-                            f"whose shape is [{want}].") from None
+                raise wrong(wrong_shape(name, tuple(grad.shape), param,
+                                        tuple(arg.shape))) from None
             notes.append(GradientNote("shape", param, f"shape surprise: backward returns a "
                                                       f"[{got}] gradient for {param}; autograd "
                                                       f"sums it to {param}'s [{want}]."))

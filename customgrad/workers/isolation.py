@@ -248,13 +248,13 @@ def child_end(conn) -> None:
 
 
 #: the Function's methods a crash message names (``Flaky.backward crashed ...``)
-_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
+METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 
 
 def _method_in(stack: str) -> str | None:
     """The innermost of the Function's methods on the user's side of ``stack``."""
     for m in map(_FRAME.match, stack.splitlines()):
-        if m and not _library_file(m["file"]) and m["func"] in _METHODS:
+        if m and not _library_file(m["file"]) and m["func"] in METHODS:
             return m["func"]
     return None
 

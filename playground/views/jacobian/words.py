@@ -149,7 +149,7 @@ def verdict(report: Report, order: int = 1) -> Verdict:
     total, bad = report.total, report.mismatches
     which = "Jacobian entries" if order == 1 else "entries"
     second = "" if order == 1 else " (double backward)"
-    unchecked = list(getattr(report, "returns_none", ()))
+    unchecked = report.returns_none
     if report.passed:
         head = f"✔ PASSED{second}: all {total:,} {which} within tolerance"
         if unchecked:  # a forgotten gradient returned as None passes: the line says so
@@ -157,7 +157,7 @@ def verdict(report: Report, order: int = 1) -> Verdict:
                      f" — gradients of {', '.join(unchecked)} are None")
     else:
         head = f"✘ FAILED{second}: {bad:,} of {total:,} {which} outside tolerance"
-    nans = getattr(report, "nan_entries", 0)
+    nans = report.nan_entries
     details = (f"max abs error {_error(report.max_abs_error, nans)}   ·   max rel error "
                f"{_error(report.max_rel_error, nans, count=False)}   ·   rule |a − n| ≤ "
                f"{report.atol:g} + {report.rtol:g}·|n|, fd eps {report.eps:g}, numerical in "
