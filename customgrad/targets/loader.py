@@ -444,9 +444,10 @@ def _importable(where: str, run_code: RunCode | None):
     import importlib.util
 
     try:
-        found = importlib.util.find_spec(where)
+        if importlib.util.find_spec(where) is None:  # (imports the parent package: user code)
+            return None
     except (ImportError, ValueError):  # (a parent package that is not there)
         return None
-    if found is None:
-        return None
+    except Exception:  # its package's top level raised: said as any import's error is
+        pass
     return import_user_module(where, run_code=run_code)

@@ -193,3 +193,13 @@ def test_a_file_of_a_package_with_a_relative_import_is_told_its_import_path(
            f"with {tmp_path / 'site'} on PYTHONPATH" in said
     code, out, _ = run_cli(capsys, "check", "relpkg.ops")  # as told (the path is on sys.path)
     assert code == 0 and "PASSED" in out
+
+
+def test_a_module_whose_package_raises_is_said_as_an_import_error(capsys, tmp_path,
+                                                                   monkeypatch):
+    """(finding the module runs its package's top level: no "internal error" for it)"""
+    _package(tmp_path, monkeypatch, "raisingpkg", _LAYERS)
+    (tmp_path / "site" / "raisingpkg" / "__init__.py").write_text("1 / 0\n")
+    code, _, err = run_cli(capsys, "check", "raisingpkg.ops")
+    assert code == 2 and "internal error" not in err
+    assert "ZeroDivisionError" in err and "__init__.py:1" in err
