@@ -440,14 +440,22 @@ def _dotted_module(text: str) -> bool:
 
 def _importable(where: str, run_code: RunCode | None):
     """The module ``where`` where it can be found (imported as user code: an error at its
-    top level is the user's, raised), else None: the name is then a gallery name's typo."""
+    top level is the user's, raised), else None: the name is then a gallery name's typo.
+    Found level by level by the path finders, which import nothing: ``find_spec`` of
+    ``a.b`` would import the package ``a``, user code, in this process (the window's)."""
     import importlib.util
+    from importlib.machinery import PathFinder
 
+    parts = where.split(".")
     try:
-        if importlib.util.find_spec(where) is None:  # (imports the parent package: user code)
-            return None
-    except (ImportError, ValueError):  # (a parent package that is not there)
+        spec = importlib.util.find_spec(parts[0])  # (a top-level name: nothing imported)
+        for depth in range(2, len(parts) + 1):
+            if spec is None or spec.submodule_search_locations is None:
+                return None
+            spec = PathFinder.find_spec(".".join(parts[:depth]),
+                                        list(spec.submodule_search_locations))
+    except (ImportError, ValueError):
         return None
-    except Exception:  # its package's top level raised: said as any import's error is
-        pass
+    if spec is None:
+        return None
     return import_user_module(where, run_code=run_code)

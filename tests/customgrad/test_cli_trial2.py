@@ -5,6 +5,7 @@ inspector names it (F-nan-cli), --json giving a record on stdout when the check 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 
 import pytest
@@ -203,3 +204,13 @@ def test_a_module_whose_package_raises_is_said_as_an_import_error(capsys, tmp_pa
     code, _, err = run_cli(capsys, "check", "raisingpkg.ops")
     assert code == 2 and "internal error" not in err
     assert "ZeroDivisionError" in err and "__init__.py:1" in err
+
+
+def test_looking_for_a_module_runs_no_package_code(capsys, tmp_path, monkeypatch):
+    """Finding ``raisingpkg.nothere`` imports nothing (the window's process runs no user code
+    to look): a name that is no module is a gallery name's typo, whatever its package does."""
+    _package(tmp_path, monkeypatch, "raisingpkg2", _LAYERS)
+    (tmp_path / "site" / "raisingpkg2" / "__init__.py").write_text("1 / 0\n")
+    code, _, err = run_cli(capsys, "check", "raisingpkg2.nothere")
+    assert code == 2 and "No gallery Function is called 'raisingpkg2.nothere'" in err
+    assert "raisingpkg2" not in sys.modules
