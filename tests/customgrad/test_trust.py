@@ -208,7 +208,8 @@ def test_a_crash_after_the_worker_was_asked_where_it_was_is_named_at_its_own_lin
     lines = SPINS_THEN_ABORTS.splitlines()
     spin = lines.index("            pass") + 1
     abort = lines.index("        os.abort()") + 1
-    assert asked and {line for _file, line, _f in asked} <= {spin - 1, spin}, asked
+    # (an ask can land as the spin ends: at the abort's own line then, a loaded CI saw it)
+    assert asked and {line for _file, line, _f in asked} <= {spin - 1, spin, abort}, asked
     assert f"crashed the process with SIGABRT at spins.py:{abort} (in backward)" \
         in " ".join(err.split()), err
 
